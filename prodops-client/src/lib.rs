@@ -1,0 +1,1 @@
+//! Typed async client for the Production Operations API v2 (issue 3 builds it out).

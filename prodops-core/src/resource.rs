@@ -1,0 +1,244 @@
+//! The description of a standard resource and the `Record` trait every resource type implements.
+//!
+//! The server's generic engine serves list, read, create, update, delete, query, count,
+//! group-and-count and the bulk forms of every resource from this description alone; the
+//! resource's own rules plug in through the `Record` methods (pure) and server hooks (that need
+//! the database).
+
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::violation::Violation;
+
+/// How a resource is archived, which decides what DELETE does and what lists show by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archive {
+    /// Not archivable: DELETE removes the record; lists show every record.
+    No,
+    /// DELETE sets `isArchived: true`; PATCH `{ isArchived: false }` restores (spec 3.5).
+    OnDelete,
+    /// Archived and restored only by PATCH of `isArchived`; DELETE is refused (workers, spec 4.11).
+    PatchOnly,
+    /// Archived through the resource's own actions; generic PATCH refuses `isArchived`
+    /// and DELETE removes the record for good (deliveries, spec 4.8).
+    Actions,
+}
+
+impl Archive {
+    pub fn is_archivable(self) -> bool {
+        !matches!(self, Archive::No)
+    }
+}
+
+/// Whether one standard write operation is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allow {
+    Yes,
+    /// Refused with 403 `FORBIDDEN` (worker DELETE, custom-property bulk DELETE, ...).
+    Forbidden,
+    /// Refused with 405 `METHOD_NOT_ALLOWED` (document POST, timesheet writes, ...).
+    NotAllowed,
+    /// Served by the resource's own handler instead of the engine.
+    Custom,
+}
+
+/// The standard write operations and whether each is offered. Reads (list, get, query, count,
+/// group-and-count) are always offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ops {
+    pub create: Allow,
+    pub update: Allow,
+    pub delete: Allow,
+    pub bulk_put: Allow,
+    pub bulk_patch: Allow,
+    pub bulk_delete: Allow,
+}
+
+impl Ops {
+    pub const ALL: Ops = Ops {
+        create: Allow::Yes,
+        update: Allow::Yes,
+        delete: Allow::Yes,
+        bulk_put: Allow::Yes,
+        bulk_patch: Allow::Yes,
+        bulk_delete: Allow::Yes,
+    };
+    pub const READ_ONLY: Ops = Ops {
+        create: Allow::NotAllowed,
+        update: Allow::NotAllowed,
+        delete: Allow::NotAllowed,
+        bulk_put: Allow::NotAllowed,
+        bulk_patch: Allow::NotAllowed,
+        bulk_delete: Allow::NotAllowed,
+    };
+}
+
+/// A uniqueness rule over one or more fields, enforced by the storage layer with a unique index
+/// (so it holds under concurrent writers) and answered with 409 `CONFLICT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UniqueKey {
+    /// Short name, used for the index name.
+    pub name: &'static str,
+    /// Top-level fields (camelCase) that together must be unique per organization.
+    pub fields: &'static [&'static str],
+    /// Compare text case-insensitively.
+    pub case_insensitive: bool,
+    /// Only records with `isArchived: false` take part.
+    pub active_only: bool,
+    /// The message of the 409.
+    pub message: &'static str,
+}
+
+/// Everything the generic engine needs to know about a standard resource.
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceDesc {
+    /// Path segment under `/api/v2` (`catalog-entry`).
+    pub path: &'static str,
+    /// Table name in the database (`catalog_entry`).
+    pub table: &'static str,
+    /// Permission resource name, PascalCase singular (`CatalogEntry`): decisions.md section 2.
+    pub permission: &'static str,
+    /// Fields matched by `search` (case-insensitive substring); dotted paths allowed (`appUser.email`).
+    pub search_columns: &'static [&'static str],
+    pub archive: Archive,
+    /// Whether the record has an `archivedAt` timestamp the engine keeps in step with `isArchived`.
+    pub archived_at: bool,
+    pub ops: Ops,
+    pub unique: &'static [UniqueKey],
+    /// Server-managed fields beyond the common ones (`id`, `organizationId`, `createdAt`,
+    /// `updatedAt`, `archivedAt`): ignored when they appear in a request body.
+    pub read_only: &'static [&'static str],
+    /// Fields that cannot change after creation: a PATCH that changes one is a 400.
+    pub immutable: &'static [&'static str],
+    /// When nonempty, a PATCH may carry only these fields; any other field is a 400 (documents
+    /// accept only `isArchived`, spec 4.7).
+    pub patch_only: &'static [&'static str],
+    /// One line for the OpenAPI document.
+    pub summary: &'static str,
+}
+
+impl ResourceDesc {
+    /// A description with the common defaults; override fields with struct update syntax.
+    pub const fn new(path: &'static str, table: &'static str, permission: &'static str) -> Self {
+        ResourceDesc {
+            path,
+            table,
+            permission,
+            search_columns: &[],
+            archive: Archive::No,
+            archived_at: false,
+            ops: Ops::ALL,
+            unique: &[],
+            read_only: &[],
+            immutable: &[],
+            patch_only: &[],
+            summary: "",
+        }
+    }
+}
+
+/// The fields the engine manages on every record; ignored in request bodies.
+pub const COMMON_READ_ONLY: &[&str] = &["organizationId", "createdAt", "updatedAt", "archivedAt"];
+
+/// A resource type: its wire form (serde, camelCase), its description and its pure rules.
+///
+/// The wire struct must use `#[serde(rename_all = "camelCase", deny_unknown_fields)]`, hold
+/// `id`, `organizationId`, `createdAt`, `updatedAt` (and `isArchived`/`archivedAt` where the
+/// description says so), and give every optional field its specification default with
+/// `#[serde(default)]`, so that deserializing a create body fills in the defaults.
+pub trait Record: Serialize + DeserializeOwned + utoipa::ToSchema + Send + Sync + 'static {
+    const DESC: ResourceDesc;
+
+    /// Canonicalizes values in place (trimming codes, ...); runs on every write before `validate`.
+    fn normalize(&mut self) {}
+
+    /// Rules that depend on the record alone.
+    fn validate(&self) -> Vec<Violation> {
+        Vec::new()
+    }
+
+    /// Rules of a change from `old` to `self` (read-only-when-archived, ...). Immutable fields of
+    /// the description are checked by the engine and need no code here.
+    fn validate_change(&self, _old: &Self) -> Vec<Violation> {
+        Vec::new()
+    }
+}
+
+/// A `Record` with its type erased, so the server can hold every resource in one table.
+pub trait ResourceKind: Send + Sync + 'static {
+    fn desc(&self) -> &'static ResourceDesc;
+
+    /// Parses a complete candidate record (defaults still to fill), normalizes it and checks
+    /// every rule, including the change rules against `old` when this is an update. Returns
+    /// the canonical JSON of the record, or every violation found.
+    fn check(&self, candidate: Value, old: Option<&Value>) -> Result<Value, Vec<Violation>>;
+
+    /// The schema name and JSON schema of the wire form, for the OpenAPI document.
+    fn schema(&self) -> (String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>);
+}
+
+/// The `ResourceKind` of a `Record` type.
+pub struct Kind<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Kind<T> {
+    pub const fn new() -> Self {
+        Kind(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for Kind<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Parses a JSON value into `T`, turning a serde error into a violation that names the field.
+pub fn parse<T: DeserializeOwned>(value: Value) -> Result<T, Violation> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        let field = if path == "." || path.is_empty() { None } else { Some(path) };
+        Violation { field, index: None, message }
+    })
+}
+
+impl<T: Record> ResourceKind for Kind<T> {
+    fn desc(&self) -> &'static ResourceDesc {
+        &T::DESC
+    }
+
+    fn check(&self, candidate: Value, old: Option<&Value>) -> Result<Value, Vec<Violation>> {
+        if let Some(old) = old {
+            let mut changed = Vec::new();
+            for field in T::DESC.immutable {
+                if let (Some(new_value), Some(old_value)) = (candidate.get(field), old.get(field)) {
+                    if new_value != old_value {
+                        changed.push(Violation::field(*field, format!("{field} cannot be changed after creation")));
+                    }
+                }
+            }
+            if !changed.is_empty() {
+                return Err(changed);
+            }
+        }
+        let mut record: T = parse(candidate).map_err(|v| vec![v])?;
+        record.normalize();
+        let mut violations = record.validate();
+        if let Some(old) = old {
+            // The stored record was written by this code, so it parses; if it somehow does not,
+            // the change rules cannot be judged and the write is refused rather than guessed.
+            match parse::<T>(old.clone()) {
+                Ok(old) => violations.extend(record.validate_change(&old)),
+                Err(v) => violations.push(Violation::general(format!("stored record is unreadable: {}", v.message))),
+            }
+        }
+        if !violations.is_empty() {
+            return Err(violations);
+        }
+        serde_json::to_value(&record).map_err(|e| vec![Violation::general(e.to_string())])
+    }
+
+    fn schema(&self) -> (String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>) {
+        (T::name().into_owned(), T::schema())
+    }
+}

@@ -1,0 +1,202 @@
+//! Workers (spec 2.4, 3.3, 4.11): the roster, with archive naming and restore.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::resource::{Allow, Archive, Ops, Record, ResourceDesc};
+use crate::violation::Violation;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerStatus {
+    #[default]
+    Active,
+    Inactive,
+    Terminated,
+}
+
+/// A person on the roster (called People in the app).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Worker {
+    /// The value used as `workerId` elsewhere.
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub name: String,
+    /// External identifier.
+    #[serde(default)]
+    pub customer_identifier: String,
+    #[serde(default)]
+    pub team_id: Option<Uuid>,
+    #[serde(default)]
+    pub status: WorkerStatus,
+    #[serde(default)]
+    pub is_archived: bool,
+    /// Excluded from assignment planning.
+    #[serde(default)]
+    pub exempt_from_assignments: bool,
+    #[serde(default)]
+    pub union_code: Option<String>,
+    /// Badge link of an external integration.
+    #[serde(default)]
+    pub qb_badge_link: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Worker {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["name", "customerIdentifier"],
+        archive: Archive::PatchOnly,
+        ops: Ops { delete: Allow::Forbidden, bulk_delete: Allow::Forbidden, ..Ops::ALL },
+        summary: "Workers: the roster (called People in the app)",
+        ..ResourceDesc::new("worker", "worker", "Worker")
+    };
+
+    fn normalize(&mut self) {
+        self.name = self.name.trim().to_string();
+        self.customer_identifier = self.customer_identifier.trim().to_string();
+    }
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        if self.name.is_empty() {
+            v.push(Violation::field("name", "name must not be empty"));
+        }
+        v
+    }
+
+    fn validate_change(&self, old: &Self) -> Vec<Violation> {
+        if old.is_archived && self.is_archived && self != old {
+            return vec![Violation::field(
+                "isArchived",
+                "an archived worker is read-only; restore it with PATCH { \"isArchived\": false } first",
+            )];
+        }
+        Vec::new()
+    }
+}
+
+/// The suffix an archived worker's `name` and `customerIdentifier` carry: ` - (archived <n>)`.
+pub fn archive_suffix(n: u32) -> String {
+    format!(" - (archived {n})")
+}
+
+/// `base` with the archive suffix of the smallest `n >= 1` whose suffixed name is not taken.
+/// `is_taken` answers whether another worker already carries a name.
+pub fn archived_name(base: &str, mut is_taken: impl FnMut(&str) -> bool) -> (String, u32) {
+    let mut n = 1;
+    loop {
+        let candidate = format!("{base}{}", archive_suffix(n));
+        if !is_taken(&candidate) {
+            return (candidate, n);
+        }
+        n += 1;
+    }
+}
+
+/// Removes an archive suffix (` - (archived <n>)`) from the end of `name`, if it has one.
+pub fn strip_archive_suffix(name: &str) -> &str {
+    if let Some(start) = name.rfind(" - (archived ") {
+        let rest = &name[start + " - (archived ".len()..];
+        if let Some(digits) = rest.strip_suffix(')') {
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                return &name[..start];
+            }
+        }
+    }
+    name
+}
+
+/// The name a restored worker gets: `base` if no active worker carries it, else the first free
+/// `<base> (<n>)` for `n = 1, 2, ...`. `is_taken` answers whether an active worker carries a name.
+pub fn restored_name(base: &str, mut is_taken: impl FnMut(&str) -> bool) -> String {
+    if !is_taken(base) {
+        return base.to_string();
+    }
+    let mut n = 1;
+    loop {
+        let candidate = format!("{base} ({n})");
+        if !is_taken(&candidate) {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn archive_then_strip_gives_back_the_name() {
+        let (name, n) = archived_name("Alice", |_| false);
+        assert_eq!(name, "Alice - (archived 1)");
+        assert_eq!(n, 1);
+        assert_eq!(strip_archive_suffix(&name), "Alice");
+    }
+
+    #[test]
+    fn archive_skips_taken_suffixes() {
+        let taken: HashSet<&str> = ["Bob - (archived 1)", "Bob - (archived 2)"].into();
+        assert_eq!(archived_name("Bob", |n| taken.contains(n)).0, "Bob - (archived 3)");
+    }
+
+    #[test]
+    fn strip_leaves_other_names_alone() {
+        assert_eq!(strip_archive_suffix("Carol - (archived x)"), "Carol - (archived x)");
+        assert_eq!(strip_archive_suffix("Carol (archived 1)"), "Carol (archived 1)");
+        assert_eq!(strip_archive_suffix("Carol - (archived )"), "Carol - (archived )");
+    }
+
+    #[test]
+    fn restore_picks_next_free_name() {
+        let taken: HashSet<&str> = ["Dan", "Dan (1)"].into();
+        assert_eq!(restored_name("Dan", |n| taken.contains(n)), "Dan (2)");
+        assert_eq!(restored_name("Eve", |n| taken.contains(n)), "Eve");
+    }
+
+    #[test]
+    fn archived_worker_is_read_only_but_restorable() {
+        let t = chrono::DateTime::<Utc>::UNIX_EPOCH;
+        let old = Worker {
+            id: Uuid::nil(),
+            organization_id: Uuid::nil(),
+            name: "A - (archived 1)".into(),
+            customer_identifier: String::new(),
+            team_id: None,
+            status: WorkerStatus::Active,
+            is_archived: true,
+            exempt_from_assignments: false,
+            union_code: None,
+            qb_badge_link: None,
+            created_at: t,
+            updated_at: t,
+        };
+        let renamed = Worker { name: "B".into(), ..old.clone() };
+        assert_eq!(renamed.validate_change(&old).len(), 1);
+        let restored = Worker { is_archived: false, ..old.clone() };
+        assert!(restored.validate_change(&old).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn strip_inverts_archive_for_any_name(base in ".{0,40}", n in 1u32..10_000) {
+            let name = format!("{base}{}", archive_suffix(n));
+            prop_assert_eq!(strip_archive_suffix(&name), base.as_str());
+        }
+
+        #[test]
+        fn restored_name_is_never_taken(base in "[a-zA-Z ]{1,12}", k in 0usize..5) {
+            let mut taken: HashSet<String> = HashSet::new();
+            taken.insert(base.clone());
+            for i in 1..=k { taken.insert(format!("{base} ({i})")); }
+            let name = restored_name(&base, |n| taken.contains(n));
+            prop_assert!(!taken.contains(&name));
+        }
+    }
+}
