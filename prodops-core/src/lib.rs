@@ -1,9 +1,25 @@
 //! The domain of the Production Operations API v2: every resource as Rust types and every rule
 //! of the specification as plain functions. No I/O, no async, no clock it does not receive.
 
+mod common;
+
+pub mod catalog;
+pub mod contact;
+pub mod custom_property;
+pub mod deliverable;
+pub mod delivery;
+pub mod document;
+pub mod inventory;
+pub mod minimal;
+pub mod notification;
+pub mod organization;
+pub mod production;
+pub mod qc;
 pub mod registry;
 pub mod resource;
+pub mod vendor;
 pub mod violation;
+pub mod work_session;
 pub mod worker;
 
 pub use resource::{Allow, Archive, Kind, Ops, Record, ResourceDesc, ResourceKind, UniqueKey};

@@ -174,7 +174,21 @@ pub trait ResourceKind: Send + Sync + 'static {
     fn check(&self, candidate: Value, old: Option<&Value>) -> Result<Value, Vec<Violation>>;
 
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
-    fn schema(&self) -> (String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>);
+    fn schema(
+        &self,
+    ) -> (
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    );
+
+    /// The schema of the wire form and of every type it refers to, for the OpenAPI components.
+    fn schemas(
+        &self,
+        out: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    );
 }
 
 /// The `ResourceKind` of a `Record` type.
@@ -197,8 +211,16 @@ pub fn parse<T: DeserializeOwned>(value: Value) -> Result<T, Violation> {
     serde_path_to_error::deserialize(value).map_err(|err| {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();
-        let field = if path == "." || path.is_empty() { None } else { Some(path) };
-        Violation { field, index: None, message }
+        let field = if path == "." || path.is_empty() {
+            None
+        } else {
+            Some(path)
+        };
+        Violation {
+            field,
+            index: None,
+            message,
+        }
     })
 }
 
@@ -211,10 +233,13 @@ impl<T: Record> ResourceKind for Kind<T> {
         if let Some(old) = old {
             let mut changed = Vec::new();
             for field in T::DESC.immutable {
-                if let (Some(new_value), Some(old_value)) = (candidate.get(field), old.get(field)) {
-                    if new_value != old_value {
-                        changed.push(Violation::field(*field, format!("{field} cannot be changed after creation")));
-                    }
+                if let (Some(new_value), Some(old_value)) = (candidate.get(field), old.get(field))
+                    && new_value != old_value
+                {
+                    changed.push(Violation::field(
+                        *field,
+                        format!("{field} cannot be changed after creation"),
+                    ));
                 }
             }
             if !changed.is_empty() {
@@ -229,7 +254,10 @@ impl<T: Record> ResourceKind for Kind<T> {
             // the change rules cannot be judged and the write is refused rather than guessed.
             match parse::<T>(old.clone()) {
                 Ok(old) => violations.extend(record.validate_change(&old)),
-                Err(v) => violations.push(Violation::general(format!("stored record is unreadable: {}", v.message))),
+                Err(v) => violations.push(Violation::general(format!(
+                    "stored record is unreadable: {}",
+                    v.message
+                ))),
             }
         }
         if !violations.is_empty() {
@@ -238,7 +266,23 @@ impl<T: Record> ResourceKind for Kind<T> {
         serde_json::to_value(&record).map_err(|e| vec![Violation::general(e.to_string())])
     }
 
-    fn schema(&self) -> (String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>) {
+    fn schema(
+        &self,
+    ) -> (
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    ) {
         (T::name().into_owned(), T::schema())
+    }
+
+    fn schemas(
+        &self,
+        out: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        out.push(self.schema());
+        T::schemas(out);
     }
 }

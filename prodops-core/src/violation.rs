@@ -17,11 +17,19 @@ pub struct Violation {
 
 impl Violation {
     pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Violation { field: Some(field.into()), index: None, message: message.into() }
+        Violation {
+            field: Some(field.into()),
+            index: None,
+            message: message.into(),
+        }
     }
 
     pub fn general(message: impl Into<String>) -> Self {
-        Violation { field: None, index: None, message: message.into() }
+        Violation {
+            field: None,
+            index: None,
+            message: message.into(),
+        }
     }
 
     pub fn at_index(mut self, index: usize) -> Self {
@@ -48,6 +56,10 @@ impl Violations {
         self.0.is_empty()
     }
     pub fn into_result(self) -> Result<(), Vec<Violation>> {
-        if self.0.is_empty() { Ok(()) } else { Err(self.0) }
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(self.0)
+        }
     }
 }

@@ -50,7 +50,11 @@ impl Record for Worker {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["name", "customerIdentifier"],
         archive: Archive::PatchOnly,
-        ops: Ops { delete: Allow::Forbidden, bulk_delete: Allow::Forbidden, ..Ops::ALL },
+        ops: Ops {
+            delete: Allow::Forbidden,
+            bulk_delete: Allow::Forbidden,
+            ..Ops::ALL
+        },
         summary: "Workers: the roster (called People in the app)",
         ..ResourceDesc::new("worker", "worker", "Worker")
     };
@@ -101,10 +105,11 @@ pub fn archived_name(base: &str, mut is_taken: impl FnMut(&str) -> bool) -> (Str
 pub fn strip_archive_suffix(name: &str) -> &str {
     if let Some(start) = name.rfind(" - (archived ") {
         let rest = &name[start + " - (archived ".len()..];
-        if let Some(digits) = rest.strip_suffix(')') {
-            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-                return &name[..start];
-            }
+        if let Some(digits) = rest.strip_suffix(')')
+            && !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            return &name[..start];
         }
     }
     name
@@ -143,14 +148,26 @@ mod tests {
     #[test]
     fn archive_skips_taken_suffixes() {
         let taken: HashSet<&str> = ["Bob - (archived 1)", "Bob - (archived 2)"].into();
-        assert_eq!(archived_name("Bob", |n| taken.contains(n)).0, "Bob - (archived 3)");
+        assert_eq!(
+            archived_name("Bob", |n| taken.contains(n)).0,
+            "Bob - (archived 3)"
+        );
     }
 
     #[test]
     fn strip_leaves_other_names_alone() {
-        assert_eq!(strip_archive_suffix("Carol - (archived x)"), "Carol - (archived x)");
-        assert_eq!(strip_archive_suffix("Carol (archived 1)"), "Carol (archived 1)");
-        assert_eq!(strip_archive_suffix("Carol - (archived )"), "Carol - (archived )");
+        assert_eq!(
+            strip_archive_suffix("Carol - (archived x)"),
+            "Carol - (archived x)"
+        );
+        assert_eq!(
+            strip_archive_suffix("Carol (archived 1)"),
+            "Carol (archived 1)"
+        );
+        assert_eq!(
+            strip_archive_suffix("Carol - (archived )"),
+            "Carol - (archived )"
+        );
     }
 
     #[test]
@@ -177,9 +194,15 @@ mod tests {
             created_at: t,
             updated_at: t,
         };
-        let renamed = Worker { name: "B".into(), ..old.clone() };
+        let renamed = Worker {
+            name: "B".into(),
+            ..old.clone()
+        };
         assert_eq!(renamed.validate_change(&old).len(), 1);
-        let restored = Worker { is_archived: false, ..old.clone() };
+        let restored = Worker {
+            is_archived: false,
+            ..old.clone()
+        };
         assert!(restored.validate_change(&old).is_empty());
     }
 

@@ -1,1 +1,215 @@
-//! prodops server
+//! prodops-server: the Production Operations API v2 on axum, over SQLite (embedded default) or
+//! PostgreSQL (many stateless processes sharing one database).
+//!
+//! `start` serves in the background and returns a handle; the `prodops-server` binary wraps it
+//! with the operator subcommands.
+
+pub mod admin;
+pub mod app;
+pub mod context;
+pub mod engine;
+pub mod error;
+pub mod hooks;
+pub mod idempotency;
+pub mod jobs;
+pub mod migrate;
+pub mod openapi;
+pub mod ratelimit;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::ratelimit::RateLimiter;
+use crate::store::{Store, StoreError};
+
+/// What can stop the server or an operator command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl store::TxError for Error {
+    fn is_retry(&self) -> bool {
+        matches!(self, Error::Store(StoreError::Retry))
+    }
+}
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    /// `sqlite://PATH`, `sqlite::memory:` or `postgres://...`.
+    pub database_url: String,
+    /// Requests per window per API key; a bulk call counts as one.
+    pub rate_limit: u32,
+    pub rate_limit_window: Duration,
+}
+
+impl Config {
+    /// Defaults for a server on a free loopback port.
+    pub fn new(database_url: impl Into<String>) -> Config {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database_url: database_url.into(),
+            rate_limit: 6000,
+            rate_limit_window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A server serving in the background.
+pub struct RunningServer {
+    addr: SocketAddr,
+    store: Store,
+    shutdown: Option<oneshot::Sender<()>>,
+    serve: JoinHandle<()>,
+    background: Vec<JoinHandle<()>>,
+}
+
+/// Opens the database (running migrations), binds and serves in the background.
+pub async fn start(config: Config) -> Result<RunningServer, Error> {
+    let store = Store::open(&config.database_url).await?;
+    let listener = TcpListener::bind(config.bind).await?;
+    serve_on(listener, store, &config).await
+}
+
+/// Serves on an already bound listener.
+pub async fn serve_on(
+    listener: TcpListener,
+    store: Store,
+    config: &Config,
+) -> Result<RunningServer, Error> {
+    let addr = listener.local_addr()?;
+    let state = Arc::new(AppState {
+        store: store.clone(),
+        limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window),
+        openapi: openapi::document().into(),
+        jobs: Arc::new(tokio::sync::Notify::new()),
+    });
+    let background = vec![
+        tokio::spawn(sync_rate_limits(state.clone())),
+        tokio::spawn(jobs::run(state.clone())),
+        tokio::spawn(purge_idempotency(state.clone())),
+    ];
+    let router = app::router(state);
+    let (tx, rx) = oneshot::channel::<()>();
+    let serve = tokio::spawn(async move {
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(listener, service)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::error!("server stopped: {e}");
+        }
+    });
+    Ok(RunningServer {
+        addr,
+        store,
+        shutdown: Some(tx),
+        serve,
+        background,
+    })
+}
+
+async fn sync_rate_limits(state: Arc<AppState>) {
+    loop {
+        tokio::time::sleep(ratelimit::SYNC_INTERVAL).await;
+        if let Err(e) = state.limiter.sync(&state.store).await {
+            tracing::warn!("rate limit sync failed: {e}");
+        }
+    }
+}
+
+async fn purge_idempotency(state: Arc<AppState>) {
+    loop {
+        let now = chrono::Utc::now().timestamp();
+        if let Err(e) = state
+            .store
+            .write(move |tx| idempotency::purge_expired(tx, now))
+            .await
+        {
+            tracing::warn!("idempotency purge failed: {e}");
+        }
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://HOST:PORT`, without `/api/v2`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub async fn create_org(&self, name: &str, flags: &[&str]) -> Result<admin::CreatedOrg, Error> {
+        admin::create_org(&self.store, name, flags).await
+    }
+
+    pub async fn create_key(
+        &self,
+        org: Uuid,
+        admin: bool,
+        permissions: &[&str],
+    ) -> Result<admin::CreatedKey, Error> {
+        admin::create_key(&self.store, org, admin, permissions).await
+    }
+
+    pub async fn revoke_key(&self, key_id: Uuid) -> Result<(), Error> {
+        admin::revoke_key(&self.store, key_id).await
+    }
+
+    pub async fn set_flag(&self, org: Uuid, flag: &str, value: bool) -> Result<(), Error> {
+        admin::set_flag(&self.store, org, flag, value).await
+    }
+
+    /// Waits until the server stops by itself (it does not, short of an error).
+    pub async fn wait(mut self) {
+        let serve = std::mem::replace(&mut self.serve, tokio::spawn(async {}));
+        let _ = serve.await;
+    }
+
+    /// Stops accepting connections, finishes the requests in flight, stops background work.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let serve = std::mem::replace(&mut self.serve, tokio::spawn(async {}));
+        let _ = serve.await;
+        for task in &self.background {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        for task in &self.background {
+            task.abort();
+        }
+    }
+}

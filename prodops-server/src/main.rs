@@ -1,1 +1,265 @@
-fn main() {}
+//! `prodops-server`: serve the API, and the operator subcommands (decisions.md section 1).
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use prodops_server::store::Store;
+use prodops_server::{Config, Error, admin, migrate};
+use uuid::Uuid;
+
+const DEFAULT_DATABASE: &str = "sqlite://prodops.db";
+
+#[derive(Parser)]
+#[command(
+    name = "prodops-server",
+    version,
+    about = "The Production Operations API v2 server"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct DatabaseArg {
+    /// sqlite://PATH (created if missing), sqlite::memory: or postgres://...
+    #[arg(long, env = "PRODOPS_DATABASE_URL", default_value = DEFAULT_DATABASE)]
+    database: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve /api/v2. Prints `listening on http://HOST:PORT` on stdout once it accepts connections.
+    ///
+    /// Example: prodops-server serve --bind 127.0.0.1:0 --database sqlite://prodops.db
+    Serve {
+        #[arg(long, env = "PRODOPS_BIND", default_value = "127.0.0.1:8080")]
+        bind: SocketAddr,
+        #[command(flatten)]
+        db: DatabaseArg,
+        /// Requests per window per API key (a bulk call counts as one).
+        #[arg(long, env = "PRODOPS_RATE_LIMIT", default_value_t = 6000)]
+        rate_limit: u32,
+        /// The rate limit window, in seconds.
+        #[arg(long, env = "PRODOPS_RATE_LIMIT_WINDOW", default_value_t = 60)]
+        rate_limit_window: u64,
+    },
+    /// Organizations.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Subcommand)]
+enum OrgCommand {
+    /// Create an organization and an admin API key; prints {"organizationId", "apiKey"}.
+    ///
+    /// Example: prodops-server org create --name "Acme Fabrication" --flag documentsHubEnabled
+    Create {
+        #[arg(long)]
+        name: String,
+        /// A feature flag to enable (FLAG or FLAG=true|false); repeatable.
+        #[arg(long = "flag")]
+        flags: Vec<String>,
+        #[command(flatten)]
+        db: DatabaseArg,
+    },
+    /// Set a feature flag: documentsHubEnabled, deliveryComponentCargoEnabled.
+    ///
+    /// Example: prodops-server org set-flag --org ORG_ID documentsHubEnabled=true
+    SetFlag {
+        #[arg(long)]
+        org: Uuid,
+        /// FLAG=true or FLAG=false
+        flag: String,
+        #[command(flatten)]
+        db: DatabaseArg,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create a key for an organization; prints {"apiKeyId", "apiKey"}.
+    ///
+    /// Example: prodops-server key create --org ORG_ID --permission Worker.Read --permission Worker.Update
+    Create {
+        #[arg(long)]
+        org: Uuid,
+        /// A key with every permission.
+        #[arg(long, conflicts_with = "permissions")]
+        admin: bool,
+        /// A permission <Resource>.<Action> (Worker.Read, Item.Update, ...); repeatable.
+        #[arg(long = "permission", required_unless_present = "admin")]
+        permissions: Vec<String>,
+        #[command(flatten)]
+        db: DatabaseArg,
+    },
+    /// Revoke a key; it stops working at once.
+    ///
+    /// Example: prodops-server key revoke --key-id KEY_ID
+    Revoke {
+        #[arg(long)]
+        key_id: Uuid,
+        #[command(flatten)]
+        db: DatabaseArg,
+    },
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("PRODOPS_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+    // A panic is logged as one line, without a backtrace; the request answers 500.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        tracing::error!("panic: {message}");
+    }));
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string(value).expect("serializable"));
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+}
+
+/// The address a client on this machine uses to reach `addr`.
+fn client_url(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+        ip if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{ip}:{}", addr.port())
+}
+
+async fn serve(
+    bind: SocketAddr,
+    database: String,
+    rate_limit: u32,
+    window: u64,
+) -> Result<(), Error> {
+    let store = Store::open(&database).await?;
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let first_start = !store.read(|tx| migrate::has_organizations(tx)).await?;
+    if first_start {
+        let created = admin::create_org(&store, "Default organization", &[]).await?;
+        eprintln!(
+            "prodops-server: new database; created the organization \"Default organization\" ({}) with an admin API key.\n\
+             Point the prodops CLI at this server with:\n\
+             export PRODOPS_BASE_URL={}\n\
+             export PRODOPS_API_KEY={}",
+            created.organization_id,
+            client_url(addr),
+            created.api_key
+        );
+    }
+    let config = Config {
+        bind,
+        database_url: database,
+        rate_limit,
+        rate_limit_window: Duration::from_secs(window.max(1)),
+    };
+    let running = prodops_server::serve_on(listener, store, &config).await?;
+    println!("listening on http://{addr}");
+    shutdown_signal().await;
+    tracing::info!("shutting down: finishing requests in flight");
+    running.shutdown().await;
+    Ok(())
+}
+
+async fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Serve {
+            bind,
+            db,
+            rate_limit,
+            rate_limit_window,
+        } => serve(bind, db.database, rate_limit, rate_limit_window).await,
+        Command::Org(OrgCommand::Create { name, flags, db }) => {
+            let store = Store::open(&db.database).await?;
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            print_json(&admin::create_org(&store, &name, &flags).await?);
+            Ok(())
+        }
+        Command::Org(OrgCommand::SetFlag { org, flag, db }) => {
+            let (name, value) = admin::parse_flag(&flag)?;
+            if !flag.contains('=') {
+                return Err(Error::Invalid(format!(
+                    "write the flag as {name}=true or {name}=false"
+                )));
+            }
+            let store = Store::open(&db.database).await?;
+            admin::set_flag(&store, org, &name, value).await
+        }
+        Command::Key(KeyCommand::Create {
+            org,
+            admin: is_admin,
+            permissions,
+            db,
+        }) => {
+            let store = Store::open(&db.database).await?;
+            let permissions: Vec<&str> = permissions.iter().map(String::as_str).collect();
+            print_json(&admin::create_key(&store, org, is_admin, &permissions).await?);
+            Ok(())
+        }
+        Command::Key(KeyCommand::Revoke { key_id, db }) => {
+            let store = Store::open(&db.database).await?;
+            admin::revoke_key(&store, key_id).await
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("prodops-server: error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("prodops-server: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,649 @@
-//! test harness
+//! Test harness for the black-box HTTP tests of `prodops-server`.
+//!
+//! Every test starts its own server over real HTTP against a real database:
+//!
+//! - `PRODOPS_TEST_DATABASE_URL` unset or empty: a fresh SQLite file in a temporary directory
+//!   per server;
+//! - a `postgres://` URL: that shared database. Tests stay apart because each one creates its
+//!   own organizations, and every record is scoped to its organization.
+//!
+//! `TestServer::org` creates an organization with an admin key and returns an [`Api`] bound to
+//! `<base_url>/api/v2` and that key. Request helpers return a [`Resp`] holding the status, the
+//! headers, the raw text and the parsed JSON body (`Null` when empty or not JSON).
+
+use std::time::Duration;
+
+use reqwest::Method;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use uuid::Uuid;
+
+pub use prodops_server::{Config, RunningServer};
+pub use serde_json::json;
+
+/// Words that must never appear in an error body: SQL text, database names, panics.
+pub const FORBIDDEN_IN_ERRORS: &[&str] = &[
+    "SELECT",
+    "sqlite",
+    "postgres",
+    "panicked",
+    "stack backtrace",
+];
+
+/// The database URL the tests run against: the environment's, or `None` for per-server SQLite.
+pub fn shared_database_url() -> Option<String> {
+    match std::env::var("PRODOPS_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
+        _ => None,
+    }
+}
+
+/// Whether the tests run against PostgreSQL.
+pub fn on_postgres() -> bool {
+    shared_database_url().is_some_and(|u| u.starts_with("postgres"))
+}
+
+/// A running server, its database (kept alive here when it is a temporary SQLite file), and an
+/// HTTP client.
+pub struct TestServer {
+    server: Option<RunningServer>,
+    base_url: String,
+    client: reqwest::Client,
+    // Dropped last: the SQLite file must outlive the server.
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// Server starts on a shared PostgreSQL database run one at a time, so that the tests exercise
+/// the API rather than concurrent migrations (a separate concern).
+static START_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+impl TestServer {
+    /// A server with the default configuration (rate limit 6,000 per 60 s).
+    pub async fn start() -> TestServer {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A server whose configuration `adjust` may change (rate limits, ...).
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let (url, dir) = match shared_database_url() {
+            Some(url) => (url, None),
+            None => {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let path = dir.path().join("prodops.db");
+                (format!("sqlite://{}", path.display()), Some(dir))
+            }
+        };
+        let mut config = Config::new(url);
+        adjust(&mut config);
+        let server = {
+            let _guard = if dir.is_none() {
+                Some(START_LOCK.lock().await)
+            } else {
+                None
+            };
+            prodops_server::start(config)
+                .await
+                .expect("the server starts")
+        };
+        let base_url = server.base_url();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("HTTP client");
+        TestServer {
+            server: Some(server),
+            base_url,
+            client,
+            _dir: dir,
+        }
+    }
+
+    /// The running server (for its admin functions).
+    pub fn running(&self) -> &RunningServer {
+        self.server.as_ref().expect("server still running")
+    }
+
+    /// The instance address, `http://127.0.0.1:PORT`, without `/api/v2`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `<base_url>/api/v2`.
+    pub fn api_url(&self) -> String {
+        format!("{}/api/v2", self.base_url)
+    }
+
+    /// A fresh organization (the name gets a unique suffix) with an admin key.
+    pub async fn org(&self, name: &str) -> Api {
+        self.org_with_flags(name, &[]).await
+    }
+
+    /// A fresh organization with feature flags set.
+    pub async fn org_with_flags(&self, name: &str, flags: &[&str]) -> Api {
+        let unique = format!("{name} {}", Uuid::new_v4().simple());
+        let created = self
+            .running()
+            .create_org(&unique, flags)
+            .await
+            .expect("create_org");
+        Api {
+            client: self.client.clone(),
+            base: self.api_url(),
+            key: Some(created.api_key),
+            org_id: created.organization_id,
+        }
+    }
+
+    /// Another key of `api`'s organization with the given permissions; returns the bound `Api`
+    /// and the key's id.
+    pub async fn key(&self, api: &Api, admin: bool, permissions: &[&str]) -> (Api, Uuid) {
+        let created = self
+            .running()
+            .create_key(api.org_id, admin, permissions)
+            .await
+            .expect("create_key");
+        (api.with_key(created.api_key), created.api_key_id)
+    }
+
+    /// A client of `/api/v2` that sends no key.
+    pub fn anonymous(&self) -> Api {
+        Api {
+            client: self.client.clone(),
+            base: self.api_url(),
+            key: None,
+            org_id: Uuid::nil(),
+        }
+    }
+
+    /// A request to a path of the instance (outside `/api/v2`, e.g. `/healthz`), without a key.
+    pub async fn get_root(&self, path: &str) -> Resp {
+        let api = Api {
+            client: self.client.clone(),
+            base: self.base_url.clone(),
+            key: None,
+            org_id: Uuid::nil(),
+        };
+        api.get(path).await
+    }
+
+    /// Stops the server.
+    pub async fn shutdown(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+    }
+}
+
+/// A client of `/api/v2` bound to one organization's key.
+#[derive(Clone)]
+pub struct Api {
+    client: reqwest::Client,
+    base: String,
+    key: Option<String>,
+    /// The organization the key belongs to (nil for an anonymous client).
+    pub org_id: Uuid,
+}
+
+/// A request body.
+#[derive(Clone, Debug)]
+pub enum Body {
+    None,
+    Json(Value),
+    /// Sent as is with `Content-Type: application/json`.
+    Raw(Vec<u8>),
+}
+
+impl Api {
+    /// The same organization and base, another key.
+    pub fn with_key(&self, key: impl Into<String>) -> Api {
+        Api {
+            key: Some(key.into()),
+            ..self.clone()
+        }
+    }
+
+    /// The same base, no key.
+    pub fn without_key(&self) -> Api {
+        Api {
+            key: None,
+            ..self.clone()
+        }
+    }
+
+    /// The key this client sends, if any.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// `<base_url>/api/v2`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// A request builder for `method path` (path relative to `/api/v2`, e.g. `/worker?status=x`).
+    pub fn req(&self, method: Method, path: &str) -> Req<'_> {
+        Req {
+            api: self,
+            method,
+            path: path.to_string(),
+            body: Body::None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.req(Method::GET, path).send().await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> Resp {
+        self.req(Method::POST, path).json(body).send().await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> Resp {
+        self.req(Method::PATCH, path).json(body).send().await
+    }
+    pub async fn put(&self, path: &str, body: Value) -> Resp {
+        self.req(Method::PUT, path).json(body).send().await
+    }
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.req(Method::DELETE, path).send().await
+    }
+    /// A POST whose body is sent byte for byte as `application/json` (malformed JSON, huge bodies).
+    pub async fn post_raw(&self, path: &str, body: impl Into<Vec<u8>>) -> Resp {
+        self.req(Method::POST, path).raw(body).send().await
+    }
+
+    // ---- conveniences built on the above ----
+
+    /// POST `/r` and expect 201; returns the created record.
+    pub async fn create(&self, resource: &str, body: Value) -> Value {
+        let resp = self.post(&format!("/{resource}"), body.clone()).await;
+        assert_eq!(resp.status, 201, "POST /{resource} {body}: {resp}");
+        assert!(
+            resp.body.get("id").is_some_and(|v| v.is_string()),
+            "created record has an id: {resp}"
+        );
+        resp.body
+    }
+
+    /// PUT `/r/bulk` and expect 200 `{count, ids}` with one id per record; returns the ids.
+    pub async fn bulk_put(&self, resource: &str, records: Vec<Value>) -> Vec<String> {
+        let n = records.len();
+        let resp = self
+            .put(&format!("/{resource}/bulk"), Value::Array(records))
+            .await;
+        assert_eq!(resp.status, 200, "PUT /{resource}/bulk: {resp}");
+        assert_eq!(resp.body["count"].as_u64(), Some(n as u64), "count: {resp}");
+        let ids: Vec<String> = resp.body["ids"]
+            .as_array()
+            .unwrap_or_else(|| panic!("ids array: {resp}"))
+            .iter()
+            .map(|v| v.as_str().expect("id string").to_string())
+            .collect();
+        assert_eq!(ids.len(), n, "one id per record: {resp}");
+        ids
+    }
+
+    /// GET `/r/{id}` and expect 200; returns the record.
+    pub async fn read(&self, resource: &str, id: &str) -> Value {
+        let resp = self.get(&format!("/{resource}/{id}")).await;
+        assert_eq!(resp.status, 200, "GET /{resource}/{id}: {resp}");
+        resp.body
+    }
+
+    /// GET `/r?query` and expect 200 with `{values, totalCount}`; returns the values.
+    pub async fn list(&self, resource: &str, query: &str) -> Vec<Value> {
+        let path = if query.is_empty() {
+            format!("/{resource}")
+        } else {
+            format!("/{resource}?{query}")
+        };
+        let resp = self.get(&path).await;
+        assert_eq!(resp.status, 200, "GET {path}: {resp}");
+        assert_list_shape(&resp);
+        resp.body["values"].as_array().unwrap().clone()
+    }
+
+    /// The ids of GET `/r?query`, in order.
+    pub async fn list_ids(&self, resource: &str, query: &str) -> Vec<String> {
+        ids_of(&self.list(resource, query).await)
+    }
+
+    /// GET `/r/count?query` and expect 200 `{count}`.
+    pub async fn count(&self, resource: &str, query: &str) -> u64 {
+        let path = if query.is_empty() {
+            format!("/{resource}/count")
+        } else {
+            format!("/{resource}/count?{query}")
+        };
+        let resp = self.get(&path).await;
+        assert_eq!(resp.status, 200, "GET {path}: {resp}");
+        resp.body["count"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("GET {path}: count is a number: {resp}"))
+    }
+
+    /// How many records of `resource` exist, archived or not (sum of both list filters).
+    pub async fn total(&self, resource: &str) -> u64 {
+        let active = self.list_total(resource, "isArchived=false").await;
+        let archived = self.list_total(resource, "isArchived=true").await;
+        active + archived
+    }
+
+    /// `totalCount` of GET `/r?query`.
+    pub async fn list_total(&self, resource: &str, query: &str) -> u64 {
+        let path = if query.is_empty() {
+            format!("/{resource}")
+        } else {
+            format!("/{resource}?{query}")
+        };
+        let resp = self.get(&path).await;
+        assert_eq!(resp.status, 200, "GET {path}: {resp}");
+        assert_list_shape(&resp);
+        resp.body["totalCount"].as_u64().unwrap()
+    }
+}
+
+/// A request being built.
+pub struct Req<'a> {
+    api: &'a Api,
+    method: Method,
+    path: String,
+    body: Body,
+    headers: Vec<(String, String)>,
+}
+
+impl Req<'_> {
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Body::Json(body);
+        self
+    }
+    pub fn raw(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Body::Raw(body.into());
+        self
+    }
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+    pub fn idempotency_key(self, key: &str) -> Self {
+        self.header("Idempotency-Key", key)
+    }
+    pub fn request_id(self, id: &str) -> Self {
+        self.header("X-Request-Id", id)
+    }
+
+    pub async fn send(self) -> Resp {
+        let url = format!("{}{}", self.api.base, self.path);
+        let mut builder = self.api.client.request(self.method.clone(), &url);
+        if let Some(key) = &self.api.key {
+            builder = builder.header("X-API-Key", key);
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(
+                HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                HeaderValue::from_str(value).expect("header value"),
+            );
+        }
+        builder = match self.body {
+            Body::None => builder,
+            Body::Json(v) => builder
+                .header("Content-Type", "application/json")
+                .body(serde_json::to_vec(&v).unwrap()),
+            Body::Raw(bytes) => builder
+                .header("Content-Type", "application/json")
+                .body(bytes),
+        };
+        let what = format!("{} {}", self.method, self.path);
+        let response = builder
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{what}: request failed: {e:?}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response
+            .bytes()
+            .await
+            .unwrap_or_else(|e| panic!("{what}: reading the body failed: {e:?}"));
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let body = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::Null)
+        };
+        let resp = Resp {
+            what,
+            status,
+            headers,
+            body,
+            text,
+            key: self.api.key.clone(),
+        };
+        assert!(resp.status < 500, "server error (never a 5xx): {resp}");
+        resp
+    }
+}
+
+/// A response: status, headers, parsed body (`Null` when empty or not JSON) and raw text.
+#[derive(Clone)]
+pub struct Resp {
+    /// `METHOD path` of the request, for messages.
+    pub what: String,
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+    key: Option<String>,
+}
+
+impl Resp {
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// A header's value as an integer.
+    pub fn header_u64(&self, name: &str) -> Option<u64> {
+        self.header(name).and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The body's `id`.
+    pub fn id(&self) -> String {
+        self.body["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no id in {}", self.what, self.text))
+            .to_string()
+    }
+
+    /// `error.code`, if the body is an error.
+    pub fn code(&self) -> Option<&str> {
+        self.body
+            .get("error")
+            .and_then(|e| e.get("code"))
+            .and_then(|c| c.as_str())
+    }
+}
+
+impl std::fmt::Display for Resp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text: String = self.text.chars().take(2000).collect();
+        write!(f, "{} -> {} {}", self.what, self.status, text)
+    }
+}
+
+impl std::fmt::Debug for Resp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// Checks the error shape of decisions.md section 3: status, `error.code`, a nonempty
+/// `error.message`, `error.requestId` equal to the `X-Request-Id` header, `details` (if present)
+/// an array of objects with a `message`, and no SQL, database names, panics or the API key.
+pub fn assert_error(resp: &Resp, status: u16, code: &str) {
+    assert_eq!(resp.status, status, "expected {status} {code}: {resp}");
+    let error = resp
+        .body
+        .get("error")
+        .unwrap_or_else(|| panic!("error body has an `error` object: {resp}"));
+    assert!(error.is_object(), "`error` is an object: {resp}");
+    assert_eq!(
+        error.get("code").and_then(Value::as_str),
+        Some(code),
+        "error.code: {resp}"
+    );
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+    assert!(
+        !message.trim().is_empty(),
+        "error.message is a nonempty string: {resp}"
+    );
+    let request_id = error
+        .get("requestId")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("error.requestId is a string: {resp}"));
+    assert!(
+        !request_id.is_empty(),
+        "error.requestId is nonempty: {resp}"
+    );
+    assert_eq!(
+        resp.header("x-request-id"),
+        Some(request_id),
+        "X-Request-Id header equals error.requestId: {resp}"
+    );
+    if let Some(details) = error.get("details") {
+        let details = details
+            .as_array()
+            .unwrap_or_else(|| panic!("error.details is an array: {resp}"));
+        for d in details {
+            assert!(d.is_object(), "each detail is an object: {resp}");
+            assert!(
+                d.get("message").is_some_and(Value::is_string),
+                "each detail has a message: {resp}"
+            );
+            if let Some(index) = d.get("index") {
+                assert!(
+                    index.is_u64() || index.is_null(),
+                    "detail index is a number: {resp}"
+                );
+            }
+            if let Some(field) = d.get("field") {
+                assert!(
+                    field.is_string() || field.is_null(),
+                    "detail field is a string: {resp}"
+                );
+            }
+        }
+    }
+    assert_clean(resp);
+}
+
+/// `assert_error` plus a nonempty `details` array.
+pub fn assert_error_details(resp: &Resp, status: u16, code: &str) -> Vec<Value> {
+    assert_error(resp, status, code);
+    let details = resp.body["error"]["details"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !details.is_empty(),
+        "error.details lists what was wrong: {resp}"
+    );
+    details
+}
+
+/// A 400 `VALIDATION_ERROR` whose details name `field` (as a segment of a detail's `field` path,
+/// `options[1]` or `[2].name`, or failing that in a `message`).
+pub fn assert_validation_names(resp: &Resp, field: &str) {
+    let details = assert_error_details(resp, 400, "VALIDATION_ERROR");
+    let named = details.iter().any(|d| {
+        d.get("field").and_then(Value::as_str).is_some_and(|f| {
+            f.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|part| part == field)
+        }) || d
+            .get("message")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.contains(field))
+    });
+    assert!(named, "details name the field `{field}`: {resp}");
+}
+
+/// The body leaks no SQL, database names, panics or the caller's key.
+pub fn assert_clean(resp: &Resp) {
+    for word in FORBIDDEN_IN_ERRORS {
+        assert!(
+            !resp.text.contains(word),
+            "body must not contain {word:?}: {resp}"
+        );
+    }
+    if let Some(key) = resp.key.as_ref().filter(|k| k.len() >= 8) {
+        assert!(
+            !resp.text.contains(key.as_str()),
+            "body must not contain the API key: {resp}"
+        );
+    }
+}
+
+/// `{"values": [...], "totalCount": N}` with N at least the number of values.
+pub fn assert_list_shape(resp: &Resp) {
+    let values = resp.body.get("values").and_then(Value::as_array);
+    assert!(values.is_some(), "list body has a `values` array: {resp}");
+    let total = resp.body.get("totalCount").and_then(Value::as_u64);
+    assert!(
+        total.is_some(),
+        "list body has a numeric `totalCount`: {resp}"
+    );
+    assert!(
+        total.unwrap() as usize >= values.unwrap().len(),
+        "totalCount >= values.len(): {resp}"
+    );
+}
+
+/// The `id`s of records, in order.
+pub fn ids_of(values: &[Value]) -> Vec<String> {
+    values
+        .iter()
+        .map(|v| {
+            v["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("record has an id: {v}"))
+                .to_string()
+        })
+        .collect()
+}
+
+/// A field of records, in order, as text (`null` for a missing field).
+pub fn field_of(values: &[Value], field: &str) -> Vec<String> {
+    values
+        .iter()
+        .map(|v| match &v[field] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// A short unique suffix, for names and idempotency keys.
+pub fn unique() -> String {
+    Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
+/// Percent-encodes a query-string value.
+pub fn enc(value: &str) -> String {
+    let mut out = String::new();
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// `record` without the fields that legitimately change on every write.
+pub fn without_timestamps(record: &Value) -> Value {
+    let mut r = record.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("updatedAt");
+    }
+    r
+}

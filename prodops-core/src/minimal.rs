@@ -1,0 +1,401 @@
+//! The resources the specification names without fields (spec 2.16, decisions.md section 5),
+//! with minimal fields: items, locations, shops, stages, units of measure, teams, projects,
+//! codes, dependencies, comments, notes and timesheets.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::common::{default_true, require_nonempty, trim, trim_opt};
+use crate::resource::{Archive, Ops, Record, ResourceDesc};
+use crate::violation::Violation;
+
+/// Defines an archivable resource identified by a required `name` (trimmed, nonempty), archived
+/// by DELETE with an `archivedAt` timestamp: the wire struct with the common fields plus the
+/// given ones, and its `Record` implementation.
+macro_rules! named_resource {
+    (
+        $(#[$meta:meta])*
+        $ty:ident at ($path:literal, $table:literal, $permission:literal),
+        search: $search:expr,
+        summary: $summary:literal,
+        fields: { $( $(#[$field_meta:meta])* $field:ident: $field_ty:ty, )* }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $ty {
+            /// Record id.
+            pub id: Uuid,
+            /// Owning organization, from the API key.
+            pub organization_id: Uuid,
+            /// Display name; required.
+            pub name: String,
+            $( $(#[$field_meta])* pub $field: $field_ty, )*
+            /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
+            #[serde(default)]
+            pub is_archived: bool,
+            /// When the record was archived; kept by the engine.
+            #[serde(default)]
+            pub archived_at: Option<DateTime<Utc>>,
+            /// Creation time.
+            pub created_at: DateTime<Utc>,
+            /// Last update time.
+            pub updated_at: DateTime<Utc>,
+        }
+
+        impl Record for $ty {
+            const DESC: ResourceDesc = ResourceDesc {
+                search_columns: $search,
+                archive: Archive::OnDelete,
+                archived_at: true,
+                summary: $summary,
+                ..ResourceDesc::new($path, $table, $permission)
+            };
+
+            fn normalize(&mut self) {
+                trim(&mut self.name);
+            }
+
+            fn validate(&self) -> Vec<Violation> {
+                let mut v = Vec::new();
+                require_nonempty(&mut v, "name", &self.name);
+                v
+            }
+        }
+    };
+}
+
+named_resource! {
+    /// A stocked or produced item.
+    Item at ("item", "item", "Item"),
+    search: &["name", "sku"],
+    summary: "Items: materials and products",
+    fields: {
+        /// Stock-keeping unit.
+        #[serde(default)]
+        sku: Option<String>,
+        /// Base unit of the item's quantities.
+        #[serde(default)]
+        unit_measure_id: Option<Uuid>,
+        /// Where the item is drawn from or stored by default.
+        #[serde(default)]
+        default_location_id: Option<Uuid>,
+        /// Description.
+        #[serde(default)]
+        description: Option<String>,
+    }
+}
+
+named_resource! {
+    /// A stock location; it belongs to one shop.
+    Location at ("location", "location", "Location"),
+    search: &["name"],
+    summary: "Locations: where stock is kept, each in one shop",
+    fields: {
+        /// The shop (department) the location belongs to.
+        shop_id: Uuid,
+    }
+}
+
+named_resource! {
+    /// A shop, the specification's "department".
+    Shop at ("shop", "shop", "Shop"),
+    search: &["name"],
+    summary: "Shops: departments",
+    fields: {}
+}
+
+named_resource! {
+    /// A department work station that stage deliverables link through `data.stageId`.
+    Stage at ("stage", "stage", "Stage"),
+    search: &["name"],
+    summary: "Stages: department work stations",
+    fields: {
+        /// The shop the stage belongs to.
+        #[serde(default)]
+        shop_id: Option<Uuid>,
+    }
+}
+
+named_resource! {
+    /// A unit of measure.
+    UnitMeasure at ("unit-measure", "unit_measure", "UnitMeasure"),
+    search: &["name"],
+    summary: "Units of measure",
+    fields: {
+        /// Short symbol (`kg`, `ft`).
+        #[serde(default)]
+        symbol: Option<String>,
+    }
+}
+
+named_resource! {
+    /// A team of workers.
+    Team at ("team", "team", "Team"),
+    search: &["name"],
+    summary: "Teams of workers",
+    fields: {}
+}
+
+named_resource! {
+    /// A customer project that orders are produced for.
+    Project at ("project", "project", "Project"),
+    search: &["name", "identifier"],
+    summary: "Projects: what orders are produced for",
+    fields: {
+        /// Human identifier.
+        #[serde(default)]
+        identifier: String,
+    }
+}
+
+/// A code of the organization's code list (cost codes and the like).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Code {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The code; required, trimmed.
+    pub code: String,
+    /// Human-readable meaning.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Whether the code is offered for new records.
+    #[serde(default = "default_true")]
+    pub is_active: bool,
+    /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
+    #[serde(default)]
+    pub is_archived: bool,
+    /// When the record was archived; kept by the engine.
+    #[serde(default)]
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Code {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["code", "description"],
+        archive: Archive::OnDelete,
+        archived_at: true,
+        summary: "Codes: the organization's code list",
+        ..ResourceDesc::new("code", "code", "Code")
+    };
+
+    fn normalize(&mut self) {
+        trim(&mut self.code);
+        trim_opt(&mut self.description);
+    }
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "code", &self.code);
+        v
+    }
+}
+
+/// A finish-to-start link between two deliverables under the same root (cycles are refused by
+/// the server, which sees the whole graph).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Dependency {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The deliverable that finishes first.
+    pub predecessor_id: Uuid,
+    /// The deliverable that starts after it.
+    pub successor_id: Uuid,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Dependency {
+    const DESC: ResourceDesc = ResourceDesc {
+        summary: "Dependencies: finish-to-start links between deliverables",
+        ..ResourceDesc::new("dependency", "dependency", "Dependency")
+    };
+
+    fn validate(&self) -> Vec<Violation> {
+        if self.predecessor_id == self.successor_id {
+            return vec![Violation::field(
+                "successorId",
+                "a deliverable cannot depend on itself",
+            )];
+        }
+        Vec::new()
+    }
+}
+
+/// A comment in a channel or on a deliverable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Comment {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The channel commented in.
+    #[serde(default)]
+    pub channel_id: Option<Uuid>,
+    /// The deliverable commented on.
+    #[serde(default)]
+    pub deliverable_id: Option<Uuid>,
+    /// The text; required.
+    pub body: String,
+    /// The author; set by the server.
+    #[serde(default)]
+    pub author_app_user_id: Option<Uuid>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Comment {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["body"],
+        read_only: &["authorAppUserId"],
+        summary: "Comments in channels and on deliverables",
+        ..ResourceDesc::new("comment", "comment", "Comment")
+    };
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "body", &self.body);
+        v
+    }
+}
+
+/// A note on a deliverable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Note {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The deliverable noted on.
+    #[serde(default)]
+    pub deliverable_id: Option<Uuid>,
+    /// The text; required.
+    pub body: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Note {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["body"],
+        summary: "Notes on deliverables",
+        ..ResourceDesc::new("note", "note", "Note")
+    };
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "body", &self.body);
+        v
+    }
+}
+
+/// Hours a worker spent on one day (read-only through the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timesheet {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The worker.
+    pub worker_id: Uuid,
+    /// The day.
+    pub date: NaiveDate,
+    /// The deliverable the hours were spent on.
+    #[serde(default)]
+    pub deliverable_id: Option<Uuid>,
+    /// Hours worked.
+    #[serde(default)]
+    pub hours: f64,
+    /// Codes of the `pay_type` catalog; rewritten when a code is renamed.
+    #[serde(default)]
+    pub pay_types: Vec<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Timesheet {
+    const DESC: ResourceDesc = ResourceDesc {
+        ops: Ops::READ_ONLY,
+        summary: "Timesheets: hours worked per worker and day (read-only)",
+        ..ResourceDesc::new("timesheet", "timesheet", "Timesheet")
+    };
+
+    fn validate(&self) -> Vec<Violation> {
+        if self.hours < 0.0 {
+            return vec![Violation::field("hours", "hours must not be negative")];
+        }
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::testing::check;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn named_resources_trim_and_require_a_name() {
+        let out = check::<Shop>(json!({"name": " Weld "})).unwrap();
+        assert_eq!(out["name"], "Weld");
+        assert_eq!(out["isArchived"], false);
+        assert_eq!(out["archivedAt"], Value::Null);
+        assert!(check::<Team>(json!({"name": "  "})).is_err());
+        assert!(
+            check::<Location>(json!({"name": "Rack A"})).is_err(),
+            "shopId is required"
+        );
+        let item = check::<Item>(json!({"name": "Bolt", "sku": "B-1"})).unwrap();
+        assert_eq!(item["unitMeasureId"], Value::Null);
+        assert_eq!(
+            check::<Project>(json!({"name": "P"})).unwrap()["identifier"],
+            ""
+        );
+    }
+
+    #[test]
+    fn other_rules() {
+        let id = "00000000-0000-4000-8000-000000000031";
+        assert!(check::<Dependency>(json!({"predecessorId": id, "successorId": id})).is_err());
+        assert!(check::<Comment>(json!({"body": " "})).is_err());
+        assert!(check::<Note>(json!({"body": "ok"})).is_ok());
+        let code = check::<Code>(json!({"code": " C1 "})).unwrap();
+        assert_eq!(
+            (code["code"].as_str(), code["isActive"].as_bool()),
+            (Some("C1"), Some(true))
+        );
+        let ts =
+            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06", "payTypes": ["OT"]}))
+                .unwrap();
+        assert_eq!(ts["hours"], 0.0);
+        assert!(
+            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06T00:00:00Z"})).is_err()
+        );
+        assert!(
+            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06", "hours": -1})).is_err()
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! Organization members and roles (spec 2.13, 4.12).
+//!
+//! A member links an account (`appUser`) to the organization. Members are invited by their own
+//! create handler; the standard update writes `name`, `roleId`, `roleType` and `workerId`.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::common::{require_nonempty, trim, trim_opt};
+use crate::resource::{Allow, Ops, Record, ResourceDesc};
+use crate::violation::Violation;
+
+/// Account status: `pending` until the invitation is accepted and the email verified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AppUserStatus {
+    /// Invited, not yet verified.
+    #[default]
+    Pending,
+    /// Verified.
+    Active,
+}
+
+/// The account embedded in a member record; server-managed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AppUser {
+    /// Account id (`appUserId`).
+    pub id: Uuid,
+    /// Display name; written through the member's `name`.
+    pub name: String,
+    /// Email address; set once on invite, never changed.
+    pub email: String,
+    /// Account status.
+    pub status: AppUserStatus,
+}
+
+/// Membership status: whether the person can use the organization.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberStatus {
+    /// Can use the organization.
+    Active,
+    /// Deactivated.
+    Inactive,
+    /// Invited; the default of a new member.
+    #[default]
+    Pending,
+}
+
+/// A person's membership of the organization (called Users in the app).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrganizationMember {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The linked account; server-managed.
+    #[serde(default)]
+    pub app_user_id: Uuid,
+    /// The linked account, embedded; server-managed.
+    #[serde(default)]
+    pub app_user: AppUser,
+    /// Membership status; changed by the deactivate and reactivate actions.
+    #[serde(default)]
+    pub status: MemberStatus,
+    /// Role of the member.
+    #[serde(default)]
+    pub role_id: Option<Uuid>,
+    /// Role type of the member.
+    #[serde(default)]
+    pub role_type: Option<String>,
+    /// The linked worker record; null unlinks it.
+    #[serde(default)]
+    pub worker_id: Option<Uuid>,
+    /// Write-only alias of `appUser.name`: when a write carries it, `normalize` moves it into
+    /// `appUser.name` (which the server writes to the account) and clears it, so records
+    /// always read back `null` here.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for OrganizationMember {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["appUser.name", "appUser.email"],
+        ops: Ops {
+            create: Allow::Custom,
+            bulk_put: Allow::NotAllowed,
+            ..Ops::ALL
+        },
+        read_only: &["appUser", "status", "appUserId"],
+        summary: "Organization members: people with access to the organization (Users)",
+        ..ResourceDesc::new("organization-member", "organization_member", "User")
+    };
+
+    fn normalize(&mut self) {
+        trim_opt(&mut self.role_type);
+        if let Some(name) = self.name.as_mut() {
+            trim(name);
+            if !name.is_empty() {
+                self.app_user.name = std::mem::take(name);
+                self.name = None;
+            }
+        }
+    }
+
+    fn validate(&self) -> Vec<Violation> {
+        // After `normalize`, a `name` still present is one that was empty.
+        match &self.name {
+            Some(_) => vec![Violation::field("name", "name must not be empty")],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The actions of a permission `<Resource>.<Action>` (decisions.md section 2).
+pub const PERMISSION_ACTIONS: [&str; 4] = ["Read", "Create", "Update", "Delete"];
+
+/// The permission that grants everything.
+pub const ADMIN_PERMISSION: &str = "admin";
+
+/// Checks one permission name: `admin`, or `<Resource>.<Action>` where `Resource` is the
+/// permission name of a registered resource (`Worker`, `User`, `CatalogEntry`, ...) and
+/// `Action` one of Read, Create, Update, Delete.
+pub fn validate_permission(permission: &str) -> Result<(), String> {
+    if permission == ADMIN_PERMISSION {
+        return Ok(());
+    }
+    let Some((resource, action)) = permission.split_once('.') else {
+        return Err(format!(
+            "permission {permission:?} must be \"admin\" or <Resource>.<Action>"
+        ));
+    };
+    if !PERMISSION_ACTIONS.contains(&action) {
+        return Err(format!(
+            "permission {permission:?}: the action must be one of Read, Create, Update, Delete"
+        ));
+    }
+    if !crate::registry::resources()
+        .iter()
+        .any(|r| r.desc().permission == resource)
+    {
+        return Err(format!(
+            "permission {permission:?}: unknown resource {resource:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A named set of permissions members are given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Role {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// Display name; required.
+    pub name: String,
+    /// Permissions granted: `admin` or `<Resource>.<Action>` names.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    /// Role type.
+    #[serde(default)]
+    pub role_type: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Role {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["name"],
+        summary: "Roles: named sets of permissions",
+        ..ResourceDesc::new("role", "role", "Role")
+    };
+
+    fn normalize(&mut self) {
+        trim(&mut self.name);
+        self.permissions.iter_mut().for_each(trim);
+        trim_opt(&mut self.role_type);
+    }
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "name", &self.name);
+        for (i, permission) in self.permissions.iter().enumerate() {
+            if let Err(message) = validate_permission(permission) {
+                v.push(Violation::field(format!("permissions[{i}]"), message));
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::testing::check;
+    use crate::resource::{Kind, ResourceKind};
+    use serde_json::{Value, json};
+
+    #[test]
+    fn name_is_an_alias_of_app_user_name() {
+        let kind = Kind::<OrganizationMember>::new();
+        let old = crate::common::testing::with_common(json!({
+            "appUserId": "00000000-0000-4000-8000-000000000021",
+            "appUser": {"id": "00000000-0000-4000-8000-000000000021", "name": "Old", "email": "a@b.c", "status": "active"},
+            "status": "active",
+        }));
+        let mut patched = old.clone();
+        patched["name"] = json!("  New Name ");
+        let out = kind.check(patched, Some(&old)).unwrap();
+        assert_eq!(out["appUser"]["name"], "New Name");
+        assert_eq!(out["appUser"]["email"], "a@b.c");
+        assert_eq!(out["name"], Value::Null);
+        let mut blank = old.clone();
+        blank["name"] = json!(" ");
+        assert!(kind.check(blank, Some(&old)).is_err());
+    }
+
+    #[test]
+    fn member_defaults() {
+        let out = check::<OrganizationMember>(json!({})).unwrap();
+        assert_eq!(out["status"], "pending");
+        assert_eq!(out["appUser"]["status"], "pending");
+    }
+
+    #[test]
+    fn permissions() {
+        for ok in [
+            "admin",
+            "Worker.Read",
+            "User.Update",
+            "CatalogEntry.Delete",
+            "InventoryTransaction.Create",
+        ] {
+            assert!(validate_permission(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "Admin",
+            "Worker",
+            "Worker.read",
+            "Worker.Archive",
+            "worker.Read",
+            "Gadget.Read",
+            ".Read",
+            "Worker.Read.X",
+        ] {
+            assert!(validate_permission(bad).is_err(), "{bad}");
+        }
+        assert!(
+            check::<Role>(
+                json!({"name": "Lead", "permissions": ["Worker.Read", " Deliverable.Update "]})
+            )
+            .is_ok()
+        );
+        assert!(check::<Role>(json!({"name": "Lead", "permissions": ["Worker.Fly"]})).is_err());
+    }
+}

@@ -1,0 +1,389 @@
+//! The application: shared state, the router, and the gateway every request passes through
+//! (request id → API key → rate limit → idempotency fingerprint → route → error shape).
+
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, FromRequest, OptionalFromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::FutureExt;
+use http_body_util::BodyExt;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::context::{Auth, Ctx, Idempotency};
+use crate::error::{ApiError, ApiResult, REQUEST_ID, code_for};
+use crate::ratelimit::RateLimiter;
+use crate::store::{Store, Tx};
+
+/// Request bodies larger than this are refused with 413 (decisions.md section 4).
+pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+pub struct AppState {
+    pub store: Store,
+    pub limiter: RateLimiter,
+    /// The OpenAPI document, rendered once at start.
+    pub openapi: Bytes,
+    /// Wakes the background job runner when a job is queued.
+    pub jobs: Arc<tokio::sync::Notify>,
+}
+
+/// A reply produced inside a write transaction, so that it can be remembered for idempotent
+/// replays before the transaction commits.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Option<String>,
+    pub replayed: bool,
+}
+
+impl Reply {
+    pub fn json(status: StatusCode, body: &impl Serialize) -> Reply {
+        Reply {
+            status,
+            body: Some(serde_json::to_string(body).unwrap_or_else(|_| "null".into())),
+            replayed: false,
+        }
+    }
+    pub fn empty(status: StatusCode) -> Reply {
+        Reply {
+            status,
+            body: None,
+            replayed: false,
+        }
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let mut response = match self.body {
+            Some(body) => (
+                self.status,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response(),
+            None => self.status.into_response(),
+        };
+        if self.replayed {
+            response
+                .headers_mut()
+                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+        }
+        response
+    }
+}
+
+/// Runs a write in one transaction. With an `Idempotency-Key`, a repeat of the same request is
+/// answered from the stored reply without running `f`, and the first reply is stored in the same
+/// transaction as the work it describes, so a retried call can never apply twice.
+pub async fn write_reply<F>(state: &AppState, ctx: Ctx, mut f: F) -> ApiResult<Response>
+where
+    F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
+{
+    let reply = state
+        .store
+        .write(move |tx| match &ctx.idempotency {
+            Some(idem) => {
+                if let Some(stored) = crate::idempotency::replay(tx, &ctx, idem)? {
+                    return Ok(stored);
+                }
+                let reply = f(tx, &ctx)?;
+                crate::idempotency::remember(tx, &ctx, idem, &reply)?;
+                Ok(reply)
+            }
+            None => f(tx, &ctx),
+        })
+        .await?;
+    Ok(reply.into_response())
+}
+
+/// Reads a whole body, refusing more than [`BODY_LIMIT`] bytes with 413.
+pub async fn read_body(body: Body) -> ApiResult<Bytes> {
+    match http_body_util::Limited::new(body, BODY_LIMIT)
+        .collect()
+        .await
+    {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large(BODY_LIMIT))
+        }
+        Err(_) => Err(ApiError::validation("the request body could not be read")),
+    }
+}
+
+/// A JSON request body (any JSON value), parsed with a size limit and a clear error.
+pub struct JsonBody(pub Value);
+
+fn parse_json(bytes: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::validation(format!("malformed JSON in the request body: {e}")))
+}
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = read_body(req.into_body()).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::validation(
+                "the request body is empty; send a JSON document",
+            ));
+        }
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+impl<S: Send + Sync> OptionalFromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Option<Self>, ApiError> {
+        let bytes = read_body(req.into_body()).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        parse_json(&bytes).map(|v| Some(JsonBody(v)))
+    }
+}
+
+pub fn hash_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+fn request_id(headers: &HeaderMap) -> Arc<str> {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(Arc::from)
+        .unwrap_or_else(|| Arc::from(uuid::Uuid::now_v7().to_string()))
+}
+
+/// Paths under `/api/v2` that need no key.
+fn is_open(path: &str) -> bool {
+    path == "/api/v2/openapi.json" || !path.starts_with("/api/v2")
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Auth> {
+    let key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| ApiError::unauthorized("missing X-API-Key header"))?;
+    let row = state
+        .store
+        .find_key(&hash_key(key))
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
+    Ok(Auth {
+        key_id: row.key_id,
+        org: row.organization_id,
+        admin: row.is_admin,
+        permissions: Arc::new(row.permissions.into_iter().collect()),
+        flags: Arc::new(row.flags),
+    })
+}
+
+fn idempotency_of(
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Idempotency> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .filter(|k| !k.is_empty() && k.len() <= 255)
+        .ok_or_else(|| ApiError::field("Idempotency-Key", "must be 1 to 255 visible characters"))?;
+    let mut hasher = Sha256::new();
+    hasher.update(method.as_str().as_bytes());
+    hasher.update(b" ");
+    hasher.update(
+        uri.path_and_query()
+            .map_or(uri.path(), |pq| pq.as_str())
+            .as_bytes(),
+    );
+    hasher.update(b"\n");
+    hasher.update(body);
+    Ok(Idempotency {
+        key: key.to_string(),
+        fingerprint: hex::encode(hasher.finalize()),
+    })
+}
+
+/// Authentication, rate limiting and the idempotency fingerprint; then the route.
+async fn admit(
+    state: &AppState,
+    mut req: Request,
+    next: Next,
+    peer: Option<SocketAddr>,
+) -> (Response, Option<crate::ratelimit::Standing>) {
+    let path = req.uri().path().to_string();
+    let auth = if is_open(&path) {
+        None
+    } else {
+        Some(authenticate(state, req.headers()).await)
+    };
+    let bucket = match &auth {
+        Some(Ok(a)) => format!("key:{}", a.key_id),
+        _ => format!(
+            "ip:{}",
+            peer.map(|p| p.ip().to_string()).unwrap_or_default()
+        ),
+    };
+    let standing = state.limiter.check(&bucket);
+    if !standing.allowed {
+        return (
+            ApiError::rate_limited(standing.reset_secs.max(1)).into_response(),
+            Some(standing),
+        );
+    }
+    match auth {
+        Some(Err(e)) => return (e.into_response(), Some(standing)),
+        Some(Ok(a)) => {
+            req.extensions_mut().insert(a);
+        }
+        None => {}
+    }
+    if matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) && req.headers().contains_key("idempotency-key")
+    {
+        let (parts, body) = req.into_parts();
+        let bytes = match read_body(body).await {
+            Ok(b) => b,
+            Err(e) => return (e.into_response(), Some(standing)),
+        };
+        match idempotency_of(&parts.method, &parts.uri, &parts.headers, &bytes) {
+            Ok(idem) => {
+                req = Request::from_parts(parts, Body::from(bytes));
+                req.extensions_mut().insert(idem);
+            }
+            Err(e) => return (e.into_response(), Some(standing)),
+        }
+    }
+    (next.run(req).await, Some(standing))
+}
+
+/// Turns a bodyless error (axum's own 404 and 405) into the error shape.
+async fn normalize_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !status.is_client_error() && !status.is_server_error() || is_json {
+        return response;
+    }
+    let message = match status {
+        StatusCode::NOT_FOUND => "no such endpoint".to_string(),
+        StatusCode::METHOD_NOT_ALLOWED => "this method is not allowed on this endpoint".to_string(),
+        StatusCode::PAYLOAD_TOO_LARGE => format!(
+            "request body is larger than {} MiB",
+            BODY_LIMIT / (1024 * 1024)
+        ),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let mut fresh = ApiError::new(status, code_for(status), message).into_response();
+    if let Some(allow) = response.headers().get(header::ALLOW) {
+        fresh.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    fresh
+}
+
+async fn gateway(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request_id(req.headers());
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    let scoped = REQUEST_ID.scope(id.clone(), async {
+        let outcome = AssertUnwindSafe(admit(&state, req, next, peer))
+            .catch_unwind()
+            .await;
+        let (response, standing) = match outcome {
+            Ok(r) => r,
+            Err(_) => (
+                ApiError::internal("a handler panicked").into_response(),
+                None,
+            ),
+        };
+        (normalize_error(response).await, standing)
+    });
+    let (mut response, standing) = scoped.await;
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        headers.insert("x-request-id", v);
+    }
+    if let Some(s) = standing {
+        headers.insert("ratelimit-limit", HeaderValue::from(s.limit));
+        headers.insert("ratelimit-remaining", HeaderValue::from(s.remaining));
+        headers.insert("ratelimit-reset", HeaderValue::from(s.reset_secs));
+    }
+    let status = response.status();
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    if status.is_server_error() {
+        tracing::error!(request_id = %id, %method, %path, status = status.as_u16(), elapsed_ms, "request failed");
+    } else if status.is_client_error() {
+        tracing::info!(request_id = %id, %method, %path, status = status.as_u16(), elapsed_ms, "request refused");
+    } else {
+        tracing::debug!(request_id = %id, %method, %path, status = status.as_u16(), elapsed_ms, "request served");
+    }
+    response
+}
+
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
+    if state.store.ping().await {
+        (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({ "status": "ok" })),
+        )
+            .into_response()
+    } else {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "INTERNAL",
+            "the database does not answer",
+        )
+        .into_response()
+    }
+}
+
+async fn openapi(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.openapi.clone(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint")
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/api/v2/openapi.json", get(openapi))
+        .merge(crate::engine::routes())
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), gateway))
+        .with_state(state)
+}

@@ -1,0 +1,998 @@
+//! The one engine behind the standard endpoints of every resource (decisions.md section 4):
+//! list, read, create, update, delete, query, count, group-and-count and the bulk forms,
+//! driven by the resource's description from `prodops-core` and its server hooks.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use prodops_core::resource::{Allow, Archive, COMMON_READ_ONLY, ResourceKind};
+use prodops_core::{Violation, registry};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::{self, Hooks};
+use crate::store::Tx;
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath, Sort};
+
+/// The largest `pageSize` a list or query accepts.
+pub const MAX_PAGE_SIZE: u64 = 10_000;
+pub const DEFAULT_PAGE_SIZE: u64 = 100;
+/// Bulk PATCH and DELETE act on at most this many records per call.
+pub const MAX_BULK_RECORDS: u64 = 100_000;
+
+/// A resource as the engine serves it: its kind, the fields a filter may name, its hooks.
+pub struct Resource {
+    pub kind: &'static dyn ResourceKind,
+    pub fields: HashSet<String>,
+    pub hooks: Arc<dyn Hooks>,
+}
+
+impl Resource {
+    pub fn new(kind: &'static dyn ResourceKind) -> Self {
+        let fields = schema_fields(kind);
+        Resource {
+            kind,
+            fields,
+            hooks: hooks::for_resource(kind.desc().path),
+        }
+    }
+
+    pub fn desc(&self) -> &'static prodops_core::ResourceDesc {
+        self.kind.desc()
+    }
+
+    pub fn table(&self) -> &'static str {
+        self.desc().table
+    }
+
+    fn allow(&self, allow: Allow, what: &str) -> ApiResult<()> {
+        match allow {
+            Allow::Yes | Allow::Custom => Ok(()),
+            Allow::Forbidden => Err(ApiError::forbidden(format!(
+                "{what} is not allowed on /{}",
+                self.desc().path
+            ))),
+            Allow::NotAllowed => Err(ApiError::method_not_allowed(format!(
+                "{what} is not available on /{}",
+                self.desc().path
+            ))),
+        }
+    }
+
+    /// A field path a filter, sort or select may name: its first segment is a field of the record.
+    pub fn field_path(&self, name: &str) -> ApiResult<FieldPath> {
+        match FieldPath::parse(name) {
+            Some(p) if self.fields.contains(p.first()) => Ok(p),
+            _ => Err(ApiError::field(
+                name,
+                format!("unknown field for /{}", self.desc().path),
+            )),
+        }
+    }
+}
+
+/// The top-level property names of a resource's schema.
+fn schema_fields(kind: &dyn ResourceKind) -> HashSet<String> {
+    use utoipa::openapi::{RefOr, schema::Schema};
+    match kind.schema().1 {
+        RefOr::T(Schema::Object(obj)) => obj.properties.keys().cloned().collect(),
+        _ => HashSet::new(),
+    }
+}
+
+/// The message of a 409 raised by the unique index `name`.
+pub fn conflict_message(name: &str) -> String {
+    if name == "primary_key" {
+        return "a record with this id already exists".into();
+    }
+    for kind in registry::resources() {
+        for key in kind.desc().unique {
+            if crate::migrate::unique_index_name(kind.desc(), key.name) == name {
+                return key.message.to_string();
+            }
+        }
+    }
+    "the write conflicts with an existing record".into()
+}
+
+/// The routes of every standard resource; methods a resource serves itself (`Allow::Custom`)
+/// are left for its own module to add.
+pub fn routes() -> Router<Arc<AppState>> {
+    let mut router = Router::new();
+    for kind in registry::resources() {
+        let res = Arc::new(Resource::new(*kind));
+        let ops = res.desc().ops;
+        let base = format!("/api/v2/{}", res.desc().path);
+        let mut collection: MethodRouter<Arc<AppState>> = get(list);
+        if ops.create != Allow::Custom {
+            collection = collection.post(create);
+        }
+        let mut bulk: MethodRouter<Arc<AppState>> = MethodRouter::new();
+        if ops.bulk_put != Allow::Custom {
+            bulk = bulk.put(bulk_put);
+        }
+        if ops.bulk_patch != Allow::Custom {
+            bulk = bulk.patch(bulk_patch);
+        }
+        if ops.bulk_delete != Allow::Custom {
+            bulk = bulk.delete(bulk_delete);
+        }
+        let mut item: MethodRouter<Arc<AppState>> = get(get_one);
+        if ops.update != Allow::Custom {
+            item = item.patch(update);
+        }
+        if ops.delete != Allow::Custom {
+            item = item.delete(delete_one);
+        }
+        let resource_router = Router::new()
+            .route(&base, collection)
+            .route(&format!("{base}/query"), post(query))
+            .route(&format!("{base}/count"), get(count_get).post(count_post))
+            .route(&format!("{base}/group-and-count"), post(group_and_count))
+            .route(&format!("{base}/bulk"), bulk)
+            .route(&format!("{base}/{{id}}"), item)
+            .layer(Extension(res));
+        router = router.merge(resource_router);
+    }
+    router
+}
+
+// ----- request parsing -------------------------------------------------------------------------
+
+pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
+}
+
+/// Filters, search, sort and paging of a list or bulk call.
+#[derive(Debug, Default)]
+pub struct ListParams {
+    pub conds: Vec<Cond>,
+    pub sort: Vec<Sort>,
+    pub page: u64,
+    pub page_size: u64,
+    /// Whether any filter or search was given (bulk PATCH and DELETE require one).
+    pub filtered: bool,
+}
+
+impl ListParams {
+    fn select(&self) -> Select {
+        Select {
+            conds: self.conds.clone(),
+            sort: self.sort.clone(),
+            limit: self.page_size,
+            offset: (self.page - 1).saturating_mul(self.page_size),
+        }
+    }
+}
+
+fn parse_u64(name: &str, raw: &str, min: u64, max: u64) -> ApiResult<u64> {
+    match raw.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::field(
+            name,
+            format!("must be a whole number from {min} to {max}"),
+        )),
+    }
+}
+
+fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (descending, name) = match s.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, s.strip_prefix('+').unwrap_or(s)),
+            };
+            Ok(Sort {
+                path: res.field_path(name)?,
+                descending,
+            })
+        })
+        .collect()
+}
+
+fn archived_cond(raw: &str) -> ApiResult<Cond> {
+    match raw {
+        "true" => Ok(Cond::Archived(true)),
+        "false" => Ok(Cond::Archived(false)),
+        _ => Err(ApiError::field("isArchived", "must be true or false")),
+    }
+}
+
+fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
+    let columns = res.desc().search_columns;
+    if columns.is_empty() {
+        return Err(ApiError::field(
+            "search",
+            format!("/{} has no search columns", res.desc().path),
+        ));
+    }
+    let columns = columns.iter().filter_map(|c| FieldPath::parse(c)).collect();
+    Ok(Cond::Search {
+        columns,
+        text: text.to_string(),
+    })
+}
+
+/// Parses `?field=value&search=..&sort=..&page=..&pageSize=..`. A repeated field matches any
+/// of its values. `paging` says whether page and sort parameters belong to this call.
+pub fn parse_list_params(
+    res: &Resource,
+    query: Option<&str>,
+    paging: bool,
+) -> ApiResult<ListParams> {
+    let mut params = ListParams {
+        page: 1,
+        page_size: DEFAULT_PAGE_SIZE,
+        ..Default::default()
+    };
+    let mut archived_given = false;
+    let mut fields: Vec<(String, Vec<String>)> = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "search" => {
+                params.conds.push(search_cond(res, &value)?);
+                params.filtered = true;
+            }
+            "sort" if paging => params.sort = parse_sort(res, &value)?,
+            "page" if paging => params.page = parse_u64("page", &value, 1, u32::MAX as u64)?,
+            "pageSize" if paging => {
+                params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
+            }
+            "isArchived" if res.desc().archive.is_archivable() => {
+                params.conds.push(archived_cond(&value)?);
+                archived_given = true;
+                params.filtered = true;
+            }
+            name => {
+                res.field_path(name)?;
+                match fields.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, values)) => values.push(value.into_owned()),
+                    None => fields.push((name.to_string(), vec![value.into_owned()])),
+                }
+            }
+        }
+    }
+    for (name, values) in fields {
+        params.conds.push(Cond::Field {
+            path: res.field_path(&name)?,
+            values,
+        });
+        params.filtered = true;
+    }
+    if res.desc().archive.is_archivable() && !archived_given {
+        params.conds.push(Cond::Archived(false));
+    }
+    Ok(params)
+}
+
+/// A filter value as the text a query string would carry.
+fn filter_text(field: &str, value: &Value) -> ApiResult<Vec<String>> {
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Number(n) => Ok(vec![n.to_string()]),
+        Value::Bool(b) => Ok(vec![b.to_string()]),
+        Value::Null => Ok(vec!["null".into()]),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                if item.is_array() || item.is_object() {
+                    return Err(ApiError::field(
+                        field,
+                        "filter values must be strings, numbers, booleans or null",
+                    ));
+                }
+                out.extend(filter_text(field, item)?);
+            }
+            Ok(out)
+        }
+        Value::Object(_) => Err(ApiError::field(
+            field,
+            "filter values must be strings, numbers, booleans or null",
+        )),
+    }
+}
+
+/// Conditions of a JSON `filter` object; archived records are left out unless it names `isArchived`.
+pub fn filter_conds(
+    res: &Resource,
+    filter: Option<&Map<String, Value>>,
+    exclude_archived: bool,
+) -> ApiResult<Vec<Cond>> {
+    let mut conds = Vec::new();
+    let mut archived_given = false;
+    for (name, value) in filter.into_iter().flatten() {
+        if name == "isArchived" && res.desc().archive.is_archivable() {
+            match value {
+                Value::Bool(b) => conds.push(Cond::Archived(*b)),
+                _ => return Err(ApiError::field("isArchived", "must be true or false")),
+            }
+            archived_given = true;
+            continue;
+        }
+        conds.push(Cond::Field {
+            path: res.field_path(name)?,
+            values: filter_text(name, value)?,
+        });
+    }
+    if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
+        conds.push(Cond::Archived(false));
+    }
+    Ok(conds)
+}
+
+fn page_json(values: Vec<String>, total: u64) -> String {
+    let mut body = String::with_capacity(values.iter().map(String::len).sum::<usize>() + 64);
+    body.push_str("{\"values\":[");
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(v);
+    }
+    body.push_str("],\"totalCount\":");
+    body.push_str(&total.to_string());
+    body.push('}');
+    body
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+// ----- reads -----------------------------------------------------------------------------------
+
+async fn list(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let params = parse_list_params(&res, query.as_deref(), true)?;
+    let org = auth.org;
+    let ctx = Ctx::new(auth, None);
+    let body = state
+        .store
+        .read(move |tx| {
+            let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
+            res.hooks.present_raw(tx, &ctx, &mut values)?;
+            let total = records::count(tx, res.table(), org, &params.conds)?;
+            Ok::<_, ApiError>(page_json(values, total))
+        })
+        .await?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+async fn get_one(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let id = parse_id(&id)?;
+    let raw = state
+        .store
+        .get_raw(res.table(), auth.org, id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    if !res.hooks.presents() {
+        return Ok(json_response(StatusCode::OK, raw));
+    }
+    let ctx = Ctx::new(auth, None);
+    let body = state
+        .store
+        .read(move |tx| {
+            let mut values = vec![raw.clone()];
+            res.hooks.present_raw(tx, &ctx, &mut values)?;
+            values.pop().ok_or_else(ApiError::not_found)
+        })
+        .await?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QueryBody {
+    id: Option<Vec<Uuid>>,
+    select: Option<Vec<String>>,
+    filter: Option<Map<String, Value>>,
+    search: Option<String>,
+    sort: Option<String>,
+    page: Option<u64>,
+    page_size: Option<u64>,
+}
+
+/// The key a selected field comes back under: `data.properties.squareFeet` → `dataPropertiesSquareFeet`.
+pub fn flattened_name(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for (i, segment) in path.split('.').enumerate() {
+        let mut chars = segment.chars();
+        match (i, chars.next()) {
+            (0, Some(c)) => {
+                out.push(c);
+                out.extend(chars);
+            }
+            (_, Some(c)) => {
+                out.extend(c.to_uppercase());
+                out.extend(chars);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn lookup_path<'v>(value: &'v Value, path: &FieldPath) -> Option<&'v Value> {
+    path.segments()
+        .iter()
+        .try_fold(value, |v, seg| v.get(seg.as_str()))
+}
+
+async fn query(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let body: QueryBody = parse_body(body)?;
+    let mut conds = filter_conds(&res, body.filter.as_ref(), body.id.is_none())?;
+    if let Some(ids) = &body.id {
+        conds.push(Cond::Ids(ids.clone()));
+    }
+    if let Some(text) = &body.search {
+        conds.push(search_cond(&res, text)?);
+    }
+    let sort = match &body.sort {
+        Some(s) => parse_sort(&res, s)?,
+        None => Vec::new(),
+    };
+    let page = body.page.unwrap_or(1).max(1);
+    let default_size = body.id.as_ref().map_or(DEFAULT_PAGE_SIZE, |ids| {
+        (ids.len() as u64).clamp(1, MAX_PAGE_SIZE)
+    });
+    let page_size = body.page_size.unwrap_or(default_size);
+    if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
+        return Err(ApiError::field(
+            "pageSize",
+            format!("must be a whole number from 1 to {MAX_PAGE_SIZE}"),
+        ));
+    }
+    let selected: Option<Vec<(String, FieldPath)>> = body
+        .select
+        .as_ref()
+        .map(|fields| {
+            fields
+                .iter()
+                .map(|f| Ok((flattened_name(f), res.field_path(f)?)))
+                .collect::<ApiResult<_>>()
+        })
+        .transpose()?;
+    let org = auth.org;
+    let ctx = Ctx::new(auth, None);
+    let select = Select {
+        conds: conds.clone(),
+        sort,
+        limit: page_size,
+        offset: (page - 1) * page_size,
+    };
+    let body = state
+        .store
+        .read(move |tx| {
+            let mut raw = records::select_raw(tx, res.table(), org, &select)?;
+            res.hooks.present_raw(tx, &ctx, &mut raw)?;
+            let total = records::count(tx, res.table(), org, &select.conds)?;
+            let values = match &selected {
+                None => raw,
+                Some(fields) => raw
+                    .iter()
+                    .map(|text| {
+                        let record: Value =
+                            serde_json::from_str(text).map_err(ApiError::internal)?;
+                        let mut out = Map::new();
+                        out.insert(
+                            "id".into(),
+                            record.get("id").cloned().unwrap_or(Value::Null),
+                        );
+                        for (name, path) in fields {
+                            out.insert(
+                                name.clone(),
+                                lookup_path(&record, path).cloned().unwrap_or(Value::Null),
+                            );
+                        }
+                        Ok(Value::Object(out).to_string())
+                    })
+                    .collect::<ApiResult<Vec<_>>>()?,
+            };
+            Ok::<_, ApiError>(page_json(values, total))
+        })
+        .await?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+async fn count_conds(
+    state: &AppState,
+    res: Arc<Resource>,
+    auth: Auth,
+    conds: Vec<Cond>,
+) -> ApiResult<Response> {
+    let org = auth.org;
+    let n = state
+        .store
+        .read(move |tx| Ok::<_, ApiError>(records::count(tx, res.table(), org, &conds)?))
+        .await?;
+    Ok(axum::Json(json!({ "count": n })).into_response())
+}
+
+async fn count_get(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let params = parse_list_params(&res, query.as_deref(), false)?;
+    count_conds(&state, res, auth, params.conds).await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CountBody {
+    filter: Option<Map<String, Value>>,
+}
+
+async fn count_post(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let body: CountBody = match body {
+        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
+        _ => CountBody { filter: None },
+    };
+    let conds = filter_conds(&res, body.filter.as_ref(), true)?;
+    count_conds(&state, res, auth, conds).await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GroupBody {
+    group_by_field: String,
+    filter: Option<Map<String, Value>>,
+}
+
+async fn group_and_count(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require(res.desc().permission, Action::Read)?;
+    let body: GroupBody = parse_body(body)?;
+    let path = res.field_path(&body.group_by_field)?;
+    let conds = filter_conds(&res, body.filter.as_ref(), true)?;
+    let org = auth.org;
+    let groups = state
+        .store
+        .read(move |tx| {
+            Ok::<_, ApiError>(records::group_count(
+                tx,
+                res.table(),
+                org,
+                &path,
+                &conds,
+                MAX_PAGE_SIZE,
+            )?)
+        })
+        .await?;
+    let values: Vec<Value> = groups
+        .into_iter()
+        .map(|(g, n)| json!({ "groupId": g, "count": n }))
+        .collect();
+    Ok(axum::Json(json!({ "values": values })).into_response())
+}
+
+/// Parses a request body into a typed request, naming the offending field in the error.
+pub fn parse_body<T: serde::de::DeserializeOwned>(body: Value) -> ApiResult<T> {
+    prodops_core::resource::parse(body).map_err(|v| ApiError::violations(vec![v]))
+}
+
+fn body_object(body: Value) -> ApiResult<Map<String, Value>> {
+    match body {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::validation(
+            "the request body must be a JSON object",
+        )),
+    }
+}
+
+// ----- the write pipeline ----------------------------------------------------------------------
+
+fn strip_read_only(res: &Resource, map: &mut Map<String, Value>) {
+    for field in COMMON_READ_ONLY.iter().chain(res.desc().read_only) {
+        map.remove(*field);
+    }
+}
+
+fn without_updated_at(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("updatedAt");
+    }
+    v
+}
+
+/// Creates one record: read-only fields dropped, server fields set, hooks and rules run, stored.
+pub fn create_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    mut body: Map<String, Value>,
+) -> ApiResult<Value> {
+    strip_read_only(res, &mut body);
+    let id = match body.remove("id") {
+        None | Some(Value::Null) => Uuid::now_v7(),
+        Some(Value::String(s)) => parse_id(&s)?,
+        Some(_) => return Err(ApiError::field("id", "must be a UUID string")),
+    };
+    if res.desc().archive == Archive::Actions {
+        body.remove("isArchived");
+    }
+    let mut candidate = Map::new();
+    candidate.insert("id".into(), json!(id));
+    candidate.insert("organizationId".into(), json!(ctx.org()));
+    candidate.extend(body);
+    let now = json!(ctx.now_text());
+    candidate.insert("createdAt".into(), now.clone());
+    candidate.insert("updatedAt".into(), now.clone());
+    if res.desc().archived_at {
+        let archived = candidate
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        candidate.insert(
+            "archivedAt".into(),
+            if archived { now } else { Value::Null },
+        );
+    }
+    res.hooks.before_create(tx, ctx, res, &mut candidate)?;
+    let record = res
+        .kind
+        .check(Value::Object(candidate), None)
+        .map_err(ApiError::violations)?;
+    res.hooks.check_facts(tx, ctx, res, None, &record)?;
+    records::insert(tx, res.table(), ctx.org(), &record)?;
+    res.hooks.after_write(tx, ctx, res, None, &record)?;
+    Ok(record)
+}
+
+/// Applies a PATCH to a stored record. Writes nothing when the result equals the record.
+pub fn update_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    old: &Value,
+    mut patch: Map<String, Value>,
+) -> ApiResult<Value> {
+    let desc = res.desc();
+    if !desc.patch_only.is_empty() {
+        if let Some(field) = patch
+            .keys()
+            .find(|k| !desc.patch_only.contains(&k.as_str()))
+        {
+            return Err(ApiError::field(
+                field,
+                format!(
+                    "only {} can be changed on /{}",
+                    desc.patch_only.join(", "),
+                    desc.path
+                ),
+            ));
+        }
+    }
+    if desc.archive == Archive::Actions {
+        if let Some(field) = ["isArchived", "archivedAt"]
+            .into_iter()
+            .find(|f| patch.contains_key(*f))
+        {
+            return Err(ApiError::field(
+                field,
+                format!("use the archive and restore actions of /{}", desc.path),
+            ));
+        }
+    }
+    strip_read_only(res, &mut patch);
+    patch.remove("id");
+    let mut candidate = old.as_object().cloned().unwrap_or_default();
+    let was_archived = candidate
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    for (k, v) in &patch {
+        candidate.insert(k.clone(), v.clone());
+    }
+    let archived = candidate
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if desc.archived_at && archived != was_archived {
+        candidate.insert(
+            "archivedAt".into(),
+            if archived {
+                json!(ctx.now_text())
+            } else {
+                Value::Null
+            },
+        );
+    }
+    res.hooks
+        .before_update(tx, ctx, res, old, &patch, &mut candidate)?;
+    let mut record = res
+        .kind
+        .check(Value::Object(candidate), Some(old))
+        .map_err(ApiError::violations)?;
+    if without_updated_at(&record) == without_updated_at(old) {
+        return Ok(old.clone());
+    }
+    record["updatedAt"] = json!(ctx.now_text());
+    res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
+    records::update(tx, res.table(), ctx.org(), &record)?;
+    res.hooks.after_write(tx, ctx, res, Some(old), &record)?;
+    Ok(record)
+}
+
+/// DELETE of one record: archives it where the resource archives on delete, else removes it.
+pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) -> ApiResult<()> {
+    res.hooks.before_delete(tx, ctx, res, old)?;
+    match res.desc().archive {
+        Archive::OnDelete => {
+            let mut patch = Map::new();
+            patch.insert("isArchived".into(), Value::Bool(true));
+            update_record(tx, ctx, res, old, patch)?;
+        }
+        Archive::No | Archive::Actions | Archive::PatchOnly => {
+            let id = old
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|s| Uuid::parse_str(s).ok());
+            if let Some(id) = id {
+                records::delete(tx, res.table(), ctx.org(), id)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
+    records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)
+}
+
+// ----- write handlers --------------------------------------------------------------------------
+
+async fn create(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.create, "POST")?;
+    auth.require(res.desc().permission, Action::Create)?;
+    let body = body_object(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let record = create_record(tx, ctx, &res, body.clone())?;
+        Ok(Reply::json(StatusCode::CREATED, &record))
+    })
+    .await
+}
+
+async fn update(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.update, "PATCH")?;
+    auth.require(res.desc().permission, Action::Update)?;
+    let id = parse_id(&id)?;
+    let patch = body_object(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let old = load(tx, &res, ctx.org(), id)?;
+        let record = update_record(tx, ctx, &res, &old, patch.clone())?;
+        let record = res.hooks.present(tx, ctx, record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+async fn delete_one(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.delete, "DELETE")?;
+    auth.require(res.desc().permission, Action::Delete)?;
+    let id = parse_id(&id)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let old = load(tx, &res, ctx.org(), id)?;
+        delete_record(tx, ctx, &res, &old)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+/// The records a bulk PATCH or DELETE acts on; a call without any filter is refused.
+fn bulk_targets(
+    tx: &mut dyn Tx,
+    res: &Resource,
+    org: Uuid,
+    params: &ListParams,
+) -> ApiResult<Vec<Value>> {
+    let select = Select {
+        conds: params.conds.clone(),
+        sort: Vec::new(),
+        limit: MAX_BULK_RECORDS,
+        offset: 0,
+    };
+    Ok(records::select_values(tx, res.table(), org, &select)?)
+}
+
+fn require_filter(params: &ListParams) -> ApiResult<()> {
+    if params.filtered {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "a bulk PATCH or DELETE needs at least one filter; nothing was changed",
+        ))
+    }
+}
+
+async fn bulk_patch(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    RawQuery(query): RawQuery,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.bulk_patch, "bulk PATCH")?;
+    auth.require(res.desc().permission, Action::Update)?;
+    let params = parse_list_params(&res, query.as_deref(), false)?;
+    require_filter(&params)?;
+    let patch = body_object(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
+        for (i, old) in targets.iter().enumerate() {
+            update_record(tx, ctx, &res, old, patch.clone()).map_err(|e| e.with_index(i))?;
+        }
+        Ok(Reply::json(
+            StatusCode::OK,
+            &json!({ "count": targets.len() }),
+        ))
+    })
+    .await
+}
+
+async fn bulk_delete(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.bulk_delete, "bulk DELETE")?;
+    auth.require(res.desc().permission, Action::Delete)?;
+    let params = parse_list_params(&res, query.as_deref(), false)?;
+    require_filter(&params)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
+        for (i, old) in targets.iter().enumerate() {
+            delete_record(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
+        }
+        Ok(Reply::json(
+            StatusCode::OK,
+            &json!({ "count": targets.len() }),
+        ))
+    })
+    .await
+}
+
+/// Creates or updates one record of a bulk PUT: with an `id` that exists, a merge like PATCH;
+/// otherwise a create (keeping the given `id`).
+pub fn upsert_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, item: Value) -> ApiResult<Value> {
+    let map = body_object(item)?;
+    let existing = match map.get("id") {
+        Some(Value::String(s)) => records::get(tx, res.table(), ctx.org(), parse_id(s)?)?,
+        _ => None,
+    };
+    match existing {
+        Some(old) => {
+            res.allow(res.desc().ops.update, "PATCH")?;
+            update_record(tx, ctx, res, &old, map)
+        }
+        None => create_record(tx, ctx, res, map),
+    }
+}
+
+async fn bulk_put(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<Resource>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    res.allow(res.desc().ops.bulk_put, "bulk PUT")?;
+    auth.require(res.desc().permission, Action::Create)?;
+    auth.require(res.desc().permission, Action::Update)?;
+    let Value::Array(items) = body else {
+        return Err(ApiError::validation(
+            "the body of a bulk PUT is a JSON array of records",
+        ));
+    };
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut ids = Vec::with_capacity(items.len());
+        let mut details: Vec<Violation> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            match upsert_record(tx, ctx, &res, item.clone()) {
+                Ok(record) => ids.push(record.get("id").cloned().unwrap_or(Value::Null)),
+                // Rules are checked before anything is written, so the transaction is still
+                // usable and every bad record can be reported; anything else ends the batch.
+                Err(e) if e.code == "VALIDATION_ERROR" => details.extend(e.with_index(i).details),
+                Err(e) => return Err(e.with_index(i)),
+            }
+        }
+        if !details.is_empty() {
+            let mut err = ApiError::violations(details);
+            err.message = format!(
+                "the batch was rejected and nothing was written: {}",
+                err.message
+            );
+            return Err(err);
+        }
+        Ok(Reply::json(
+            StatusCode::OK,
+            &json!({ "count": ids.len(), "ids": ids }),
+        ))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flattened_name;
+
+    #[test]
+    fn selected_paths_flatten_to_camel_case() {
+        assert_eq!(
+            flattened_name("data.properties.squareFeet"),
+            "dataPropertiesSquareFeet"
+        );
+        assert_eq!(flattened_name("name"), "name");
+        assert_eq!(flattened_name("appUser.email"), "appUserEmail");
+    }
+}

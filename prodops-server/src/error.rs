@@ -1,0 +1,205 @@
+//! The one error shape of every failure (decisions.md section 3).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use prodops_core::Violation;
+use serde_json::json;
+
+use crate::store::{StoreError, TxError};
+
+tokio::task_local! {
+    /// The id of the request being served, for error bodies; set by the request-id middleware.
+    pub static REQUEST_ID: std::sync::Arc<str>;
+}
+
+pub fn current_request_id() -> String {
+    REQUEST_ID.try_with(|id| id.to_string()).unwrap_or_default()
+}
+
+/// An error answer: status, code, message and optional details.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Vec<Violation>,
+    /// Seconds, for 429 and 503 answers.
+    pub retry_after: Option<u64>,
+    /// A storage conflict worth retrying the transaction for.
+    retry: bool,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: Vec::new(),
+            retry_after: None,
+            retry: false,
+        }
+    }
+
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", message)
+    }
+
+    /// A 400 listing every violation; the message names the first.
+    pub fn violations(details: Vec<Violation>) -> Self {
+        let message = match details.first() {
+            Some(Violation {
+                field: Some(f),
+                message,
+                ..
+            }) => format!("{f}: {message}"),
+            Some(v) => v.message.clone(),
+            None => "invalid request".into(),
+        };
+        let message = if details.len() > 1 {
+            format!("{message} (and {} more)", details.len() - 1)
+        } else {
+            message
+        };
+        ApiError {
+            details,
+            ..Self::validation(message)
+        }
+    }
+
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::violations(vec![Violation::field(field, message)])
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", "not found")
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            message,
+        )
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "CONFLICT", message)
+    }
+
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("request body is larger than {} MiB", limit / (1024 * 1024)),
+        )
+    }
+
+    pub fn rate_limited(retry_after: u64) -> Self {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMITED",
+                "rate limit exceeded; retry after the reset time",
+            )
+        }
+    }
+
+    /// A 500 whose cause goes to the log only.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(request_id = %current_request_id(), "internal error: {cause}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "internal error; the request id identifies it in the server log",
+        )
+    }
+
+    pub fn with_index(mut self, index: usize) -> Self {
+        for d in &mut self.details {
+            d.index = Some(index);
+        }
+        if self.details.is_empty() {
+            self.details.push(Violation {
+                field: None,
+                index: Some(index),
+                message: self.message.clone(),
+            });
+        }
+        self
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict(name) => {
+                let message = crate::engine::conflict_message(&name);
+                ApiError::conflict(message)
+            }
+            StoreError::Retry => ApiError {
+                retry: true,
+                retry_after: Some(1),
+                ..ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "INTERNAL",
+                    "the database is busy; retry",
+                )
+            },
+            StoreError::Other(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+impl TxError for ApiError {
+    fn is_retry(&self) -> bool {
+        self.retry
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({ "code": self.code, "message": self.message, "requestId": current_request_id() });
+        if !self.details.is_empty() {
+            error["details"] = json!(self.details);
+        }
+        let mut body = json!({ "error": error });
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            body["message"] = json!(self.message);
+        }
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// The error code of a status, for errors that did not come from an `ApiError`.
+pub fn code_for(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "VALIDATION_ERROR",
+        401 => "UNAUTHORIZED",
+        403 => "FORBIDDEN",
+        404 => "NOT_FOUND",
+        405 => "METHOD_NOT_ALLOWED",
+        409 => "CONFLICT",
+        413 => "PAYLOAD_TOO_LARGE",
+        429 => "RATE_LIMITED",
+        _ if status.is_server_error() => "INTERNAL",
+        _ => "VALIDATION_ERROR",
+    }
+}

@@ -1,0 +1,293 @@
+//! Resource-specific rules that need the database, plugged into the engine's write pipeline.
+//! The rules themselves live in `prodops-core`; a hook reads the facts they need and applies
+//! the decision.
+
+use std::sync::Arc;
+
+use prodops_core::worker;
+use serde_json::{Map, Value, json};
+
+use crate::context::Ctx;
+use crate::engine::Resource;
+use crate::error::ApiResult;
+use crate::store::Tx;
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath};
+
+/// Points in the engine's pipeline where a resource adds its own rules. Every method defaults
+/// to doing nothing.
+#[allow(unused_variables)]
+pub trait Hooks: Send + Sync {
+    /// Before a new record is checked: fill server-generated fields.
+    fn before_create(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Before a changed record is checked: state transitions that rewrite other fields.
+    fn before_update(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: &Value,
+        patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// After the record passed its own rules and before it is written: rules needing other records.
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// After the record was written, in the same transaction.
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Before a DELETE archives or removes the record.
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        record: &Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Whether reads rewrite stored records before answering (generated links, ...).
+    fn presents(&self) -> bool {
+        false
+    }
+
+    /// Rewrites stored JSON texts for a read answer.
+    fn present_raw(&self, tx: &mut dyn Tx, ctx: &Ctx, values: &mut Vec<String>) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Rewrites a record for a write answer.
+    fn present(&self, tx: &mut dyn Tx, ctx: &Ctx, record: Value) -> ApiResult<Value> {
+        Ok(record)
+    }
+}
+
+struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// The hooks of the resource served at `path`.
+pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
+    match path {
+        "worker" => Arc::new(WorkerHooks),
+        "catalog-entry" => Arc::new(CatalogHooks),
+        _ => Arc::new(NoHooks),
+    }
+}
+
+fn str_field<'a>(v: &'a Map<String, Value>, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn field_cond(path: &str, value: &str) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse(path).expect("static field path"),
+        values: vec![value.to_string()],
+    }
+}
+
+/// Whether a record of `table` other than `except` has `field == value`, among active records
+/// only when `active_only`.
+fn taken(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    table: &str,
+    field: &str,
+    value: &str,
+    except: &str,
+    active_only: bool,
+) -> ApiResult<bool> {
+    let mut conds = vec![field_cond(field, value)];
+    if active_only {
+        conds.push(Cond::Archived(false));
+    }
+    let select = Select {
+        conds,
+        limit: 2,
+        ..Default::default()
+    };
+    let found = records::select_values(tx, table, ctx.org(), &select)?;
+    Ok(found
+        .iter()
+        .any(|r| r.get("id").and_then(Value::as_str) != Some(except)))
+}
+
+/// Workers (spec 3.3): archive suffixes, restore naming, the end of open work on archive.
+struct WorkerHooks;
+
+impl Hooks for WorkerHooks {
+    fn before_update(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: &Value,
+        patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let was_archived = old
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let archived = candidate
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let id = str_field(candidate, "id").to_string();
+        let table = res.table();
+        if !was_archived && archived {
+            let name = str_field(candidate, "name").trim().to_string();
+            let mut failure = None;
+            let (archived_name, n) = worker::archived_name(&name, |candidate_name| {
+                taken(tx, ctx, table, "name", candidate_name, &id, false).unwrap_or_else(|e| {
+                    failure = Some(e);
+                    false
+                })
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            candidate.insert("name".into(), json!(archived_name));
+            let identifier = str_field(candidate, "customerIdentifier")
+                .trim()
+                .to_string();
+            if !identifier.is_empty() {
+                candidate.insert(
+                    "customerIdentifier".into(),
+                    json!(format!("{identifier}{}", worker::archive_suffix(n))),
+                );
+            }
+            candidate.insert("teamId".into(), Value::Null);
+        } else if was_archived && !archived {
+            let old_name = old.get("name").and_then(Value::as_str).unwrap_or("");
+            // A restore may rename in the same call; otherwise the suffix comes off.
+            let base = match patch.get("name").and_then(Value::as_str) {
+                Some(new_name) if new_name != old_name => new_name.trim().to_string(),
+                _ => worker::strip_archive_suffix(old_name).to_string(),
+            };
+            let mut failure = None;
+            let restored = worker::restored_name(&base, |candidate_name| {
+                taken(tx, ctx, table, "name", candidate_name, &id, true).unwrap_or_else(|e| {
+                    failure = Some(e);
+                    false
+                })
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            candidate.insert("name".into(), json!(restored));
+            let identifier = str_field(candidate, "customerIdentifier").to_string();
+            candidate.insert(
+                "customerIdentifier".into(),
+                json!(worker::strip_archive_suffix(&identifier)),
+            );
+        }
+        Ok(())
+    }
+
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let was_archived = old
+            .and_then(|o| o.get("isArchived"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let archived = new
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !was_archived && archived {
+            let id = new.get("id").and_then(Value::as_str).unwrap_or("");
+            end_open_work(tx, ctx, id)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends a worker's open work sessions and removes their open plans (spec 3.3).
+fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
+    let Some(kind) = prodops_core::registry::by_path("deliverable/work-sessions") else {
+        return Ok(());
+    };
+    let table = kind.desc().table;
+    let select = Select {
+        conds: vec![
+            field_cond("workerId", worker_id),
+            field_cond("endDate", "null"),
+        ],
+        limit: 100_000,
+        ..Default::default()
+    };
+    for mut session in records::select_values(tx, table, ctx.org(), &select)? {
+        session["endDate"] = json!(ctx.now_text());
+        session["updatedAt"] = json!(ctx.now_text());
+        records::update(tx, table, ctx.org(), &session)?;
+    }
+    Ok(())
+}
+
+/// Catalog entries (spec 2.8): a code rename queues the durable job that rewrites references.
+struct CatalogHooks;
+
+impl Hooks for CatalogHooks {
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let Some(old) = old else { return Ok(()) };
+        let old_code = old.get("code").and_then(Value::as_str).unwrap_or("");
+        let new_code = new.get("code").and_then(Value::as_str).unwrap_or("");
+        if old_code != new_code {
+            let payload = crate::jobs::CodeRename {
+                catalog: new
+                    .get("catalog")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                old_code: old_code.to_string(),
+                new_code: new_code.to_string(),
+            };
+            crate::jobs::enqueue(tx, ctx, crate::jobs::CATALOG_CODE_RENAME, &json!(payload))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,349 @@
+//! The OpenAPI 3.1 document, generated at start from the same resource descriptions and wire
+//! types that drive the engine, so every served endpoint is in it.
+
+use prodops_core::registry;
+use prodops_core::resource::{Allow, ResourceKind};
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItemBuilder,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    ComponentsBuilder, InfoBuilder, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, Schema,
+};
+
+fn object() -> RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::Object).into()
+}
+
+fn json_content(schema: RefOr<Schema>) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema)).build()
+}
+
+fn response(description: &str, schema: Option<RefOr<Schema>>) -> utoipa::openapi::Response {
+    let mut r = ResponseBuilder::new().description(description);
+    if let Some(s) = schema {
+        r = r.content("application/json", json_content(s));
+    }
+    r.build()
+}
+
+fn body(schema: RefOr<Schema>) -> utoipa::openapi::request_body::RequestBody {
+    RequestBodyBuilder::new()
+        .content("application/json", json_content(schema))
+        .required(Some(Required::True))
+        .build()
+}
+
+fn id_param() -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
+        .name("id")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+        ))
+        .build()
+}
+
+fn query_param(name: &str, description: &str) -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .description(Some(description))
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .build()
+}
+
+fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .property("values", ArrayBuilder::new().items(record))
+        .property(
+            "totalCount",
+            ObjectBuilder::new().schema_type(Type::Integer),
+        )
+        .required("values")
+        .required("totalCount")
+        .into()
+}
+
+fn error_responses(op: OperationBuilder) -> OperationBuilder {
+    let error: RefOr<Schema> = Ref::from_schema_name("Error").into();
+    op.response("400", response("Invalid request", Some(error.clone())))
+        .response(
+            "401",
+            response("Missing, unknown or revoked API key", Some(error.clone())),
+        )
+        .response(
+            "403",
+            response("The key lacks the permission", Some(error.clone())),
+        )
+        .response("429", response("Rate limit exceeded", Some(error)))
+}
+
+fn op(kind: &dyn ResourceKind, verb: &str, summary: String) -> OperationBuilder {
+    let desc = kind.desc();
+    error_responses(
+        OperationBuilder::new()
+            .tag(desc.path)
+            .summary(Some(summary))
+            .operation_id(Some(format!(
+                "{}_{}",
+                desc.path.replace(['/', '-'], "_"),
+                verb
+            ))),
+    )
+}
+
+/// Renders the document as JSON bytes.
+pub fn document() -> Vec<u8> {
+    let mut paths = PathsBuilder::new();
+    let mut components = ComponentsBuilder::new()
+        .security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        )
+        .schema(
+            "Error",
+            ObjectBuilder::new().property(
+                "error",
+                ObjectBuilder::new()
+                    .property("code", ObjectBuilder::new().schema_type(Type::String))
+                    .property("message", ObjectBuilder::new().schema_type(Type::String))
+                    .property("requestId", ObjectBuilder::new().schema_type(Type::String))
+                    .property(
+                        "details",
+                        ArrayBuilder::new().items(Ref::from_schema_name("Violation")),
+                    ),
+            ),
+        );
+    let mut schemas = Vec::new();
+    <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
+    schemas.push((
+        "Violation".into(),
+        <prodops_core::Violation as utoipa::PartialSchema>::schema(),
+    ));
+    for kind in registry::resources() {
+        let desc = kind.desc();
+        let (name, _) = kind.schema();
+        kind.schemas(&mut schemas);
+        let record: RefOr<Schema> = Ref::from_schema_name(&name).into();
+        let base = format!("/api/v2/{}", desc.path);
+        let what = desc.path;
+
+        let mut collection = PathItemBuilder::new().operation(
+            HttpMethod::Get,
+            op(*kind, "list", format!("List {what} records"))
+                .parameter(query_param(
+                    "search",
+                    "case-insensitive substring over the search columns",
+                ))
+                .parameter(query_param(
+                    "sort",
+                    "fields, comma separated; `-` for descending",
+                ))
+                .parameter(query_param("page", "1-based page"))
+                .parameter(query_param("pageSize", "1 to 10000, default 100"))
+                .response(
+                    "200",
+                    response("A page of records", Some(page_of(record.clone()))),
+                )
+                .build(),
+        );
+        if matches!(desc.ops.create, Allow::Yes | Allow::Custom) {
+            collection = collection.operation(
+                HttpMethod::Post,
+                op(*kind, "create", format!("Create a {what} record"))
+                    .request_body(Some(body(record.clone())))
+                    .response("201", response("The created record", Some(record.clone())))
+                    .build(),
+            );
+        }
+        paths = paths.path(base.clone(), collection.build());
+
+        let mut item = PathItemBuilder::new().operation(
+            HttpMethod::Get,
+            op(*kind, "get", format!("Read one {what} record"))
+                .parameter(id_param())
+                .response("200", response("The record", Some(record.clone())))
+                .response("404", response("No such record in this organization", None))
+                .build(),
+        );
+        if matches!(desc.ops.update, Allow::Yes | Allow::Custom) {
+            item = item.operation(
+                HttpMethod::Patch,
+                op(*kind, "update", format!("Update a {what} record"))
+                    .parameter(id_param())
+                    .request_body(Some(body(object())))
+                    .response("200", response("The updated record", Some(record.clone())))
+                    .build(),
+            );
+        }
+        if matches!(
+            desc.ops.delete,
+            Allow::Yes | Allow::Custom | Allow::Forbidden
+        ) {
+            item = item.operation(
+                HttpMethod::Delete,
+                op(
+                    *kind,
+                    "delete",
+                    format!("Delete (or archive) a {what} record"),
+                )
+                .parameter(id_param())
+                .response("204", response("Deleted or archived", None))
+                .build(),
+            );
+        }
+        paths = paths.path(format!("{base}/{{id}}"), item.build());
+
+        paths = paths.path(
+            format!("{base}/query"),
+            PathItemBuilder::new()
+                .operation(
+                    HttpMethod::Post,
+                    op(
+                        *kind,
+                        "query",
+                        format!("Query {what} records by ids, filter and select"),
+                    )
+                    .request_body(Some(body(object())))
+                    .response(
+                        "200",
+                        response("A page of records", Some(page_of(object()))),
+                    )
+                    .build(),
+                )
+                .build(),
+        );
+        let count: RefOr<Schema> = ObjectBuilder::new()
+            .property("count", ObjectBuilder::new().schema_type(Type::Integer))
+            .into();
+        paths = paths.path(
+            format!("{base}/count"),
+            PathItemBuilder::new()
+                .operation(
+                    HttpMethod::Get,
+                    op(*kind, "count_get", format!("Count {what} records"))
+                        .response("200", response("The count", Some(count.clone())))
+                        .build(),
+                )
+                .operation(
+                    HttpMethod::Post,
+                    op(
+                        *kind,
+                        "count",
+                        format!("Count {what} records matching a filter"),
+                    )
+                    .response("200", response("The count", Some(count.clone())))
+                    .build(),
+                )
+                .build(),
+        );
+        paths = paths.path(
+            format!("{base}/group-and-count"),
+            PathItemBuilder::new()
+                .operation(
+                    HttpMethod::Post,
+                    op(
+                        *kind,
+                        "group_and_count",
+                        format!("Count {what} records by the value of a field"),
+                    )
+                    .request_body(Some(body(object())))
+                    .response("200", response("Groups, largest first", Some(object())))
+                    .build(),
+                )
+                .build(),
+        );
+        let mut bulk = PathItemBuilder::new();
+        let mut any_bulk = false;
+        for (allow, method, verb, summary) in [
+            (
+                desc.ops.bulk_put,
+                HttpMethod::Put,
+                "bulk_put",
+                "Create or update a batch, all or nothing",
+            ),
+            (
+                desc.ops.bulk_patch,
+                HttpMethod::Patch,
+                "bulk_patch",
+                "Update every record matching the filter",
+            ),
+            (
+                desc.ops.bulk_delete,
+                HttpMethod::Delete,
+                "bulk_delete",
+                "Delete every record matching the filter",
+            ),
+        ] {
+            if matches!(allow, Allow::Yes | Allow::Custom) {
+                any_bulk = true;
+                bulk = bulk.operation(
+                    method,
+                    op(*kind, verb, format!("{summary} ({what})"))
+                        .response("200", response("Counts", Some(object())))
+                        .build(),
+                );
+            }
+        }
+        if any_bulk {
+            paths = paths.path(format!("{base}/bulk"), bulk.build());
+        }
+    }
+    for (name, schema) in schemas {
+        components = components.schema(name, schema);
+    }
+    paths = paths.path(
+        "/healthz",
+        PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                OperationBuilder::new()
+                    .summary(Some("200 when the database answers; no key needed"))
+                    .operation_id(Some("healthz"))
+                    .security(SecurityRequirement::default())
+                    .response("200", response("Healthy", Some(object())))
+                    .build(),
+            )
+            .build(),
+    );
+    paths = paths.path(
+        "/api/v2/openapi.json",
+        PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                OperationBuilder::new()
+                    .summary(Some("This document; no key needed"))
+                    .operation_id(Some("openapi"))
+                    .security(SecurityRequirement::default())
+                    .response("200", response("The OpenAPI document", Some(object())))
+                    .build(),
+            )
+            .build(),
+    );
+    let api = OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("Production Operations API")
+                .version("2.0.0")
+                .description(Some(
+                    "Served by prodops-server. Every request carries X-API-Key.",
+                )),
+        )
+        .paths(paths.build())
+        .components(Some(components.build()))
+        .security(Some(vec![SecurityRequirement::new(
+            "apiKey",
+            Vec::<String>::new(),
+        )]))
+        .build();
+    serde_json::to_vec(&api).unwrap_or_default()
+}

@@ -1,0 +1,152 @@
+//! Rate limits per API key (decisions.md section 6), in fixed windows.
+//!
+//! Counting happens in memory so a request never waits on the database for it; a background
+//! task adds each process's counts to `rate_limit_windows` every [`SYNC_INTERVAL`] and reads
+//! back the total of all processes sharing the database. One process is therefore exact; with
+//! several, the limit holds to within what they admit in one sync interval.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::store::{SqlValue, Store, StoreError};
+
+pub const SYNC_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Where a bucket stands after a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Standing {
+    pub allowed: bool,
+    pub limit: u64,
+    pub remaining: u64,
+    /// Seconds until the window resets.
+    pub reset_secs: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Bucket {
+    window_start: u64,
+    /// Admitted here and not yet added to the database.
+    unsynced: u64,
+    /// The database total of all processes at the last sync (this one's synced counts included).
+    synced_total: u64,
+}
+
+pub struct RateLimiter {
+    limit: u64,
+    window_secs: u64,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl RateLimiter {
+    pub fn new(limit: u32, window: Duration) -> Self {
+        RateLimiter {
+            limit: limit as u64,
+            window_secs: window.as_secs().max(1),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn window_start(&self, now: u64) -> u64 {
+        now - now % self.window_secs
+    }
+
+    /// Counts one request against `bucket`, unless the bucket is spent.
+    pub fn check(&self, bucket: &str) -> Standing {
+        let now = now_secs();
+        let start = self.window_start(now);
+        let reset_secs = start + self.window_secs - now;
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let b = buckets.entry(bucket.to_string()).or_default();
+        if b.window_start != start {
+            *b = Bucket {
+                window_start: start,
+                ..Bucket::default()
+            };
+        }
+        let used = b.synced_total + b.unsynced;
+        if used >= self.limit {
+            return Standing {
+                allowed: false,
+                limit: self.limit,
+                remaining: 0,
+                reset_secs,
+            };
+        }
+        b.unsynced += 1;
+        Standing {
+            allowed: true,
+            limit: self.limit,
+            remaining: self.limit - used - 1,
+            reset_secs,
+        }
+    }
+
+    /// Adds this process's counts to the shared table and reads back the shared totals.
+    pub async fn sync(&self, store: &Store) -> Result<(), StoreError> {
+        let now = now_secs();
+        let current = self.window_start(now);
+        let pending: Vec<(String, Bucket)> = {
+            let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+            buckets.retain(|_, b| b.window_start == current);
+            buckets.iter().map(|(k, b)| (k.clone(), *b)).collect()
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let window_secs = self.window_secs as i64;
+        let to_send = pending.clone();
+        let totals: Vec<(String, u64, u64)> = store
+            .write(move |tx| {
+                let mut totals = Vec::with_capacity(to_send.len());
+                for (bucket, b) in &to_send {
+                    let rows = tx.query(
+                        "INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES (?, ?, ?) \
+                         ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + excluded.count \
+                         RETURNING count",
+                        &[bucket.clone().into(), SqlValue::Int(b.window_start as i64), SqlValue::Int(b.unsynced as i64)],
+                    )?;
+                    let total = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0);
+                    totals.push((bucket.clone(), b.unsynced, total as u64));
+                }
+                tx.execute(
+                    "DELETE FROM rate_limit_windows WHERE window_start < ?",
+                    &[SqlValue::Int(current as i64 - 2 * window_secs)],
+                )?;
+                Ok::<_, StoreError>(totals)
+            })
+            .await?;
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        for (bucket, sent, total) in totals {
+            if let Some(b) = buckets.get_mut(&bucket) {
+                if b.window_start == current {
+                    b.unsynced = b.unsynced.saturating_sub(sent);
+                    b.synced_total = total;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_up_to_the_limit() {
+        let limiter = RateLimiter::new(3, Duration::from_secs(3600));
+        let standings: Vec<Standing> = (0..4).map(|_| limiter.check("k")).collect();
+        assert!(standings[..3].iter().all(|s| s.allowed));
+        assert_eq!(standings[2].remaining, 0);
+        assert!(!standings[3].allowed);
+        assert!(limiter.check("other").allowed, "buckets are separate");
+    }
+}

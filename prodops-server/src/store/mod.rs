@@ -1,0 +1,249 @@
+//! The storage interface and its two implementations, SQLite (embedded default) and PostgreSQL.
+//!
+//! Rule code runs inside one transaction per request, written once against the synchronous
+//! [`Tx`] trait and run on a blocking thread ([`Store::write`], [`Store::read`]). The two hot
+//! reads of every request, the API key lookup and a record by id, have async fast paths
+//! ([`Store::find_key`], [`Store::get_raw`]) that avoid a thread hand-off.
+//! Dialect differences stay in [`Dialect`] and the two implementations; nothing above this
+//! module knows which database runs.
+
+mod postgres;
+pub mod records;
+pub mod sql;
+mod sqlite;
+
+use std::fmt;
+
+pub use sql::Dialect;
+
+/// A value bound to, or read from, a SQL statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Bool(bool),
+}
+
+impl SqlValue {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn into_string(self) -> Option<String> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            SqlValue::Int(i) => Some(*i),
+            SqlValue::Real(f) => Some(*f as i64),
+            SqlValue::Bool(b) => Some(*b as i64),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            SqlValue::Bool(b) => Some(*b),
+            SqlValue::Int(i) => Some(*i != 0),
+            _ => None,
+        }
+    }
+}
+
+impl From<&str> for SqlValue {
+    fn from(s: &str) -> Self {
+        SqlValue::Text(s.to_string())
+    }
+}
+impl From<String> for SqlValue {
+    fn from(s: String) -> Self {
+        SqlValue::Text(s)
+    }
+}
+impl From<i64> for SqlValue {
+    fn from(i: i64) -> Self {
+        SqlValue::Int(i)
+    }
+}
+impl From<bool> for SqlValue {
+    fn from(b: bool) -> Self {
+        SqlValue::Bool(b)
+    }
+}
+impl From<uuid::Uuid> for SqlValue {
+    fn from(u: uuid::Uuid) -> Self {
+        SqlValue::Text(u.to_string())
+    }
+}
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(o: Option<T>) -> Self {
+        o.map_or(SqlValue::Null, Into::into)
+    }
+}
+
+/// What can go wrong in the storage layer. The text of `Other` goes to the log, never to a client.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique index refused the write; carries the index (constraint) name.
+    #[error("unique constraint {0}")]
+    Conflict(String),
+    /// Concurrent transactions collided (PostgreSQL serialization failure, SQLite busy).
+    #[error("transaction conflict, retry")]
+    Retry,
+    #[error("{0}")]
+    Other(String),
+}
+
+impl StoreError {
+    pub fn other(e: impl fmt::Display) -> Self {
+        StoreError::Other(e.to_string())
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An error a transaction body may return: it can carry a storage error, and says whether the
+/// transaction is worth running again (a serialization failure between concurrent writers).
+pub trait TxError: From<StoreError> {
+    fn is_retry(&self) -> bool;
+}
+
+impl TxError for StoreError {
+    fn is_retry(&self) -> bool {
+        matches!(self, StoreError::Retry)
+    }
+}
+
+/// One open transaction. Statements use `?` placeholders; the PostgreSQL implementation
+/// numbers them.
+pub trait Tx {
+    fn dialect(&self) -> Dialect;
+    /// Runs a statement; returns the number of rows it changed.
+    fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64>;
+    /// Runs a query; every row as a vector of values in select order.
+    fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
+}
+
+/// An API key's row, as the authentication step needs it.
+#[derive(Debug, Clone)]
+pub struct KeyRow {
+    pub key_id: uuid::Uuid,
+    pub organization_id: uuid::Uuid,
+    pub is_admin: bool,
+    pub permissions: Vec<String>,
+    pub flags: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The database: SQLite or PostgreSQL.
+#[derive(Clone)]
+pub enum Store {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `url` and runs the migrations.
+    pub async fn open(url: &str) -> StoreResult<Store> {
+        let store = if let Some(rest) = url.strip_prefix("sqlite:") {
+            let path = rest.trim_start_matches("//");
+            Store::Sqlite(sqlite::SqliteStore::open(path)?)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Store::Postgres(postgres::PgStore::open(url).await?)
+        } else {
+            return Err(StoreError::Other(format!(
+                "unsupported database URL (expected sqlite://PATH, sqlite::memory: or postgres://...): {}",
+                redact_url(url)
+            )));
+        };
+        store.write(crate::migrate::run).await?;
+        Ok(store)
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Store::Sqlite(_) => Dialect::Sqlite,
+            Store::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs `f` in a write transaction on a blocking thread: committed when `f` returns `Ok`,
+    /// rolled back otherwise. PostgreSQL serialization failures are retried a few times.
+    pub async fn write<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: TxError + Send + 'static,
+        F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        let store = self.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || match store {
+            Store::Sqlite(s) => s.transaction(true, f),
+            Store::Postgres(p) => p.transaction(&handle, true, f),
+        })
+        .await
+        .map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
+    }
+
+    /// Runs `f` in a read-only transaction (a consistent snapshot) on a blocking thread.
+    pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: TxError + Send + 'static,
+        F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        let store = self.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || match store {
+            Store::Sqlite(s) => s.transaction(false, f),
+            Store::Postgres(p) => p.transaction(&handle, false, f),
+        })
+        .await
+        .map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
+    }
+
+    /// Looks up an unrevoked API key by its hash, with its organization's flags.
+    pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+        match self {
+            Store::Sqlite(s) => s.find_key(key_hash),
+            Store::Postgres(p) => p.find_key(key_hash).await,
+        }
+    }
+
+    /// The stored JSON text of one record, if it exists in the organization.
+    pub async fn get_raw(
+        &self,
+        table: &str,
+        org: uuid::Uuid,
+        id: uuid::Uuid,
+    ) -> StoreResult<Option<String>> {
+        match self {
+            Store::Sqlite(s) => s.get_raw(table, org, id),
+            Store::Postgres(p) => p.get_raw(table, org, id).await,
+        }
+    }
+
+    /// Whether the database answers (for `/healthz`).
+    pub async fn ping(&self) -> bool {
+        self.read(|tx| tx.query("SELECT 1", &[]).map(|_| ()))
+            .await
+            .is_ok()
+    }
+}
+
+/// A database URL with any password removed, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}

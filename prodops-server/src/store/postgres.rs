@@ -1,0 +1,342 @@
+//! PostgreSQL: a deadpool of tokio-postgres connections. Transactions run on a blocking thread
+//! that drives the async client with `Handle::block_on`, so rule code is the same synchronous
+//! code as on SQLite; the hot reads stay async.
+
+use std::error::Error as StdError;
+
+use bytes::{BufMut, BytesMut};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio::runtime::Handle;
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{NoTls, Row};
+use uuid::Uuid;
+
+use super::{Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
+
+const POOL_SIZE: usize = 32;
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+}
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+impl ToSql for SqlValue {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        match self {
+            SqlValue::Null => Ok(IsNull::Yes),
+            SqlValue::Int(i) => match *ty {
+                Type::INT2 => (i16::try_from(*i)?).to_sql(ty, out),
+                Type::INT4 => (i32::try_from(*i)?).to_sql(ty, out),
+                Type::FLOAT8 => (*i as f64).to_sql(ty, out),
+                Type::FLOAT4 => (*i as f32).to_sql(ty, out),
+                Type::BOOL => (*i != 0).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().to_sql(ty, out),
+                _ => i.to_sql(ty, out),
+            },
+            SqlValue::Real(f) => match *ty {
+                Type::FLOAT4 => (*f as f32).to_sql(ty, out),
+                Type::INT8 => (*f as i64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => f.to_string().to_sql(ty, out),
+                _ => f.to_sql(ty, out),
+            },
+            SqlValue::Text(s) => match *ty {
+                // JSON's binary format is its text; JSONB's is a version byte and the text.
+                Type::JSON => {
+                    out.put_slice(s.as_bytes());
+                    Ok(IsNull::No)
+                }
+                Type::JSONB => {
+                    out.put_u8(1);
+                    out.put_slice(s.as_bytes());
+                    Ok(IsNull::No)
+                }
+                _ => s.as_str().to_sql(ty, out),
+            },
+            SqlValue::Bool(b) => match *ty {
+                Type::INT2 => (*b as i16).to_sql(ty, out),
+                Type::INT4 => (*b as i32).to_sql(ty, out),
+                Type::INT8 => (*b as i64).to_sql(ty, out),
+                _ => b.to_sql(ty, out),
+            },
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// Any textual column, JSON and JSONB included, as its text.
+struct RawText(String);
+
+impl<'a> FromSql<'a> for RawText {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
+        let bytes = if *ty == Type::JSONB {
+            raw.get(1..).unwrap_or_default()
+        } else {
+            raw
+        };
+        Ok(RawText(std::str::from_utf8(bytes)?.to_string()))
+    }
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::TEXT
+                | Type::VARCHAR
+                | Type::BPCHAR
+                | Type::NAME
+                | Type::JSON
+                | Type::JSONB
+                | Type::UNKNOWN
+        )
+    }
+}
+
+fn map_err(e: tokio_postgres::Error) -> StoreError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        if code == "23505" {
+            let name = db.constraint().unwrap_or("unique").to_string();
+            return StoreError::Conflict(if name.ends_with("_pkey") {
+                "primary_key".into()
+            } else {
+                name
+            });
+        }
+        if code == "40001" || code == "40P01" {
+            return StoreError::Retry;
+        }
+        return StoreError::Other(format!("{code}: {}", db.message()));
+    }
+    StoreError::other(e)
+}
+
+/// `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...), outside string literals.
+pub fn number_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut n = 0;
+    let mut in_literal = false;
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                in_literal = !in_literal;
+                out.push(c);
+            }
+            '?' if !in_literal => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn read_row(row: &Row) -> StoreResult<Vec<SqlValue>> {
+    let mut vals = Vec::with_capacity(row.len());
+    for (i, col) in row.columns().iter().enumerate() {
+        let ty = col.type_();
+        let v = match *ty {
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)
+                .map(|v| v.map_or(SqlValue::Null, SqlValue::Bool)),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)
+                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Int(x.into()))),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)
+                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Int(x.into()))),
+            Type::INT8 => row
+                .try_get::<_, Option<i64>>(i)
+                .map(|v| v.map_or(SqlValue::Null, SqlValue::Int)),
+            Type::FLOAT4 => row
+                .try_get::<_, Option<f32>>(i)
+                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Real(x.into()))),
+            Type::FLOAT8 => row
+                .try_get::<_, Option<f64>>(i)
+                .map(|v| v.map_or(SqlValue::Null, SqlValue::Real)),
+            _ if <RawText as FromSql>::accepts(ty) => row
+                .try_get::<_, Option<RawText>>(i)
+                .map(|v| v.map_or(SqlValue::Null, |t| SqlValue::Text(t.0))),
+            // Types no caller reads (`void` of a lock function, ...).
+            _ => Ok(SqlValue::Null),
+        };
+        vals.push(v.map_err(map_err)?);
+    }
+    Ok(vals)
+}
+
+fn params(values: &[SqlValue]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
+}
+
+impl PgStore {
+    pub async fn open(url: &str) -> StoreResult<Self> {
+        let pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
+        let manager = Manager::from_config(
+            pg_config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(StoreError::other)?;
+        let store = PgStore { pool };
+        // Fail at start, with a clear message, when the database does not answer.
+        store
+            .client()
+            .await?
+            .simple_query("SELECT 1")
+            .await
+            .map_err(map_err)?;
+        Ok(store)
+    }
+
+    async fn client(&self) -> StoreResult<Object> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))
+    }
+
+    pub fn transaction<T, E, F>(&self, handle: &Handle, write: bool, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut dyn Tx) -> Result<T, E>,
+    {
+        let client = handle.block_on(self.client()).map_err(E::from)?;
+        let begin = if write { "BEGIN" } else { "BEGIN READ ONLY" };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            handle
+                .block_on(client.batch_execute(begin))
+                .map_err(|e| E::from(map_err(e)))?;
+            let mut tx = PgTx {
+                client: &client,
+                handle,
+            };
+            let result = f(&mut tx);
+            match result {
+                Ok(v) => match handle.block_on(client.batch_execute("COMMIT")) {
+                    Ok(()) => return Ok(v),
+                    Err(e) => {
+                        let _ = handle.block_on(client.batch_execute("ROLLBACK"));
+                        let err = map_err(e);
+                        if matches!(err, StoreError::Retry) && attempt < 5 {
+                            continue;
+                        }
+                        return Err(E::from(err));
+                    }
+                },
+                Err(e) => {
+                    let _ = handle.block_on(client.batch_execute("ROLLBACK"));
+                    if e.is_retry() && attempt < 5 {
+                        continue;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT k.id, k.organization_id, k.is_admin, k.permissions, o.flags \
+                 FROM api_keys k JOIN organizations o ON o.id = k.organization_id \
+                 WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
+            )
+            .await
+            .map_err(map_err)?;
+        let Some(row) = client
+            .query_opt(&stmt, &[&key_hash])
+            .await
+            .map_err(map_err)?
+        else {
+            return Ok(None);
+        };
+        let id: &str = row.try_get(0).map_err(map_err)?;
+        let org: &str = row.try_get(1).map_err(map_err)?;
+        let is_admin: bool = row.try_get(2).map_err(map_err)?;
+        let perms: &str = row.try_get(3).map_err(map_err)?;
+        let flags: &str = row.try_get(4).map_err(map_err)?;
+        super::records::key_row(id, org, is_admin, perms, flags).map(Some)
+    }
+
+    pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {
+        let client = self.client().await?;
+        // `table` comes from a static resource description, never from a request.
+        let stmt = client
+            .prepare_cached(&format!(
+                "SELECT data FROM {table} WHERE organization_id = $1 AND id = $2"
+            ))
+            .await
+            .map_err(map_err)?;
+        let row = client
+            .query_opt(&stmt, &[&org.to_string(), &id.to_string()])
+            .await
+            .map_err(map_err)?;
+        match row {
+            Some(row) => Ok(Some(row.try_get::<_, RawText>(0).map_err(map_err)?.0)),
+            None => Ok(None),
+        }
+    }
+}
+
+struct PgTx<'c> {
+    client: &'c Object,
+    handle: &'c Handle,
+}
+
+impl Tx for PgTx<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn execute(&mut self, sql: &str, values: &[SqlValue]) -> StoreResult<u64> {
+        let sql = number_placeholders(sql);
+        self.handle.block_on(async {
+            let stmt = self.client.prepare_cached(&sql).await.map_err(map_err)?;
+            self.client
+                .execute(&stmt, &params(values))
+                .await
+                .map_err(map_err)
+        })
+    }
+
+    fn query(&mut self, sql: &str, values: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
+        let sql = number_placeholders(sql);
+        self.handle.block_on(async {
+            let stmt = self.client.prepare_cached(&sql).await.map_err(map_err)?;
+            let rows = self
+                .client
+                .query(&stmt, &params(values))
+                .await
+                .map_err(map_err)?;
+            rows.iter().map(read_row).collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::number_placeholders;
+
+    #[test]
+    fn numbers_placeholders_outside_literals() {
+        assert_eq!(
+            number_placeholders("a = ? AND b = '?' AND c = ?"),
+            "a = $1 AND b = '?' AND c = $2"
+        );
+    }
+}

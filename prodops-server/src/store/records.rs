@@ -1,0 +1,193 @@
+//! Record operations on resource tables, written once over [`Tx`] for both databases.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::sql::{Cond, Sort};
+use super::{KeyRow, SqlValue, StoreError, StoreResult, Tx};
+
+/// What a list read asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Select {
+    pub conds: Vec<Cond>,
+    pub sort: Vec<Sort>,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+fn parse_json(text: &str) -> StoreResult<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Other(format!("stored record is not JSON: {e}")))
+}
+
+fn text_rows(rows: Vec<Vec<SqlValue>>) -> Vec<String> {
+    rows.into_iter()
+        .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
+        .collect()
+}
+
+/// One record by id.
+pub fn get(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<Value>> {
+    let rows = tx.query(
+        &format!("SELECT data FROM {table} WHERE organization_id = ? AND id = ?"),
+        &[org.into(), id.into()],
+    )?;
+    text_rows(rows).first().map(|t| parse_json(t)).transpose()
+}
+
+/// The records whose id is listed; missing ones are left out.
+pub fn get_many(tx: &mut dyn Tx, table: &str, org: Uuid, ids: &[Uuid]) -> StoreResult<Vec<Value>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let select = Select {
+            conds: vec![Cond::Ids(chunk.to_vec())],
+            limit: chunk.len() as u64,
+            ..Default::default()
+        };
+        out.extend(select_values(tx, table, org, &select)?);
+    }
+    Ok(out)
+}
+
+/// The stored JSON text of the records a select picks, in order.
+pub fn select_raw(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    select: &Select,
+) -> StoreResult<Vec<String>> {
+    let dialect = tx.dialect();
+    let mut params = Vec::new();
+    let mut sql = format!("SELECT data FROM {table}");
+    sql.push_str(&dialect.where_clause(org, &select.conds, &mut params));
+    sql.push_str(&dialect.order_by(&select.sort));
+    sql.push_str(" LIMIT ? OFFSET ?");
+    params.push(SqlValue::Int(select.limit as i64));
+    params.push(SqlValue::Int(select.offset as i64));
+    Ok(text_rows(tx.query(&sql, &params)?))
+}
+
+pub fn select_values(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    select: &Select,
+) -> StoreResult<Vec<Value>> {
+    select_raw(tx, table, org, select)?
+        .iter()
+        .map(|t| parse_json(t))
+        .collect()
+}
+
+pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreResult<u64> {
+    let dialect = tx.dialect();
+    let mut params = Vec::new();
+    let sql = format!(
+        "SELECT COUNT(*) FROM {table}{}",
+        dialect.where_clause(org, conds, &mut params)
+    );
+    let rows = tx.query(&sql, &params)?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .unwrap_or(0) as u64)
+}
+
+/// Counts by the exact stored value of a field, largest count first (ties by value).
+pub fn group_count(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    path: &super::sql::FieldPath,
+    conds: &[Cond],
+    limit: u64,
+) -> StoreResult<Vec<(Value, u64)>> {
+    let dialect = tx.dialect();
+    let mut params = Vec::new();
+    let expr = dialect.json_expr(path);
+    let sql = format!(
+        "SELECT {expr} AS g, COUNT(*) AS n FROM {table}{} GROUP BY {expr} ORDER BY n DESC, g ASC LIMIT ?",
+        dialect.where_clause(org, conds, &mut params)
+    );
+    params.push(SqlValue::Int(limit as i64));
+    let rows = tx.query(&sql, &params)?;
+    rows.into_iter()
+        .map(|r| {
+            let group = match r.first() {
+                Some(SqlValue::Text(t)) => parse_json(t)?,
+                _ => Value::Null,
+            };
+            let n = r.get(1).and_then(SqlValue::as_i64).unwrap_or(0) as u64;
+            Ok((group, n))
+        })
+        .collect()
+}
+
+fn columns_of(record: &Value) -> StoreResult<(String, bool, String, String)> {
+    let text = |k: &str| record.get(k).and_then(Value::as_str).map(str::to_string);
+    let id = text("id").ok_or_else(|| StoreError::other("record without id"))?;
+    let created = text("createdAt").ok_or_else(|| StoreError::other("record without createdAt"))?;
+    let updated = text("updatedAt").unwrap_or_else(|| created.clone());
+    // The columns sort as text, so they hold one fixed-width form whatever the JSON says.
+    let created = sortable_time(&created)?;
+    let updated = sortable_time(&updated)?;
+    let archived = record
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok((id, archived, created, updated))
+}
+
+fn sortable_time(text: &str) -> StoreResult<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(text)
+        .map_err(|e| StoreError::Other(format!("bad timestamp {text}: {e}")))?;
+    Ok(t.with_timezone(&chrono::Utc)
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string())
+}
+
+pub fn insert(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
+    let (id, archived, created, updated) = columns_of(record)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?)"
+        ),
+        &[org.into(), id.into(), archived.into(), created.into(), updated.into(), SqlValue::Text(record.to_string())],
+    )?;
+    Ok(())
+}
+
+pub fn update(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
+    let (id, archived, _, updated) = columns_of(record)?;
+    tx.execute(
+        &format!("UPDATE {table} SET is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
+        &[archived.into(), updated.into(), SqlValue::Text(record.to_string()), org.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+pub fn delete(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<bool> {
+    let n = tx.execute(
+        &format!("DELETE FROM {table} WHERE organization_id = ? AND id = ?"),
+        &[org.into(), id.into()],
+    )?;
+    Ok(n > 0)
+}
+
+/// Builds a [`KeyRow`] from the columns of the key lookup.
+pub fn key_row(
+    id: &str,
+    org: &str,
+    is_admin: bool,
+    permissions: &str,
+    flags: &str,
+) -> StoreResult<KeyRow> {
+    Ok(KeyRow {
+        key_id: Uuid::parse_str(id).map_err(StoreError::other)?,
+        organization_id: Uuid::parse_str(org).map_err(StoreError::other)?,
+        is_admin,
+        permissions: serde_json::from_str(permissions).map_err(StoreError::other)?,
+        flags: serde_json::from_str(flags).map_err(StoreError::other)?,
+    })
+}

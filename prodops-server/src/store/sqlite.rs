@@ -1,0 +1,277 @@
+//! SQLite: one file in WAL mode, one writer connection (SQLite serializes writers anyway) and a
+//! small pool of reader connections. `sqlite::memory:` uses a single connection for everything,
+//! since every connection to `:memory:` would be a database of its own.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, Value as RValue, ValueRef};
+use rusqlite::{Connection, OpenFlags, ToSql};
+use uuid::Uuid;
+
+use super::{Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
+
+const MAX_IDLE_READERS: usize = 16;
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `None` for an in-memory database.
+    path: Option<PathBuf>,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl ToSql for SqlValue {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            SqlValue::Null => ToSqlOutput::Owned(RValue::Null),
+            SqlValue::Int(i) => ToSqlOutput::Owned(RValue::Integer(*i)),
+            SqlValue::Real(f) => ToSqlOutput::Owned(RValue::Real(*f)),
+            SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            SqlValue::Bool(b) => ToSqlOutput::Owned(RValue::Integer(*b as i64)),
+        })
+    }
+}
+
+fn map_err(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(err, msg) = &e {
+        match err.code {
+            rusqlite::ErrorCode::ConstraintViolation => {
+                // "UNIQUE constraint failed: index 'ux_...'" or "... failed: worker.organization_id, worker.id"
+                let text = msg.clone().unwrap_or_default();
+                let name = text
+                    .split('\'')
+                    .nth(1)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| {
+                        if text.contains(".id") {
+                            "primary_key".into()
+                        } else {
+                            text.clone()
+                        }
+                    });
+                return StoreError::Conflict(name);
+            }
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked => {
+                return StoreError::Retry;
+            }
+            _ => {}
+        }
+    }
+    StoreError::other(e)
+}
+
+fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(map_err)?;
+    if !memory {
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(map_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(map_err)?;
+    }
+    conn.pragma_update(None, "foreign_keys", "OFF")
+        .map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(())
+}
+
+impl SqliteStore {
+    pub fn open(path: &str) -> StoreResult<Self> {
+        let memory = path == ":memory:" || path.is_empty();
+        let writer = if memory {
+            Connection::open_in_memory().map_err(map_err)?
+        } else {
+            if let Some(parent) = std::path::Path::new(path).parent() {
+                if !parent.as_os_str().is_empty() {
+                    std::fs::create_dir_all(parent).map_err(StoreError::other)?;
+                }
+            }
+            Connection::open(path).map_err(map_err)?
+        };
+        configure(&writer, memory)?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: if memory {
+                    None
+                } else {
+                    Some(PathBuf::from(path))
+                },
+                writer: Mutex::new(writer),
+                readers: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves the connection usable: SQLite rolls back an
+        // unfinished transaction when the next BEGIN fails, so a poisoned lock is taken over.
+        self.inner.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` with a reader connection (the writer for an in-memory database).
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+        let Some(path) = &self.inner.path else {
+            return f(&self.lock_writer());
+        };
+        let pooled = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                        | OpenFlags::SQLITE_OPEN_URI,
+                )
+                .map_err(map_err)?;
+                c.busy_timeout(Duration::from_secs(10)).map_err(map_err)?;
+                c.set_prepared_statement_cache_capacity(256);
+                c
+            }
+        };
+        let result = f(&conn);
+        let mut readers = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if readers.len() < MAX_IDLE_READERS {
+            readers.push(conn);
+        }
+        result
+    }
+
+    pub fn transaction<T, E, F>(&self, write: bool, mut f: F) -> Result<T, E>
+    where
+        E: TxError,
+        F: FnMut(&mut dyn Tx) -> Result<T, E>,
+    {
+        if write || self.inner.path.is_none() {
+            let conn = self.lock_writer();
+            run_in_transaction(
+                &conn,
+                if write { "BEGIN IMMEDIATE" } else { "BEGIN" },
+                &mut f,
+            )
+        } else {
+            let mut out = None;
+            self.with_reader(|conn| {
+                out = Some(run_in_transaction(conn, "BEGIN", &mut f));
+                Ok(())
+            })
+            .map_err(E::from)?;
+            out.expect("reader ran")
+        }
+    }
+
+    pub fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+        self.with_reader(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT k.id, k.organization_id, k.is_admin, k.permissions, o.flags \
+                     FROM api_keys k JOIN organizations o ON o.id = k.organization_id \
+                     WHERE k.key_hash = ? AND k.revoked_at IS NULL",
+                )
+                .map_err(map_err)?;
+            let mut rows = stmt.query([key_hash]).map_err(map_err)?;
+            let Some(row) = rows.next().map_err(map_err)? else {
+                return Ok(None);
+            };
+            let id: String = row.get(0).map_err(map_err)?;
+            let org: String = row.get(1).map_err(map_err)?;
+            let is_admin: bool = row.get(2).map_err(map_err)?;
+            let perms: String = row.get(3).map_err(map_err)?;
+            let flags: String = row.get(4).map_err(map_err)?;
+            super::records::key_row(&id, &org, is_admin, &perms, &flags).map(Some)
+        })
+    }
+
+    pub fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {
+        // `table` comes from a static resource description, never from a request.
+        let sql = format!("SELECT data FROM {table} WHERE organization_id = ? AND id = ?");
+        self.with_reader(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+            let mut rows = stmt
+                .query([org.to_string(), id.to_string()])
+                .map_err(map_err)?;
+            match rows.next().map_err(map_err)? {
+                Some(row) => Ok(Some(row.get(0).map_err(map_err)?)),
+                None => Ok(None),
+            }
+        })
+    }
+}
+
+fn run_in_transaction<T, E, F>(conn: &Connection, begin: &str, f: &mut F) -> Result<T, E>
+where
+    E: From<StoreError>,
+    F: FnMut(&mut dyn Tx) -> Result<T, E>,
+{
+    conn.execute_batch(begin).map_err(|e| E::from(map_err(e)))?;
+    let mut tx = SqliteTx { conn };
+    match f(&mut tx) {
+        Ok(v) => match conn.execute_batch("COMMIT") {
+            Ok(()) => Ok(v),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(E::from(map_err(e)))
+            }
+        },
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+struct SqliteTx<'c> {
+    conn: &'c Connection,
+}
+
+fn read_value(v: ValueRef<'_>) -> SqlValue {
+    match v {
+        ValueRef::Null => SqlValue::Null,
+        ValueRef::Integer(i) => SqlValue::Int(i),
+        ValueRef::Real(f) => SqlValue::Real(f),
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            SqlValue::Text(String::from_utf8_lossy(t).into_owned())
+        }
+    }
+}
+
+impl Tx for SqliteTx<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
+        stmt.execute(rusqlite::params_from_iter(params.iter()))
+            .map(|n| n as u64)
+            .map_err(map_err)
+    }
+
+    fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
+        let ncols = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let mut vals = Vec::with_capacity(ncols);
+            for i in 0..ncols {
+                vals.push(read_value(row.get_ref(i).map_err(map_err)?));
+            }
+            out.push(vals);
+        }
+        Ok(out)
+    }
+}
