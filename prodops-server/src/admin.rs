@@ -180,10 +180,10 @@ pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
     let now = format_time(chrono::Utc::now());
     let changed = store
         .write(move |tx| {
-            Ok::<_, StoreError>(tx.execute(
+            tx.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 &[now.clone().into(), key_id.into()],
-            )?)
+            )
         })
         .await?;
     if changed == 0 {

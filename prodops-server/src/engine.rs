@@ -690,31 +690,29 @@ pub fn update_record(
     mut patch: Map<String, Value>,
 ) -> ApiResult<Value> {
     let desc = res.desc();
-    if !desc.patch_only.is_empty() {
-        if let Some(field) = patch
+    if !desc.patch_only.is_empty()
+        && let Some(field) = patch
             .keys()
             .find(|k| !desc.patch_only.contains(&k.as_str()))
-        {
-            return Err(ApiError::field(
-                field,
-                format!(
-                    "only {} can be changed on /{}",
-                    desc.patch_only.join(", "),
-                    desc.path
-                ),
-            ));
-        }
+    {
+        return Err(ApiError::field(
+            field,
+            format!(
+                "only {} can be changed on /{}",
+                desc.patch_only.join(", "),
+                desc.path
+            ),
+        ));
     }
-    if desc.archive == Archive::Actions {
-        if let Some(field) = ["isArchived", "archivedAt"]
+    if desc.archive == Archive::Actions
+        && let Some(field) = ["isArchived", "archivedAt"]
             .into_iter()
             .find(|f| patch.contains_key(*f))
-        {
-            return Err(ApiError::field(
-                field,
-                format!("use the archive and restore actions of /{}", desc.path),
-            ));
-        }
+    {
+        return Err(ApiError::field(
+            field,
+            format!("use the archive and restore actions of /{}", desc.path),
+        ));
     }
     strip_read_only(res, &mut patch);
     patch.remove("id");

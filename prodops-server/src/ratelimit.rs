@@ -125,11 +125,11 @@ impl RateLimiter {
             .await?;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         for (bucket, sent, total) in totals {
-            if let Some(b) = buckets.get_mut(&bucket) {
-                if b.window_start == current {
-                    b.unsynced = b.unsynced.saturating_sub(sent);
-                    b.synced_total = total;
-                }
+            if let Some(b) = buckets.get_mut(&bucket)
+                && b.window_start == current
+            {
+                b.unsynced = b.unsynced.saturating_sub(sent);
+                b.synced_total = total;
             }
         }
         Ok(())

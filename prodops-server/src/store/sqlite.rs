@@ -87,10 +87,10 @@ impl SqliteStore {
         let writer = if memory {
             Connection::open_in_memory().map_err(map_err)?
         } else {
-            if let Some(parent) = std::path::Path::new(path).parent() {
-                if !parent.as_os_str().is_empty() {
-                    std::fs::create_dir_all(parent).map_err(StoreError::other)?;
-                }
+            if let Some(parent) = std::path::Path::new(path).parent()
+                && !parent.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(parent).map_err(StoreError::other)?;
             }
             Connection::open(path).map_err(map_err)?
         };

@@ -1,0 +1,114 @@
+//! The durable background job behind catalog code renames (spec 2.8 rule 2), against a real
+//! database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else a fresh SQLite file).
+//! Timesheets are read-only through the API, so the test seeds one through the storage layer.
+
+use std::time::{Duration, Instant};
+
+use prodops_server::store::records;
+use prodops_server::{Config, RunningServer, start};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+fn database_url(dir: &tempfile::TempDir) -> String {
+    std::env::var("PRODOPS_TEST_DATABASE_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
+}
+
+async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -> Uuid {
+    let id = Uuid::now_v7();
+    let kind = prodops_core::registry::by_path("timesheet").expect("timesheet is a resource");
+    let record = kind
+        .check(
+            json!({
+                "id": id, "organizationId": org, "workerId": Uuid::now_v7(), "date": "2026-11-20",
+                "hours": 8.0, "payTypes": pay_types,
+                "createdAt": "2026-11-20T08:00:00.000Z", "updatedAt": "2026-11-20T08:00:00.000Z"
+            }),
+            None,
+        )
+        .expect("a valid timesheet");
+    server
+        .store()
+        .write(move |tx| records::insert(tx, "timesheet", org, &record))
+        .await
+        .expect("timesheet stored");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_a_pay_type_code_rewrites_timesheets_of_that_organization_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(Config::new(database_url(&dir))).await.unwrap();
+    let acme = server.create_org("acme", &[]).await.unwrap();
+    let other = server.create_org("other", &[]).await.unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("{}/api/v2", server.base_url());
+
+    let entry: Value = http
+        .post(format!("{base}/catalog-entry"))
+        .header("X-API-Key", &acme.api_key)
+        .json(&json!({ "catalog": "pay_type", "code": "OT" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mine = seed_timesheet(&server, acme.organization_id, &["OT", "REG"]).await;
+    let theirs = seed_timesheet(&server, other.organization_id, &["OT"]).await;
+
+    let renamed = http
+        .patch(format!(
+            "{base}/catalog-entry/{}",
+            entry["id"].as_str().unwrap()
+        ))
+        .header("X-API-Key", &acme.api_key)
+        .json(&json!({ "code": "OVT" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 200);
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let sheet: Value = http
+            .get(format!("{base}/timesheet/{mine}"))
+            .header("X-API-Key", &acme.api_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if sheet["payTypes"] == json!(["OVT", "REG"]) {
+            break;
+        }
+        assert_eq!(
+            sheet["payTypes"],
+            json!(["OT", "REG"]),
+            "either the old or the new codes, never a mix"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the rename job did not rewrite the timesheet in time"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let untouched: Value = http
+        .get(format!("{base}/timesheet/{theirs}"))
+        .header("X-API-Key", &other.api_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        untouched["payTypes"],
+        json!(["OT"]),
+        "another organization's references are not touched"
+    );
+    server.shutdown().await;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: every test on SQLite (the embedded default), then every database-backed
+# test again on PostgreSQL. PostgreSQL is expected at PRODOPS_TEST_PG_URL (default
+# postgres://postgres@127.0.0.1:5432/test); if it does not answer, this fails loudly. Only an
+# explicit PRODOPS_SKIP_POSTGRES=1 (never set in CI) skips that half.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG_URL="${PRODOPS_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+
+echo "== tests on SQLite"
+cargo test --workspace --locked
+
+if [[ "${PRODOPS_SKIP_POSTGRES:-0}" == "1" && "${CI:-}" != "true" ]]; then
+  echo "== PostgreSQL skipped (PRODOPS_SKIP_POSTGRES=1)"
+  exit 0
+fi
+
+hostport="${PG_URL#*://}"; hostport="${hostport#*@}"; hostport="${hostport%%/*}"
+host="${hostport%%:*}"; port="${hostport##*:}"; [[ "$port" == "$hostport" ]] && port=5432
+if ! timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then
+  echo "error: PostgreSQL does not answer at $host:$port ($PG_URL)." >&2
+  echo "Start it, point PRODOPS_TEST_PG_URL at one, or set PRODOPS_SKIP_POSTGRES=1 to run SQLite only." >&2
+  exit 1
+fi
+
+echo "== database-backed tests on PostgreSQL ($host:$port)"
+PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo test --locked -p prodops-server -p prodops-tests
