@@ -45,6 +45,8 @@ pub struct CatalogEntry {
 impl Record for CatalogEntry {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["code", "description"],
+        // Display order; ties break on code (spec 2.8).
+        default_sort: &["sortOrder", "code"],
         ops: Ops {
             bulk_delete: Allow::Forbidden,
             ..Ops::ALL

@@ -257,6 +257,13 @@ mod tests {
                 .chain(d.read_only)
                 .chain(d.immutable)
                 .chain(d.patch_only)
+                .chain(
+                    d.default_sort
+                        .iter()
+                        .map(|f| f.strip_prefix('-').unwrap_or(f))
+                        .collect::<Vec<_>>()
+                        .iter(),
+                )
                 .chain(unique_fields)
                 .chain(archive_fields)
                 .chain(COMMON_READ_ONLY.iter().filter(|f| **f != "archivedAt"))

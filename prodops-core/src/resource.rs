@@ -113,6 +113,9 @@ pub struct ResourceDesc {
     /// When nonempty, a PATCH may carry only these fields; any other field is a 400 (documents
     /// accept only `isArchived`, spec 4.7).
     pub patch_only: &'static [&'static str],
+    /// The default order of lists (fields, `-` for descending) before the final `createdAt, id`;
+    /// empty for creation order.
+    pub default_sort: &'static [&'static str],
     /// One line for the OpenAPI document.
     pub summary: &'static str,
 }
@@ -132,6 +135,7 @@ impl ResourceDesc {
             read_only: &[],
             immutable: &[],
             patch_only: &[],
+            default_sort: &[],
             summary: "",
         }
     }

@@ -202,6 +202,14 @@ fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
         .collect()
 }
 
+/// The sort keys of a call: the given ones, else the resource's default order.
+fn sort_or_default(res: &Resource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
+    match given {
+        Some(raw) => parse_sort(res, raw),
+        None => parse_sort(res, &res.desc().default_sort.join(",")),
+    }
+}
+
 fn archived_cond(raw: &str) -> ApiResult<Cond> {
     match raw {
         "true" => Ok(Cond::Archived(true)),
@@ -238,6 +246,7 @@ pub fn parse_list_params(
         ..Default::default()
     };
     let mut archived_given = false;
+    let mut sort = None;
     let mut fields: Vec<(String, Vec<String>)> = Vec::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -245,7 +254,7 @@ pub fn parse_list_params(
                 params.conds.push(search_cond(res, &value)?);
                 params.filtered = true;
             }
-            "sort" if paging => params.sort = parse_sort(res, &value)?,
+            "sort" if paging => sort = Some(value.into_owned()),
             "page" if paging => params.page = parse_u64("page", &value, 1, u32::MAX as u64)?,
             "pageSize" if paging => {
                 params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
@@ -274,6 +283,7 @@ pub fn parse_list_params(
     if res.desc().archive.is_archivable() && !archived_given {
         params.conds.push(Cond::Archived(false));
     }
+    params.sort = sort_or_default(res, sort.as_deref())?;
     Ok(params)
 }
 
@@ -456,10 +466,7 @@ async fn query(
     if let Some(text) = &body.search {
         conds.push(search_cond(&res, text)?);
     }
-    let sort = match &body.sort {
-        Some(s) => parse_sort(&res, s)?,
-        None => Vec::new(),
-    };
+    let sort = sort_or_default(&res, body.sort.as_deref())?;
     let page = body.page.unwrap_or(1).max(1);
     let default_size = body.id.as_ref().map_or(DEFAULT_PAGE_SIZE, |ids| {
         (ids.len() as u64).clamp(1, MAX_PAGE_SIZE)

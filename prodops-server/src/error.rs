@@ -173,6 +173,9 @@ impl IntoResponse for ApiError {
         let mut error = json!({ "code": self.code, "message": self.message, "requestId": current_request_id() });
         if !self.details.is_empty() {
             error["details"] = json!(self.details);
+        } else if self.status == StatusCode::BAD_REQUEST {
+            // Every 400 lists what was wrong, even when it is about the request as a whole.
+            error["details"] = json!([Violation::general(self.message.clone())]);
         }
         let mut body = json!({ "error": error });
         if self.status == StatusCode::TOO_MANY_REQUESTS {

@@ -48,6 +48,7 @@ pub fn on_postgres() -> bool {
 pub struct TestServer {
     server: Option<RunningServer>,
     base_url: String,
+    database_url: String,
     client: reqwest::Client,
     // Dropped last: the SQLite file must outlive the server.
     _dir: Option<tempfile::TempDir>,
@@ -73,10 +74,30 @@ impl TestServer {
                 (format!("sqlite://{}", path.display()), Some(dir))
             }
         };
+        Self::start_on(url, dir, adjust).await
+    }
+
+    /// A second server on this server's database (migrations run again on start), as another
+    /// replica would be.
+    pub async fn another(&self) -> TestServer {
+        Self::start_on(self.database_url.clone(), None, |_| {}).await
+    }
+
+    /// The database URL this server runs on.
+    pub fn database_url(&self) -> &str {
+        &self.database_url
+    }
+
+    async fn start_on(
+        url: String,
+        dir: Option<tempfile::TempDir>,
+        adjust: impl FnOnce(&mut Config),
+    ) -> TestServer {
         let mut config = Config::new(url);
         adjust(&mut config);
+        let database_url = config.database_url.clone();
         let server = {
-            let _guard = if dir.is_none() {
+            let _guard = if database_url.starts_with("postgres") {
                 Some(START_LOCK.lock().await)
             } else {
                 None
@@ -93,6 +114,7 @@ impl TestServer {
         TestServer {
             server: Some(server),
             base_url,
+            database_url,
             client,
             _dir: dir,
         }
@@ -198,6 +220,14 @@ impl Api {
     pub fn with_key(&self, key: impl Into<String>) -> Api {
         Api {
             key: Some(key.into()),
+            ..self.clone()
+        }
+    }
+
+    /// The same key, sent to another server (a replica on the same database).
+    pub fn on(&self, server: &TestServer) -> Api {
+        Api {
+            base: server.api_url(),
             ..self.clone()
         }
     }

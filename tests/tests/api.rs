@@ -18,6 +18,8 @@ mod idempotency;
 mod isolation;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
+#[path = "api/server.rs"]
+mod server;
 #[path = "api/standard.rs"]
 mod standard;
 #[path = "api/vendor_contact.rs"]

@@ -251,7 +251,7 @@ async fn openapi_needs_no_key_and_lists_every_standard_path() {
             (format!("/api/v2/{r}/group-and-count"), &["post"][..]),
         ] {
             for m in methods {
-                if !has(&path, *m) {
+                if !has(&path, m) {
                     missing.push(format!("{m} {path}"));
                 }
             }

@@ -714,6 +714,31 @@ async fn query_by_ids_with_select_and_filter() {
         json!([{"id": v["id"], "code": "QC", "city": "Bergen"}]),
         "{resp}"
     );
+
+    // Contacts: ids, select and filter together.
+    let cids = api
+        .bulk_put(
+            "contact",
+            vec![
+                json!({"name": "K0", "email": "k0@example.com", "isPrimary": true}),
+                json!({"name": "K1", "email": "k1@example.com"}),
+                json!({"name": "K2", "email": "k2@example.com", "isPrimary": true}),
+            ],
+        )
+        .await;
+    let resp = api
+        .post(
+            "/contact/query",
+            json!({"id": [cids[0], cids[1]], "select": ["email"], "filter": {"isPrimary": true}}),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    assert_eq!(
+        resp.body["values"],
+        json!([{"id": cids[0], "email": "k0@example.com"}]),
+        "{resp}"
+    );
+    assert_eq!(resp.body["totalCount"], 1, "{resp}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -802,6 +827,38 @@ async fn group_and_count_largest_first() {
     assert_eq!(
         resp.body,
         json!({"values": [{"groupId": "manufacturer", "count": 2}, {"groupId": "supplier", "count": 1}]}),
+        "{resp}"
+    );
+
+    let roles = [
+        "driver", "receiver", "driver", "driver", "receiver", "sales",
+    ];
+    let contacts: Vec<Value> = roles
+        .iter()
+        .map(|r| json!({"name": "g", "role": r}))
+        .collect();
+    api.bulk_put("contact", contacts).await;
+    let resp = api
+        .post("/contact/group-and-count", json!({"groupByField": "role"}))
+        .await;
+    assert_eq!(
+        resp.body,
+        json!({"values": [
+            {"groupId": "driver", "count": 3},
+            {"groupId": "receiver", "count": 2},
+            {"groupId": "sales", "count": 1}
+        ]}),
+        "{resp}"
+    );
+    let resp = api
+        .post(
+            "/contact/group-and-count",
+            json!({"groupByField": "role", "filter": {"role": "receiver"}}),
+        )
+        .await;
+    assert_eq!(
+        resp.body,
+        json!({"values": [{"groupId": "receiver", "count": 2}]}),
         "{resp}"
     );
 }
