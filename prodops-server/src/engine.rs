@@ -848,7 +848,8 @@ async fn delete_one(
     .await
 }
 
-/// The records a bulk PATCH or DELETE acts on; a call without any filter is refused.
+/// The records a bulk PATCH or DELETE acts on. A filter matching more than
+/// [`MAX_BULK_RECORDS`] is refused rather than applied in part.
 fn bulk_targets(
     tx: &mut dyn Tx,
     res: &Resource,
@@ -858,20 +859,52 @@ fn bulk_targets(
     let select = Select {
         conds: params.conds.clone(),
         sort: Vec::new(),
-        limit: MAX_BULK_RECORDS,
+        limit: MAX_BULK_RECORDS + 1,
         offset: 0,
     };
-    Ok(records::select_values(tx, res.table(), org, &select)?)
+    let targets = records::select_values(tx, res.table(), org, &select)?;
+    if targets.len() as u64 > MAX_BULK_RECORDS {
+        return Err(ApiError::validation(format!(
+            "the filter matches more than {MAX_BULK_RECORDS} records; narrow it and repeat; nothing was changed"
+        )));
+    }
+    Ok(targets)
 }
 
-fn require_filter(params: &ListParams) -> ApiResult<()> {
-    if params.filtered {
-        Ok(())
-    } else {
-        Err(ApiError::validation(
-            "a bulk PATCH or DELETE needs at least one filter; nothing was changed",
-        ))
+/// Bulk PATCH and DELETE: `apply` runs on every record the filter matches, in one transaction,
+/// so one refused record leaves every record as it was. A call without any filter is refused.
+async fn bulk_apply<F>(
+    state: &AppState,
+    res: Arc<Resource>,
+    auth: Auth,
+    idem: Option<Extension<Idempotency>>,
+    query: Option<String>,
+    (allow, what, action): (Allow, &str, Action),
+    apply: F,
+) -> ApiResult<Response>
+where
+    F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value) -> ApiResult<()> + Send + 'static,
+{
+    res.allow(allow, what)?;
+    auth.require(res.desc().permission, action)?;
+    let params = parse_list_params(&res, query.as_deref(), false)?;
+    if !params.filtered {
+        return Err(ApiError::validation(format!(
+            "a {what} needs at least one filter; nothing was changed"
+        )));
     }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(state, ctx, move |tx, ctx| {
+        let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
+        for (i, old) in targets.iter().enumerate() {
+            apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
+        }
+        Ok(Reply::json(
+            StatusCode::OK,
+            &json!({ "count": targets.len() }),
+        ))
+    })
+    .await
 }
 
 async fn bulk_patch(
@@ -882,22 +915,17 @@ async fn bulk_patch(
     RawQuery(query): RawQuery,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    res.allow(res.desc().ops.bulk_patch, "bulk PATCH")?;
-    auth.require(res.desc().permission, Action::Update)?;
-    let params = parse_list_params(&res, query.as_deref(), false)?;
-    require_filter(&params)?;
     let patch = body_object(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
-        let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
-        for (i, old) in targets.iter().enumerate() {
-            update_record(tx, ctx, &res, old, patch.clone()).map_err(|e| e.with_index(i))?;
-        }
-        Ok(Reply::json(
-            StatusCode::OK,
-            &json!({ "count": targets.len() }),
-        ))
-    })
+    let op = (res.desc().ops.bulk_patch, "bulk PATCH", Action::Update);
+    bulk_apply(
+        &state,
+        res,
+        auth,
+        idem,
+        query,
+        op,
+        move |tx, ctx, res, old| update_record(tx, ctx, res, old, patch.clone()).map(|_| ()),
+    )
     .await
 }
 
@@ -908,22 +936,8 @@ async fn bulk_delete(
     idem: Option<Extension<Idempotency>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    res.allow(res.desc().ops.bulk_delete, "bulk DELETE")?;
-    auth.require(res.desc().permission, Action::Delete)?;
-    let params = parse_list_params(&res, query.as_deref(), false)?;
-    require_filter(&params)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
-        let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
-        for (i, old) in targets.iter().enumerate() {
-            delete_record(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
-        }
-        Ok(Reply::json(
-            StatusCode::OK,
-            &json!({ "count": targets.len() }),
-        ))
-    })
-    .await
+    let op = (res.desc().ops.bulk_delete, "bulk DELETE", Action::Delete);
+    bulk_apply(&state, res, auth, idem, query, op, delete_record).await
 }
 
 /// Creates or updates one record of a bulk PUT: with an `id` that exists, a merge like PATCH;
