@@ -135,22 +135,27 @@ fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string(value).expect("serializable"));
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when the
+/// future is first polled, so a signal sent right after `listening on` is not lost.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+        })
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }
 
 /// The address a client on this machine uses to reach `addr`.
@@ -193,8 +198,9 @@ async fn serve(
         rate_limit_window: Duration::from_secs(window.max(1)),
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
+    let stop = shutdown_signal()?;
     println!("listening on http://{addr}");
-    shutdown_signal().await;
+    stop.await;
     tracing::info!("shutting down: finishing requests in flight");
     running.shutdown().await;
     Ok(())

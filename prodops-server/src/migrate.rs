@@ -12,8 +12,9 @@ use crate::store::sql::FieldPath;
 use crate::store::{Dialect, SqlValue, StoreResult, Tx};
 
 /// Numbered steps; `{bool}` stands for the dialect's boolean column type.
-const STEPS: &[(i64, &str)] = &[(
-    1,
+const STEPS: &[(i64, &str)] = &[
+    (
+        1,
     "CREATE TABLE IF NOT EXISTS organizations (
         id TEXT PRIMARY KEY, name TEXT NOT NULL, flags TEXT NOT NULL, created_at TEXT NOT NULL);
      CREATE TABLE IF NOT EXISTS api_keys (
@@ -33,7 +34,18 @@ const STEPS: &[(i64, &str)] = &[(
         status TEXT NOT NULL, attempts INTEGER NOT NULL, run_after BIGINT NOT NULL, locked_until BIGINT,
         last_error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS ix_jobs_ready ON jobs (status, run_after);",
-)];
+    ),
+    (
+        2,
+        // Row counts per resource table, organization and archived flag, kept by triggers so that
+        // the total of a plain list is one lookup instead of a scan. `counted_tables` records
+        // which tables' counts were seeded from their rows.
+        "CREATE TABLE IF NOT EXISTS record_counts (
+        table_name TEXT NOT NULL, organization_id TEXT NOT NULL, is_archived {bool} NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (table_name, organization_id, is_archived));
+     CREATE TABLE IF NOT EXISTS counted_tables (table_name TEXT PRIMARY KEY)",
+    ),
+];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
     let dialect = tx.dialect();
@@ -68,12 +80,108 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
             ],
         )?;
     }
+    if dialect == Dialect::Postgres {
+        tx.execute(PG_COUNT_FUNCTION, &[])?;
+    }
     for kind in registry::resources() {
         for statement in resource_ddl(dialect, kind.desc()) {
             tx.execute(&statement, &[])?;
         }
+        seed_counts(tx, kind.desc().table)?;
     }
     Ok(())
+}
+
+/// The PostgreSQL trigger function behind `record_counts`.
+const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_rows() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  IF TG_OP = 'UPDATE' OR TG_OP = 'DELETE' THEN
+    UPDATE record_counts SET n = n - 1
+     WHERE table_name = TG_TABLE_NAME AND organization_id = OLD.organization_id AND is_archived = OLD.is_archived;
+  END IF;
+  IF TG_OP = 'UPDATE' OR TG_OP = 'INSERT' THEN
+    INSERT INTO record_counts (table_name, organization_id, is_archived, n)
+    VALUES (TG_TABLE_NAME, NEW.organization_id, NEW.is_archived, 1)
+    ON CONFLICT (table_name, organization_id, is_archived) DO UPDATE SET n = record_counts.n + 1;
+  END IF;
+  RETURN NULL;
+END $body$";
+
+/// Seeds the counts of a table from its rows, once: for tables that held rows before their
+/// triggers existed.
+fn seed_counts(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
+    let seeded = !tx
+        .query(
+            "SELECT table_name FROM counted_tables WHERE table_name = ?",
+            &[table.into()],
+        )?
+        .is_empty();
+    if seeded {
+        return Ok(());
+    }
+    tx.execute(
+        "DELETE FROM record_counts WHERE table_name = ?",
+        &[table.into()],
+    )?;
+    tx.execute(
+        &format!(
+            "INSERT INTO record_counts (table_name, organization_id, is_archived, n) \
+             SELECT ?, organization_id, is_archived, COUNT(*) FROM {table} GROUP BY organization_id, is_archived"
+        ),
+        &[table.into()],
+    )?;
+    tx.execute(
+        "INSERT INTO counted_tables (table_name) VALUES (?)",
+        &[table.into()],
+    )?;
+    Ok(())
+}
+
+/// The triggers that keep `record_counts` true for one table.
+fn count_triggers(dialect: Dialect, t: &str) -> Vec<String> {
+    match dialect {
+        Dialect::Sqlite => {
+            let plus = |row: &str| {
+                format!(
+                    "INSERT INTO record_counts (table_name, organization_id, is_archived, n) \
+                     VALUES ('{t}', {row}.organization_id, {row}.is_archived, 1) \
+                     ON CONFLICT (table_name, organization_id, is_archived) DO UPDATE SET n = n + 1;"
+                )
+            };
+            let minus = |row: &str| {
+                format!(
+                    "UPDATE record_counts SET n = n - 1 WHERE table_name = '{t}' \
+                     AND organization_id = {row}.organization_id AND is_archived = {row}.is_archived;"
+                )
+            };
+            vec![
+                format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_insert AFTER INSERT ON {t} BEGIN {} END",
+                    plus("NEW")
+                ),
+                format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_delete AFTER DELETE ON {t} BEGIN {} END",
+                    minus("OLD")
+                ),
+                format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_archive AFTER UPDATE OF is_archived ON {t} \
+                     WHEN OLD.is_archived <> NEW.is_archived BEGIN {} {} END",
+                    minus("OLD"),
+                    plus("NEW")
+                ),
+            ]
+        }
+        Dialect::Postgres => vec![
+            format!(
+                "CREATE OR REPLACE TRIGGER tr_{t}_count AFTER INSERT OR DELETE ON {t} \
+                 FOR EACH ROW EXECUTE FUNCTION prodops_count_rows()"
+            ),
+            format!(
+                "CREATE OR REPLACE TRIGGER tr_{t}_count_archive AFTER UPDATE OF is_archived ON {t} \
+                 FOR EACH ROW WHEN (OLD.is_archived IS DISTINCT FROM NEW.is_archived) EXECUTE FUNCTION prodops_count_rows()"
+            ),
+        ],
+    }
 }
 
 /// The table and indexes of one resource.
@@ -92,6 +200,7 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
             "CREATE INDEX IF NOT EXISTS ix_{t}_list ON {t} (organization_id, is_archived, created_at, id)"
         ),
     ];
+    ddl.extend(count_triggers(dialect, t));
     for key in desc.unique {
         let exprs: Vec<String> = key
             .fields

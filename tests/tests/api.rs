@@ -8,6 +8,8 @@
 mod auth;
 #[path = "api/catalog.rs"]
 mod catalog;
+#[path = "api/counts.rs"]
+mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
 #[path = "api/errors.rs"]

@@ -80,6 +80,28 @@ pub fn select_values(
 }
 
 pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreResult<u64> {
+    // A plain list (no condition but the archived flag) is answered from the trigger-kept counts.
+    let archived = match conds {
+        [] => Some(None),
+        [Cond::Archived(a)] => Some(Some(*a)),
+        _ => None,
+    };
+    if let Some(archived) = archived {
+        let mut sql = String::from(
+            "SELECT COALESCE(SUM(n), 0) FROM record_counts WHERE table_name = ? AND organization_id = ?",
+        );
+        let mut params: Vec<SqlValue> = vec![table.into(), org.into()];
+        if let Some(a) = archived {
+            sql.push_str(" AND is_archived = ?");
+            params.push(SqlValue::Bool(a));
+        }
+        let rows = tx.query(&sql, &params)?;
+        return Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .unwrap_or(0) as u64);
+    }
     let dialect = tx.dialect();
     let mut params = Vec::new();
     let sql = format!(

@@ -1,0 +1,102 @@
+//! `totalCount` of a plain list comes from counts the database keeps with triggers; after any mix
+//! of creates, archives, restores, deletes and rejected batches it must equal the rows, which a
+//! filtered count (a scan) and the list itself show.
+
+use prodops_tests::*;
+use serde_json::json;
+
+/// The three views of one list that must agree: the kept total, the rows, and a scanning count.
+async fn assert_counts_agree(api: &Api, resource: &str, archived: Option<bool>) {
+    let query = archived
+        .map(|a| format!("isArchived={a}"))
+        .unwrap_or_default();
+    let kept = api.list_total(resource, &query).await;
+    let paged = if query.is_empty() {
+        "pageSize=10000".to_string()
+    } else {
+        format!("{query}&pageSize=10000")
+    };
+    let rows = api.list(resource, &paged).await.len() as u64;
+    // `search=` with an empty text matches every row, but forces a scan instead of the kept count.
+    let scan_query = if query.is_empty() {
+        "search=".to_string()
+    } else {
+        format!("{query}&search=")
+    };
+    let scanned = api.count(resource, &scan_query).await;
+    assert_eq!(
+        kept, rows,
+        "{resource} {query}: totalCount {kept} but {rows} rows"
+    );
+    assert_eq!(
+        kept, scanned,
+        "{resource} {query}: totalCount {kept} but a scan counts {scanned}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_totals_follow_creates_archives_restores_and_deletes() {
+    let server = TestServer::start().await;
+    let api = server.org("Counts").await;
+    let other = server.org("Other").await;
+
+    let names: Vec<_> = (0..7)
+        .map(|i| json!({ "name": format!("Vendor {i}") }))
+        .collect();
+    let ids = api.bulk_put("vendor", names).await;
+    for id in &ids[..3] {
+        assert_eq!(api.delete(&format!("/vendor/{id}")).await.status, 204);
+    }
+    // Deleting an archived vendor again changes nothing.
+    assert_eq!(api.delete(&format!("/vendor/{}", ids[0])).await.status, 204);
+    assert_eq!(
+        api.patch(
+            &format!("/vendor/{}", ids[1]),
+            json!({ "isArchived": false })
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        api.req(reqwest::Method::DELETE, "/vendor/bulk?search=Vendor%206")
+            .send()
+            .await
+            .status,
+        200
+    );
+    // A rejected batch leaves the counts as they were.
+    let rejected = api
+        .put(
+            "/vendor/bulk",
+            json!([{ "name": "Vendor 7" }, { "name": 5 }]),
+        )
+        .await;
+    assert_eq!(rejected.status, 400);
+
+    assert_eq!(api.list_total("vendor", "").await, 4);
+    assert_eq!(api.list_total("vendor", "isArchived=true").await, 3);
+    for archived in [None, Some(false), Some(true)] {
+        assert_counts_agree(&api, "vendor", archived).await;
+    }
+    assert_eq!(
+        other.list_total("vendor", "isArchived=false").await,
+        0,
+        "another organization sees none"
+    );
+    assert_eq!(other.list_total("vendor", "isArchived=true").await, 0);
+
+    // A resource that is removed by DELETE, not archived.
+    let mut comments = Vec::new();
+    for i in 0..3 {
+        comments.push(
+            api.create("comment", json!({ "body": format!("comment {i}") }))
+                .await,
+        );
+    }
+    let first = comments[0]["id"].as_str().unwrap();
+    assert_eq!(api.delete(&format!("/comment/{first}")).await.status, 204);
+    assert_eq!(api.list_total("comment", "").await, 2);
+    assert_eq!(api.count("comment", "").await, 2);
+    assert_counts_agree(&api, "comment", None).await;
+}
