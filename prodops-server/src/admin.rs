@@ -175,6 +175,18 @@ pub async fn create_key(
         .await
 }
 
+/// Tells every server sharing a PostgreSQL database to forget the keys it cached (SQLite servers
+/// cache none). Sent inside the transaction, so it is delivered when the change commits.
+fn announce_key_change(tx: &mut dyn crate::store::Tx) -> Result<(), StoreError> {
+    if tx.dialect() == crate::store::Dialect::Postgres {
+        tx.query(
+            &format!("SELECT pg_notify('{}', '')", crate::store::AUTH_CHANNEL),
+            &[],
+        )?;
+    }
+    Ok(())
+}
+
 /// Revokes a key; it stops working with the next request.
 pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
     let now = format_time(chrono::Utc::now());
@@ -186,6 +198,7 @@ pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
             )
         })
         .await?;
+    store.forget_cached_keys();
     if changed == 0 {
         return Err(Error::Invalid(format!("no active key {key_id}")));
     }
@@ -214,7 +227,10 @@ pub async fn set_flag(store: &Store, org: Uuid, flag: &str, value: bool) -> Resu
                 "UPDATE organizations SET flags = ? WHERE id = ?",
                 &[Value::Object(flags).to_string().into(), org.into()],
             )?;
+            announce_key_change(tx)?;
             Ok(())
         })
-        .await
+        .await?;
+    store.forget_cached_keys();
+    Ok(())
 }

@@ -27,6 +27,9 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// A storage conflict worth retrying the transaction for.
     retry: bool,
+    /// What went wrong inside, for the log only; logged when the answer is rendered, which
+    /// happens on the request's own task, where its id is known.
+    cause: Option<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -40,6 +43,7 @@ impl ApiError {
             details: Vec::new(),
             retry_after: None,
             retry: false,
+            cause: None,
         }
     }
 
@@ -118,12 +122,14 @@ impl ApiError {
 
     /// A 500 whose cause goes to the log only.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(request_id = %current_request_id(), "internal error: {cause}");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "internal error; the request id identifies it in the server log",
-        )
+        ApiError {
+            cause: Some(cause.to_string()),
+            ..Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "internal error; the request id identifies it in the server log",
+            )
+        }
     }
 
     pub fn with_index(mut self, index: usize) -> Self {
@@ -170,6 +176,9 @@ impl TxError for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if let Some(cause) = &self.cause {
+            tracing::error!(request_id = %current_request_id(), "internal error: {cause}");
+        }
         let mut error = json!({ "code": self.code, "message": self.message, "requestId": current_request_id() });
         if !self.details.is_empty() {
             error["details"] = json!(self.details);

@@ -14,6 +14,7 @@ mod sqlite;
 
 use std::fmt;
 
+pub use postgres::AUTH_CHANNEL;
 pub use sql::Dialect;
 
 /// A value bound to, or read from, a SQL statement.
@@ -225,6 +226,13 @@ impl Store {
         match self {
             Store::Sqlite(s) => s.get_raw(table, org, id),
             Store::Postgres(p) => p.get_raw(table, org, id).await,
+        }
+    }
+
+    /// Drops this process's cached API keys; other processes hear of it by notification.
+    pub fn forget_cached_keys(&self) {
+        if let Store::Postgres(p) = self {
+            p.forget_cached_keys();
         }
     }
 

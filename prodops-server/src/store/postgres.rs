@@ -2,22 +2,119 @@
 //! that drives the async client with `Handle::block_on`, so rule code is the same synchronous
 //! code as on SQLite; the hot reads stay async.
 
+use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use futures::StreamExt;
 use tokio::runtime::Handle;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::{AsyncMessage, NoTls, Row};
 use uuid::Uuid;
 
 use super::{Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
 
-const POOL_SIZE: usize = 32;
+/// The channel on which operator actions announce that keys or flags changed.
+pub const AUTH_CHANNEL: &str = "prodops_auth";
+/// A cached key is re-read after this long even without a notification (a safety net).
+const KEY_CACHE_TTL: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    keys: Arc<KeyCache>,
+}
+
+/// API keys already looked up, so a request costs one round trip instead of two. Entries are used
+/// only while a `LISTEN` connection is up: every server drops its whole cache when a key is
+/// revoked or a flag set (they `NOTIFY` in the same transaction), and when the listening
+/// connection drops, since notifications may have been missed.
+#[derive(Default)]
+struct KeyCache {
+    listening: AtomicBool,
+    entries: RwLock<HashMap<String, (KeyRow, Instant)>>,
+}
+
+impl KeyCache {
+    fn get(&self, hash: &str) -> Option<KeyRow> {
+        if !self.listening.load(Ordering::Acquire) {
+            return None;
+        }
+        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(hash)
+            .filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL)
+            .map(|(row, _)| row.clone())
+    }
+
+    fn put(&self, hash: &str, row: &KeyRow) {
+        if self.listening.load(Ordering::Acquire) {
+            let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
+            entries.insert(hash.to_string(), (row.clone(), Instant::now()));
+        }
+    }
+
+    fn clear(&self) {
+        self.entries
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    fn set_listening(&self, listening: bool) {
+        self.clear();
+        self.listening.store(listening, Ordering::Release);
+        self.clear();
+    }
+}
+
+/// Keeps one connection listening on [`AUTH_CHANNEL`], reconnecting when it drops.
+async fn listen_for_key_changes(config: tokio_postgres::Config, cache: Arc<KeyCache>) {
+    loop {
+        if let Ok((client, mut connection)) = config.connect(NoTls).await {
+            let pump_cache = cache.clone();
+            let pump = tokio::spawn(async move {
+                let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+                while let Some(message) = messages.next().await {
+                    match message {
+                        Ok(AsyncMessage::Notification(n)) if n.channel() == AUTH_CHANNEL => {
+                            pump_cache.clear()
+                        }
+                        Ok(_) => {}
+                        Err(_) => break,
+                    }
+                }
+            });
+            if client
+                .batch_execute(&format!("LISTEN {AUTH_CHANNEL}"))
+                .await
+                .is_ok()
+            {
+                cache.set_listening(true);
+            }
+            let _ = pump.await;
+            cache.set_listening(false);
+            drop(client);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Connections per process: a few per core. More only queue on the CPU (measured: a pool of 32
+/// on 2 cores tripled the p99 of point reads without adding throughput).
+fn pool_size() -> usize {
+    if let Some(n) = std::env::var("PRODOPS_DATABASE_POOL_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * 4).max(4)
 }
 
 type BoxError = Box<dyn StdError + Sync + Send>;
@@ -163,8 +260,15 @@ fn read_row(row: &Row) -> StoreResult<Vec<SqlValue>> {
             _ if <RawText as FromSql>::accepts(ty) => row
                 .try_get::<_, Option<RawText>>(i)
                 .map(|v| v.map_or(SqlValue::Null, |t| SqlValue::Text(t.0))),
-            // Types no caller reads (`void` of a lock function, ...).
-            _ => Ok(SqlValue::Null),
+            // What a function like `pg_advisory_xact_lock` returns.
+            Type::VOID => Ok(SqlValue::Null),
+            // Anything else (NUMERIC, ...) is a query to fix with a CAST, not a value to guess.
+            _ => {
+                return Err(StoreError::Other(format!(
+                    "column {} has type {ty}, which the storage layer does not read; cast it",
+                    col.name()
+                )));
+            }
         };
         vals.push(v.map_err(map_err)?);
     }
@@ -177,19 +281,27 @@ fn params(values: &[SqlValue]) -> Vec<&(dyn ToSql + Sync)> {
 
 impl PgStore {
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
+        let mut pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
+        // `CREATE ... IF NOT EXISTS` sends a notice on every start; only warnings matter.
+        let options = match pg_config.get_options() {
+            Some(given) => format!("{given} -c client_min_messages=warning"),
+            None => "-c client_min_messages=warning".to_string(),
+        };
+        pg_config.options(&options);
         let manager = Manager::from_config(
-            pg_config,
+            pg_config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
+            .max_size(pool_size())
             .build()
             .map_err(StoreError::other)?;
-        let store = PgStore { pool };
+        let keys = Arc::new(KeyCache::default());
+        tokio::spawn(listen_for_key_changes(pg_config, keys.clone()));
+        let store = PgStore { pool, keys };
         // Fail at start, with a clear message, when the database does not answer.
         store
             .client()
@@ -198,6 +310,10 @@ impl PgStore {
             .await
             .map_err(map_err)?;
         Ok(store)
+    }
+
+    pub fn forget_cached_keys(&self) {
+        self.keys.clear();
     }
 
     async fn client(&self) -> StoreResult<Object> {
@@ -249,6 +365,9 @@ impl PgStore {
     }
 
     pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+        if let Some(row) = self.keys.get(key_hash) {
+            return Ok(Some(row));
+        }
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
@@ -270,7 +389,9 @@ impl PgStore {
         let is_admin: bool = row.try_get(2).map_err(map_err)?;
         let perms: &str = row.try_get(3).map_err(map_err)?;
         let flags: &str = row.try_get(4).map_err(map_err)?;
-        super::records::key_row(id, org, is_admin, perms, flags).map(Some)
+        let key = super::records::key_row(id, org, is_admin, perms, flags)?;
+        self.keys.put(key_hash, &key);
+        Ok(Some(key))
     }
 
     pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {

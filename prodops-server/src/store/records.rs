@@ -88,7 +88,8 @@ pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreRe
     };
     if let Some(archived) = archived {
         let mut sql = String::from(
-            "SELECT COALESCE(SUM(n), 0) FROM record_counts WHERE table_name = ? AND organization_id = ?",
+            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM record_counts \
+             WHERE table_name = ? AND organization_id = ?",
         );
         let mut params: Vec<SqlValue> = vec![table.into(), org.into()];
         if let Some(a) = archived {

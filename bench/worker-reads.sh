@@ -1,0 +1,408 @@
+#!/usr/bin/env bash
+# Worker reads benchmark: with 100,000 workers stored, the throughput and p99 latency of
+# `GET /api/v2/worker/{id}` and `GET /api/v2/worker?pageSize=100` on SQLite and PostgreSQL,
+# each next to the throughput of a trivial axum handler (bench/trivial-server) measured in the
+# same run. Everything runs on loopback with wrk. See bench/README.md.
+#
+# Usage: bash bench/worker-reads.sh [--sqlite-only]
+#
+# Environment (all optional):
+#   PRODOPS_BENCH_PG_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test)
+#   BENCH_DURATION         seconds per measurement (default 15)
+#   BENCH_WARMUP           seconds of warm-up per endpoint (default 3)
+#   BENCH_CONNECTIONS      wrk connections (default 32)
+#   BENCH_THREADS          wrk threads (default 2)
+#   BENCH_WORKERS          workers to store (default 100000)
+#   CARGO_TARGET_DIR       where cargo puts the binaries (default ./target)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+SQLITE_ONLY=0
+for arg in "$@"; do
+    case "$arg" in
+        --sqlite-only) SQLITE_ONLY=1 ;;
+        -h | --help)
+            sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "unknown argument: $arg (try --help)" >&2
+            exit 2
+            ;;
+    esac
+done
+
+PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+DURATION="${BENCH_DURATION:-15}"
+WARMUP="${BENCH_WARMUP:-3}"
+CONNECTIONS="${BENCH_CONNECTIONS:-32}"
+THREADS="${BENCH_THREADS:-2}"
+WORKERS="${BENCH_WORKERS:-100000}"
+BATCH=5000
+RATE_LIMIT=100000000
+
+# Targets (from the issue): GET /worker/{id} throughput as a share of the trivial handler's,
+# and p99 latency at 32 connections.
+TARGET_PCT_SQLITE=30
+TARGET_PCT_POSTGRES=15
+TARGET_P99_MS=10
+
+log() { echo "[bench] $*" >&2; }
+die() {
+    echo "[bench] error: $*" >&2
+    exit 1
+}
+
+# ----- tools -----------------------------------------------------------------------------------
+
+if ! command -v wrk >/dev/null 2>&1; then
+    log "installing wrk"
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    if ! $SUDO apt-get install -y wrk >/dev/null 2>&1; then
+        $SUDO apt-get update >/dev/null
+        $SUDO apt-get install -y wrk >/dev/null
+    fi
+fi
+command -v wrk >/dev/null 2>&1 || die "wrk is not installed and could not be installed"
+command -v python3 >/dev/null 2>&1 || die "python3 is needed to seed the workers"
+
+log "building (release): prodops-server, trivial-server"
+cargo build --release -p prodops-server -p trivial-server >&2
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+SERVER="$TARGET_DIR/release/prodops-server"
+TRIVIAL="$TARGET_DIR/release/trivial-server"
+[ -x "$SERVER" ] || die "no binary at $SERVER"
+[ -x "$TRIVIAL" ] || die "no binary at $TRIVIAL"
+
+# ----- processes and cleanup -------------------------------------------------------------------
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/prodops-bench.XXXXXX")"
+PIDS=()
+PG_BENCH_DB=""
+
+stop_pid() {
+    local pid="$1"
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    local status=$?
+    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+    if [ -n "$PG_BENCH_DB" ]; then
+        psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$PG_BENCH_DB\"" >/dev/null 2>&1 ||
+            log "could not drop the database $PG_BENCH_DB; drop it by hand"
+    fi
+    if [ "$status" -ne 0 ]; then
+        log "failed; server logs kept in $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts a server (stdout and stderr to $WORK/NAME.{out,err}) and waits for its
+# `listening on http://HOST:PORT` line. Sets STARTED_PID and STARTED_URL.
+start_server() {
+    local name="$1"
+    shift
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    STARTED_PID=$!
+    PIDS+=("$STARTED_PID")
+    STARTED_URL=""
+    for _ in $(seq 1 300); do
+        STARTED_URL="$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$WORK/$name.out" | head -n 1)"
+        [ -n "$STARTED_URL" ] && return 0
+        if ! kill -0 "$STARTED_PID" 2>/dev/null; then
+            cat "$WORK/$name.err" >&2
+            die "$name exited before listening"
+        fi
+        sleep 0.1
+    done
+    die "$name did not print its 'listening on' line within 30 s"
+}
+
+# ----- wrk -------------------------------------------------------------------------------------
+
+cat >"$WORK/by-id.lua" <<'LUA'
+-- GET /api/v2/worker/{id}, a random stored id per request.
+local ids = {}
+for line in io.lines(os.getenv("BENCH_IDS_FILE")) do
+    ids[#ids + 1] = line
+end
+wrk.headers["X-API-Key"] = os.getenv("BENCH_API_KEY")
+
+local threads = 0
+function setup(thread)
+    threads = threads + 1
+    thread:set("seed", threads)
+end
+
+function init(args)
+    math.randomseed(os.time() * 1000 + (seed or 0))
+end
+
+function request()
+    return wrk.format("GET", "/api/v2/worker/" .. ids[math.random(#ids)])
+end
+LUA
+
+# Runs wrk; prints "REQ_PER_SEC P99_MS ERRORS" (errors: non-2xx/3xx responses + socket errors).
+# The full output is kept in $WORK/wrk-LABEL.txt.
+run_wrk() {
+    local label="$1" seconds="$2"
+    shift 2
+    local out="$WORK/wrk-$label.txt"
+    wrk --latency -t "$THREADS" -c "$CONNECTIONS" -d "${seconds}s" --timeout 10s "$@" >"$out" 2>&1 ||
+        {
+            cat "$out" >&2
+            die "wrk failed ($label)"
+        }
+    awk '
+        function ms(v) {
+            if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
+            if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
+            if (v ~ /m$/)  return substr(v, 1, length(v) - 1) * 60000
+            if (v ~ /s$/)  return substr(v, 1, length(v) - 1) * 1000
+            return v + 0
+        }
+        $1 == "Requests/sec:" { rps = $2 }
+        $1 == "99%" { p99 = ms($2) }
+        /Non-2xx or 3xx responses:/ { errors += $NF }
+        /Socket errors:/ {
+            for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) { v = $i; sub(",", "", v); errors += v }
+        }
+        END {
+            if (rps == "" || p99 == "") exit 1
+            printf "%s %.3f %d\n", rps, p99, errors
+        }' "$out" || {
+        cat "$out" >&2
+        die "could not read the figures from wrk ($label)"
+    }
+}
+
+# ----- seeding ---------------------------------------------------------------------------------
+
+# seed BASE_URL API_KEY IDS_FILE: stores $WORKERS workers through PUT /api/v2/worker/bulk.
+seed() {
+    python3 - "$1" "$2" "$3" "$WORKERS" "$BATCH" <<'PY'
+import json, sys, time, urllib.request
+
+base, key, ids_file, total, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+ids = []
+started = time.monotonic()
+for start in range(0, total, batch):
+    records = [
+        {"name": f"Bench Worker {i:06d}", "customerIdentifier": f"bench-{i:06d}", "status": "active"}
+        for i in range(start, min(start + batch, total))
+    ]
+    req = urllib.request.Request(
+        base + "/api/v2/worker/bulk",
+        data=json.dumps(records).encode(),
+        method="PUT",
+        headers={"X-API-Key": key, "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            reply = json.load(resp)
+    except urllib.error.HTTPError as e:
+        sys.exit(f"bulk PUT failed: {e.code} {e.read().decode(errors='replace')[:500]}")
+    if reply.get("count") != len(records):
+        sys.exit(f"bulk PUT stored {reply.get('count')} of {len(records)} workers")
+    ids.extend(reply["ids"])
+with open(ids_file, "w") as f:
+    f.write("\n".join(ids) + "\n")
+print(f"{len(ids)} workers stored in {time.monotonic() - started:.1f} s", file=sys.stderr)
+PY
+}
+
+# ----- results ---------------------------------------------------------------------------------
+
+ROWS=()       # "backend|endpoint|rps|p99|errors"
+TRIVIAL_RPS=() # each trivial measurement
+
+measure_trivial() {
+    local when="$1" fig
+    log "trivial handler ($when): ${DURATION}s"
+    fig="$(run_wrk "trivial-$when" "$DURATION" "$TRIVIAL_URL/")"
+    read -r rps p99 errors <<<"$fig"
+    TRIVIAL_RPS+=("$rps")
+    ROWS+=("trivial|axum fixed JSON ($when)|$rps|$p99|$errors")
+}
+
+# bench_backend NAME DATABASE_URL
+bench_backend() {
+    local backend="$1" db="$2" created key url fig ids_file="$WORK/$1-ids.txt"
+    log "$backend: creating an organization"
+    created="$("$SERVER" org create --name bench --database "$db" 2>>"$WORK/$backend-admin.err")" ||
+        die "org create failed on $backend: $(cat "$WORK/$backend-admin.err")"
+    key="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["apiKey"])' "$created")"
+
+    start_server "$backend" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit "$RATE_LIMIT"
+    url="$STARTED_URL"
+    local pid="$STARTED_PID"
+    log "$backend: server at $url; storing $WORKERS workers"
+    seed "$url" "$key" "$ids_file"
+    if [ "$backend" = postgres ] && command -v psql >/dev/null 2>&1; then
+        # What autovacuum does shortly after a bulk load (where it is on): without statistics
+        # and a visibility map the planner counts the list's totalCount through the heap.
+        log "$backend: VACUUM ANALYZE"
+        psql -q "$db" -c 'VACUUM ANALYZE worker, api_keys, organizations' >/dev/null
+    fi
+
+    export BENCH_IDS_FILE="$ids_file" BENCH_API_KEY="$key"
+    # A sanity check: one read of each kind answers 200.
+    local one
+    one="$(head -n 1 "$ids_file")"
+    for path in "/api/v2/worker/$one" "/api/v2/worker?pageSize=100"; do
+        local code
+        code="$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $key" "$url$path")"
+        [ "$code" = 200 ] || die "$backend: GET $path answered $code"
+    done
+
+    log "$backend: warm-up ${WARMUP}s per endpoint"
+    run_wrk "$backend-warm-id" "$WARMUP" -s "$WORK/by-id.lua" "$url" >/dev/null
+    run_wrk "$backend-warm-list" "$WARMUP" -H "X-API-Key: $key" "$url/api/v2/worker?pageSize=100" >/dev/null
+
+    log "$backend: GET /worker/{id}: ${DURATION}s"
+    fig="$(run_wrk "$backend-id" "$DURATION" -s "$WORK/by-id.lua" "$url")"
+    read -r rps p99 errors <<<"$fig"
+    ROWS+=("$backend|GET /worker/{id}|$rps|$p99|$errors")
+
+    log "$backend: GET /worker?pageSize=100: ${DURATION}s"
+    fig="$(run_wrk "$backend-list" "$DURATION" -H "X-API-Key: $key" "$url/api/v2/worker?pageSize=100")"
+    read -r rps p99 errors <<<"$fig"
+    ROWS+=("$backend|GET /worker?pageSize=100|$rps|$p99|$errors")
+
+    # Let requests that wrk abandoned when it stopped finish before the server is stopped.
+    sleep 1
+    stop_pid "$pid"
+    if grep -qiE ' (ERROR|WARN) ' "$WORK/$backend.err"; then
+        log "$backend: the server logged errors or warnings:"
+        grep -iE ' (ERROR|WARN) ' "$WORK/$backend.err" | head -n 5 >&2
+    fi
+}
+
+# ----- run -------------------------------------------------------------------------------------
+
+START_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+start_server trivial "$TRIVIAL" --bind 127.0.0.1:0
+TRIVIAL_URL="$STARTED_URL"
+TRIVIAL_PID="$STARTED_PID"
+log "trivial server at $TRIVIAL_URL; warm-up ${WARMUP}s"
+run_wrk trivial-warm "$WARMUP" "$TRIVIAL_URL/" >/dev/null
+measure_trivial start
+
+BACKENDS=("sqlite")
+mkdir -p "$WORK/sqlite"
+bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
+
+PG_NOTE=""
+if [ "$SQLITE_ONLY" -eq 1 ]; then
+    PG_NOTE="postgres: skipped (--sqlite-only)"
+    log "$PG_NOTE"
+else
+    # A throwaway database when the URL's user may create one, so that the bench neither leaves
+    # 100,000 workers behind nor shares tables with anything else; otherwise a fresh organization
+    # in the given database (its data is isolated by organization).
+    pg_db="$PG_URL"
+    if command -v psql >/dev/null 2>&1; then
+        psql -q "$PG_URL" -c 'SELECT 1' >/dev/null 2>&1 ||
+            die "PostgreSQL does not answer at $PG_URL (set PRODOPS_BENCH_PG_URL, or pass --sqlite-only)"
+        name="prodops_bench_$$"
+        if psql -q "$PG_URL" -c "CREATE DATABASE \"$name\"" >/dev/null 2>&1; then
+            PG_BENCH_DB="$name"
+            pg_db="$(python3 -c '
+import sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+print(urllib.parse.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$name")"
+            PG_NOTE="postgres: throwaway database $name (dropped at the end); VACUUM ANALYZE after seeding"
+        else
+            PG_NOTE="postgres: a fresh organization in the given database (no CREATE DATABASE right); VACUUM ANALYZE after seeding"
+        fi
+    else
+        PG_NOTE="postgres: a fresh organization in the given database (psql not installed)"
+    fi
+    log "$PG_NOTE"
+    BACKENDS+=("postgres")
+    bench_backend postgres "$pg_db"
+fi
+
+measure_trivial end
+stop_pid "$TRIVIAL_PID"
+
+# ----- report ----------------------------------------------------------------------------------
+
+TRIVIAL_MEAN="$(printf '%s\n' "${TRIVIAL_RPS[@]}" | awk '{ s += $1 } END { printf "%.2f", s / NR }')"
+FAILED=0
+
+report() {
+    echo "prodops worker-reads benchmark, $START_DATE"
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'); $(nproc) CPUs; $(wrk --version 2>&1 | head -n 1 | cut -d' ' -f1-2)"
+    echo "$WORKERS workers stored; wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency on loopback, after ${WARMUP}s of warm-up per endpoint"
+    echo "trivial handler: mean of the measurements at the start and at the end = $TRIVIAL_MEAN req/s"
+    [ -n "$PG_NOTE" ] && echo "$PG_NOTE"
+    echo
+    printf '%-9s %-30s %11s %9s %11s %7s  %s\n' backend endpoint 'req/s' 'p99 ms' '% trivial' errors targets
+    printf '%-9s %-30s %11s %9s %11s %7s  %s\n' --------- ------------------------------ ----------- --------- ----------- ------- -------
+    local row backend endpoint rps p99 errors pct targets min verdict
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r backend endpoint rps p99 errors <<<"$row"
+        pct="$(awk -v a="$rps" -v b="$TRIVIAL_MEAN" 'BEGIN { printf "%.1f", 100 * a / b }')"
+        targets="-"
+        if [ "$backend" != trivial ]; then
+            targets=""
+            if [ "$endpoint" = "GET /worker/{id}" ]; then
+                min=$TARGET_PCT_SQLITE
+                [ "$backend" = postgres ] && min=$TARGET_PCT_POSTGRES
+                verdict="$(awk -v p="$pct" -v m="$min" 'BEGIN { print (p >= m ? "PASS" : "FAIL") }')"
+                [ "$verdict" = FAIL ] && FAILED=$((FAILED + 1))
+                targets="throughput >= ${min}%: $verdict; "
+            fi
+            verdict="$(awk -v p="$p99" -v m="$TARGET_P99_MS" 'BEGIN { print (p < m ? "PASS" : "FAIL") }')"
+            [ "$verdict" = FAIL ] && FAILED=$((FAILED + 1))
+            targets="${targets}p99 < ${TARGET_P99_MS} ms: $verdict"
+            if [ "$errors" -gt 0 ]; then
+                FAILED=$((FAILED + 1))
+                targets="$targets; $errors failed requests: FAIL"
+            fi
+        fi
+        printf '%-9s %-30s %11.0f %9.2f %10s%% %7s  %s\n' "$backend" "$endpoint" "$rps" "$p99" "$pct" "$errors" "$targets"
+    done
+    echo
+    if [ "$FAILED" -eq 0 ]; then
+        echo "all targets met"
+    else
+        echo "$FAILED target(s) missed"
+    fi
+}
+
+mkdir -p "$ROOT/bench/results"
+RESULT_FILE="$ROOT/bench/results/worker-reads-$(date -u +%Y%m%d-%H%M%S).txt"
+report | tee "$RESULT_FILE"
+# wrk's full output of every run and the servers' warnings and errors, for a closer look.
+{
+    # shellcheck disable=SC2012 # names without spaces, in the order they were written
+    for f in $(ls -tr "$WORK"/wrk-*.txt); do
+        echo "===== wrk: $(basename "$f" .txt | sed "s/^wrk-//")"
+        cat "$f"
+    done
+    for backend in "${BACKENDS[@]}"; do
+        echo "===== prodops-server ($backend): warnings and errors"
+        grep -E ' (ERROR|WARN) ' "$WORK/$backend.err" || echo "(none)"
+    done
+} >"${RESULT_FILE%.txt}.log"
+REL="${RESULT_FILE#"$ROOT"/}"
+echo "(written to $REL; wrk's full output in ${REL%.txt}.log)"
