@@ -161,7 +161,15 @@ fn collect(
 
 impl Serve {
     fn start(db: &Db) -> Serve {
-        let mut child = cmd(&["serve", "--bind", "127.0.0.1:0", "--database", &db.url])
+        Self::start_with_env(db, &[])
+    }
+
+    fn start_with_env(db: &Db, env: &[(&str, &str)]) -> Serve {
+        let mut command = cmd(&["serve", "--bind", "127.0.0.1:0", "--database", &db.url]);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -500,4 +508,46 @@ fn admin_commands_work_while_serve_runs() {
         !err.iter().any(|l| l.contains("export PRODOPS_API_KEY=")),
         "{err:#?}"
     );
+}
+
+#[test]
+fn logs_never_carry_an_api_key() {
+    let db = fresh_db();
+    let (_, key) = create_org(&db, "Acme");
+    // Every request logged, failures included.
+    let serve = Serve::start_with_env(&db, &[("PRODOPS_LOG", "debug")]);
+    let base = serve.base_url.clone();
+    let wrong = format!("pdk_{}", "0".repeat(64));
+    assert_eq!(
+        http("GET", &base, "/api/v2/worker", Some(&key), None).0,
+        200
+    );
+    assert_eq!(
+        http("POST", &base, "/api/v2/worker", Some(&key), Some("{oops")).0,
+        400
+    );
+    assert_eq!(
+        http("GET", &base, "/api/v2/nowhere", Some(&key), None).0,
+        404
+    );
+    assert_eq!(
+        http("GET", &base, "/api/v2/worker", Some(&wrong), None).0,
+        401
+    );
+    let (status, _, err) = serve.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        err.iter().any(|l| l.contains("/api/v2/worker")),
+        "requests were logged: {err:?}"
+    );
+    for line in &err {
+        assert!(
+            !line.contains(&key),
+            "a log line carries the API key: {line}"
+        );
+        assert!(
+            !line.contains(&wrong),
+            "a log line carries a presented key: {line}"
+        );
+    }
 }

@@ -263,3 +263,25 @@ async fn openapi_needs_no_key_and_lists_every_standard_path() {
         paths.keys().collect::<Vec<_>>()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_stored_only_as_hashes() {
+    let server = TestServer::start().await;
+    let api = server.org("Hashed").await;
+    let key = api.key().expect("an admin key").to_string();
+    let rows = server
+        .running()
+        .store()
+        .read(|tx| tx.query("SELECT * FROM api_keys", &[]))
+        .await
+        .expect("api_keys readable");
+    assert!(!rows.is_empty());
+    for row in rows {
+        for value in row {
+            if let prodops_server::store::SqlValue::Text(text) = value {
+                assert!(!text.contains(&key), "a stored column holds the key itself");
+            }
+        }
+    }
+    assert_eq!(api.get("/worker").await.status, 200, "the key still works");
+}
