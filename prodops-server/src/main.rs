@@ -60,10 +60,10 @@ enum OrgCommand {
     ///
     /// Example: prodops-server org create --name "Acme Fabrication" --flag documentsHubEnabled
     Create {
-        #[arg(long)]
+        #[arg(long, env = "PRODOPS_ORG_NAME")]
         name: String,
         /// A feature flag to enable (FLAG or FLAG=true|false); repeatable.
-        #[arg(long = "flag")]
+        #[arg(long = "flag", env = "PRODOPS_ORG_FLAGS", value_delimiter = ',')]
         flags: Vec<String>,
         #[command(flatten)]
         db: DatabaseArg,
@@ -72,9 +72,10 @@ enum OrgCommand {
     ///
     /// Example: prodops-server org set-flag --org ORG_ID documentsHubEnabled=true
     SetFlag {
-        #[arg(long)]
+        #[arg(long, env = "PRODOPS_ORG_ID")]
         org: Uuid,
         /// FLAG=true or FLAG=false
+        #[arg(env = "PRODOPS_ORG_FLAG")]
         flag: String,
         #[command(flatten)]
         db: DatabaseArg,
@@ -87,13 +88,18 @@ enum KeyCommand {
     ///
     /// Example: prodops-server key create --org ORG_ID --permission Worker.Read --permission Worker.Update
     Create {
-        #[arg(long)]
+        #[arg(long, env = "PRODOPS_ORG_ID")]
         org: Uuid,
         /// A key with every permission.
-        #[arg(long, conflicts_with = "permissions")]
+        #[arg(long, env = "PRODOPS_KEY_ADMIN", conflicts_with = "permissions")]
         admin: bool,
         /// A permission <Resource>.<Action> (Worker.Read, Item.Update, ...); repeatable.
-        #[arg(long = "permission", required_unless_present = "admin")]
+        #[arg(
+            long = "permission",
+            env = "PRODOPS_KEY_PERMISSIONS",
+            value_delimiter = ',',
+            required_unless_present = "admin"
+        )]
         permissions: Vec<String>,
         #[command(flatten)]
         db: DatabaseArg,
@@ -102,7 +108,7 @@ enum KeyCommand {
     ///
     /// Example: prodops-server key revoke --key-id KEY_ID
     Revoke {
-        #[arg(long)]
+        #[arg(long, env = "PRODOPS_KEY_ID")]
         key_id: Uuid,
         #[command(flatten)]
         db: DatabaseArg,

@@ -101,7 +101,8 @@ fn op(kind: &dyn ResourceKind, verb: &str, summary: String) -> OperationBuilder 
     )
 }
 
-/// Renders the document as JSON bytes.
+/// Renders the document as JSON bytes. It lists the operations the engine serves; operations a
+/// resource refuses (403/405) are left out, and a resource's own endpoints add themselves.
 pub fn document() -> Vec<u8> {
     let mut paths = PathsBuilder::new();
     let mut components = ComponentsBuilder::new()
@@ -156,7 +157,7 @@ pub fn document() -> Vec<u8> {
                 )
                 .build(),
         );
-        if matches!(desc.ops.create, Allow::Yes | Allow::Custom) {
+        if desc.ops.create == Allow::Yes {
             collection = collection.operation(
                 HttpMethod::Post,
                 op(*kind, "create", format!("Create a {what} record"))
@@ -175,7 +176,7 @@ pub fn document() -> Vec<u8> {
                 .response("404", response("No such record in this organization", None))
                 .build(),
         );
-        if matches!(desc.ops.update, Allow::Yes | Allow::Custom) {
+        if desc.ops.update == Allow::Yes {
             item = item.operation(
                 HttpMethod::Patch,
                 op(*kind, "update", format!("Update a {what} record"))
@@ -284,7 +285,7 @@ pub fn document() -> Vec<u8> {
                 "Delete every record matching the filter",
             ),
         ] {
-            if matches!(allow, Allow::Yes | Allow::Custom) {
+            if allow == Allow::Yes {
                 any_bulk = true;
                 bulk = bulk.operation(
                     method,
