@@ -323,6 +323,9 @@ impl PgStore {
             .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))
     }
 
+    /// Runs `f` in a transaction. `BEGIN` travels with the first statement instead of costing a
+    /// round trip of its own, and a read-only transaction's `COMMIT` completes after the answer
+    /// is on its way (it cannot fail in a way the reader would care about).
     pub fn transaction<T, E, F>(&self, handle: &Handle, write: bool, mut f: F) -> Result<T, E>
     where
         E: TxError,
@@ -333,20 +336,33 @@ impl PgStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            handle
-                .block_on(client.batch_execute(begin))
-                .map_err(|e| E::from(map_err(e)))?;
             let mut tx = PgTx {
                 client: &client,
                 handle,
+                pending_begin: Some(begin),
             };
             let result = f(&mut tx);
+            let began = tx.pending_begin.is_none();
+            let finish = |sql: &'static str| -> StoreResult<()> {
+                if began {
+                    handle.block_on(client.batch_execute(sql)).map_err(map_err)
+                } else {
+                    Ok(())
+                }
+            };
             match result {
-                Ok(v) => match handle.block_on(client.batch_execute("COMMIT")) {
+                Ok(v) if !write => {
+                    if began {
+                        handle.spawn(async move {
+                            let _ = client.batch_execute("COMMIT").await;
+                        });
+                    }
+                    return Ok(v);
+                }
+                Ok(v) => match finish("COMMIT") {
                     Ok(()) => return Ok(v),
-                    Err(e) => {
-                        let _ = handle.block_on(client.batch_execute("ROLLBACK"));
-                        let err = map_err(e);
+                    Err(err) => {
+                        let _ = finish("ROLLBACK");
                         if matches!(err, StoreError::Retry) && attempt < 5 {
                             continue;
                         }
@@ -354,7 +370,7 @@ impl PgStore {
                     }
                 },
                 Err(e) => {
-                    let _ = handle.block_on(client.batch_execute("ROLLBACK"));
+                    let _ = finish("ROLLBACK");
                     if e.is_retry() && attempt < 5 {
                         continue;
                     }
@@ -417,6 +433,29 @@ impl PgStore {
 struct PgTx<'c> {
     client: &'c Object,
     handle: &'c Handle,
+    /// The `BEGIN` not sent yet: it goes out with the first statement.
+    pending_begin: Option<&'static str>,
+}
+
+impl PgTx<'_> {
+    /// Runs one statement's work, preceded by the pending `BEGIN` on the same connection: both
+    /// are written before either answer is awaited, so they cost one round trip.
+    fn run<T>(
+        &mut self,
+        work: impl std::future::Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        match self.pending_begin.take() {
+            Some(begin) => {
+                let client = self.client;
+                self.handle.block_on(async {
+                    let (began, result) = tokio::join!(client.batch_execute(begin), work);
+                    began.map_err(map_err)?;
+                    result
+                })
+            }
+            None => self.handle.block_on(work),
+        }
+    }
 }
 
 impl Tx for PgTx<'_> {
@@ -426,9 +465,10 @@ impl Tx for PgTx<'_> {
 
     fn execute(&mut self, sql: &str, values: &[SqlValue]) -> StoreResult<u64> {
         let sql = number_placeholders(sql);
-        self.handle.block_on(async {
-            let stmt = self.client.prepare_cached(&sql).await.map_err(map_err)?;
-            self.client
+        let client = self.client;
+        self.run(async move {
+            let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+            client
                 .execute(&stmt, &params(values))
                 .await
                 .map_err(map_err)
@@ -437,10 +477,10 @@ impl Tx for PgTx<'_> {
 
     fn query(&mut self, sql: &str, values: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
         let sql = number_placeholders(sql);
-        self.handle.block_on(async {
-            let stmt = self.client.prepare_cached(&sql).await.map_err(map_err)?;
-            let rows = self
-                .client
+        let client = self.client;
+        self.run(async move {
+            let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+            let rows = client
                 .query(&stmt, &params(values))
                 .await
                 .map_err(map_err)?;
