@@ -97,8 +97,27 @@ fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
     Ok(())
 }
 
+/// Process-wide SQLite settings, applied once before the first connection opens (afterwards
+/// SQLite refuses them, harmlessly).
+fn configure_library() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Memory statistics make every SQLite allocation take one global mutex, which concurrent
+        // readers on different threads then queue on; nothing here reads those statistics.
+        // SAFETY: sqlite3_config is called before any connection exists, with an int argument as
+        // SQLITE_CONFIG_MEMSTATUS expects.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::os::raw::c_int,
+            );
+        }
+    });
+}
+
 impl SqliteStore {
     pub fn open(path: &str) -> StoreResult<Self> {
+        configure_library();
         let memory = path == ":memory:" || path.is_empty();
         let writer = if memory {
             Connection::open_in_memory().map_err(map_err)?
