@@ -181,14 +181,7 @@ impl Store {
         E: TxError + Send + 'static,
         F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        let store = self.clone();
-        let handle = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || match store {
-            Store::Sqlite(s) => s.transaction(true, f),
-            Store::Postgres(p) => p.transaction(&handle, true, f),
-        })
-        .await
-        .map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
+        self.transaction(true, f).await
     }
 
     /// Runs `f` in a read-only transaction (a consistent snapshot) on a blocking thread.
@@ -198,11 +191,20 @@ impl Store {
         E: TxError + Send + 'static,
         F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
     {
+        self.transaction(false, f).await
+    }
+
+    async fn transaction<T, E, F>(&self, write: bool, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: TxError + Send + 'static,
+        F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
+    {
         let store = self.clone();
         let handle = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || match store {
-            Store::Sqlite(s) => s.transaction(false, f),
-            Store::Postgres(p) => p.transaction(&handle, false, f),
+            Store::Sqlite(s) => s.transaction(write, f),
+            Store::Postgres(p) => p.transaction(&handle, write, f),
         })
         .await
         .map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
