@@ -165,6 +165,11 @@ impl Hooks for WorkerHooks {
             .unwrap_or(false);
         let id = str_field(candidate, "id").to_string();
         let table = res.table();
+        if was_archived != archived {
+            // Choosing a free name reads, then writes: two archives or restores at once on
+            // PostgreSQL (READ COMMITTED) could otherwise both choose the same name.
+            crate::store::lock_scope(tx, &format!("worker-names:{}", ctx.org()))?;
+        }
         if !was_archived && archived {
             let name = str_field(candidate, "name").trim().to_string();
             let mut failure = None;

@@ -131,6 +131,19 @@ pub trait Tx {
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
 }
 
+/// Serializes the transactions that take the same `scope` until they end: for rules that read
+/// and then write (choosing a free name, ...). SQLite writers are serialized anyway; PostgreSQL
+/// takes a transaction-scoped advisory lock.
+pub fn lock_scope(tx: &mut dyn Tx, scope: &str) -> StoreResult<()> {
+    if tx.dialect() == Dialect::Postgres {
+        tx.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+            &[SqlValue::Text(scope.to_string())],
+        )?;
+    }
+    Ok(())
+}
+
 /// An API key's row, as the authentication step needs it.
 #[derive(Debug, Clone)]
 pub struct KeyRow {

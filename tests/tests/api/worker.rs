@@ -284,3 +284,43 @@ async fn group_and_count_by_status() {
         json!({"values": [{"groupId": "terminated", "count": 2}, {"groupId": "active", "count": 1}]})
     );
 }
+
+/// A regression guard for the lock around name choice: the race it prevents (two transactions
+/// both seeing a name free) needs precise timing, so a missing lock fails this only sometimes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_archives_of_same_named_workers_get_distinct_names() {
+    let server = TestServer::start().await;
+    let api = server.org("Race").await;
+    let ids = api
+        .bulk_put(
+            "worker",
+            (0..10).map(|_| json!({ "name": "Same Name" })).collect(),
+        )
+        .await;
+    let archives = ids.iter().map(|id| {
+        let api = api.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            api.patch(&format!("/worker/{id}"), json!({ "isArchived": true }))
+                .await
+        })
+    });
+    for archive in archives {
+        assert_eq!(archive.await.unwrap().status, 200);
+    }
+    let names: std::collections::HashSet<String> = api
+        .list("worker", "isArchived=true&pageSize=100")
+        .await
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names.len(),
+        10,
+        "every archived worker has its own name: {names:?}"
+    );
+    assert!(
+        names.contains("Same Name - (archived 1)") && names.contains("Same Name - (archived 10)"),
+        "{names:?}"
+    );
+}
