@@ -197,7 +197,9 @@ impl Dialect {
                      WHEN 'true' THEN ? = 1 \
                      WHEN 'false' THEN ? = 0 \
                      WHEN 'null' THEN ? = 1 \
-                     WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(data, {p}) e WHERE e.value = ?) \
+                     WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each(data, {p}) e WHERE \
+                       (CASE e.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' \
+                        WHEN 'null' THEN NULL ELSE CAST(e.value AS TEXT) END) = ?) \
                      ELSE 0 END)"
                 ));
                 let b = boolean.map_or(SqlValue::Null, |b| SqlValue::Int(b as i64));

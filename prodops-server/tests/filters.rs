@@ -1,0 +1,188 @@
+//! The equality filter of every list, query, count and bulk call, checked against a reference
+//! model on a real database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else SQLite): random
+//! records, random filter values, the same answer on both dialects.
+//!
+//! The semantics (docs/api.md): a value compares by the stored JSON type. A string equals the
+//! text; a number equals a numeric text (`5` and `5.0` alike); a boolean equals `true`/`false` in
+//! any letter case; null or a missing field equals `null`; an array contains an element whose
+//! text form (strings as they are, numbers as written, booleans as `true`/`false`) is the text.
+
+use std::collections::BTreeSet;
+
+use prodops_server::store::records::{self, Select};
+use prodops_server::store::sql::{Cond, FieldPath};
+use prodops_server::store::{Store, StoreError};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+const RAW: &[&str] = &[
+    "5", "5.0", "2.5", "-1", "1e1", "10", "abc", "ABC", "true", "TRUE", "false", "null", "", " 5",
+];
+const FIELDS: &[&str] = &["s", "n", "b", "arr"];
+
+fn scalar_text() -> impl Strategy<Value = Value> {
+    prop::sample::select(vec!["5", "abc", "ABC", "true", "null", "", " 5", "2.5"])
+        .prop_map(|s| json!(s))
+}
+
+fn number() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        prop::sample::select(vec![5i64, -1, 10, 0]).prop_map(|n| json!(n)),
+        prop::sample::select(vec![2.5f64, 5.0, -1.0]).prop_map(|f| json!(f)),
+    ]
+}
+
+fn element() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        scalar_text(),
+        number(),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null)
+    ]
+}
+
+/// A record: each field missing, null or of its kind.
+fn record() -> impl Strategy<Value = Map<String, Value>> {
+    let maybe = |s: BoxedStrategy<Value>| {
+        prop_oneof![Just(None), Just(Some(Value::Null)), s.prop_map(Some)]
+    };
+    (
+        maybe(scalar_text().boxed()),
+        maybe(number().boxed()),
+        maybe(any::<bool>().prop_map(Value::Bool).boxed()),
+        maybe(
+            prop::collection::vec(element(), 0..4)
+                .prop_map(Value::Array)
+                .boxed(),
+        ),
+    )
+        .prop_map(|(s, n, b, arr)| {
+            let mut m = Map::new();
+            for (k, v) in [("s", s), ("n", n), ("b", b), ("arr", arr)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            m
+        })
+}
+
+fn numeric(raw: &str) -> Option<f64> {
+    let looks_numeric = raw
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        && raw.bytes().any(|b| b.is_ascii_digit());
+    looks_numeric
+        .then(|| raw.parse::<f64>().ok())
+        .flatten()
+        .filter(|f| f.is_finite())
+}
+
+fn element_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The reference: does a stored value match one raw filter text?
+fn matches(value: Option<&Value>, raw: &str) -> bool {
+    match value {
+        None | Some(Value::Null) => raw == "null",
+        Some(Value::String(s)) => s == raw,
+        Some(Value::Number(n)) => numeric(raw) == n.as_f64(),
+        Some(Value::Bool(b)) => raw.eq_ignore_ascii_case(&b.to_string()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .any(|e| element_text(e).as_deref() == Some(raw)),
+        Some(Value::Object(_)) => false,
+    }
+}
+
+fn database_url(dir: &tempfile::TempDir) -> String {
+    std::env::var("PRODOPS_TEST_DATABASE_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
+}
+
+#[test]
+fn equality_filters_follow_the_reference_semantics_on_the_real_database() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = runtime.block_on(Store::open(&database_url(&dir))).unwrap();
+    let filter = (
+        prop::sample::select(FIELDS.to_vec()),
+        prop::collection::vec(prop::sample::select(RAW.to_vec()), 1..3),
+    );
+    let case = (
+        prop::collection::vec(record(), 1..12),
+        prop::collection::vec(filter, 1..6),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        ..Config::default()
+    });
+    runner
+        .run(&case, |(rows, filters)| {
+            let org = Uuid::now_v7();
+            let mut stored = Vec::new();
+            for fields in rows {
+                let id = Uuid::now_v7().to_string();
+                let mut doc = Map::new();
+                doc.insert("id".into(), json!(id));
+                doc.insert("createdAt".into(), json!("2026-11-21T00:00:00.000Z"));
+                doc.extend(fields);
+                stored.push((id, Value::Object(doc)));
+            }
+            let docs: Vec<Value> = stored.iter().map(|(_, d)| d.clone()).collect();
+            runtime
+                .block_on(store.write(move |tx| {
+                    docs.iter()
+                        .try_for_each(|d| records::insert(tx, "note", org, d))
+                }))
+                .unwrap();
+            for (field, raws) in filters {
+                let expected: BTreeSet<String> = stored
+                    .iter()
+                    .filter(|(_, d)| raws.iter().any(|r| matches(d.get(field), r)))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                let conds = vec![Cond::Field {
+                    path: FieldPath::parse(field).unwrap(),
+                    values: raws.iter().map(|r| r.to_string()).collect(),
+                }];
+                let (found, counted) = runtime
+                    .block_on(store.read(move |tx| {
+                        let select = Select {
+                            conds: conds.clone(),
+                            limit: 1000,
+                            ..Default::default()
+                        };
+                        let found = records::select_values(tx, "note", org, &select)?;
+                        let counted = records::count(tx, "note", org, &conds)?;
+                        Ok::<_, StoreError>((found, counted))
+                    }))
+                    .unwrap();
+                let found: BTreeSet<String> = found
+                    .iter()
+                    .map(|d| d["id"].as_str().unwrap().to_string())
+                    .collect();
+                prop_assert_eq!(
+                    &found,
+                    &expected,
+                    "filter {}={:?} over {:?}",
+                    field,
+                    raws,
+                    stored
+                );
+                prop_assert_eq!(counted, expected.len() as u64);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
