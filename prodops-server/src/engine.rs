@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply, write_reply};
 use crate::context::{Action, Auth, Ctx, Idempotency};
 use crate::error::{ApiError, ApiResult};
-use crate::hooks::{self, Hooks};
+use crate::hooks::{self, DeleteAction, Hooks};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
@@ -763,7 +763,9 @@ pub fn update_record(
 
 /// DELETE of one record: archives it where the resource archives on delete, else removes it.
 pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) -> ApiResult<()> {
-    res.hooks.before_delete(tx, ctx, res, old)?;
+    if res.hooks.before_delete(tx, ctx, res, old)? == DeleteAction::Handled {
+        return Ok(());
+    }
     match res.desc().archive {
         Archive::OnDelete => {
             let mut patch = Map::new();

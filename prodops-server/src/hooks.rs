@@ -66,15 +66,16 @@ pub trait Hooks: Send + Sync {
         Ok(())
     }
 
-    /// Before a DELETE archives or removes the record.
+    /// Before a DELETE archives or removes the record. `Handled` means the hook did what DELETE
+    /// means for this record itself (deactivating a catalog entry that history references, ...).
     fn before_delete(
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
         res: &Resource,
         record: &Value,
-    ) -> ApiResult<()> {
-        Ok(())
+    ) -> ApiResult<DeleteAction> {
+        Ok(DeleteAction::Proceed)
     }
 
     /// Whether reads rewrite stored records before answering (generated links, ...).
@@ -91,6 +92,15 @@ pub trait Hooks: Send + Sync {
     fn present(&self, tx: &mut dyn Tx, ctx: &Ctx, record: Value) -> ApiResult<Value> {
         Ok(record)
     }
+}
+
+/// What a DELETE goes on to do after `before_delete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteAction {
+    /// Archive or remove the record, as the resource's description says.
+    Proceed,
+    /// The hook has done it.
+    Handled,
 }
 
 struct NoHooks;
@@ -266,10 +276,31 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// Catalog entries (spec 2.8): a code rename queues the durable job that rewrites references.
+/// Catalog entries (spec 2.8): a code rename queues the durable job that rewrites references;
+/// an entry that history references is deactivated rather than deleted.
 struct CatalogHooks;
 
 impl Hooks for CatalogHooks {
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let catalog = record.get("catalog").and_then(Value::as_str).unwrap_or("");
+        let code = record.get("code").and_then(Value::as_str).unwrap_or("");
+        let referenced = crate::jobs::code_references(tx, ctx.org(), catalog, code, 1)?
+            .is_some_and(|(_, found)| !found.is_empty());
+        if !referenced {
+            return Ok(DeleteAction::Proceed);
+        }
+        let mut patch = Map::new();
+        patch.insert("isActive".into(), Value::Bool(false));
+        crate::engine::update_record(tx, ctx, res, record, patch)?;
+        Ok(DeleteAction::Handled)
+    }
+
     fn after_write(
         &self,
         tx: &mut dyn Tx,

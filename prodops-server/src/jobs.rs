@@ -97,25 +97,42 @@ fn claim(tx: &mut dyn Tx) -> Result<Option<Job>, StoreError> {
     }))
 }
 
-/// One batch of a code rename; returns whether more references may remain.
-fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<bool> {
-    // Pay types are the only catalog, referenced by `payTypes` on timesheet records.
-    if rename.catalog != "pay_type" {
-        return Ok(false);
+/// Records that refer to a catalog code, at most `limit`, with their table. Pay types are the
+/// only catalog, referenced by `payTypes` on timesheets; other catalogs have no references.
+pub fn code_references(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    catalog: &str,
+    code: &str,
+    limit: u64,
+) -> ApiResult<Option<(&'static str, Vec<Value>)>> {
+    if catalog != prodops_core::catalog::PAY_TYPE {
+        return Ok(None);
     }
     let Some(timesheet) = prodops_core::registry::by_path("timesheet") else {
-        return Ok(false);
+        return Ok(None);
     };
     let table = timesheet.desc().table;
     let select = Select {
         conds: vec![Cond::Field {
             path: FieldPath::parse("payTypes").expect("static path"),
-            values: vec![rename.old_code.clone()],
+            values: vec![code.to_string()],
         }],
-        limit: BATCH,
+        limit,
         ..Default::default()
     };
-    let found = records::select_values(tx, table, org, &select)?;
+    Ok(Some((
+        table,
+        records::select_values(tx, table, org, &select)?,
+    )))
+}
+
+/// One batch of a code rename; returns whether more references may remain.
+fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<bool> {
+    let Some((table, found)) = code_references(tx, org, &rename.catalog, &rename.old_code, BATCH)?
+    else {
+        return Ok(false);
+    };
     let now = format_time(chrono::Utc::now());
     for mut record in found.iter().cloned() {
         let mut codes: Vec<String> =

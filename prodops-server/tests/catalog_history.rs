@@ -1,4 +1,5 @@
-//! The durable background job behind catalog code renames (spec 2.8 rule 2), against a real
+//! Catalog entries and the history that references them (spec 2.8 rules 2 and 5): the durable
+//! background job behind code renames, and deletes that deactivate instead. Against a real
 //! database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else a fresh SQLite file).
 //! Timesheets are read-only through the API, so the test seeds one through the storage layer.
 
@@ -110,5 +111,62 @@ async fn renaming_a_pay_type_code_rewrites_timesheets_of_that_organization_only(
         json!(["OT"]),
         "another organization's references are not touched"
     );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_entry_that_history_references_deactivates_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(Config::new(database_url(&dir))).await.unwrap();
+    let acme = server.create_org("acme", &[]).await.unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("{}/api/v2", server.base_url());
+    let create = |code: &'static str| {
+        let http = http.clone();
+        let url = format!("{base}/catalog-entry");
+        let key = acme.api_key.clone();
+        async move {
+            let entry: Value = http
+                .post(url)
+                .header("X-API-Key", key)
+                .json(&json!({ "catalog": "pay_type", "code": code }))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            entry["id"].as_str().unwrap().to_string()
+        }
+    };
+    let used = create("OT").await;
+    let unused = create("HOL").await;
+    seed_timesheet(&server, acme.organization_id, &["OT"]).await;
+
+    for id in [&used, &unused] {
+        let deleted = http
+            .delete(format!("{base}/catalog-entry/{id}"))
+            .header("X-API-Key", &acme.api_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 204);
+    }
+    let kept = http
+        .get(format!("{base}/catalog-entry/{used}"))
+        .header("X-API-Key", &acme.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200, "a referenced entry is kept");
+    let kept: Value = kept.json().await.unwrap();
+    assert_eq!(kept["isActive"], json!(false), "and deactivated: {kept}");
+    let gone = http
+        .get(format!("{base}/catalog-entry/{unused}"))
+        .header("X-API-Key", &acme.api_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404, "an unreferenced entry is deleted");
     server.shutdown().await;
 }
