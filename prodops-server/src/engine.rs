@@ -27,6 +27,8 @@ use crate::store::sql::{Cond, FieldPath, Sort};
 /// The largest `pageSize` a list or query accepts.
 pub const MAX_PAGE_SIZE: u64 = 10_000;
 pub const DEFAULT_PAGE_SIZE: u64 = 100;
+/// The largest `page`; with the largest page size the offset stays far inside every database's range.
+pub const MAX_PAGE: u64 = u32::MAX as u64;
 /// Bulk PATCH and DELETE act on at most this many records per call.
 pub const MAX_BULK_RECORDS: u64 = 100_000;
 
@@ -255,7 +257,7 @@ pub fn parse_list_params(
                 params.filtered = true;
             }
             "sort" if paging => sort = Some(value.into_owned()),
-            "page" if paging => params.page = parse_u64("page", &value, 1, u32::MAX as u64)?,
+            "page" if paging => params.page = parse_u64("page", &value, 1, MAX_PAGE)?,
             "pageSize" if paging => {
                 params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
             }
@@ -467,7 +469,13 @@ async fn query(
         conds.push(search_cond(&res, text)?);
     }
     let sort = sort_or_default(&res, body.sort.as_deref())?;
-    let page = body.page.unwrap_or(1).max(1);
+    let page = body.page.unwrap_or(1);
+    if !(1..=MAX_PAGE).contains(&page) {
+        return Err(ApiError::field(
+            "page",
+            format!("must be a whole number from 1 to {MAX_PAGE}"),
+        ));
+    }
     let default_size = body.id.as_ref().map_or(DEFAULT_PAGE_SIZE, |ids| {
         (ids.len() as u64).clamp(1, MAX_PAGE_SIZE)
     });
@@ -494,7 +502,7 @@ async fn query(
         conds: conds.clone(),
         sort,
         limit: page_size,
-        offset: (page - 1) * page_size,
+        offset: (page - 1).saturating_mul(page_size),
     };
     let body = state
         .store

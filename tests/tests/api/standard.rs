@@ -41,12 +41,38 @@ async fn list_page_size_defaults_to_100_and_goes_up_to_10000() {
     let past_end = api.list("worker", "page=50").await;
     assert!(past_end.is_empty());
 
-    for bad in ["pageSize=10001", "pageSize=0", "pageSize=-5"] {
+    for bad in [
+        "pageSize=10001",
+        "pageSize=0",
+        "pageSize=-5",
+        "page=0",
+        "page=99999999999999999999",
+    ] {
         for r in ["worker", "vendor", "contact"] {
             let resp = api.get(&format!("/{r}?{bad}")).await;
             assert_error(&resp, 400, "VALIDATION_ERROR");
         }
     }
+    // The same bounds in a query body; a page far past the end is simply empty.
+    for bad in [
+        json!({"page": 0}),
+        json!({"page": u64::MAX}),
+        json!({"pageSize": 10001}),
+    ] {
+        assert_error(
+            &api.post("/worker/query", bad).await,
+            400,
+            "VALIDATION_ERROR",
+        );
+    }
+    let far = api
+        .post(
+            "/worker/query",
+            json!({"page": 4294967295u64, "pageSize": 10000}),
+        )
+        .await;
+    assert_eq!(far.status, 200, "{far}");
+    assert_eq!(far.body["values"], json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
