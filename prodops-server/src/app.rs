@@ -243,7 +243,7 @@ async fn admit(
             peer.map(|p| p.ip().to_string()).unwrap_or_default()
         ),
     };
-    let standing = state.limiter.check(&bucket);
+    let standing = state.limiter.admit(&state.store, &bucket).await;
     if !standing.allowed {
         return (
             ApiError::rate_limited(standing.reset_secs.max(1)).into_response(),

@@ -45,6 +45,11 @@ const STEPS: &[(i64, &str)] = &[
         PRIMARY KEY (table_name, organization_id, is_archived));
      CREATE TABLE IF NOT EXISTS counted_tables (table_name TEXT PRIMARY KEY)",
     ),
+    (
+        3,
+        // The window length of each rate-limit row, so that cleanup follows the row's own window.
+        "ALTER TABLE rate_limit_windows ADD COLUMN window_secs BIGINT NOT NULL DEFAULT 60",
+    ),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {

@@ -2,8 +2,9 @@
 //!
 //! Counting happens in memory so a request never waits on the database for it; a background
 //! task adds each process's counts to `rate_limit_windows` every [`SYNC_INTERVAL`] and reads
-//! back the total of all processes sharing the database. One process is therefore exact; with
-//! several, the limit holds to within what they admit in one sync interval.
+//! back the total of all processes sharing the database; a process meeting a key for the first
+//! time in a window starts from that total. One process is therefore exact; with several, the
+//! limit holds to within what they admit in one sync interval.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -58,35 +59,60 @@ impl RateLimiter {
         now - now % self.window_secs
     }
 
-    /// Counts one request against `bucket`, unless the bucket is spent.
-    pub fn check(&self, bucket: &str) -> Standing {
+    /// Counts one request against `bucket`, unless the bucket is spent. The first request of a
+    /// bucket in a window reads the count all processes have recorded so far, so a process
+    /// that just started (or just met this key) does not begin from zero.
+    pub async fn admit(&self, store: &Store, bucket: &str) -> Standing {
+        if let Some(standing) = self.count(bucket, None) {
+            return standing;
+        }
+        let start = self.window_start(now_secs());
+        // Failing open: a database hiccup must not turn every request into a 429.
+        let shared = shared_count(store, &row_key(bucket, self.window_secs as i64), start)
+            .await
+            .unwrap_or(0);
+        self.count(bucket, Some((start, shared)))
+            .expect("a seeded bucket always counts")
+    }
+
+    /// Counts one request. Without `seed`, only a bucket already known in the current window is
+    /// counted (`None` otherwise); with `seed` (the window it was read for, and the shared count),
+    /// an unknown bucket starts from that count, or from zero if the window has turned since.
+    fn count(&self, bucket: &str, seed: Option<(u64, u64)>) -> Option<Standing> {
         let now = now_secs();
         let start = self.window_start(now);
         let reset_secs = start + self.window_secs - now;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let b = buckets.entry(bucket.to_string()).or_default();
-        if b.window_start != start {
-            *b = Bucket {
-                window_start: start,
-                ..Bucket::default()
-            };
+        let known = buckets.get(bucket).is_some_and(|b| b.window_start == start);
+        if !known {
+            let (seed_start, shared) = seed?;
+            let synced_total = if seed_start == start { shared } else { 0 };
+            buckets.insert(
+                bucket.to_string(),
+                Bucket {
+                    window_start: start,
+                    unsynced: 0,
+                    synced_total,
+                },
+            );
         }
+        let b = buckets.get_mut(bucket)?;
         let used = b.synced_total + b.unsynced;
         if used >= self.limit {
-            return Standing {
+            return Some(Standing {
                 allowed: false,
                 limit: self.limit,
                 remaining: 0,
                 reset_secs,
-            };
+            });
         }
         b.unsynced += 1;
-        Standing {
+        Some(Standing {
             allowed: true,
             limit: self.limit,
             remaining: self.limit - used - 1,
             reset_secs,
-        }
+        })
     }
 
     /// Adds this process's counts to the shared table and reads back the shared totals.
@@ -108,17 +134,24 @@ impl RateLimiter {
                 let mut totals = Vec::with_capacity(to_send.len());
                 for (bucket, b) in &to_send {
                     let rows = tx.query(
-                        "INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES (?, ?, ?) \
+                        "INSERT INTO rate_limit_windows (bucket, window_start, count, window_secs) VALUES (?, ?, ?, ?) \
                          ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + excluded.count \
                          RETURNING count",
-                        &[bucket.clone().into(), SqlValue::Int(b.window_start as i64), SqlValue::Int(b.unsynced as i64)],
+                        &[
+                            row_key(bucket, window_secs).into(),
+                            SqlValue::Int(b.window_start as i64),
+                            SqlValue::Int(b.unsynced as i64),
+                            SqlValue::Int(window_secs),
+                        ],
                     )?;
                     let total = rows.first().and_then(|r| r.first()).and_then(SqlValue::as_i64).unwrap_or(0);
                     totals.push((bucket.clone(), b.unsynced, total as u64));
                 }
+                // Each row carries its own window length: processes configured with other windows
+                // share the table, and only a row's own window says when it is over.
                 tx.execute(
-                    "DELETE FROM rate_limit_windows WHERE window_start < ?",
-                    &[SqlValue::Int(current as i64 - 2 * window_secs)],
+                    "DELETE FROM rate_limit_windows WHERE window_start + 2 * window_secs < ?",
+                    &[SqlValue::Int(now as i64)],
                 )?;
                 Ok::<_, StoreError>(totals)
             })
@@ -136,17 +169,59 @@ impl RateLimiter {
     }
 }
 
+/// The row of a bucket in `rate_limit_windows`: the window length is part of it, so processes
+/// configured with different windows never add to each other's counts.
+fn row_key(bucket: &str, window_secs: i64) -> String {
+    format!("{bucket}@{window_secs}s")
+}
+
+async fn shared_count(store: &Store, bucket: &str, start: u64) -> Result<u64, StoreError> {
+    let bucket = bucket.to_string();
+    store
+        .read(move |tx| {
+            let rows = tx.query(
+                "SELECT count FROM rate_limit_windows WHERE bucket = ? AND window_start = ?",
+                &[bucket.clone().into(), SqlValue::Int(start as i64)],
+            )?;
+            Ok(rows
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0) as u64)
+        })
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn admit_seeded(limiter: &RateLimiter, bucket: &str, shared: u64) -> Vec<Standing> {
+        let seed = (limiter.window_start(now_secs()), shared);
+        (0..4)
+            .filter_map(|_| limiter.count(bucket, Some(seed)))
+            .collect()
+    }
+
     #[test]
     fn admits_up_to_the_limit() {
         let limiter = RateLimiter::new(3, Duration::from_secs(3600));
-        let standings: Vec<Standing> = (0..4).map(|_| limiter.check("k")).collect();
+        let standings = admit_seeded(&limiter, "k", 0);
         assert!(standings[..3].iter().all(|s| s.allowed));
         assert_eq!(standings[2].remaining, 0);
         assert!(!standings[3].allowed);
-        assert!(limiter.check("other").allowed, "buckets are separate");
+        assert!(
+            limiter.count("other", None).is_none(),
+            "an unknown bucket must be seeded first"
+        );
+    }
+
+    #[test]
+    fn a_seeded_bucket_starts_from_the_shared_count() {
+        let limiter = RateLimiter::new(3, Duration::from_secs(3600));
+        let standings = admit_seeded(&limiter, "k", 2);
+        assert!(standings[0].allowed);
+        assert_eq!(standings[0].remaining, 0);
+        assert!(!standings[1].allowed);
     }
 }

@@ -83,6 +83,11 @@ impl TestServer {
         Self::start_on(self.database_url.clone(), None, |_| {}).await
     }
 
+    /// Another server on the same database, with its configuration adjusted.
+    pub async fn another_with(&self, adjust: impl FnOnce(&mut Config)) -> TestServer {
+        Self::start_on(self.database_url.clone(), None, adjust).await
+    }
+
     /// The database URL this server runs on.
     pub fn database_url(&self) -> &str {
         &self.database_url

@@ -150,3 +150,33 @@ async fn budget_returns_after_the_window() {
     let resp = api.get("/worker").await;
     assert_eq!(resp.status, 200, "after the window: {resp}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_sharing_a_database_share_one_budget() {
+    let limit = |c: &mut prodops_server::Config| {
+        c.rate_limit = 10;
+        c.rate_limit_window = Duration::from_secs(3600);
+    };
+    let first = TestServer::start_with(limit).await;
+    let second = first.another_with(limit).await;
+    let on_first = first.org("Shared budget").await;
+    let on_second = on_first.on(&second);
+    for _ in 0..6 {
+        assert_eq!(on_first.get("/worker").await.status, 200);
+    }
+    // The first server records its counts in the database within a sync interval (250 ms).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let mut admitted = 0;
+    for _ in 0..8 {
+        let resp = on_second.get("/worker").await;
+        if resp.status == 200 {
+            admitted += 1;
+        } else {
+            assert_error(&resp, 429, "RATE_LIMITED");
+        }
+    }
+    assert_eq!(
+        admitted, 4,
+        "the second server admits only what is left of the shared budget"
+    );
+}
