@@ -10,7 +10,7 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use prodops_core::resource::{Allow, Archive, COMMON_READ_ONLY, ResourceKind};
+use prodops_core::resource::{Allow, ResourceKind};
 use prodops_core::{Violation, registry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -19,10 +19,20 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply, write_reply};
 use crate::context::{Action, Auth, Ctx, Idempotency};
 use crate::error::{ApiError, ApiResult};
-use crate::hooks::{self, DeleteAction, Hooks};
+use crate::hooks::{self, Hooks};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
-use crate::store::sql::{Cond, FieldPath, Sort};
+use crate::store::sql::{Cond, FieldPath};
+
+mod params;
+mod pipeline;
+
+pub use params::{
+    ListParams, filter_conds, flattened_name, parse_body, parse_id, parse_list_params,
+};
+use params::{QueryBody, body_object, lookup_path, search_cond, sort_or_default};
+use pipeline::load;
+pub use pipeline::{create_record, delete_record, update_record, upsert_record};
 
 /// The largest `pageSize` a list or query accepts.
 pub const MAX_PAGE_SIZE: u64 = 10_000;
@@ -149,201 +159,6 @@ pub fn routes() -> Router<Arc<AppState>> {
     router
 }
 
-// ----- request parsing -------------------------------------------------------------------------
-
-pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
-}
-
-/// Filters, search, sort and paging of a list or bulk call.
-#[derive(Debug, Default)]
-pub struct ListParams {
-    pub conds: Vec<Cond>,
-    pub sort: Vec<Sort>,
-    pub page: u64,
-    pub page_size: u64,
-    /// Whether any filter or search was given (bulk PATCH and DELETE require one).
-    pub filtered: bool,
-}
-
-impl ListParams {
-    fn select(&self) -> Select {
-        Select {
-            conds: self.conds.clone(),
-            sort: self.sort.clone(),
-            limit: self.page_size,
-            offset: (self.page - 1).saturating_mul(self.page_size),
-        }
-    }
-}
-
-fn parse_u64(name: &str, raw: &str, min: u64, max: u64) -> ApiResult<u64> {
-    match raw.parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::field(
-            name,
-            format!("must be a whole number from {min} to {max}"),
-        )),
-    }
-}
-
-fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
-    raw.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            let (descending, name) = match s.strip_prefix('-') {
-                Some(rest) => (true, rest),
-                None => (false, s.strip_prefix('+').unwrap_or(s)),
-            };
-            Ok(Sort {
-                path: res.field_path(name)?,
-                descending,
-            })
-        })
-        .collect()
-}
-
-/// The sort keys of a call: the given ones, else the resource's default order.
-fn sort_or_default(res: &Resource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
-    match given {
-        Some(raw) => parse_sort(res, raw),
-        None => parse_sort(res, &res.desc().default_sort.join(",")),
-    }
-}
-
-fn archived_cond(raw: &str) -> ApiResult<Cond> {
-    match raw {
-        "true" => Ok(Cond::Archived(true)),
-        "false" => Ok(Cond::Archived(false)),
-        _ => Err(ApiError::field("isArchived", "must be true or false")),
-    }
-}
-
-fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
-    let columns = res.desc().search_columns;
-    if columns.is_empty() {
-        return Err(ApiError::field(
-            "search",
-            format!("/{} has no search columns", res.desc().path),
-        ));
-    }
-    let columns = columns.iter().filter_map(|c| FieldPath::parse(c)).collect();
-    Ok(Cond::Search {
-        columns,
-        text: text.to_string(),
-    })
-}
-
-/// Parses `?field=value&search=..&sort=..&page=..&pageSize=..`. A repeated field matches any
-/// of its values. `paging` says whether page and sort parameters belong to this call.
-pub fn parse_list_params(
-    res: &Resource,
-    query: Option<&str>,
-    paging: bool,
-) -> ApiResult<ListParams> {
-    let mut params = ListParams {
-        page: 1,
-        page_size: DEFAULT_PAGE_SIZE,
-        ..Default::default()
-    };
-    let mut archived_given = false;
-    let mut sort = None;
-    let mut fields: Vec<(String, Vec<String>)> = Vec::new();
-    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        match key.as_ref() {
-            "search" => {
-                params.conds.push(search_cond(res, &value)?);
-                params.filtered = true;
-            }
-            "sort" if paging => sort = Some(value.into_owned()),
-            "page" if paging => params.page = parse_u64("page", &value, 1, MAX_PAGE)?,
-            "pageSize" if paging => {
-                params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
-            }
-            "isArchived" if res.desc().archive.is_archivable() => {
-                params.conds.push(archived_cond(&value)?);
-                archived_given = true;
-                params.filtered = true;
-            }
-            name => {
-                res.field_path(name)?;
-                match fields.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, values)) => values.push(value.into_owned()),
-                    None => fields.push((name.to_string(), vec![value.into_owned()])),
-                }
-            }
-        }
-    }
-    for (name, values) in fields {
-        params.conds.push(Cond::Field {
-            path: res.field_path(&name)?,
-            values,
-        });
-        params.filtered = true;
-    }
-    if res.desc().archive.is_archivable() && !archived_given {
-        params.conds.push(Cond::Archived(false));
-    }
-    params.sort = sort_or_default(res, sort.as_deref())?;
-    Ok(params)
-}
-
-/// A filter value as the text a query string would carry.
-fn filter_text(field: &str, value: &Value) -> ApiResult<Vec<String>> {
-    match value {
-        Value::String(s) => Ok(vec![s.clone()]),
-        Value::Number(n) => Ok(vec![n.to_string()]),
-        Value::Bool(b) => Ok(vec![b.to_string()]),
-        Value::Null => Ok(vec!["null".into()]),
-        Value::Array(items) => {
-            let mut out = Vec::new();
-            for item in items {
-                if item.is_array() || item.is_object() {
-                    return Err(ApiError::field(
-                        field,
-                        "filter values must be strings, numbers, booleans or null",
-                    ));
-                }
-                out.extend(filter_text(field, item)?);
-            }
-            Ok(out)
-        }
-        Value::Object(_) => Err(ApiError::field(
-            field,
-            "filter values must be strings, numbers, booleans or null",
-        )),
-    }
-}
-
-/// Conditions of a JSON `filter` object; archived records are left out unless it names `isArchived`.
-pub fn filter_conds(
-    res: &Resource,
-    filter: Option<&Map<String, Value>>,
-    exclude_archived: bool,
-) -> ApiResult<Vec<Cond>> {
-    let mut conds = Vec::new();
-    let mut archived_given = false;
-    for (name, value) in filter.into_iter().flatten() {
-        if name == "isArchived" && res.desc().archive.is_archivable() {
-            match value {
-                Value::Bool(b) => conds.push(Cond::Archived(*b)),
-                _ => return Err(ApiError::field("isArchived", "must be true or false")),
-            }
-            archived_given = true;
-            continue;
-        }
-        conds.push(Cond::Field {
-            path: res.field_path(name)?,
-            values: filter_text(name, value)?,
-        });
-    }
-    if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
-        conds.push(Cond::Archived(false));
-    }
-    Ok(conds)
-}
-
 fn page_json(values: Vec<String>, total: u64) -> String {
     let mut body = String::with_capacity(values.iter().map(String::len).sum::<usize>() + 64);
     body.push_str("{\"values\":[");
@@ -413,44 +228,6 @@ async fn get_one(
         })
         .await?;
     Ok(json_response(StatusCode::OK, body))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct QueryBody {
-    id: Option<Vec<Uuid>>,
-    select: Option<Vec<String>>,
-    filter: Option<Map<String, Value>>,
-    search: Option<String>,
-    sort: Option<String>,
-    page: Option<u64>,
-    page_size: Option<u64>,
-}
-
-/// The key a selected field comes back under: `data.properties.squareFeet` → `dataPropertiesSquareFeet`.
-pub fn flattened_name(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for (i, segment) in path.split('.').enumerate() {
-        let mut chars = segment.chars();
-        match (i, chars.next()) {
-            (0, Some(c)) => {
-                out.push(c);
-                out.extend(chars);
-            }
-            (_, Some(c)) => {
-                out.extend(c.to_uppercase());
-                out.extend(chars);
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-fn lookup_path<'v>(value: &'v Value, path: &FieldPath) -> Option<&'v Value> {
-    path.segments()
-        .iter()
-        .try_fold(value, |v, seg| v.get(seg.as_str()))
 }
 
 async fn query(
@@ -622,181 +399,6 @@ async fn group_and_count(
     Ok(axum::Json(json!({ "values": values })).into_response())
 }
 
-/// Parses a request body into a typed request, naming the offending field in the error.
-pub fn parse_body<T: serde::de::DeserializeOwned>(body: Value) -> ApiResult<T> {
-    prodops_core::resource::parse(body).map_err(|v| ApiError::violations(vec![v]))
-}
-
-fn body_object(body: Value) -> ApiResult<Map<String, Value>> {
-    match body {
-        Value::Object(map) => Ok(map),
-        _ => Err(ApiError::validation(
-            "the request body must be a JSON object",
-        )),
-    }
-}
-
-// ----- the write pipeline ----------------------------------------------------------------------
-
-fn strip_read_only(res: &Resource, map: &mut Map<String, Value>) {
-    for field in COMMON_READ_ONLY.iter().chain(res.desc().read_only) {
-        map.remove(*field);
-    }
-}
-
-fn without_updated_at(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("updatedAt");
-    }
-    v
-}
-
-/// Creates one record: read-only fields dropped, server fields set, hooks and rules run, stored.
-pub fn create_record(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    res: &Resource,
-    mut body: Map<String, Value>,
-) -> ApiResult<Value> {
-    strip_read_only(res, &mut body);
-    let id = match body.remove("id") {
-        None | Some(Value::Null) => Uuid::now_v7(),
-        Some(Value::String(s)) => parse_id(&s)?,
-        Some(_) => return Err(ApiError::field("id", "must be a UUID string")),
-    };
-    if res.desc().archive == Archive::Actions {
-        body.remove("isArchived");
-    }
-    let mut candidate = Map::new();
-    candidate.insert("id".into(), json!(id));
-    candidate.insert("organizationId".into(), json!(ctx.org()));
-    candidate.extend(body);
-    let now = json!(ctx.now_text());
-    candidate.insert("createdAt".into(), now.clone());
-    candidate.insert("updatedAt".into(), now.clone());
-    if res.desc().archived_at {
-        let archived = candidate
-            .get("isArchived")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        candidate.insert(
-            "archivedAt".into(),
-            if archived { now } else { Value::Null },
-        );
-    }
-    res.hooks.before_create(tx, ctx, res, &mut candidate)?;
-    let record = res
-        .kind
-        .check(Value::Object(candidate), None)
-        .map_err(ApiError::violations)?;
-    res.hooks.check_facts(tx, ctx, res, None, &record)?;
-    records::insert(tx, res.table(), ctx.org(), &record)?;
-    res.hooks.after_write(tx, ctx, res, None, &record)?;
-    Ok(record)
-}
-
-/// Applies a PATCH to a stored record. Writes nothing when the result equals the record.
-pub fn update_record(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    res: &Resource,
-    old: &Value,
-    mut patch: Map<String, Value>,
-) -> ApiResult<Value> {
-    let desc = res.desc();
-    if !desc.patch_only.is_empty()
-        && let Some(field) = patch
-            .keys()
-            .find(|k| !desc.patch_only.contains(&k.as_str()))
-    {
-        return Err(ApiError::field(
-            field,
-            format!(
-                "only {} can be changed on /{}",
-                desc.patch_only.join(", "),
-                desc.path
-            ),
-        ));
-    }
-    if desc.archive == Archive::Actions
-        && let Some(field) = ["isArchived", "archivedAt"]
-            .into_iter()
-            .find(|f| patch.contains_key(*f))
-    {
-        return Err(ApiError::field(
-            field,
-            format!("use the archive and restore actions of /{}", desc.path),
-        ));
-    }
-    strip_read_only(res, &mut patch);
-    patch.remove("id");
-    let mut candidate = old.as_object().cloned().unwrap_or_default();
-    let was_archived = candidate
-        .get("isArchived")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    for (k, v) in &patch {
-        candidate.insert(k.clone(), v.clone());
-    }
-    let archived = candidate
-        .get("isArchived")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if desc.archived_at && archived != was_archived {
-        candidate.insert(
-            "archivedAt".into(),
-            if archived {
-                json!(ctx.now_text())
-            } else {
-                Value::Null
-            },
-        );
-    }
-    res.hooks
-        .before_update(tx, ctx, res, old, &patch, &mut candidate)?;
-    let mut record = res
-        .kind
-        .check(Value::Object(candidate), Some(old))
-        .map_err(ApiError::violations)?;
-    if without_updated_at(&record) == without_updated_at(old) {
-        return Ok(old.clone());
-    }
-    record["updatedAt"] = json!(ctx.now_text());
-    res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
-    records::update(tx, res.table(), ctx.org(), &record)?;
-    res.hooks.after_write(tx, ctx, res, Some(old), &record)?;
-    Ok(record)
-}
-
-/// DELETE of one record: archives it where the resource archives on delete, else removes it.
-pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) -> ApiResult<()> {
-    if res.hooks.before_delete(tx, ctx, res, old)? == DeleteAction::Handled {
-        return Ok(());
-    }
-    match res.desc().archive {
-        Archive::OnDelete => {
-            let mut patch = Map::new();
-            patch.insert("isArchived".into(), Value::Bool(true));
-            update_record(tx, ctx, res, old, patch)?;
-        }
-        Archive::No | Archive::Actions | Archive::PatchOnly => {
-            let id = old
-                .get("id")
-                .and_then(Value::as_str)
-                .and_then(|s| Uuid::parse_str(s).ok());
-            if let Some(id) = id {
-                records::delete(tx, res.table(), ctx.org(), id)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
-    records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)
-}
-
 // ----- write handlers --------------------------------------------------------------------------
 
 async fn create(
@@ -952,21 +554,6 @@ async fn bulk_delete(
 
 /// Creates or updates one record of a bulk PUT: with an `id` that exists, a merge like PATCH;
 /// otherwise a create (keeping the given `id`).
-pub fn upsert_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, item: Value) -> ApiResult<Value> {
-    let map = body_object(item)?;
-    let existing = match map.get("id") {
-        Some(Value::String(s)) => records::get(tx, res.table(), ctx.org(), parse_id(s)?)?,
-        _ => None,
-    };
-    match existing {
-        Some(old) => {
-            res.allow(res.desc().ops.update, "PATCH")?;
-            update_record(tx, ctx, res, &old, map)
-        }
-        None => create_record(tx, ctx, res, map),
-    }
-}
-
 async fn bulk_put(
     State(state): State<Arc<AppState>>,
     Extension(res): Extension<Arc<Resource>>,
@@ -1009,19 +596,4 @@ async fn bulk_put(
         ))
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::flattened_name;
-
-    #[test]
-    fn selected_paths_flatten_to_camel_case() {
-        assert_eq!(
-            flattened_name("data.properties.squareFeet"),
-            "dataPropertiesSquareFeet"
-        );
-        assert_eq!(flattened_name("name"), "name");
-        assert_eq!(flattened_name("appUser.email"), "appUserEmail");
-    }
 }

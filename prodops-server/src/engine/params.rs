@@ -1,0 +1,270 @@
+//! Parsing what a standard call asks for: ids, filters, search, sort, paging, query bodies.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::{DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE, Resource};
+use crate::error::{ApiError, ApiResult};
+use crate::store::records::Select;
+use crate::store::sql::{Cond, FieldPath, Sort};
+
+pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
+}
+
+/// Filters, search, sort and paging of a list or bulk call.
+#[derive(Debug, Default)]
+pub struct ListParams {
+    pub conds: Vec<Cond>,
+    pub sort: Vec<Sort>,
+    pub page: u64,
+    pub page_size: u64,
+    /// Whether any filter or search was given (bulk PATCH and DELETE require one).
+    pub filtered: bool,
+}
+
+impl ListParams {
+    pub(crate) fn select(&self) -> Select {
+        Select {
+            conds: self.conds.clone(),
+            sort: self.sort.clone(),
+            limit: self.page_size,
+            offset: (self.page - 1).saturating_mul(self.page_size),
+        }
+    }
+}
+
+fn parse_u64(name: &str, raw: &str, min: u64, max: u64) -> ApiResult<u64> {
+    match raw.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::field(
+            name,
+            format!("must be a whole number from {min} to {max}"),
+        )),
+    }
+}
+
+fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (descending, name) = match s.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, s.strip_prefix('+').unwrap_or(s)),
+            };
+            Ok(Sort {
+                path: res.field_path(name)?,
+                descending,
+            })
+        })
+        .collect()
+}
+
+/// The sort keys of a call: the given ones, else the resource's default order.
+pub(crate) fn sort_or_default(res: &Resource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
+    match given {
+        Some(raw) => parse_sort(res, raw),
+        None => parse_sort(res, &res.desc().default_sort.join(",")),
+    }
+}
+
+fn archived_cond(raw: &str) -> ApiResult<Cond> {
+    match raw {
+        "true" => Ok(Cond::Archived(true)),
+        "false" => Ok(Cond::Archived(false)),
+        _ => Err(ApiError::field("isArchived", "must be true or false")),
+    }
+}
+
+pub(crate) fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
+    let columns = res.desc().search_columns;
+    if columns.is_empty() {
+        return Err(ApiError::field(
+            "search",
+            format!("/{} has no search columns", res.desc().path),
+        ));
+    }
+    let columns = columns.iter().filter_map(|c| FieldPath::parse(c)).collect();
+    Ok(Cond::Search {
+        columns,
+        text: text.to_string(),
+    })
+}
+
+/// Parses `?field=value&search=..&sort=..&page=..&pageSize=..`. A repeated field matches any
+/// of its values. `paging` says whether page and sort parameters belong to this call.
+pub fn parse_list_params(
+    res: &Resource,
+    query: Option<&str>,
+    paging: bool,
+) -> ApiResult<ListParams> {
+    let mut params = ListParams {
+        page: 1,
+        page_size: DEFAULT_PAGE_SIZE,
+        ..Default::default()
+    };
+    let mut archived_given = false;
+    let mut sort = None;
+    let mut fields: Vec<(String, Vec<String>)> = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "search" => {
+                params.conds.push(search_cond(res, &value)?);
+                params.filtered = true;
+            }
+            "sort" if paging => sort = Some(value.into_owned()),
+            "page" if paging => params.page = parse_u64("page", &value, 1, MAX_PAGE)?,
+            "pageSize" if paging => {
+                params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
+            }
+            "isArchived" if res.desc().archive.is_archivable() => {
+                params.conds.push(archived_cond(&value)?);
+                archived_given = true;
+                params.filtered = true;
+            }
+            name => {
+                res.field_path(name)?;
+                match fields.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, values)) => values.push(value.into_owned()),
+                    None => fields.push((name.to_string(), vec![value.into_owned()])),
+                }
+            }
+        }
+    }
+    for (name, values) in fields {
+        params.conds.push(Cond::Field {
+            path: res.field_path(&name)?,
+            values,
+        });
+        params.filtered = true;
+    }
+    if res.desc().archive.is_archivable() && !archived_given {
+        params.conds.push(Cond::Archived(false));
+    }
+    params.sort = sort_or_default(res, sort.as_deref())?;
+    Ok(params)
+}
+
+/// A filter value as the text a query string would carry.
+fn filter_text(field: &str, value: &Value) -> ApiResult<Vec<String>> {
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Number(n) => Ok(vec![n.to_string()]),
+        Value::Bool(b) => Ok(vec![b.to_string()]),
+        Value::Null => Ok(vec!["null".into()]),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                if item.is_array() || item.is_object() {
+                    return Err(ApiError::field(
+                        field,
+                        "filter values must be strings, numbers, booleans or null",
+                    ));
+                }
+                out.extend(filter_text(field, item)?);
+            }
+            Ok(out)
+        }
+        Value::Object(_) => Err(ApiError::field(
+            field,
+            "filter values must be strings, numbers, booleans or null",
+        )),
+    }
+}
+
+/// Conditions of a JSON `filter` object; archived records are left out unless it names `isArchived`.
+pub fn filter_conds(
+    res: &Resource,
+    filter: Option<&Map<String, Value>>,
+    exclude_archived: bool,
+) -> ApiResult<Vec<Cond>> {
+    let mut conds = Vec::new();
+    let mut archived_given = false;
+    for (name, value) in filter.into_iter().flatten() {
+        if name == "isArchived" && res.desc().archive.is_archivable() {
+            match value {
+                Value::Bool(b) => conds.push(Cond::Archived(*b)),
+                _ => return Err(ApiError::field("isArchived", "must be true or false")),
+            }
+            archived_given = true;
+            continue;
+        }
+        conds.push(Cond::Field {
+            path: res.field_path(name)?,
+            values: filter_text(name, value)?,
+        });
+    }
+    if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
+        conds.push(Cond::Archived(false));
+    }
+    Ok(conds)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct QueryBody {
+    pub(crate) id: Option<Vec<Uuid>>,
+    pub(crate) select: Option<Vec<String>>,
+    pub(crate) filter: Option<Map<String, Value>>,
+    pub(crate) search: Option<String>,
+    pub(crate) sort: Option<String>,
+    pub(crate) page: Option<u64>,
+    pub(crate) page_size: Option<u64>,
+}
+
+/// The key a selected field comes back under: `data.properties.squareFeet` → `dataPropertiesSquareFeet`.
+pub fn flattened_name(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for (i, segment) in path.split('.').enumerate() {
+        let mut chars = segment.chars();
+        match (i, chars.next()) {
+            (0, Some(c)) => {
+                out.push(c);
+                out.extend(chars);
+            }
+            (_, Some(c)) => {
+                out.extend(c.to_uppercase());
+                out.extend(chars);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+pub(crate) fn lookup_path<'v>(value: &'v Value, path: &FieldPath) -> Option<&'v Value> {
+    path.segments()
+        .iter()
+        .try_fold(value, |v, seg| v.get(seg.as_str()))
+}
+
+/// Parses a request body into a typed request, naming the offending field in the error.
+pub fn parse_body<T: serde::de::DeserializeOwned>(body: Value) -> ApiResult<T> {
+    prodops_core::resource::parse(body).map_err(|v| ApiError::violations(vec![v]))
+}
+
+pub(crate) fn body_object(body: Value) -> ApiResult<Map<String, Value>> {
+    match body {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::validation(
+            "the request body must be a JSON object",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flattened_name;
+
+    #[test]
+    fn selected_paths_flatten_to_camel_case() {
+        assert_eq!(
+            flattened_name("data.properties.squareFeet"),
+            "dataPropertiesSquareFeet"
+        );
+        assert_eq!(flattened_name("name"), "name");
+        assert_eq!(flattened_name("appUser.email"), "appUserEmail");
+    }
+}

@@ -1,0 +1,188 @@
+//! The write pipeline every standard write goes through: read-only fields dropped, server fields
+//! set, hooks and rules run, the record stored, archive transitions kept in step.
+
+use prodops_core::resource::{Archive, COMMON_READ_ONLY};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::Resource;
+use super::params::{body_object, parse_id};
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::DeleteAction;
+use crate::store::Tx;
+use crate::store::records;
+
+pub(crate) fn strip_read_only(res: &Resource, map: &mut Map<String, Value>) {
+    for field in COMMON_READ_ONLY.iter().chain(res.desc().read_only) {
+        map.remove(*field);
+    }
+}
+
+pub(crate) fn without_updated_at(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("updatedAt");
+    }
+    v
+}
+
+/// Creates one record: read-only fields dropped, server fields set, hooks and rules run, stored.
+pub fn create_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    mut body: Map<String, Value>,
+) -> ApiResult<Value> {
+    strip_read_only(res, &mut body);
+    let id = match body.remove("id") {
+        None | Some(Value::Null) => Uuid::now_v7(),
+        Some(Value::String(s)) => parse_id(&s)?,
+        Some(_) => return Err(ApiError::field("id", "must be a UUID string")),
+    };
+    if res.desc().archive == Archive::Actions {
+        body.remove("isArchived");
+    }
+    let mut candidate = Map::new();
+    candidate.insert("id".into(), json!(id));
+    candidate.insert("organizationId".into(), json!(ctx.org()));
+    candidate.extend(body);
+    let now = json!(ctx.now_text());
+    candidate.insert("createdAt".into(), now.clone());
+    candidate.insert("updatedAt".into(), now.clone());
+    if res.desc().archived_at {
+        let archived = candidate
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        candidate.insert(
+            "archivedAt".into(),
+            if archived { now } else { Value::Null },
+        );
+    }
+    res.hooks.before_create(tx, ctx, res, &mut candidate)?;
+    let record = res
+        .kind
+        .check(Value::Object(candidate), None)
+        .map_err(ApiError::violations)?;
+    res.hooks.check_facts(tx, ctx, res, None, &record)?;
+    records::insert(tx, res.table(), ctx.org(), &record)?;
+    res.hooks.after_write(tx, ctx, res, None, &record)?;
+    Ok(record)
+}
+
+/// Applies a PATCH to a stored record. Writes nothing when the result equals the record.
+pub fn update_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    old: &Value,
+    mut patch: Map<String, Value>,
+) -> ApiResult<Value> {
+    let desc = res.desc();
+    if !desc.patch_only.is_empty()
+        && let Some(field) = patch
+            .keys()
+            .find(|k| !desc.patch_only.contains(&k.as_str()))
+    {
+        return Err(ApiError::field(
+            field,
+            format!(
+                "only {} can be changed on /{}",
+                desc.patch_only.join(", "),
+                desc.path
+            ),
+        ));
+    }
+    if desc.archive == Archive::Actions
+        && let Some(field) = ["isArchived", "archivedAt"]
+            .into_iter()
+            .find(|f| patch.contains_key(*f))
+    {
+        return Err(ApiError::field(
+            field,
+            format!("use the archive and restore actions of /{}", desc.path),
+        ));
+    }
+    strip_read_only(res, &mut patch);
+    patch.remove("id");
+    let mut candidate = old.as_object().cloned().unwrap_or_default();
+    let was_archived = candidate
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    for (k, v) in &patch {
+        candidate.insert(k.clone(), v.clone());
+    }
+    let archived = candidate
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if desc.archived_at && archived != was_archived {
+        candidate.insert(
+            "archivedAt".into(),
+            if archived {
+                json!(ctx.now_text())
+            } else {
+                Value::Null
+            },
+        );
+    }
+    res.hooks
+        .before_update(tx, ctx, res, old, &patch, &mut candidate)?;
+    let mut record = res
+        .kind
+        .check(Value::Object(candidate), Some(old))
+        .map_err(ApiError::violations)?;
+    if without_updated_at(&record) == without_updated_at(old) {
+        return Ok(old.clone());
+    }
+    record["updatedAt"] = json!(ctx.now_text());
+    res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
+    records::update(tx, res.table(), ctx.org(), &record)?;
+    res.hooks.after_write(tx, ctx, res, Some(old), &record)?;
+    Ok(record)
+}
+
+/// DELETE of one record: archives it where the resource archives on delete, else removes it.
+pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) -> ApiResult<()> {
+    if res.hooks.before_delete(tx, ctx, res, old)? == DeleteAction::Handled {
+        return Ok(());
+    }
+    match res.desc().archive {
+        Archive::OnDelete => {
+            let mut patch = Map::new();
+            patch.insert("isArchived".into(), Value::Bool(true));
+            update_record(tx, ctx, res, old, patch)?;
+        }
+        Archive::No | Archive::Actions | Archive::PatchOnly => {
+            let id = old
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|s| Uuid::parse_str(s).ok());
+            if let Some(id) = id {
+                records::delete(tx, res.table(), ctx.org(), id)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
+    records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)
+}
+
+pub fn upsert_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, item: Value) -> ApiResult<Value> {
+    let map = body_object(item)?;
+    let existing = match map.get("id") {
+        Some(Value::String(s)) => records::get(tx, res.table(), ctx.org(), parse_id(s)?)?,
+        _ => None,
+    };
+    match existing {
+        Some(old) => {
+            res.allow(res.desc().ops.update, "PATCH")?;
+            update_record(tx, ctx, res, &old, map)
+        }
+        None => create_record(tx, ctx, res, map),
+    }
+}
