@@ -89,13 +89,16 @@ pub fn archive_suffix(n: u32) -> String {
 }
 
 /// `base` with the archive suffix of the smallest `n >= 1` whose suffixed name is not taken.
-/// `is_taken` answers whether another worker already carries a name.
-pub fn archived_name(base: &str, mut is_taken: impl FnMut(&str) -> bool) -> (String, u32) {
+/// `is_taken` answers whether another worker already carries a name; its error ends the search.
+pub fn archived_name<E>(
+    base: &str,
+    mut is_taken: impl FnMut(&str) -> Result<bool, E>,
+) -> Result<(String, u32), E> {
     let mut n = 1;
     loop {
         let candidate = format!("{base}{}", archive_suffix(n));
-        if !is_taken(&candidate) {
-            return (candidate, n);
+        if !is_taken(&candidate)? {
+            return Ok((candidate, n));
         }
         n += 1;
     }
@@ -117,15 +120,18 @@ pub fn strip_archive_suffix(name: &str) -> &str {
 
 /// The name a restored worker gets: `base` if no active worker carries it, else the first free
 /// `<base> (<n>)` for `n = 1, 2, ...`. `is_taken` answers whether an active worker carries a name.
-pub fn restored_name(base: &str, mut is_taken: impl FnMut(&str) -> bool) -> String {
-    if !is_taken(base) {
-        return base.to_string();
+pub fn restored_name<E>(
+    base: &str,
+    mut is_taken: impl FnMut(&str) -> Result<bool, E>,
+) -> Result<String, E> {
+    if !is_taken(base)? {
+        return Ok(base.to_string());
     }
     let mut n = 1;
     loop {
         let candidate = format!("{base} ({n})");
-        if !is_taken(&candidate) {
-            return candidate;
+        if !is_taken(&candidate)? {
+            return Ok(candidate);
         }
         n += 1;
     }
@@ -136,10 +142,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::HashSet;
+    use std::convert::Infallible;
 
     #[test]
     fn archive_then_strip_gives_back_the_name() {
-        let (name, n) = archived_name("Alice", |_| false);
+        let (name, n) = archived_name("Alice", |_| Ok::<_, Infallible>(false)).unwrap();
         assert_eq!(name, "Alice - (archived 1)");
         assert_eq!(n, 1);
         assert_eq!(strip_archive_suffix(&name), "Alice");
@@ -149,7 +156,9 @@ mod tests {
     fn archive_skips_taken_suffixes() {
         let taken: HashSet<&str> = ["Bob - (archived 1)", "Bob - (archived 2)"].into();
         assert_eq!(
-            archived_name("Bob", |n| taken.contains(n)).0,
+            archived_name("Bob", |n| Ok::<_, Infallible>(taken.contains(n)))
+                .unwrap()
+                .0,
             "Bob - (archived 3)"
         );
     }
@@ -173,8 +182,9 @@ mod tests {
     #[test]
     fn restore_picks_next_free_name() {
         let taken: HashSet<&str> = ["Dan", "Dan (1)"].into();
-        assert_eq!(restored_name("Dan", |n| taken.contains(n)), "Dan (2)");
-        assert_eq!(restored_name("Eve", |n| taken.contains(n)), "Eve");
+        let free = |n: &str| Ok::<_, Infallible>(taken.contains(n));
+        assert_eq!(restored_name("Dan", free).unwrap(), "Dan (2)");
+        assert_eq!(restored_name("Eve", free).unwrap(), "Eve");
     }
 
     #[test]
@@ -218,7 +228,7 @@ mod tests {
             let mut taken: HashSet<String> = HashSet::new();
             taken.insert(base.clone());
             for i in 1..=k { taken.insert(format!("{base} ({i})")); }
-            let name = restored_name(&base, |n| taken.contains(n));
+            let name = restored_name(&base, |n| Ok::<_, Infallible>(taken.contains(n))).unwrap();
             prop_assert!(!taken.contains(&name));
         }
     }

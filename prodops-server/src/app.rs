@@ -279,7 +279,7 @@ async fn admit(
 }
 
 /// Turns a bodyless error (axum's own 404 and 405) into the error shape.
-async fn normalize_error(response: Response) -> Response {
+fn normalize_error(response: Response) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
@@ -325,7 +325,7 @@ async fn gateway(State(state): State<Arc<AppState>>, req: Request, next: Next) -
                 None,
             ),
         };
-        (normalize_error(response).await, standing)
+        (normalize_error(response), standing)
     });
     let (mut response, standing) = scoped.await;
     let headers = response.headers_mut();

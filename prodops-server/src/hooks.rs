@@ -77,21 +77,6 @@ pub trait Hooks: Send + Sync {
     ) -> ApiResult<DeleteAction> {
         Ok(DeleteAction::Proceed)
     }
-
-    /// Whether reads rewrite stored records before answering (generated links, ...).
-    fn presents(&self) -> bool {
-        false
-    }
-
-    /// Rewrites stored JSON texts for a read answer.
-    fn present_raw(&self, tx: &mut dyn Tx, ctx: &Ctx, values: &mut Vec<String>) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Rewrites a record for a write answer.
-    fn present(&self, tx: &mut dyn Tx, ctx: &Ctx, record: Value) -> ApiResult<Value> {
-        Ok(record)
-    }
 }
 
 /// What a DELETE goes on to do after `before_delete`.
@@ -182,16 +167,9 @@ impl Hooks for WorkerHooks {
         }
         if !was_archived && archived {
             let name = str_field(candidate, "name").trim().to_string();
-            let mut failure = None;
             let (archived_name, n) = worker::archived_name(&name, |candidate_name| {
-                taken(tx, ctx, table, "name", candidate_name, &id, false).unwrap_or_else(|e| {
-                    failure = Some(e);
-                    false
-                })
-            });
-            if let Some(e) = failure {
-                return Err(e);
-            }
+                taken(tx, ctx, table, "name", candidate_name, &id, false)
+            })?;
             candidate.insert("name".into(), json!(archived_name));
             let identifier = str_field(candidate, "customerIdentifier")
                 .trim()
@@ -210,16 +188,9 @@ impl Hooks for WorkerHooks {
                 Some(new_name) if new_name != old_name => new_name.trim().to_string(),
                 _ => worker::strip_archive_suffix(old_name).to_string(),
             };
-            let mut failure = None;
             let restored = worker::restored_name(&base, |candidate_name| {
-                taken(tx, ctx, table, "name", candidate_name, &id, true).unwrap_or_else(|e| {
-                    failure = Some(e);
-                    false
-                })
-            });
-            if let Some(e) = failure {
-                return Err(e);
-            }
+                taken(tx, ctx, table, "name", candidate_name, &id, true)
+            })?;
             candidate.insert("name".into(), json!(restored));
             let identifier = str_field(candidate, "customerIdentifier").to_string();
             candidate.insert(

@@ -184,12 +184,6 @@ impl RunningServer {
         admin::set_flag(&self.store, org, flag, value).await
     }
 
-    /// Waits until the server stops by itself (it does not, short of an error).
-    pub async fn wait(mut self) {
-        let serve = std::mem::replace(&mut self.serve, tokio::spawn(async {}));
-        let _ = serve.await;
-    }
-
     /// Stops accepting connections, finishes the requests in flight, stops background work.
     pub async fn shutdown(mut self) {
         if let Some(tx) = self.shutdown.take() {

@@ -189,12 +189,10 @@ async fn list(
     auth.require(res.desc().permission, Action::Read)?;
     let params = parse_list_params(&res, query.as_deref(), true)?;
     let org = auth.org;
-    let ctx = Ctx::new(auth, None);
     let body = state
         .store
         .read(move |tx| {
-            let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
-            res.hooks.present_raw(tx, &ctx, &mut values)?;
+            let values = records::select_raw(tx, res.table(), org, &params.select())?;
             let total = records::count(tx, res.table(), org, &params.conds)?;
             Ok::<_, ApiError>(page_json(values, total))
         })
@@ -215,19 +213,7 @@ async fn get_one(
         .get_raw(res.table(), auth.org, id)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    if !res.hooks.presents() {
-        return Ok(json_response(StatusCode::OK, raw));
-    }
-    let ctx = Ctx::new(auth, None);
-    let body = state
-        .store
-        .read(move |tx| {
-            let mut values = vec![raw.clone()];
-            res.hooks.present_raw(tx, &ctx, &mut values)?;
-            values.pop().ok_or_else(ApiError::not_found)
-        })
-        .await?;
-    Ok(json_response(StatusCode::OK, body))
+    Ok(json_response(StatusCode::OK, raw))
 }
 
 async fn query(
@@ -274,9 +260,8 @@ async fn query(
         })
         .transpose()?;
     let org = auth.org;
-    let ctx = Ctx::new(auth, None);
     let select = Select {
-        conds: conds.clone(),
+        conds,
         sort,
         limit: page_size,
         offset: (page - 1).saturating_mul(page_size),
@@ -284,8 +269,7 @@ async fn query(
     let body = state
         .store
         .read(move |tx| {
-            let mut raw = records::select_raw(tx, res.table(), org, &select)?;
-            res.hooks.present_raw(tx, &ctx, &mut raw)?;
+            let raw = records::select_raw(tx, res.table(), org, &select)?;
             let total = records::count(tx, res.table(), org, &select.conds)?;
             let values = match &selected {
                 None => raw,
@@ -435,7 +419,6 @@ async fn update(
     write_reply(&state, ctx, move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
         let record = update_record(tx, ctx, &res, &old, patch.clone())?;
-        let record = res.hooks.present(tx, ctx, record)?;
         Ok(Reply::json(StatusCode::OK, &record))
     })
     .await

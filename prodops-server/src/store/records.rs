@@ -35,20 +35,6 @@ pub fn get(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<Opt
     text_rows(rows).first().map(|t| parse_json(t)).transpose()
 }
 
-/// The records whose id is listed; missing ones are left out.
-pub fn get_many(tx: &mut dyn Tx, table: &str, org: Uuid, ids: &[Uuid]) -> StoreResult<Vec<Value>> {
-    let mut out = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        let select = Select {
-            conds: vec![Cond::Ids(chunk.to_vec())],
-            limit: chunk.len() as u64,
-            ..Default::default()
-        };
-        out.extend(select_values(tx, table, org, &select)?);
-    }
-    Ok(out)
-}
-
 /// The stored JSON text of the records a select picks, in order.
 pub fn select_raw(
     tx: &mut dyn Tx,
