@@ -96,6 +96,7 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
     match path {
         "worker" => Arc::new(WorkerHooks),
         "catalog-entry" => Arc::new(CatalogHooks),
+        "inventory-transaction" => Arc::new(crate::inventory::LedgerHooks),
         _ => Arc::new(NoHooks),
     }
 }

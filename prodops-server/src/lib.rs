@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod hooks;
 pub mod idempotency;
+pub mod inventory;
 pub mod jobs;
 pub mod migrate;
 pub mod openapi;

@@ -16,6 +16,10 @@ mod custom_property;
 mod errors;
 #[path = "api/idempotency.rs"]
 mod idempotency;
+#[path = "api/inventory.rs"]
+mod inventory;
+#[path = "api/inventory_support.rs"]
+mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
 #[path = "api/rate_limit.rs"]
