@@ -3,6 +3,7 @@
 
 mod common;
 
+pub mod bom_actions;
 pub mod catalog;
 pub mod contact;
 pub mod custom_property;
@@ -14,6 +15,7 @@ pub mod minimal;
 pub mod notification;
 pub mod organization;
 pub mod production;
+pub mod production_actions;
 pub mod qc;
 pub mod registry;
 pub mod resource;

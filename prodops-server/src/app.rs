@@ -384,6 +384,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v2/openapi.json", get(openapi))
         .merge(crate::engine::routes())
         .merge(crate::inventory::routes())
+        .merge(crate::production::routes())
+        .merge(crate::bom::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)

@@ -97,6 +97,7 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
         "worker" => Arc::new(WorkerHooks),
         "catalog-entry" => Arc::new(CatalogHooks),
         "inventory-transaction" => Arc::new(crate::inventory::LedgerHooks),
+        "production-output" | "bom-line" => Arc::new(crate::production::PlanHooks),
         _ => Arc::new(NoHooks),
     }
 }

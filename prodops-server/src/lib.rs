@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod bom;
 pub mod context;
 pub mod engine;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod inventory;
 pub mod jobs;
 pub mod migrate;
 pub mod openapi;
+pub mod production;
 pub mod ratelimit;
 pub mod store;
 

@@ -61,6 +61,15 @@ const STEPS: &[(i64, &str)] = &[
         PRIMARY KEY (organization_id, item_id, location_id));
      CREATE INDEX IF NOT EXISTS ix_stock_location ON stock (organization_id, location_id)",
     ),
+    (
+        21,
+        // Reservations made by the BOM allocate actions, one per BOM line (millionths);
+        // `stock.reserved` is their sum per item and location, kept in the same transaction.
+        "CREATE TABLE IF NOT EXISTS reservations (
+        organization_id TEXT NOT NULL, bom_line_id TEXT NOT NULL, item_id TEXT NOT NULL,
+        location_id TEXT NOT NULL, quantity BIGINT NOT NULL, updated_at TEXT NOT NULL,
+        PRIMARY KEY (organization_id, bom_line_id))",
+    ),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {

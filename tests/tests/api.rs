@@ -22,6 +22,8 @@ mod inventory;
 mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
+#[path = "api/production.rs"]
+mod production;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
 #[path = "api/server.rs"]

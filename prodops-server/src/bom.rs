@@ -1,0 +1,758 @@
+//! The BOM actions of spec 4.5: prepopulate an order's BOM, allocate materials (reservations,
+//! which change `reserved` on stock rows, never `onHand`), and the demand and materials rollups.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use prodops_core::bom_actions::{
+    AllocateRequest, AllocateResult, BomSeed, DemandRow, DemandSource, MaterialsAcc,
+    MaterialsRollup, PrepopulateRequest, PrepopulateResult, Reservation, SkippedLine,
+    unreleased_estimate,
+};
+use prodops_core::inventory::{from_micros, round_quantity, to_micros};
+use prodops_core::production::{BomLine, BomMode, ProductionOutput};
+use prodops_core::production_actions::{planned_for_order, remaining};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{create_record, parse_body, parse_id};
+use crate::error::{ApiError, ApiResult};
+use crate::production::{
+    deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
+    table_of, uuid_field,
+};
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath};
+use crate::store::{SqlValue, Tx};
+
+/// The BOM action routes of spec 4.5.
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v2/bom-line/order/{id}/prepopulate", post(prepopulate))
+        .route("/api/v2/bom-line/order/{id}/allocate", post(allocate_order))
+        .route(
+            "/api/v2/bom-line/project/{id}/allocate",
+            post(allocate_project),
+        )
+        .route("/api/v2/bom-line/demand-rollup", get(demand_rollup))
+        .route(
+            "/api/v2/bom-line/project/{id}/materials-rollup",
+            get(materials_rollup),
+        )
+}
+
+const SOURCE_LINE: &str = "sourceBomLineId";
+const SOURCE_OUTPUT: &str = "sourceOutputId";
+
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+}
+
+fn field_cond(path: &str, value: &str) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse(path).expect("static field path"),
+        values: vec![value.to_string()],
+    }
+}
+
+fn all_where(tx: &mut dyn Tx, ctx: &Ctx, table: &str, conds: Vec<Cond>) -> ApiResult<Vec<Value>> {
+    let select = Select {
+        conds,
+        sort: Vec::new(),
+        limit: crate::engine::MAX_BULK_RECORDS,
+        offset: 0,
+    };
+    Ok(records::select_values(tx, table, ctx.org(), &select)?)
+}
+
+/// The project an order belongs to: `data.projectId`, else `computed.projectId`.
+fn project_of(order: &Value) -> Option<Uuid> {
+    ["data", "computed"].into_iter().find_map(|k| {
+        order
+            .get(k)
+            .and_then(|d| d.get("projectId"))
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+    })
+}
+
+/// The root orders of a project (by `data.projectId` or `computed.projectId`).
+fn project_orders(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Vec<Value>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for path in ["data.projectId", "computed.projectId"] {
+        let found = all_where(
+            tx,
+            ctx,
+            table_of("deliverable"),
+            vec![
+                field_cond(path, &project.to_string()),
+                field_cond("type", "order"),
+                Cond::Archived(false),
+            ],
+        )?;
+        for d in found {
+            if uuid_field(&d, "parentId").is_none()
+                && seen.insert(uuid_field(&d, "id"))
+                && project_of(&d) == Some(project)
+            {
+                out.push(d);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn optional_body<T: serde::de::DeserializeOwned + Default>(body: Option<JsonBody>) -> ApiResult<T> {
+    match body {
+        Some(JsonBody(v)) if !v.is_null() => parse_body(v),
+        _ => Ok(T::default()),
+    }
+}
+
+fn value_reply(value: &impl serde::Serialize) -> Reply {
+    Reply::json(StatusCode::OK, &json!({ "value": value }))
+}
+
+// ----- prepopulate ---------------------------------------------------------------------------
+
+async fn prepopulate(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    auth.require("BomLine", Action::Create)?;
+    auth.require("ProductionOutput", Action::Create)?;
+    let id = parse_id(&id)?;
+    let req: PrepopulateRequest = optional_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        Ok(value_reply(&prepopulate_in(tx, ctx, id, &req)?))
+    })
+    .await
+}
+
+/// Copies of `source_key` already on the order (archived ones included, so a re-run never
+/// resurrects what a user removed).
+fn copied(records: &[Value], source_key: &str) -> HashSet<String> {
+    records
+        .iter()
+        .filter_map(|r| {
+            r.get("metadata")?
+                .get(source_key)?
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+fn copy_fields(from: &Value, fields: &[&str], to: &mut Map<String, Value>) {
+    for f in fields {
+        if let Some(v) = from.get(*f).filter(|v| !v.is_null()) {
+            to.insert((*f).to_string(), v.clone());
+        }
+    }
+}
+
+pub fn prepopulate_in(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    order_id: Uuid,
+    req: &PrepopulateRequest,
+) -> ApiResult<PrepopulateResult> {
+    let order = order_by_path(tx, ctx, order_id)?;
+    lock_owner(tx, ctx, order_id)?;
+    let quantity = order_quantity(&order);
+    let route = match req.route_deliverable_id {
+        None => None,
+        Some(route_id) => match deliverable(tx, ctx, route_id)? {
+            Some(r)
+                if r.get("type").and_then(Value::as_str) == Some("route")
+                    && uuid_field(&r, "parentId").is_none() =>
+            {
+                Some(route_id)
+            }
+            _ => {
+                return Err(ApiError::field(
+                    "routeDeliverableId",
+                    format!("no root route {route_id} in this organization"),
+                ));
+            }
+        },
+    };
+    let lines_table = lines_res().table();
+    let order_lines = all_where(
+        tx,
+        ctx,
+        lines_table,
+        vec![field_cond("orderDeliverableId", &order_id.to_string())],
+    )?;
+    let done_lines = copied(&order_lines, SOURCE_LINE);
+    let project_lines = match project_of(&order) {
+        Some(p) => owned(tx, ctx, lines_res(), "projectId", p)?,
+        None => Vec::new(),
+    };
+    let (seed, sources) = if !project_lines.is_empty() {
+        (BomSeed::Project, project_lines)
+    } else if let Some(route_id) = route {
+        (
+            BomSeed::Route,
+            owned(tx, ctx, lines_res(), "routeDeliverableId", route_id)?,
+        )
+    } else if route.is_none() {
+        return Err(ApiError::field(
+            "routeDeliverableId",
+            "the order has no project BOM to seed from; pass routeDeliverableId to use a route's inputs",
+        ));
+    } else {
+        (BomSeed::None, Vec::new())
+    };
+    let mut already = 0;
+    let mut created_lines = Vec::new();
+    for src in &sources {
+        let src_id = src
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if done_lines.contains(&src_id) {
+            already += 1;
+            continue;
+        }
+        let line: BomLine = typed(src)?;
+        let mut body = Map::new();
+        copy_fields(
+            src,
+            &[
+                "itemId",
+                "name",
+                "identifier",
+                "unitMeasureId",
+                "poNumber",
+                "subOrderRef",
+                "sortOrder",
+                "notes",
+            ],
+            &mut body,
+        );
+        body.insert("orderDeliverableId".into(), json!(order_id));
+        match seed {
+            BomSeed::Project => {
+                body.insert("mode".into(), json!("total"));
+                body.insert("scaling".into(), json!("per_order"));
+                body.insert("quantity".into(), json!(line.quantity));
+                body.insert("source".into(), json!("import"));
+            }
+            _ => {
+                copy_fields(
+                    src,
+                    &["mode", "scaling", "outputPerUnit", "quantity"],
+                    &mut body,
+                );
+                if line.mode == Some(BomMode::Ratio) {
+                    // An order line needs a positive quantity (spec 2.3 rule 3): the ratio's
+                    // total for this order.
+                    body.insert("quantity".into(), json!(planned_for_order(&line, quantity)));
+                }
+                body.insert("source".into(), json!("route_template"));
+            }
+        }
+        let mut meta = Map::new();
+        meta.insert(SOURCE_LINE.into(), json!(src_id));
+        body.insert("metadata".into(), Value::Object(meta));
+        created_lines.push(typed(&create_record(tx, ctx, lines_res(), body)?)?);
+    }
+    let mut created_outputs = Vec::new();
+    if let Some(route_id) = route {
+        let order_outputs = all_where(
+            tx,
+            ctx,
+            outputs_res().table(),
+            vec![field_cond("orderDeliverableId", &order_id.to_string())],
+        )?;
+        let done_outputs = copied(&order_outputs, SOURCE_OUTPUT);
+        for src in owned(tx, ctx, outputs_res(), "routeDeliverableId", route_id)? {
+            let src_id = src
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if done_outputs.contains(&src_id) {
+                already += 1;
+                continue;
+            }
+            let decl: ProductionOutput = typed(&src)?;
+            let mut body = Map::new();
+            copy_fields(
+                &src,
+                &[
+                    "itemId",
+                    "name",
+                    "identifier",
+                    "producedPerUnit",
+                    "locationId",
+                    "unitMeasureId",
+                    "sortOrder",
+                    "notes",
+                ],
+                &mut body,
+            );
+            body.insert("orderDeliverableId".into(), json!(order_id));
+            if let Some(per_unit) = decl.produced_per_unit {
+                body.insert(
+                    "quantity".into(),
+                    json!(round_quantity(per_unit * quantity)),
+                );
+            }
+            body.insert("source".into(), json!("route_template"));
+            let mut meta = Map::new();
+            meta.insert(SOURCE_OUTPUT.into(), json!(src_id));
+            body.insert("metadata".into(), Value::Object(meta));
+            created_outputs.push(typed(&create_record(tx, ctx, outputs_res(), body)?)?);
+        }
+    }
+    Ok(PrepopulateResult {
+        seeded_from: seed,
+        created_bom_lines: created_lines,
+        created_outputs,
+        already_present: already,
+    })
+}
+
+// ----- reservations --------------------------------------------------------------------------
+
+/// The reservation of a BOM line: (item, location, micros).
+fn reservation_of(tx: &mut dyn Tx, ctx: &Ctx, line: Uuid) -> ApiResult<Option<(Uuid, Uuid, i64)>> {
+    let rows = tx.query(
+        "SELECT item_id, location_id, quantity FROM reservations WHERE organization_id = ? AND bom_line_id = ?",
+        &[ctx.org().into(), line.into()],
+    )?;
+    Ok(rows.first().and_then(|r| {
+        let id = |i: usize| r.get(i)?.as_str().and_then(|s| Uuid::parse_str(s).ok());
+        Some((id(0)?, id(1)?, r.get(2)?.as_i64()?))
+    }))
+}
+
+/// Adds `micros` (signed) to the reserved quantity of a stock row, creating it when needed.
+fn add_reserved(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    item: Uuid,
+    location: Uuid,
+    micros: i64,
+) -> ApiResult<()> {
+    if micros == 0 {
+        return Ok(());
+    }
+    let shop = records::get(tx, table_of("location"), ctx.org(), location)?
+        .and_then(|l| uuid_field(&l, "shopId"))
+        .unwrap_or_default();
+    tx.execute(
+        "INSERT INTO stock (organization_id, item_id, location_id, shop_id, on_hand, reserved, updated_at) \
+         VALUES (?, ?, ?, ?, 0, ?, ?) \
+         ON CONFLICT (organization_id, item_id, location_id) DO UPDATE \
+         SET reserved = stock.reserved + excluded.reserved, updated_at = excluded.updated_at",
+        &[
+            ctx.org().into(),
+            item.into(),
+            location.into(),
+            shop.into(),
+            SqlValue::Int(micros),
+            ctx.now_text().into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Sets a BOM line's reservation to `micros` at `location` (0 removes it), keeping
+/// `stock.reserved` the sum of reservations.
+fn set_reservation(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    line: Uuid,
+    item: Uuid,
+    location: Uuid,
+    micros: i64,
+) -> ApiResult<()> {
+    if let Some((old_item, old_location, old)) = reservation_of(tx, ctx, line)? {
+        add_reserved(tx, ctx, old_item, old_location, -old)?;
+    }
+    tx.execute(
+        "DELETE FROM reservations WHERE organization_id = ? AND bom_line_id = ?",
+        &[ctx.org().into(), line.into()],
+    )?;
+    if micros > 0 {
+        tx.execute(
+            "INSERT INTO reservations (organization_id, bom_line_id, item_id, location_id, quantity, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+            &[
+                ctx.org().into(),
+                line.into(),
+                item.into(),
+                location.into(),
+                SqlValue::Int(micros),
+                ctx.now_text().into(),
+            ],
+        )?;
+        add_reserved(tx, ctx, item, location, micros)?;
+    }
+    Ok(())
+}
+
+/// Consuming `consumed` units of a line uses up that much of its reservation.
+pub fn release_reservation(tx: &mut dyn Tx, ctx: &Ctx, line: Uuid, consumed: f64) -> ApiResult<()> {
+    if let Some((item, location, reserved)) = reservation_of(tx, ctx, line)? {
+        let left = (reserved - to_micros(consumed)).max(0);
+        set_reservation(tx, ctx, line, item, location, left)?;
+    }
+    Ok(())
+}
+
+/// Where a reservation of an item goes: its default location, else the location holding most
+/// of it.
+fn reservation_location(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid) -> ApiResult<Option<Uuid>> {
+    if let Some(i) = records::get(tx, table_of("item"), ctx.org(), item)?
+        && let Some(l) = uuid_field(&i, "defaultLocationId")
+    {
+        return Ok(Some(l));
+    }
+    let rows = tx.query(
+        "SELECT location_id FROM stock WHERE organization_id = ? AND item_id = ? AND on_hand > 0 \
+         ORDER BY on_hand DESC, location_id LIMIT 1",
+        &[ctx.org().into(), item.into()],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok()))
+}
+
+/// Reserves what each line still needs (`need(line)`), replacing earlier reservations.
+fn allocate_lines(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    lines: Vec<Value>,
+    item_ids: Option<&[Uuid]>,
+    need: impl Fn(&BomLine) -> f64,
+) -> ApiResult<AllocateResult> {
+    let mut reservations = Vec::new();
+    let mut skipped = Vec::new();
+    for l in &lines {
+        let line: BomLine = typed(l)?;
+        if item_ids.is_some_and(|ids| !ids.contains(&line.item_id)) {
+            continue;
+        }
+        let quantity = need(&line);
+        let location = match reservation_location(tx, ctx, line.item_id)? {
+            Some(location) => location,
+            None if quantity > 0.0 => {
+                skipped.push(SkippedLine {
+                    bom_line_id: line.id,
+                    item_id: line.item_id,
+                    reason: "the item has no default location and no stock anywhere".into(),
+                });
+                continue;
+            }
+            None => Uuid::nil(),
+        };
+        set_reservation(
+            tx,
+            ctx,
+            line.id,
+            line.item_id,
+            location,
+            to_micros(quantity),
+        )?;
+        if quantity > 0.0 {
+            reservations.push(Reservation {
+                bom_line_id: line.id,
+                item_id: line.item_id,
+                location_id: location,
+                quantity,
+            });
+        } else {
+            skipped.push(SkippedLine {
+                bom_line_id: line.id,
+                item_id: line.item_id,
+                reason: "nothing left to reserve: the line's planned quantity is consumed".into(),
+            });
+        }
+    }
+    Ok(AllocateResult {
+        reservations,
+        skipped,
+    })
+}
+
+async fn allocate_order(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    auth.require("BomLine", Action::Update)?;
+    let id = parse_id(&id)?;
+    let req: AllocateRequest = optional_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let order = order_by_path(tx, ctx, id)?;
+        lock_owner(tx, ctx, id)?;
+        let quantity = order_quantity(&order);
+        let lines = owned(tx, ctx, lines_res(), "orderDeliverableId", id)?;
+        let result = allocate_lines(tx, ctx, lines, req.item_ids.as_deref(), |l| {
+            remaining(planned_for_order(l, quantity), l.quantity_actual)
+        })?;
+        Ok(value_reply(&result))
+    })
+    .await
+}
+
+async fn allocate_project(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    auth.require("BomLine", Action::Update)?;
+    let id = parse_id(&id)?;
+    if let Some(JsonBody(v)) = body
+        && !(v.is_null() || v.as_object().is_some_and(Map::is_empty))
+    {
+        return Err(ApiError::validation(
+            "POST /bom-line/project/{id}/allocate takes no body",
+        ));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                format!("no project {id}"),
+            ));
+        }
+        lock_owner(tx, ctx, id)?;
+        let lines = owned(tx, ctx, lines_res(), "projectId", id)?;
+        let result = allocate_lines(tx, ctx, lines, None, |l| {
+            remaining(l.quantity.unwrap_or(0.0), l.quantity_actual)
+        })?;
+        Ok(value_reply(&result))
+    })
+    .await
+}
+
+// ----- rollups -------------------------------------------------------------------------------
+
+fn item_names(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    ids: impl Iterator<Item = Uuid>,
+) -> ApiResult<HashMap<Uuid, String>> {
+    let mut names = HashMap::new();
+    for id in ids {
+        if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
+            let name = records::get(tx, table_of("item"), ctx.org(), id)?
+                .and_then(|i| i.get("name").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_default();
+            e.insert(name);
+        }
+    }
+    Ok(names)
+}
+
+fn is_open_order(order: &Value) -> bool {
+    !order
+        .get("isArchived")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        && order
+            .get("progress")
+            .and_then(|p| p.get("status"))
+            .and_then(Value::as_str)
+            != Some("done")
+}
+
+async fn demand_rollup(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+) -> ApiResult<Response> {
+    auth.require("BomLine", Action::Read)?;
+    let ctx = Ctx::new(auth, None);
+    let rows = state.store.read(move |tx| demand_in(tx, &ctx)).await?;
+    Ok((StatusCode::OK, axum::Json(json!({ "value": rows }))).into_response())
+}
+
+pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
+    let lines = all_where(tx, ctx, lines_res().table(), vec![Cond::Archived(false)])?;
+    let mut orders: HashMap<Uuid, Option<Value>> = HashMap::new();
+    let mut by_item: BTreeMap<Uuid, (f64, f64, Vec<DemandSource>)> = BTreeMap::new();
+    // Per project and item: (estimate, first line); planned on the project's orders per item.
+    let mut estimates: BTreeMap<(Uuid, Uuid), (f64, Uuid)> = BTreeMap::new();
+    let mut planned_on_orders: HashMap<(Uuid, Uuid), f64> = HashMap::new();
+    for l in &lines {
+        let line: BomLine = typed(l)?;
+        if let Some(project) = line.project_id {
+            let e = estimates
+                .entry((project, line.item_id))
+                .or_insert((0.0, line.id));
+            e.0 += remaining(line.quantity.unwrap_or(0.0), line.quantity_actual);
+            continue;
+        }
+        let Some(order_id) = line.order_deliverable_id else {
+            continue;
+        };
+        if let std::collections::hash_map::Entry::Vacant(e) = orders.entry(order_id) {
+            e.insert(deliverable(tx, ctx, order_id)?);
+        }
+        let Some(order) = orders.get(&order_id).cloned().flatten() else {
+            continue;
+        };
+        let planned = planned_for_order(&line, order_quantity(&order));
+        if let Some(project) = project_of(&order) {
+            *planned_on_orders
+                .entry((project, line.item_id))
+                .or_default() += planned;
+        }
+        if !is_open_order(&order) {
+            continue;
+        }
+        let left = remaining(planned, line.quantity_actual);
+        if left > 0.0 {
+            let e = by_item.entry(line.item_id).or_default();
+            e.0 += left;
+            e.2.push(DemandSource {
+                kind: "order".into(),
+                owner_id: order_id,
+                bom_line_id: line.id,
+                quantity: left,
+            });
+        }
+    }
+    for ((project, item), (estimate, line_id)) in estimates {
+        let left = unreleased_estimate(
+            estimate,
+            planned_on_orders
+                .get(&(project, item))
+                .copied()
+                .unwrap_or(0.0),
+        );
+        if left > 0.0 {
+            let e = by_item.entry(item).or_default();
+            e.1 += left;
+            e.2.push(DemandSource {
+                kind: "project".into(),
+                owner_id: project,
+                bom_line_id: line_id,
+                quantity: left,
+            });
+        }
+    }
+    let stock_rows = tx.query(
+        "SELECT item_id, CAST(SUM(on_hand) AS BIGINT), CAST(SUM(reserved) AS BIGINT) FROM stock \
+         WHERE organization_id = ? GROUP BY item_id",
+        &[ctx.org().into()],
+    )?;
+    let mut stock: HashMap<Uuid, (i64, i64)> = HashMap::new();
+    for r in stock_rows {
+        if let Some(item) = r
+            .first()
+            .and_then(SqlValue::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+        {
+            let n = |i: usize| r.get(i).and_then(SqlValue::as_i64).unwrap_or(0);
+            stock.insert(item, (n(1), n(2)));
+        }
+    }
+    let names = item_names(tx, ctx, by_item.keys().copied())?;
+    let mut rows: Vec<DemandRow> = by_item
+        .into_iter()
+        .map(|(item, (orders, projects, sources))| {
+            let (on_hand, reserved) = stock.get(&item).copied().unwrap_or((0, 0));
+            let demand = round_quantity(orders + projects);
+            DemandRow {
+                item_id: item,
+                item_name: names.get(&item).cloned().unwrap_or_default(),
+                demand,
+                from_orders: round_quantity(orders),
+                from_projects: round_quantity(projects),
+                on_hand: from_micros(on_hand),
+                reserved: from_micros(reserved),
+                shortage: round_quantity((demand - from_micros(on_hand)).max(0.0)),
+                sources,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.shortage
+            .total_cmp(&a.shortage)
+            .then_with(|| a.item_name.cmp(&b.item_name))
+            .then_with(|| a.item_id.cmp(&b.item_id))
+    });
+    Ok(rows)
+}
+
+async fn materials_rollup(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require("BomLine", Action::Read)?;
+    let id = parse_id(&id)?;
+    let ctx = Ctx::new(auth, None);
+    let rollup = state
+        .store
+        .read(move |tx| materials_in(tx, &ctx, id))
+        .await?;
+    Ok((StatusCode::OK, axum::Json(json!({ "value": rollup }))).into_response())
+}
+
+pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<MaterialsRollup> {
+    if records::get(tx, table_of("project"), ctx.org(), project)?.is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            format!("no project {project}"),
+        ));
+    }
+    let mut acc = MaterialsAcc::default();
+    let mut items = Vec::new();
+    for l in owned(tx, ctx, lines_res(), "projectId", project)? {
+        let line: BomLine = typed(&l)?;
+        items.push(line.item_id);
+        acc.add_estimate(&line);
+    }
+    let orders = project_orders(tx, ctx, project)?;
+    let mut order_ids = Vec::new();
+    for order in &orders {
+        let Some(order_id) = uuid_field(order, "id") else {
+            continue;
+        };
+        order_ids.push(order_id);
+        let quantity = order_quantity(order);
+        for l in owned(tx, ctx, lines_res(), "orderDeliverableId", order_id)? {
+            let line: BomLine = typed(&l)?;
+            items.push(line.item_id);
+            acc.add_order_line(&line, planned_for_order(&line, quantity));
+        }
+    }
+    let names = item_names(tx, ctx, items.into_iter())?;
+    let (rows, totals) = acc.finish(|id| names.get(&id).cloned().unwrap_or_default());
+    Ok(MaterialsRollup {
+        project_id: project,
+        order_ids,
+        items: rows,
+        totals,
+    })
+}

@@ -1,0 +1,840 @@
+//! Production outputs and BOM lines (spec 2.2, 2.3) and the production actions (spec 4.4).
+//!
+//! The rules that need other records (the owner is a root route or order, or a project; the
+//! item exists; names and units default from the item) are the hooks of the two resources. The
+//! actions read the order's declarations and lines, ask `prodops_core::production_actions` what
+//! to post, and post it through [`crate::inventory::post`] in the same transaction, keeping
+//! `quantityActual` equal to the sum of the order's production postings.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use prodops_core::deliverable::DeliverableType;
+use prodops_core::inventory::{InventoryTransaction, TransactionType, round_quantity};
+use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner};
+use prodops_core::production_actions::{
+    ActualKind, AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, Credit,
+    MaterialStatus, OrderEntry, OrderStatus, OutputStatus, ProduceRequest, ProduceResult,
+    actual_stock_delta, check_adjust_actual, keys, plan_consume, plan_produce, planned_for_order,
+    planned_output, production_state, remaining,
+};
+use prodops_core::{Record, Violation, registry};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{self, Resource, create_record, parse_body, parse_id};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::Hooks;
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath, Sort};
+use crate::store::{Tx, lock_scope};
+
+/// The engine's description of a registered resource, built once.
+fn resource(path: &'static str, cell: &'static OnceLock<Resource>) -> &'static Resource {
+    cell.get_or_init(|| Resource::new(registry::by_path(path).expect("registered resource")))
+}
+
+pub fn outputs_res() -> &'static Resource {
+    static RES: OnceLock<Resource> = OnceLock::new();
+    resource(ProductionOutput::DESC.path, &RES)
+}
+
+pub fn lines_res() -> &'static Resource {
+    static RES: OnceLock<Resource> = OnceLock::new();
+    resource(BomLine::DESC.path, &RES)
+}
+
+pub(crate) fn table_of(path: &str) -> &'static str {
+    registry::by_path(path)
+        .map(|k| k.desc().table)
+        .expect("registered resource")
+}
+
+pub(crate) fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+fn typed<T: DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+}
+
+/// Serializes the production writes of one owner (order, route or project): actions and PATCHes
+/// of its declarations and lines read `quantityActual` and write it back.
+pub(crate) fn lock_owner(tx: &mut dyn Tx, ctx: &Ctx, owner: Uuid) -> ApiResult<()> {
+    lock_scope(tx, &format!("production:{}:{owner}", ctx.org()))?;
+    Ok(())
+}
+
+/// A deliverable's stored record.
+pub(crate) fn deliverable(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<Option<Value>> {
+    Ok(records::get(tx, table_of("deliverable"), ctx.org(), id)?)
+}
+
+fn deliverable_type(d: &Value) -> Option<DeliverableType> {
+    d.get("type")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+}
+
+/// The root of a deliverable's hierarchy, following `parentId` (bounded, so a cycle in raw data
+/// cannot loop forever).
+pub(crate) fn root_of(tx: &mut dyn Tx, ctx: &Ctx, node: &Value) -> ApiResult<Value> {
+    let mut current = node.clone();
+    for _ in 0..64 {
+        let Some(parent) = uuid_field(&current, "parentId") else {
+            return Ok(current);
+        };
+        match deliverable(tx, ctx, parent)? {
+            Some(p) => current = p,
+            None => return Ok(current),
+        }
+    }
+    Err(ApiError::validation(
+        "the deliverable hierarchy is deeper than 64 levels or has a cycle",
+    ))
+}
+
+/// The root order of the node `field` names: (node, order).
+pub(crate) fn order_of_node(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    field: &str,
+    id: Uuid,
+) -> ApiResult<(Value, Value)> {
+    let node = deliverable(tx, ctx, id)?.ok_or_else(|| {
+        ApiError::field(field, format!("no deliverable {id} in this organization"))
+    })?;
+    let root = root_of(tx, ctx, &node)?;
+    if deliverable_type(&root) != Some(DeliverableType::Order) {
+        return Err(ApiError::field(
+            field,
+            format!("deliverable {id} is not under an order; production is recorded on orders"),
+        ));
+    }
+    Ok((node, root))
+}
+
+/// The order a path names (404 unless it is a root order of this organization).
+pub(crate) fn order_by_path(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<Value> {
+    match deliverable(tx, ctx, id)? {
+        Some(d)
+            if deliverable_type(&d) == Some(DeliverableType::Order)
+                && uuid_field(&d, "parentId").is_none() =>
+        {
+            Ok(d)
+        }
+        _ => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            format!("no order {id}"),
+        )),
+    }
+}
+
+pub(crate) fn order_quantity(order: &Value) -> f64 {
+    order.get("quantity").and_then(Value::as_f64).unwrap_or(1.0)
+}
+
+fn field_cond(path: &str, value: &str) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse(path).expect("static field path"),
+        values: vec![value.to_string()],
+    }
+}
+
+/// Active records of `res` whose `owner_field` is `owner`, in display order.
+pub(crate) fn owned(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    owner_field: &str,
+    owner: Uuid,
+) -> ApiResult<Vec<Value>> {
+    let select = Select {
+        conds: vec![
+            field_cond(owner_field, &owner.to_string()),
+            Cond::Archived(false),
+        ],
+        sort: vec![Sort {
+            path: FieldPath::parse("sortOrder").expect("static"),
+            descending: false,
+        }],
+        limit: engine::MAX_BULK_RECORDS,
+        offset: 0,
+    };
+    Ok(records::select_values(tx, res.table(), ctx.org(), &select)?)
+}
+
+/// Writes a new `quantityActual` (server-maintained, so not through PATCH), checked by the
+/// record's rules like any write.
+pub(crate) fn set_actual(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    record: &Value,
+    actual: f64,
+) -> ApiResult<Value> {
+    let mut candidate = record.clone();
+    candidate["quantityActual"] = json!(round_quantity(actual));
+    candidate["updatedAt"] = json!(ctx.now_text());
+    let checked = res
+        .kind
+        .check(candidate, Some(record))
+        .map_err(ApiError::violations)?;
+    records::update(tx, res.table(), ctx.org(), &checked)?;
+    Ok(checked)
+}
+
+/// An item's stored record, or a 400 naming `field`.
+pub(crate) fn item(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Value> {
+    records::get(tx, table_of("item"), ctx.org(), id)?
+        .ok_or_else(|| ApiError::field(field, format!("no item {id} in this organization")))
+}
+
+// ----- hooks of /production-output and /bom-line ---------------------------------------------
+
+/// Owner rules (spec 2.2 and 2.3 rules 1 and 2), the item, and names and units defaulting from
+/// the item.
+pub struct PlanHooks;
+
+impl PlanHooks {
+    fn fill_from_item(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let Some(item_id) = candidate
+            .get("itemId")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+        else {
+            return Ok(());
+        };
+        let item = item(tx, ctx, "itemId", item_id)?;
+        let name_empty = candidate
+            .get("name")
+            .and_then(Value::as_str)
+            .is_none_or(|n| n.trim().is_empty());
+        if name_empty && let Some(name) = item.get("name") {
+            candidate.insert("name".into(), name.clone());
+        }
+        if candidate.get("unitMeasureId").is_none_or(Value::is_null)
+            && let Some(unit) = item.get("unitMeasureId").filter(|u| !u.is_null())
+        {
+            candidate.insert("unitMeasureId".into(), unit.clone());
+        }
+        Ok(())
+    }
+}
+
+fn owner_of(res: &Resource, record: &Value) -> Option<Owner> {
+    if res.desc().path == BomLine::DESC.path {
+        typed::<BomLine>(record).ok().and_then(|l| l.owner().ok())
+    } else {
+        typed::<ProductionOutput>(record)
+            .ok()
+            .and_then(|o| o.owner().ok())
+    }
+}
+
+impl Hooks for PlanHooks {
+    fn before_create(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        self.fill_from_item(tx, ctx, candidate)
+    }
+
+    fn before_update(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: &Value,
+        _patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        // The production actions change quantityActual under the owner's lock; a PATCH takes
+        // the same lock and keeps the committed value, so neither overwrites the other.
+        if let Some(owner) = owner_of(res, old) {
+            lock_owner(tx, ctx, owner.id())?;
+            if let Some(id) = uuid_field(old, "id")
+                && let Some(current) = records::get(tx, res.table(), ctx.org(), id)?
+                && let Some(actual) = current.get("quantityActual")
+            {
+                candidate.insert("quantityActual".into(), actual.clone());
+            }
+        }
+        self.fill_from_item(tx, ctx, candidate)
+    }
+
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let Some(owner) = owner_of(res, new) else {
+            return Ok(());
+        };
+        if old.is_some_and(|o| owner_of(res, o) == Some(owner)) {
+            return Ok(());
+        }
+        match owner {
+            Owner::Project(id) => {
+                if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
+                    return Err(ApiError::field(
+                        "projectId",
+                        format!("no project {id} in this organization"),
+                    ));
+                }
+            }
+            Owner::Route(id) | Owner::Order(id) => {
+                let Some(d) = deliverable(tx, ctx, id)? else {
+                    return Err(ApiError::field(
+                        owner.field(),
+                        format!("no deliverable {id} in this organization"),
+                    ));
+                };
+                let Some(kind) = deliverable_type(&d) else {
+                    return Err(ApiError::internal("stored deliverable without a type"));
+                };
+                check_owner(owner, kind, uuid_field(&d, "parentId").is_some())
+                    .map_err(|v| ApiError::violations(vec![v]))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ----- the actions ---------------------------------------------------------------------------
+
+/// The production routes of spec 4.4.
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v2/production/produce", post(produce))
+        .route("/api/v2/production/consume", post(consume))
+        .route("/api/v2/production/adjust-actual", post(adjust_actual))
+        .route("/api/v2/production/order/{id}/status", get(order_status))
+        .route("/api/v2/production/order/{id}/entries", get(order_entries))
+}
+
+fn value_reply(value: &impl serde::Serialize) -> Reply {
+    Reply::json(StatusCode::OK, &json!({ "value": value }))
+}
+
+/// Posts ledger rows and returns them typed.
+fn post_rows(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    rows: Vec<Map<String, Value>>,
+) -> ApiResult<Vec<InventoryTransaction>> {
+    crate::inventory::post(tx, ctx, rows)?
+        .iter()
+        .map(typed)
+        .collect()
+}
+
+fn ledger_row(
+    kind: TransactionType,
+    item: Uuid,
+    quantity: f64,
+    location: (&str, Uuid),
+    node: Uuid,
+    meta: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut row = Map::new();
+    row.insert("itemId".into(), json!(item));
+    row.insert("type".into(), json!(kind.as_str()));
+    row.insert("quantity".into(), json!(quantity));
+    row.insert(location.0.into(), json!(location.1));
+    row.insert("deliverableId".into(), json!(node));
+    row.insert("source".into(), json!("manual"));
+    row.insert("metadata".into(), Value::Object(meta));
+    row
+}
+
+fn meta(order: Uuid, record_key: &str, record: Uuid, kind: ActualKind) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(keys::ORDER.into(), json!(order));
+    m.insert(record_key.into(), json!(record));
+    m.insert(keys::ACTUAL_KIND.into(), json!(kind));
+    m
+}
+
+/// The item's default location, or a 400 naming `field` that says what is missing.
+fn default_location(tx: &mut dyn Tx, ctx: &Ctx, field: &str, item_id: Uuid) -> ApiResult<Uuid> {
+    let item = item(tx, ctx, "itemId", item_id)?;
+    uuid_field(&item, "defaultLocationId").ok_or_else(|| {
+        ApiError::field(
+            field,
+            format!("give {field}: item {item_id} has no default location"),
+        )
+    })
+}
+
+async fn produce(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let req: ProduceRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let result = produce_in(tx, ctx, &req)?;
+        Ok(value_reply(&result))
+    })
+    .await
+}
+
+/// The produce action inside a transaction.
+pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult<ProduceResult> {
+    let (node, order) = order_of_node(tx, ctx, "deliverableId", req.deliverable_id)?;
+    let order_id = uuid_field(&order, "id").unwrap_or_default();
+    lock_owner(tx, ctx, order_id)?;
+    let res = outputs_res();
+    let mut decls = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
+    let typed_decls: Vec<ProductionOutput> = decls.iter().map(typed).collect::<ApiResult<_>>()?;
+    let plan = plan_produce(req, &typed_decls).map_err(ApiError::violations)?;
+    let node_id = uuid_field(&node, "id").unwrap_or_default();
+    // Ad-hoc declarations first (one per item), then the postings.
+    let mut adhoc: HashMap<Uuid, usize> = HashMap::new();
+    let mut credits = Vec::with_capacity(plan.len());
+    for p in &plan {
+        let index = match p.credit {
+            Credit::Declared(i) => i,
+            Credit::AdHoc => match adhoc.get(&p.item_id) {
+                Some(i) => *i,
+                None => {
+                    let mut body = Map::new();
+                    body.insert("itemId".into(), json!(p.item_id));
+                    body.insert("orderDeliverableId".into(), json!(order_id));
+                    body.insert("source".into(), json!("adhoc"));
+                    let created = create_record(tx, ctx, res, body)?;
+                    decls.push(created);
+                    adhoc.insert(p.item_id, decls.len() - 1);
+                    decls.len() - 1
+                }
+            },
+        };
+        credits.push(index);
+    }
+    let mut rows = Vec::with_capacity(plan.len());
+    for (p, &index) in plan.iter().zip(&credits) {
+        let location = match p.location_id {
+            Some(l) => l,
+            None => default_location(tx, ctx, "outputLocationId", p.item_id)?,
+        };
+        let decl_id = uuid_field(&decls[index], "id").unwrap_or_default();
+        rows.push(ledger_row(
+            TransactionType::Produce,
+            p.item_id,
+            p.quantity,
+            ("toLocationId", location),
+            node_id,
+            meta(order_id, keys::OUTPUT, decl_id, ActualKind::Produce),
+        ));
+    }
+    let transactions = post_rows(tx, ctx, rows)?;
+    let mut added: Vec<(usize, f64)> = Vec::new();
+    for (p, &index) in plan.iter().zip(&credits) {
+        match added.iter_mut().find(|(i, _)| *i == index) {
+            Some((_, q)) => *q += p.quantity,
+            None => added.push((index, p.quantity)),
+        }
+    }
+    let mut outputs = Vec::with_capacity(added.len());
+    for (index, q) in added {
+        let decl = &decls[index];
+        let actual = decl
+            .get("quantityActual")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        outputs.push(typed(&set_actual(tx, ctx, res, decl, actual + q)?)?);
+    }
+    Ok(ProduceResult {
+        transactions,
+        outputs,
+    })
+}
+
+async fn consume(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let req: ConsumeRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let result = consume_in(tx, ctx, &req)?;
+        Ok(value_reply(&result))
+    })
+    .await
+}
+
+/// The consume action inside a transaction.
+pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult<ConsumeResult> {
+    let (node, order) = order_of_node(tx, ctx, "deliverableId", req.deliverable_id)?;
+    let order_id = uuid_field(&order, "id").unwrap_or_default();
+    lock_owner(tx, ctx, order_id)?;
+    let res = lines_res();
+    let lines = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
+    let typed_lines: Vec<BomLine> = lines.iter().map(typed).collect::<ApiResult<_>>()?;
+    let (draws, ignored) =
+        plan_consume(req, &typed_lines, order_quantity(&order)).map_err(ApiError::violations)?;
+    let node_id = uuid_field(&node, "id").unwrap_or_default();
+    let mut rows = Vec::with_capacity(draws.len());
+    for d in &draws {
+        let location = match d.location_id {
+            Some(l) => l,
+            None => default_location(tx, ctx, "fromLocationId", d.item_id)?,
+        };
+        rows.push(ledger_row(
+            TransactionType::Consume,
+            d.item_id,
+            d.quantity,
+            ("fromLocationId", location),
+            node_id,
+            meta(
+                order_id,
+                keys::LINE,
+                typed_lines[d.line].id,
+                ActualKind::Consume,
+            ),
+        ));
+    }
+    let transactions = post_rows(tx, ctx, rows)?;
+    let mut added: Vec<(usize, f64)> = Vec::new();
+    for d in &draws {
+        match added.iter_mut().find(|(i, _)| *i == d.line) {
+            Some((_, q)) => *q += d.quantity,
+            None => added.push((d.line, d.quantity)),
+        }
+    }
+    let mut updated = Vec::with_capacity(added.len());
+    for (index, q) in added {
+        let line = &lines[index];
+        let actual = line
+            .get("quantityActual")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let new = set_actual(tx, ctx, res, line, actual + q)?;
+        crate::bom::release_reservation(tx, ctx, typed_lines[index].id, q)?;
+        updated.push(typed(&new)?);
+    }
+    Ok(ConsumeResult {
+        transactions,
+        lines: updated,
+        ignored,
+    })
+}
+
+async fn adjust_actual(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let req: AdjustActualRequest = parse_body(body)?;
+    check_adjust_actual(&req).map_err(ApiError::violations)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let result = adjust_actual_in(tx, ctx, &req)?;
+        Ok(value_reply(&result))
+    })
+    .await
+}
+
+/// The latest production posting of a declaration or line: where its stock went or came from.
+fn last_location(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    record_key: &str,
+    record: Uuid,
+) -> ApiResult<Option<Uuid>> {
+    let select = Select {
+        conds: vec![field_cond(
+            &format!("metadata.{record_key}"),
+            &record.to_string(),
+        )],
+        sort: vec![Sort {
+            path: FieldPath::parse("createdAt").expect("static"),
+            descending: true,
+        }],
+        limit: 1,
+        offset: 0,
+    };
+    let rows = records::select_values(tx, table_of("inventory-transaction"), ctx.org(), &select)?;
+    Ok(rows
+        .first()
+        .and_then(|r| uuid_field(r, "toLocationId").or(uuid_field(r, "fromLocationId"))))
+}
+
+/// The adjust-actual action inside a transaction: the correction is an `adjust` ledger row at
+/// the location of the record's latest posting (else the item's default location), so stock and
+/// `quantityActual` stay the sums of the ledger.
+pub fn adjust_actual_in(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    req: &AdjustActualRequest,
+) -> ApiResult<AdjustActualResult> {
+    let (node, order) = order_of_node(tx, ctx, "stampDeliverableId", req.stamp_deliverable_id)?;
+    let order_id = uuid_field(&order, "id").unwrap_or_default();
+    lock_owner(tx, ctx, order_id)?;
+    let (res, record_key, what) = match req.kind {
+        ActualKind::Produce => (outputs_res(), keys::OUTPUT, "output declaration"),
+        ActualKind::Consume => (lines_res(), keys::LINE, "BOM line"),
+    };
+    let records = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
+    let record = records
+        .iter()
+        .find(|r| uuid_field(r, "itemId") == Some(req.item_id))
+        .ok_or_else(|| {
+            ApiError::field(
+                "itemId",
+                format!("the order has no {what} for item {}", req.item_id),
+            )
+        })?
+        .clone();
+    let record_id = uuid_field(&record, "id").unwrap_or_default();
+    let actual = record
+        .get("quantityActual")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let new_actual = round_quantity(actual + req.delta);
+    if new_actual < 0.0 {
+        return Err(ApiError::field(
+            "delta",
+            format!(
+                "the actual quantity would become negative ({actual} + {})",
+                req.delta
+            ),
+        ));
+    }
+    let location = match last_location(tx, ctx, record_key, record_id)? {
+        Some(l) => l,
+        None => default_location(tx, ctx, "itemId", req.item_id)?,
+    };
+    let row = ledger_row(
+        TransactionType::Adjust,
+        req.item_id,
+        actual_stock_delta(req.kind, req.delta),
+        ("toLocationId", location),
+        uuid_field(&node, "id").unwrap_or_default(),
+        meta(order_id, record_key, record_id, req.kind),
+    );
+    let transaction = post_rows(tx, ctx, vec![row])?.remove(0);
+    let updated = set_actual(tx, ctx, res, &record, new_actual)?;
+    let (output, line) = match req.kind {
+        ActualKind::Produce => (Some(typed(&updated)?), None),
+        ActualKind::Consume => {
+            if req.delta > 0.0 {
+                crate::bom::release_reservation(tx, ctx, record_id, req.delta)?;
+            }
+            (None, Some(typed(&updated)?))
+        }
+    };
+    Ok(AdjustActualResult {
+        transaction,
+        output,
+        line,
+    })
+}
+
+/// The order's production postings, oldest first.
+fn order_postings(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    order: Uuid,
+    limit: u64,
+    offset: u64,
+) -> ApiResult<(Vec<Value>, u64)> {
+    let conds = vec![field_cond(
+        &format!("metadata.{}", keys::ORDER),
+        &order.to_string(),
+    )];
+    let table = table_of("inventory-transaction");
+    let select = Select {
+        conds: conds.clone(),
+        sort: Vec::new(),
+        limit,
+        offset,
+    };
+    let rows = records::select_values(tx, table, ctx.org(), &select)?;
+    let total = records::count(tx, table, ctx.org(), &conds)?;
+    Ok((rows, total))
+}
+
+async fn order_status(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let id = parse_id(&id)?;
+    let ctx = Ctx::new(auth, None);
+    let status = state
+        .store
+        .read(move |tx| {
+            let order = order_by_path(tx, &ctx, id)?;
+            let quantity = order_quantity(&order);
+            let mut outputs = Vec::new();
+            for d in owned(tx, &ctx, outputs_res(), "orderDeliverableId", id)? {
+                let d: ProductionOutput = typed(&d)?;
+                let planned = planned_output(&d, quantity);
+                outputs.push(OutputStatus {
+                    production_output_id: d.id,
+                    item_id: d.item_id,
+                    name: d.name.clone(),
+                    planned,
+                    actual: d.quantity_actual,
+                    remaining: planned.map(|p| remaining(p, d.quantity_actual)),
+                    unit_measure_id: d.unit_measure_id,
+                });
+            }
+            let mut materials = Vec::new();
+            for l in owned(tx, &ctx, lines_res(), "orderDeliverableId", id)? {
+                let l: BomLine = typed(&l)?;
+                let planned = planned_for_order(&l, quantity);
+                materials.push(MaterialStatus {
+                    bom_line_id: l.id,
+                    item_id: l.item_id,
+                    name: l.name.clone(),
+                    planned,
+                    actual: l.quantity_actual,
+                    remaining: remaining(planned, l.quantity_actual),
+                    unit_measure_id: l.unit_measure_id,
+                });
+            }
+            let (_, entry_count) = order_postings(tx, &ctx, id, 0, 0)?;
+            Ok::<_, ApiError>(OrderStatus {
+                order_id: id,
+                order_quantity: quantity,
+                state: production_state(&outputs, &materials),
+                outputs,
+                materials,
+                entry_count,
+            })
+        })
+        .await?;
+    Ok((StatusCode::OK, axum::Json(status)).into_response())
+}
+
+/// A ledger row of the production trace as an entry.
+fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
+    let t: InventoryTransaction = typed(row)?;
+    let kind = t
+        .metadata
+        .get(keys::ACTUAL_KIND)
+        .and_then(|k| serde_json::from_value(k.clone()).ok())
+        .unwrap_or(match t.kind {
+            TransactionType::Consume => ActualKind::Consume,
+            _ => ActualKind::Produce,
+        });
+    // The signed change of the actual: produce and consume rows count their quantity; an
+    // adjust row's stock delta is the actual's change for output and its negation for material.
+    let quantity = match (t.kind, kind) {
+        (TransactionType::Adjust, ActualKind::Consume) => -t.quantity,
+        _ => t.quantity,
+    };
+    let meta_id = |k: &str| {
+        t.metadata
+            .get(k)
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+    };
+    Ok(OrderEntry {
+        transaction_id: t.id,
+        kind: t.kind.as_str().to_string(),
+        actual_kind: kind,
+        item_id: t.item_id,
+        quantity: if quantity == 0.0 { 0.0 } else { quantity },
+        location_id: t.to_location_id.or(t.from_location_id),
+        deliverable_id: t.deliverable_id,
+        production_output_id: meta_id(keys::OUTPUT),
+        bom_line_id: meta_id(keys::LINE),
+        created_at: t.created_at,
+    })
+}
+
+async fn order_entries(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let id = parse_id(&id)?;
+    let (page, page_size) = paging(query.as_deref())?;
+    let ctx = Ctx::new(auth, None);
+    let body = state
+        .store
+        .read(move |tx| {
+            order_by_path(tx, &ctx, id)?;
+            let (rows, total) = order_postings(
+                tx,
+                &ctx,
+                id,
+                page_size,
+                (page - 1).saturating_mul(page_size),
+            )?;
+            let values = rows.iter().map(entry_of).collect::<ApiResult<Vec<_>>>()?;
+            Ok::<_, ApiError>(json!({ "values": values, "totalCount": total }))
+        })
+        .await?;
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
+}
+
+/// `page` and `pageSize` of a read that takes only those.
+pub(crate) fn paging(query: Option<&str>) -> ApiResult<(u64, u64)> {
+    let mut page = 1;
+    let mut page_size = engine::DEFAULT_PAGE_SIZE;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let parsed = |max: u64| value.parse::<u64>().ok().filter(|v| (1..=max).contains(v));
+        match key.as_ref() {
+            "page" => {
+                page = parsed(engine::MAX_PAGE).ok_or_else(|| {
+                    ApiError::field(
+                        "page",
+                        format!("must be a whole number from 1 to {}", engine::MAX_PAGE),
+                    )
+                })?
+            }
+            "pageSize" => {
+                page_size = parsed(engine::MAX_PAGE_SIZE).ok_or_else(|| {
+                    ApiError::field(
+                        "pageSize",
+                        format!("must be a whole number from 1 to {}", engine::MAX_PAGE_SIZE),
+                    )
+                })?
+            }
+            other => {
+                return Err(ApiError::violations(vec![Violation::field(
+                    other,
+                    "unknown parameter (page, pageSize)",
+                )]));
+            }
+        }
+    }
+    Ok((page, page_size))
+}

@@ -1,0 +1,755 @@
+//! Production outputs and BOM lines (spec 2.2, 2.3) and the production actions (spec 4.4).
+
+use prodops_tests::*;
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::inventory_support::*;
+
+/// A floor plus a root order (quantity 4) with a phase, and a root route.
+pub struct Plant {
+    pub floor: Floor,
+    pub order: String,
+    pub phase: String,
+    pub route: String,
+}
+
+impl Plant {
+    pub async fn new(api: Api) -> Plant {
+        let floor = Floor::new(api).await;
+        let api = &floor.api;
+        let order = api
+            .create(
+                "deliverable",
+                json!({"name": "Order 1", "type": "order", "quantity": 4}),
+            )
+            .await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let phase = api
+            .create(
+                "deliverable",
+                json!({"name": "Frame", "type": "phase", "parentId": order}),
+            )
+            .await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let route = api
+            .create("deliverable", json!({"name": "Route A", "type": "route"}))
+            .await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        Plant {
+            floor,
+            order,
+            phase,
+            route,
+        }
+    }
+
+    pub fn api(&self) -> &Api {
+        &self.floor.api
+    }
+
+    pub async fn action(&self, path: &str, body: Value) -> Resp {
+        self.api().post(path, body).await
+    }
+
+    /// POST an action and expect 200 `{value}`; returns the value.
+    pub async fn ok(&self, path: &str, body: Value) -> Value {
+        let resp = self.action(path, body).await;
+        assert_eq!(resp.status, 200, "{resp}");
+        resp.body["value"].clone()
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn production_output_rules() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Prod").await).await;
+    let api = plant.api();
+    let item = plant.floor.item("Widget", None).await;
+    let post = |body: Value| async move { api.post("/production-output", body).await };
+
+    // Rule 1: itemId and exactly one owner.
+    assert_validation_names(
+        &post(json!({"orderDeliverableId": plant.order})).await,
+        "itemId",
+    );
+    assert_error_details(
+        &post(json!({"itemId": item})).await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    assert_error_details(&post(json!({"itemId": item, "orderDeliverableId": plant.order, "routeDeliverableId": plant.route, "producedPerUnit": 1})).await, 400, "VALIDATION_ERROR");
+    // Rule 2: the root route or order itself.
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": plant.phase})).await,
+        "orderDeliverableId",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": plant.route})).await,
+        "orderDeliverableId",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "routeDeliverableId": plant.order, "producedPerUnit": 1}))
+            .await,
+        "routeDeliverableId",
+    );
+    let nested_route = api
+        .create(
+            "deliverable",
+            json!({"name": "Sub", "type": "route", "parentId": plant.route}),
+        )
+        .await;
+    assert_validation_names(
+        &post(
+            json!({"itemId": item, "routeDeliverableId": id(&nested_route), "producedPerUnit": 1}),
+        )
+        .await,
+        "routeDeliverableId",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": uuid::Uuid::new_v4()})).await,
+        "orderDeliverableId",
+    );
+    // Rule 3: a route declaration needs a positive producedPerUnit.
+    assert_validation_names(
+        &post(json!({"itemId": item, "routeDeliverableId": plant.route, "quantity": 5})).await,
+        "producedPerUnit",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "routeDeliverableId": plant.route, "producedPerUnit": 0}))
+            .await,
+        "producedPerUnit",
+    );
+    // Rule 4: an order declaration may omit quantity; an explicit one is positive.
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": plant.order, "quantity": -1})).await,
+        "quantity",
+    );
+    let decl = api
+        .create(
+            "production-output",
+            json!({"itemId": item, "orderDeliverableId": plant.order}),
+        )
+        .await;
+    // Names and units default from the item; quantityActual is server-kept.
+    assert_eq!(decl["name"], "Widget");
+    assert_eq!(decl["unitMeasureId"], plant.floor.unit.as_str());
+    assert_eq!(decl["quantityActual"], 0.0);
+    assert_eq!(decl["source"], "manual");
+    let route_decl = api.create("production-output", json!({"itemId": item, "routeDeliverableId": plant.route, "producedPerUnit": 2, "name": "Own name", "quantityActual": 9})).await;
+    assert_eq!(route_decl["name"], "Own name");
+    assert_eq!(
+        route_decl["quantityActual"], 0.0,
+        "quantityActual is read-only"
+    );
+    // Rule 5: no stock posted.
+    assert_eq!(api.list_total("inventory-transaction", "").await, 0);
+    assert_eq!(api.list("stock", "").await.len(), 0);
+    // Another organization's item or order is unknown.
+    let other = server.org("Other").await;
+    let theirs = other.create("item", json!({"name": "Theirs"})).await;
+    assert_validation_names(
+        &post(json!({"itemId": id(&theirs), "orderDeliverableId": plant.order})).await,
+        "itemId",
+    );
+    assert_validation_names(
+        &other
+            .post(
+                "/production-output",
+                json!({"itemId": id(&theirs), "orderDeliverableId": plant.order}),
+            )
+            .await,
+        "orderDeliverableId",
+    );
+    // PATCH keeps the rules and quantityActual; DELETE archives, PATCH restores.
+    let path = format!("/production-output/{}", id(&decl));
+    assert_validation_names(
+        &api.patch(&path, json!({"orderDeliverableId": plant.phase}))
+            .await,
+        "orderDeliverableId",
+    );
+    let patched = api
+        .patch(&path, json!({"quantity": 3, "quantityActual": 7}))
+        .await;
+    assert_eq!(patched.status, 200, "{patched}");
+    assert_eq!(
+        (
+            patched.body["quantity"].as_f64(),
+            patched.body["quantityActual"].as_f64()
+        ),
+        (Some(3.0), Some(0.0))
+    );
+    assert_eq!(api.delete(&path).await.status, 204);
+    assert_eq!(
+        api.read("production-output", &id(&decl)).await["isArchived"],
+        true
+    );
+    assert_eq!(
+        api.patch(&path, json!({"isArchived": false})).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn bom_line_rules() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Bom").await).await;
+    let api = plant.api();
+    let item = plant.floor.item("Bolt", None).await;
+    let project = id(&api.create("project", json!({"name": "Tower"})).await);
+    let post = |body: Value| async move { api.post("/bom-line", body).await };
+
+    // Rule 1.
+    assert_error_details(
+        &post(json!({"itemId": item, "quantity": 1})).await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    assert_error_details(&post(json!({"itemId": item, "projectId": project, "orderDeliverableId": plant.order, "quantity": 1})).await, 400, "VALIDATION_ERROR");
+    assert_validation_names(
+        &post(json!({"orderDeliverableId": plant.order, "quantity": 1})).await,
+        "itemId",
+    );
+    // Rule 2: root owners only; placements are not owners.
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": plant.phase, "quantity": 1})).await,
+        "orderDeliverableId",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "routeDeliverableId": plant.order, "quantity": 1})).await,
+        "routeDeliverableId",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "projectId": uuid::Uuid::new_v4(), "quantity": 1})).await,
+        "projectId",
+    );
+    // Rule 3: route lines need outputPerUnit or quantity; order and project lines a positive quantity.
+    assert_error_details(
+        &post(json!({"itemId": item, "routeDeliverableId": plant.route})).await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "orderDeliverableId": plant.order})).await,
+        "quantity",
+    );
+    assert_validation_names(
+        &post(json!({"itemId": item, "projectId": project, "quantity": 0})).await,
+        "quantity",
+    );
+    // Rules 4-6: modes and defaults.
+    let route_ratio = api
+        .create(
+            "bom-line",
+            json!({"itemId": item, "routeDeliverableId": plant.route, "outputPerUnit": 2}),
+        )
+        .await;
+    assert_eq!(
+        (
+            route_ratio["mode"].as_str(),
+            route_ratio["scaling"].as_str()
+        ),
+        (Some("ratio"), Some("per_unit"))
+    );
+    let route_total = api
+        .create(
+            "bom-line",
+            json!({"itemId": item, "routeDeliverableId": plant.route, "quantity": 3}),
+        )
+        .await;
+    assert_eq!(
+        (
+            route_total["mode"].as_str(),
+            route_total["scaling"].as_str()
+        ),
+        (Some("total"), Some("per_unit"))
+    );
+    let order_line = api
+        .create(
+            "bom-line",
+            json!({"itemId": item, "orderDeliverableId": plant.order, "quantity": 5}),
+        )
+        .await;
+    assert_eq!(
+        (order_line["mode"].as_str(), order_line["scaling"].as_str()),
+        (Some("total"), Some("per_order"))
+    );
+    assert_eq!(order_line["name"], "Bolt");
+    assert_eq!(order_line["unitMeasureId"], plant.floor.unit.as_str());
+    let project_line = api
+        .create(
+            "bom-line",
+            json!({"itemId": item, "projectId": project, "quantity": 5, "poNumber": "PO-7"}),
+        )
+        .await;
+    assert_eq!(project_line["scaling"], "per_order");
+    assert_validation_names(&post(json!({"itemId": item, "routeDeliverableId": plant.route, "mode": "ratio", "quantity": 3})).await, "outputPerUnit");
+    // Rule 7.
+    assert_validation_names(&post(json!({"itemId": item, "routeDeliverableId": plant.route, "mode": "ratio", "scaling": "per_order", "outputPerUnit": 1})).await, "scaling");
+    assert_validation_names(
+        &post(json!({"itemId": item, "projectId": project, "scaling": "per_unit", "quantity": 1}))
+            .await,
+        "scaling",
+    );
+    // Search columns.
+    assert_eq!(api.list("bom-line", "search=po-7").await.len(), 1);
+    assert_eq!(api.list_total("inventory-transaction", "").await, 0);
+}
+
+#[tokio::test]
+async fn produce_rules() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Produce").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let widget = f.item("Widget", None).await;
+    let gadget = f.item("Gadget", Some(&f.c)).await;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    f.adjust(&steel, &f.a, 100.0).await;
+    api.create(
+        "bom-line",
+        json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 10}),
+    )
+    .await;
+
+    // No declarations: items must be named (rule 3), then ad-hoc declarations appear.
+    let resp = plant
+        .action(
+            "/production/produce",
+            json!({"deliverableId": plant.order, "outputLocationId": f.b}),
+        )
+        .await;
+    assert_validation_names(&resp, "outputs");
+    // Empty outputs (rule 5).
+    let resp = plant
+        .action(
+            "/production/produce",
+            json!({"deliverableId": plant.order, "outputs": [], "outputLocationId": f.b}),
+        )
+        .await;
+    assert_validation_names(&resp, "outputs");
+    let value = plant.ok("/production/produce", json!({"deliverableId": plant.phase, "outputItemId": widget, "quantityProduced": 3, "outputLocationId": f.b})).await;
+    assert_eq!(value["transactions"].as_array().unwrap().len(), 1);
+    let tx = &value["transactions"][0];
+    assert_eq!(
+        (tx["type"].as_str(), tx["quantity"].as_f64()),
+        (Some("produce"), Some(3.0))
+    );
+    assert_eq!(
+        tx["deliverableId"],
+        plant.phase.as_str(),
+        "stamped with the node"
+    );
+    assert_eq!(tx["toLocationId"], f.b.as_str());
+    let adhoc = &value["outputs"][0];
+    assert_eq!(
+        (adhoc["source"].as_str(), adhoc["quantityActual"].as_f64()),
+        (Some("adhoc"), Some(3.0))
+    );
+    assert_eq!(adhoc["orderDeliverableId"], plant.order.as_str());
+    assert_eq!(f.on_hand(&widget, &f.b).await, 3.0);
+
+    // Now the order has declarations: outputs may name only declared items (rule 4).
+    let resp = plant.action("/production/produce", json!({"deliverableId": plant.order, "outputs": [{"itemId": gadget}], "outputLocationId": f.b})).await;
+    assert_validation_names(&resp, "itemId");
+    api.create(
+        "production-output",
+        json!({"itemId": gadget, "orderDeliverableId": plant.order, "producedPerUnit": 2}),
+    )
+    .await;
+    let planned = api.create("production-output", json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 5, "locationId": f.a})).await;
+    // Rule 2: defaults: producedPerUnit x run, remaining plan; the ad-hoc one has none. Gadget has
+    // no location in the request or declaration: its item default (c) is used.
+    let value = plant
+        .ok(
+            "/production/produce",
+            json!({"deliverableId": plant.order, "quantityProduced": 2}),
+        )
+        .await;
+    let posted: Vec<(String, f64, String)> = value["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["itemId"].as_str().unwrap().to_string(),
+                t["quantity"].as_f64().unwrap(),
+                t["toLocationId"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        posted,
+        vec![
+            (gadget.clone(), 4.0, f.c.clone()),
+            (steel.clone(), 5.0, f.a.clone())
+        ]
+    );
+    // Rule 1: producing does not consume: the BOM line and material stock are untouched.
+    assert_eq!(api.list("bom-line", "").await[0]["quantityActual"], 0.0);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 105.0);
+    // The remaining plan is reached: a second default run posts only the per-unit output.
+    let value = plant
+        .ok("/production/produce", json!({"deliverableId": plant.order}))
+        .await;
+    assert_eq!(value["transactions"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        api.read("production-output", &id(&planned)).await["quantityActual"],
+        5.0
+    );
+    // An explicit output with a quantity and its own location.
+    let value = plant.ok("/production/produce", json!({"deliverableId": plant.order, "outputs": [{"itemId": steel, "quantity": 1.5, "locationId": f.b}]})).await;
+    assert_eq!(value["outputs"][0]["quantityActual"], 6.5);
+    // No location anywhere: 400 naming outputLocationId.
+    let resp = plant
+        .action(
+            "/production/produce",
+            json!({"deliverableId": plant.order, "outputs": [{"itemId": widget, "quantity": 1}]}),
+        )
+        .await;
+    assert_validation_names(&resp, "outputLocationId");
+    // Not under an order, unknown node, bad fields.
+    assert_validation_names(
+        &plant
+            .action(
+                "/production/produce",
+                json!({"deliverableId": plant.route, "outputItemId": widget}),
+            )
+            .await,
+        "deliverableId",
+    );
+    assert_validation_names(
+        &plant
+            .action(
+                "/production/produce",
+                json!({"deliverableId": uuid::Uuid::new_v4(), "outputItemId": widget}),
+            )
+            .await,
+        "deliverableId",
+    );
+    assert_validation_names(
+        &plant
+            .action(
+                "/production/produce",
+                json!({"deliverableId": plant.order, "quantityProduced": 0}),
+            )
+            .await,
+        "quantityProduced",
+    );
+    assert_validation_names(
+        &plant
+            .action(
+                "/production/produce",
+                json!({"deliverableId": plant.order, "bogus": 1}),
+            )
+            .await,
+        "bogus",
+    );
+    assert_quantity_actual_is_ledger(&plant).await;
+    assert_stock_is_ledger(api).await;
+}
+
+/// Every declaration's and line's quantityActual equals the sum of its entries.
+pub async fn assert_quantity_actual_is_ledger(plant: &Plant) {
+    let api = plant.api();
+    let resp = api
+        .get(&format!(
+            "/production/order/{}/entries?pageSize=10000",
+            plant.order
+        ))
+        .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    let entries = resp.body["values"].as_array().unwrap().clone();
+    assert_eq!(resp.body["totalCount"].as_u64(), Some(entries.len() as u64));
+    for (resource, key) in [
+        ("production-output", "productionOutputId"),
+        ("bom-line", "bomLineId"),
+    ] {
+        for record in api
+            .list(
+                resource,
+                &format!("orderDeliverableId={}&pageSize=10000", plant.order),
+            )
+            .await
+        {
+            let sum: f64 = entries
+                .iter()
+                .filter(|e| e[key] == record["id"])
+                .map(|e| e["quantity"].as_f64().unwrap())
+                .sum();
+            let actual = record["quantityActual"].as_f64().unwrap();
+            assert!(
+                (sum - actual).abs() < 1e-6,
+                "{resource} {}: actual {actual}, entries {sum}",
+                record["id"]
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn consume_rules() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Consume").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let paint = f.item("Paint", None).await;
+    let stray = f.item("Stray", Some(&f.a)).await;
+    f.adjust(&steel, &f.a, 100.0).await;
+    f.adjust(&paint, &f.b, 10.0).await;
+    // Steel: 2.5 per unit of an order of 4 = 10; paint: 3 per order.
+    let steel_line = api.create("bom-line", json!({"itemId": steel, "orderDeliverableId": plant.order, "mode": "ratio", "outputPerUnit": 2.5, "quantity": 10})).await;
+    let paint_line = api
+        .create(
+            "bom-line",
+            json!({"itemId": paint, "orderDeliverableId": plant.order, "quantity": 3}),
+        )
+        .await;
+    api.create(
+        "production-output",
+        json!({"itemId": stray, "orderDeliverableId": plant.order, "quantity": 1}),
+    )
+    .await;
+
+    // Rule 7: paint has no default location and no fromLocationId is given.
+    let resp = plant
+        .action("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    assert_validation_names(&resp, "fromLocationId");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 100.0, "nothing written");
+    // Rule 6: empty lines refused.
+    assert_validation_names(
+        &plant
+            .action(
+                "/production/consume",
+                json!({"deliverableId": plant.order, "lines": []}),
+            )
+            .await,
+        "lines",
+    );
+    // Overrides: the named line only; items outside the BOM ignored; location per entry.
+    let value = plant
+        .ok(
+            "/production/consume",
+            json!({"deliverableId": plant.phase, "lines": [
+                {"itemId": paint, "quantity": 1, "fromLocationId": f.b},
+                {"itemId": stray, "quantity": 4}
+            ]}),
+        )
+        .await;
+    assert_eq!(value["transactions"].as_array().unwrap().len(), 1);
+    assert_eq!(value["transactions"][0]["type"], "consume");
+    assert_eq!(value["transactions"][0]["fromLocationId"], f.b.as_str());
+    assert_eq!(value["ignored"][0]["index"], 1);
+    assert_eq!(value["lines"][0]["quantityActual"], 1.0);
+    assert_eq!(f.on_hand(&paint, &f.b).await, 9.0);
+    assert_eq!(f.on_hand(&stray, &f.a).await, 0.0);
+    // Full recipe with fromLocationId for the paint: draws what remains (steel 10, paint 2).
+    let resp = plant
+        .action(
+            "/production/consume",
+            json!({"deliverableId": plant.order, "fromLocationId": f.b}),
+        )
+        .await;
+    assert_error(&resp, 409, "CONFLICT"); // steel is at a, not b: the policy refuses, nothing written
+    assert_eq!(
+        api.read("bom-line", &id(&paint_line)).await["quantityActual"],
+        1.0
+    );
+    let value = plant.ok("/production/consume", json!({"deliverableId": plant.order, "lines": [
+        {"bomLineId": id(&steel_line), "quantity": 10}, {"bomLineId": id(&paint_line), "quantity": 2, "fromLocationId": f.b}
+    ]})).await;
+    assert_eq!(value["transactions"].as_array().unwrap().len(), 2);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 90.0);
+    // Everything drawn: a default consume has nothing left.
+    assert_error_details(
+        &plant
+            .action("/production/consume", json!({"deliverableId": plant.order}))
+            .await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    // Rule 1: consuming did not produce.
+    assert_eq!(
+        api.list("production-output", "").await[0]["quantityActual"],
+        0.0
+    );
+    // Insufficient stock: 409, nothing written.
+    let resp = plant
+        .action(
+            "/production/consume",
+            json!({"deliverableId": plant.order, "lines": [{"itemId": steel, "quantity": 1000}]}),
+        )
+        .await;
+    assert_error(&resp, 409, "CONFLICT");
+    assert_eq!(
+        api.read("bom-line", &id(&steel_line)).await["quantityActual"],
+        10.0
+    );
+
+    // Adjust-actual: corrections post adjust rows and move quantityActual.
+    assert_validation_names(&plant.action("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "consume", "itemId": steel, "delta": 0})).await, "delta");
+    let value = plant.ok("/production/adjust-actual", json!({"stampDeliverableId": plant.phase, "kind": "consume", "itemId": steel, "delta": 1.5})).await;
+    assert_eq!(value["line"]["quantityActual"], 11.5);
+    assert_eq!(
+        (
+            value["transaction"]["type"].as_str(),
+            value["transaction"]["quantity"].as_f64()
+        ),
+        (Some("adjust"), Some(-1.5))
+    );
+    assert_eq!(f.on_hand(&steel, &f.a).await, 88.5);
+    let value = plant.ok("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "consume", "itemId": steel, "delta": -0.5})).await;
+    assert_eq!(value["line"]["quantityActual"], 11.0);
+    assert_validation_names(&plant.action("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "consume", "itemId": steel, "delta": -20})).await, "delta");
+    assert_validation_names(&plant.action("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "consume", "itemId": stray, "delta": 1})).await, "itemId");
+    assert_validation_names(&plant.action("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "scrap", "itemId": steel, "delta": 1})).await, "kind");
+    // Produce corrections on a declaration never produced: the item's default location.
+    let value = plant.ok("/production/adjust-actual", json!({"stampDeliverableId": plant.order, "kind": "produce", "itemId": stray, "delta": 2})).await;
+    assert_eq!(value["output"]["quantityActual"], 2.0);
+    assert_eq!(f.on_hand(&stray, &f.a).await, 2.0);
+
+    // Status and entries.
+    let status = api
+        .get(&format!("/production/order/{}/status", plant.order))
+        .await;
+    assert_eq!(status.status, 200, "{status}");
+    let s = &status.body;
+    assert_eq!(s["orderId"], plant.order.as_str());
+    assert_eq!(s["orderQuantity"], 4.0);
+    assert_eq!(s["state"], "complete");
+    assert_eq!(s["materials"][0]["planned"], 10.0);
+    assert_eq!(s["materials"][0]["actual"], 11.0);
+    assert_eq!(s["materials"][0]["remaining"], 0.0);
+    assert_eq!(s["outputs"][0]["planned"], 1.0);
+    assert_eq!(s["entryCount"], 6);
+    assert_quantity_actual_is_ledger(&plant).await;
+    assert_stock_is_ledger(api).await;
+    assert_error(
+        &api.get(&format!("/production/order/{}/status", plant.phase))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_error(
+        &api.get(&format!(
+            "/production/order/{}/entries",
+            uuid::Uuid::new_v4()
+        ))
+        .await,
+        404,
+        "NOT_FOUND",
+    );
+    let page = api
+        .get(&format!(
+            "/production/order/{}/entries?pageSize=2&page=2",
+            plant.order
+        ))
+        .await;
+    assert_eq!(page.body["values"].as_array().unwrap().len(), 2);
+    assert_eq!(page.body["totalCount"], 6);
+    // Another organization sees nothing of it.
+    let other = server.org("Other").await;
+    assert_error(
+        &other
+            .get(&format!("/production/order/{}/status", plant.order))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_validation_names(
+        &other
+            .post("/production/consume", json!({"deliverableId": plant.order}))
+            .await,
+        "deliverableId",
+    );
+    // Item update permission.
+    let (reader, _) = server.key(api, false, &["Item.Read", "BomLine.Read"]).await;
+    assert_error(
+        &reader
+            .post("/production/consume", json!({"deliverableId": plant.order}))
+            .await,
+        403,
+        "FORBIDDEN",
+    );
+    assert_error(
+        &reader
+            .get(&format!("/production/order/{}/status", plant.order))
+            .await,
+        403,
+        "FORBIDDEN",
+    );
+}
+
+#[tokio::test]
+async fn produce_and_consume_retries_post_once() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Retry").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.b)).await;
+    f.adjust(&steel, &f.a, 50.0).await;
+    api.create(
+        "bom-line",
+        json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 10}),
+    )
+    .await;
+    api.create(
+        "production-output",
+        json!({"itemId": widget, "orderDeliverableId": plant.order, "producedPerUnit": 1}),
+    )
+    .await;
+    for (path, body) in [
+        (
+            "/production/produce",
+            json!({"deliverableId": plant.order, "quantityProduced": 2}),
+        ),
+        (
+            "/production/consume",
+            json!({"deliverableId": plant.order, "lines": [{"itemId": steel, "quantity": 3}]}),
+        ),
+    ] {
+        let key = unique();
+        let first = api
+            .req(Method::POST, path)
+            .json(body.clone())
+            .idempotency_key(&key)
+            .send()
+            .await;
+        assert_eq!(first.status, 200, "{first}");
+        let again = api
+            .req(Method::POST, path)
+            .json(body.clone())
+            .idempotency_key(&key)
+            .send()
+            .await;
+        assert_eq!(again.status, 200, "{again}");
+        assert_eq!(again.body, first.body, "the first answer, replayed");
+        assert_eq!(again.header("idempotent-replayed"), Some("true"));
+        let mut other = body.clone();
+        other["deliverableId"] = json!(plant.phase);
+        let conflict = api
+            .req(Method::POST, path)
+            .json(other)
+            .idempotency_key(&key)
+            .send()
+            .await;
+        assert_error(&conflict, 409, "CONFLICT");
+    }
+    assert_eq!(f.on_hand(&widget, &f.b).await, 2.0, "produced once");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 47.0, "consumed once");
+    assert_eq!(assert_stock_is_ledger(api).await, 3);
+    assert_quantity_actual_is_ledger(&plant).await;
+}
