@@ -6,6 +6,8 @@
 
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/bom.rs"]
+mod bom;
 #[path = "api/catalog.rs"]
 mod catalog;
 #[path = "api/counts.rs"]
