@@ -29,8 +29,6 @@ pub enum BomSeed {
     Project,
     /// The route's inputs.
     Route,
-    /// No BOM lines were seeded (only route output declarations were copied).
-    None,
 }
 
 /// The `value` of a prepopulate answer.

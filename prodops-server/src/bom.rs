@@ -208,13 +208,11 @@ pub fn prepopulate_in(
             BomSeed::Route,
             owned(tx, ctx, lines_res(), "routeDeliverableId", route_id)?,
         )
-    } else if route.is_none() {
+    } else {
         return Err(ApiError::field(
             "routeDeliverableId",
             "the order has no project BOM to seed from; pass routeDeliverableId to use a route's inputs",
         ));
-    } else {
-        (BomSeed::None, Vec::new())
     };
     let mut already = 0;
     let mut created_lines = Vec::new();

@@ -69,15 +69,14 @@ pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiRes
         parsed.push(typed);
         stored.push(record);
     }
-    let shops: HashMap<Uuid, Uuid> = parsed
-        .iter()
-        .flat_map(|r| {
-            [r.from_location_id, r.to_location_id]
-                .into_iter()
-                .flatten()
-                .map(move |l| (l, r.shop_id))
-        })
-        .collect();
+    // The shop of each location a row posts at (a location the row names but does not post at
+    // is not the row's shop's).
+    let mut shops: HashMap<Uuid, Uuid> = HashMap::new();
+    for row in &parsed {
+        for (location, _) in row.deltas().map_err(|v| ApiError::violations(vec![v]))? {
+            shops.insert(location, row.shop_id);
+        }
+    }
     let net = net_deltas(&parsed).map_err(|v| ApiError::violations(vec![v]))?;
     apply_stock(tx, ctx, &net, &shops)?;
     Ok(stored)

@@ -15,7 +15,7 @@ use utoipa::openapi::{
     ComponentsBuilder, InfoBuilder, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, Schema,
 };
 
-fn object() -> RefOr<Schema> {
+pub(crate) fn object() -> RefOr<Schema> {
     ObjectBuilder::new().schema_type(Type::Object).into()
 }
 
@@ -23,7 +23,10 @@ fn json_content(schema: RefOr<Schema>) -> utoipa::openapi::Content {
     ContentBuilder::new().schema(Some(schema)).build()
 }
 
-fn response(description: &str, schema: Option<RefOr<Schema>>) -> utoipa::openapi::Response {
+pub(crate) fn response(
+    description: &str,
+    schema: Option<RefOr<Schema>>,
+) -> utoipa::openapi::Response {
     let mut r = ResponseBuilder::new().description(description);
     if let Some(s) = schema {
         r = r.content("application/json", json_content(s));
@@ -31,14 +34,14 @@ fn response(description: &str, schema: Option<RefOr<Schema>>) -> utoipa::openapi
     r.build()
 }
 
-fn body(schema: RefOr<Schema>) -> utoipa::openapi::request_body::RequestBody {
+pub(crate) fn body(schema: RefOr<Schema>) -> utoipa::openapi::request_body::RequestBody {
     RequestBodyBuilder::new()
         .content("application/json", json_content(schema))
         .required(Some(Required::True))
         .build()
 }
 
-fn id_param() -> utoipa::openapi::path::Parameter {
+pub(crate) fn id_param() -> utoipa::openapi::path::Parameter {
     ParameterBuilder::new()
         .name("id")
         .parameter_in(ParameterIn::Path)
@@ -61,7 +64,7 @@ fn query_param(name: &str, description: &str) -> utoipa::openapi::path::Paramete
         .build()
 }
 
-fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
+pub(crate) fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
     ObjectBuilder::new()
         .property("values", ArrayBuilder::new().items(record))
         .property(
@@ -73,7 +76,7 @@ fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
         .into()
 }
 
-fn error_responses(op: OperationBuilder) -> OperationBuilder {
+pub(crate) fn error_responses(op: OperationBuilder) -> OperationBuilder {
     let error: RefOr<Schema> = Ref::from_schema_name("Error").into();
     op.response("400", response("Invalid request", Some(error.clone())))
         .response(
@@ -299,6 +302,7 @@ pub fn document() -> Vec<u8> {
             paths = paths.path(format!("{base}/bulk"), bulk.build());
         }
     }
+    paths = crate::production::openapi(paths, &mut schemas);
     for (name, schema) in schemas {
         components = components.schema(name, schema);
     }

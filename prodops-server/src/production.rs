@@ -838,3 +838,209 @@ pub(crate) fn paging(query: Option<&str>) -> ApiResult<(u64, u64)> {
     }
     Ok((page, page_size))
 }
+
+// ----- OpenAPI -------------------------------------------------------------------------------
+
+/// The endpoints of the inventory, production and BOM actions, for the OpenAPI document.
+pub fn openapi(
+    mut paths: utoipa::openapi::PathsBuilder,
+    schemas: &mut Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+) -> utoipa::openapi::PathsBuilder {
+    use prodops_core::bom_actions::{
+        AllocateRequest, AllocateResult, DemandRow, MaterialsRollup, PrepopulateRequest,
+        PrepopulateResult,
+    };
+    use prodops_core::inventory::Stock;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItemBuilder};
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder};
+    use utoipa::openapi::{Ref, RefOr, schema::Schema};
+    use utoipa::{PartialSchema, ToSchema};
+
+    use crate::openapi::{body, error_responses, id_param, page_of, response};
+
+    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema> {
+        T::schemas(schemas);
+        schemas.push((T::name().into_owned(), <T as PartialSchema>::schema()));
+        Ref::from_schema_name(T::name()).into()
+    }
+    fn value_of(schema: RefOr<Schema>) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .property("value", schema)
+            .required("value")
+            .into()
+    }
+    struct Endpoint {
+        method: HttpMethod,
+        path: &'static str,
+        id: &'static str,
+        tag: &'static str,
+        summary: &'static str,
+        request: Option<RefOr<Schema>>,
+        status: &'static str,
+        reply: RefOr<Schema>,
+        path_id: bool,
+    }
+    let tx_schema: RefOr<Schema> = Ref::from_schema_name("InventoryTransaction").into();
+    let endpoints = vec![
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/inventory-transaction",
+            id: "inventory_transaction_post",
+            tag: "inventory-transaction",
+            summary: "Post an adjust, transfer or return (Item.Update); stock updated atomically; 409 when stock would go below zero",
+            request: Some(tx_schema.clone()),
+            status: "201",
+            reply: tx_schema,
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            path: "/api/v2/stock",
+            id: "stock_list",
+            tag: "stock",
+            summary: "Stock on hand and reserved per item and location (filters itemId, locationId, shopId; page, pageSize)",
+            request: None,
+            status: "200",
+            reply: page_of(add::<Stock>(schemas)),
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/production/produce",
+            id: "production_produce",
+            tag: "production",
+            summary: "Post produced output of an order's declarations (or ad-hoc items)",
+            request: Some(add::<ProduceRequest>(schemas)),
+            status: "200",
+            reply: value_of(add::<ProduceResult>(schemas)),
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/production/consume",
+            id: "production_consume",
+            tag: "production",
+            summary: "Post consumption of an order's BOM lines",
+            request: Some(add::<ConsumeRequest>(schemas)),
+            status: "200",
+            reply: value_of(add::<ConsumeResult>(schemas)),
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/production/adjust-actual",
+            id: "production_adjust_actual",
+            tag: "production",
+            summary: "Correct a declaration's or BOM line's actual quantity (posts an adjust row)",
+            request: Some(add::<AdjustActualRequest>(schemas)),
+            status: "200",
+            reply: value_of(add::<AdjustActualResult>(schemas)),
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            path: "/api/v2/production/order/{id}/status",
+            id: "production_order_status",
+            tag: "production",
+            summary: "Planned against actual output and material of an order",
+            request: None,
+            status: "200",
+            reply: add::<OrderStatus>(schemas),
+            path_id: true,
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            path: "/api/v2/production/order/{id}/entries",
+            id: "production_order_entries",
+            tag: "production",
+            summary: "The production trace of an order: its production ledger rows (page, pageSize)",
+            request: None,
+            status: "200",
+            reply: page_of(add::<OrderEntry>(schemas)),
+            path_id: true,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/bom-line/order/{id}/prepopulate",
+            id: "bom_line_order_prepopulate",
+            tag: "bom-line",
+            summary: "Seed an order's BOM from its project BOM, else a route's inputs (idempotent)",
+            request: Some(add::<PrepopulateRequest>(schemas)),
+            status: "200",
+            reply: value_of(add::<PrepopulateResult>(schemas)),
+            path_id: true,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/bom-line/order/{id}/allocate",
+            id: "bom_line_order_allocate",
+            tag: "bom-line",
+            summary: "Reserve an order's remaining materials",
+            request: Some(add::<AllocateRequest>(schemas)),
+            status: "200",
+            reply: value_of(add::<AllocateResult>(schemas)),
+            path_id: true,
+        },
+        Endpoint {
+            method: HttpMethod::Post,
+            path: "/api/v2/bom-line/project/{id}/allocate",
+            id: "bom_line_project_allocate",
+            tag: "bom-line",
+            summary: "Reserve a project's materials",
+            request: None,
+            status: "200",
+            reply: value_of(Ref::from_schema_name("AllocateResult").into()),
+            path_id: true,
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            path: "/api/v2/bom-line/demand-rollup",
+            id: "bom_line_demand_rollup",
+            tag: "bom-line",
+            summary: "Material demand per item with its sources, stock and shortage",
+            request: None,
+            status: "200",
+            reply: value_of(ArrayBuilder::new().items(add::<DemandRow>(schemas)).into()),
+            path_id: false,
+        },
+        Endpoint {
+            method: HttpMethod::Get,
+            path: "/api/v2/bom-line/project/{id}/materials-rollup",
+            id: "bom_line_project_materials_rollup",
+            tag: "bom-line",
+            summary: "A project's estimate, planned, on-order, used and variance per item",
+            request: None,
+            status: "200",
+            reply: value_of(add::<MaterialsRollup>(schemas)),
+            path_id: true,
+        },
+    ];
+    // Paths served here beside the engine's own operations on the same path are merged.
+    let mut items: Vec<(&str, PathItemBuilder)> = Vec::new();
+    for e in endpoints {
+        let mut op = error_responses(
+            OperationBuilder::new()
+                .tag(e.tag)
+                .summary(Some(e.summary))
+                .operation_id(Some(e.id)),
+        )
+        .response(e.status, response("Success", Some(e.reply)));
+        if let Some(request) = e.request {
+            op = op.request_body(Some(body(request)));
+        }
+        if e.path_id {
+            op = op
+                .parameter(id_param())
+                .response("404", response("No such record in this organization", None));
+        }
+        let item = PathItemBuilder::new().operation(e.method, op.build());
+        items.push((e.path, item));
+    }
+    for (path, item) in items {
+        paths = paths.path(path, item.build());
+    }
+    paths
+}

@@ -753,3 +753,44 @@ async fn produce_and_consume_retries_post_once() {
     assert_eq!(assert_stock_is_ledger(api).await, 3);
     assert_quantity_actual_is_ledger(&plant).await;
 }
+
+#[tokio::test]
+async fn openapi_lists_the_inventory_and_production_endpoints() {
+    let server = TestServer::start().await;
+    let doc = server.anonymous().get("/openapi.json").await.body;
+    for (path, method) in [
+        ("/api/v2/inventory-transaction", "post"),
+        ("/api/v2/inventory-transaction", "get"),
+        ("/api/v2/stock", "get"),
+        ("/api/v2/production/produce", "post"),
+        ("/api/v2/production/consume", "post"),
+        ("/api/v2/production/adjust-actual", "post"),
+        ("/api/v2/production/order/{id}/status", "get"),
+        ("/api/v2/production/order/{id}/entries", "get"),
+        ("/api/v2/bom-line/order/{id}/prepopulate", "post"),
+        ("/api/v2/bom-line/order/{id}/allocate", "post"),
+        ("/api/v2/bom-line/project/{id}/allocate", "post"),
+        ("/api/v2/bom-line/demand-rollup", "get"),
+        ("/api/v2/bom-line/project/{id}/materials-rollup", "get"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} in the OpenAPI document"
+        );
+    }
+    for schema in [
+        "ProduceRequest",
+        "OutputEntry",
+        "LineEntry",
+        "OrderStatus",
+        "DemandRow",
+        "Stock",
+    ] {
+        assert!(
+            doc["components"]["schemas"][schema].is_object(),
+            "schema {schema}"
+        );
+    }
+    // No 405 for an endpoint the document lists.
+    assert!(doc["paths"]["/api/v2/inventory-transaction/{id}"]["patch"].is_null());
+}
