@@ -289,6 +289,16 @@ impl Hooks for PlanHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
+        // A declaration's default output location must be one of the organization's.
+        if let Some(location) = uuid_field(new, "locationId")
+            && old.and_then(|o| uuid_field(o, "locationId")) != Some(location)
+            && records::get(tx, table_of("location"), ctx.org(), location)?.is_none()
+        {
+            return Err(ApiError::field(
+                "locationId",
+                format!("no location {location} in this organization"),
+            ));
+        }
         let Some(owner) = owner_of(res, new) else {
             return Ok(());
         };

@@ -152,6 +152,7 @@ async fn production_output_rules() {
         route_decl["quantityActual"], 0.0,
         "quantityActual is read-only"
     );
+    assert_validation_names(&post(json!({"itemId": item, "orderDeliverableId": plant.order, "locationId": uuid::Uuid::new_v4()})).await, "locationId");
     // Rule 5: no stock posted.
     assert_eq!(api.list_total("inventory-transaction", "").await, 0);
     assert_eq!(api.list("stock", "").await.len(), 0);
@@ -793,4 +794,75 @@ async fn openapi_lists_the_inventory_and_production_endpoints() {
     }
     // No 405 for an endpoint the document lists.
     assert!(doc["paths"]["/api/v2/inventory-transaction/{id}"]["patch"].is_null());
+}
+
+/// Concurrent produce, consume, adjust-actual and PATCH calls on one order (through two servers
+/// on PostgreSQL): afterwards every quantityActual equals its entries and stock equals the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_actions_keep_actuals_true() {
+    let server = TestServer::start_with(|c| c.rate_limit = 1_000_000).await;
+    let replica = if on_postgres() {
+        Some(server.another_with(|c| c.rate_limit = 1_000_000).await)
+    } else {
+        None
+    };
+    let plant = Plant::new(server.org("Busy").await).await;
+    let api = plant.api().clone();
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.b)).await;
+    f.adjust(&steel, &f.a, 60.0).await;
+    let line = api
+        .create(
+            "bom-line",
+            json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 1000}),
+        )
+        .await;
+    let decl = api
+        .create(
+            "production-output",
+            json!({"itemId": widget, "orderDeliverableId": plant.order, "producedPerUnit": 1}),
+        )
+        .await;
+    let mut tasks = Vec::new();
+    for client in 0..8usize {
+        let api = match &replica {
+            Some(r) if client % 2 == 1 => api.on(r),
+            _ => api.clone(),
+        };
+        let (order, phase, steel) = (plant.order.clone(), plant.phase.clone(), steel.clone());
+        let (line_id, decl_id) = (id(&line), id(&decl));
+        tasks.push(tokio::spawn(async move {
+            for i in 0..15usize {
+                let resp = match (client + i) % 4 {
+                    0 => api.post("/production/produce", json!({"deliverableId": order})).await,
+                    1 => api.post("/production/consume", json!({"deliverableId": phase, "lines": [{"itemId": steel, "quantity": 1}]})).await,
+                    2 => api.post("/production/adjust-actual", json!({"stampDeliverableId": order, "kind": "produce", "itemId": api_item(&api, &decl_id).await, "delta": 0.5})).await,
+                    _ => api.patch(&format!("/bom-line/{line_id}"), json!({"notes": format!("note {client} {i}")})).await,
+                };
+                // Consumption may run out of steel (409); everything else succeeds.
+                assert!(resp.status == 200 || resp.status == 409, "{resp}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("client");
+    }
+    assert_quantity_actual_is_ledger(&plant).await;
+    assert_stock_is_ledger(&api).await;
+    let status = api
+        .get(&format!("/production/order/{}/status", plant.order))
+        .await;
+    assert!(
+        status.body["outputs"][0]["actual"].as_f64().unwrap() > 0.0,
+        "{status}"
+    );
+}
+
+/// The item of a declaration (read through the API, as a client would).
+async fn api_item(api: &Api, decl: &str) -> String {
+    api.read("production-output", decl).await["itemId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
