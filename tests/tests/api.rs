@@ -12,6 +12,8 @@ mod catalog;
 mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
+#[path = "api/document.rs"]
+mod document;
 #[path = "api/errors.rs"]
 mod errors;
 #[path = "api/idempotency.rs"]
