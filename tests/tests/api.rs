@@ -20,6 +20,12 @@ mod errors;
 mod idempotency;
 #[path = "api/isolation.rs"]
 mod isolation;
+#[path = "api/member.rs"]
+mod member;
+#[path = "api/notification.rs"]
+mod notification;
+#[path = "api/qc.rs"]
+mod qc;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
 #[path = "api/server.rs"]
