@@ -9,8 +9,44 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use std::collections::BTreeMap;
+
 use crate::resource::{Allow, Ops, Record, ResourceDesc};
 use crate::violation::Violation;
+
+/// Quantities are kept exactly in millionths of the item's base unit ("micros"): ledger
+/// quantities are rounded to six decimals when posted, and stock on hand is the integer sum of
+/// the rows' micros, so it equals the sum of the ledger whatever order rows are added in.
+pub const MICROS_PER_UNIT: f64 = 1_000_000.0;
+
+/// The largest magnitude of one ledger row's quantity (units). With six decimals this stays
+/// within the integers an `f64` holds exactly, so a quantity survives the round trip to micros.
+pub const MAX_POSTING_QUANTITY: f64 = 1_000_000_000.0;
+
+/// The largest stock on hand of one item at one location, in micros (just under 2^53, so
+/// `onHand` is exact as a JSON number): about nine billion units.
+pub const MAX_STOCK_MICROS: i64 = 9_000_000_000_000_000;
+
+/// A quantity in micros (rounded to the nearest millionth).
+pub fn to_micros(quantity: f64) -> i64 {
+    (quantity * MICROS_PER_UNIT).round() as i64
+}
+
+/// A quantity in micros as units.
+pub fn from_micros(micros: i64) -> f64 {
+    micros as f64 / MICROS_PER_UNIT
+}
+
+/// `quantity` rounded to six decimals (the precision of the ledger).
+pub fn round_quantity(quantity: f64) -> f64 {
+    if quantity.is_finite() && quantity.abs() <= MAX_POSTING_QUANTITY {
+        let rounded = from_micros(to_micros(quantity));
+        // No negative zero in the ledger.
+        if rounded == 0.0 { 0.0 } else { rounded }
+    } else {
+        quantity
+    }
+}
 
 /// The kind of a ledger row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -158,10 +194,20 @@ impl Record for InventoryTransaction {
         )
     };
 
+    /// Rounds the quantity to the ledger's precision (six decimals).
+    fn normalize(&mut self) {
+        self.quantity = round_quantity(self.quantity);
+    }
+
     fn validate(&self) -> Vec<Violation> {
         let mut v = Vec::new();
         if let Err(violation) = self.deltas() {
             v.push(violation);
+        } else if self.quantity.abs() > MAX_POSTING_QUANTITY {
+            v.push(Violation::field(
+                "quantity",
+                format!("a posting moves at most {MAX_POSTING_QUANTITY} units"),
+            ));
         }
         if self.unit_cost.is_some_and(|c| c < 0.0) {
             v.push(Violation::field(
@@ -234,6 +280,77 @@ pub fn posting_deltas(
         Receipt | Produce => vec![(require(to, "toLocationId")?, quantity)],
         Consume | Ship | Return => vec![(require(from, "fromLocationId")?, -quantity)],
     })
+}
+
+/// Why a posting was refused by the stock policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StockRefusal {
+    /// The posting would take stock on hand below zero (the negative-stock policy).
+    Insufficient {
+        /// On hand before the posting, in micros.
+        on_hand: i64,
+        /// The net change the request asked for, in micros (negative).
+        delta: i128,
+    },
+    /// The posting would take stock on hand above [`MAX_STOCK_MICROS`].
+    TooLarge {
+        /// On hand before the posting, in micros.
+        on_hand: i64,
+        /// The net change the request asked for, in micros.
+        delta: i128,
+    },
+}
+
+impl StockRefusal {
+    /// A violation naming the item and location, for an error's `details`.
+    pub fn violation(self, item: Uuid, location: Uuid) -> Violation {
+        let message = match self {
+            StockRefusal::Insufficient { on_hand, delta } => format!(
+                "insufficient stock of item {item} at location {location}: {} on hand, {} requested; stock on hand never goes below zero",
+                from_micros(on_hand),
+                (-delta) as f64 / MICROS_PER_UNIT
+            ),
+            StockRefusal::TooLarge { on_hand, delta } => format!(
+                "stock of item {item} at location {location} would exceed {} units ({} on hand, {} added)",
+                from_micros(MAX_STOCK_MICROS),
+                from_micros(on_hand),
+                delta as f64 / MICROS_PER_UNIT
+            ),
+        };
+        Violation::field("quantity", message)
+    }
+}
+
+/// The negative-stock policy: stock on hand of an item at a location is never below zero and
+/// never above [`MAX_STOCK_MICROS`]. Given the stock before a request and the request's net
+/// change there (both in micros), the stock after it, or why the request is refused.
+///
+/// The rule applies to the net change of a whole request per item and location, so a request
+/// that moves stock in and out of one place is judged by where it leaves it.
+pub fn next_on_hand(on_hand: i64, delta: i128) -> Result<i64, StockRefusal> {
+    let next = on_hand as i128 + delta;
+    if next < 0 {
+        Err(StockRefusal::Insufficient { on_hand, delta })
+    } else if next > MAX_STOCK_MICROS as i128 {
+        Err(StockRefusal::TooLarge { on_hand, delta })
+    } else {
+        Ok(next as i64)
+    }
+}
+
+/// The net stock change of a set of ledger rows per `(itemId, locationId)`, in micros, in the
+/// key order (which is also the order the server locks stock rows in, so concurrent requests
+/// never wait on each other in a cycle).
+pub fn net_deltas(
+    rows: &[InventoryTransaction],
+) -> Result<BTreeMap<(Uuid, Uuid), i128>, Violation> {
+    let mut net: BTreeMap<(Uuid, Uuid), i128> = BTreeMap::new();
+    for row in rows {
+        for (location, delta) in row.deltas()? {
+            *net.entry((row.item_id, location)).or_default() += to_micros(delta) as i128;
+        }
+    }
+    Ok(net)
 }
 
 /// Stock of one item at one location (`GET /stock`, decisions.md section 5); not a stored
@@ -346,6 +463,76 @@ mod tests {
         );
     }
 
+    fn row(
+        kind: TransactionType,
+        item: u128,
+        q: f64,
+        from: Option<u128>,
+        to: Option<u128>,
+    ) -> InventoryTransaction {
+        let mut fields =
+            json!({"itemId": Uuid::from_u128(item), "type": kind.as_str(), "quantity": q});
+        if let Some(f) = from {
+            fields["fromLocationId"] = json!(loc(f));
+        }
+        if let Some(t) = to {
+            fields["toLocationId"] = json!(loc(t));
+        }
+        serde_json::from_value(check::<InventoryTransaction>(fields).expect("valid row")).unwrap()
+    }
+
+    #[test]
+    fn quantities_round_to_micros() {
+        assert_eq!(round_quantity(0.1234567), 0.123457);
+        assert_eq!(round_quantity(-0.0000001), 0.0);
+        assert_eq!(to_micros(round_quantity(0.1)), 100_000);
+        let big = check::<InventoryTransaction>(json!({
+            "itemId": Uuid::from_u128(1), "type": "adjust", "quantity": 2e9, "toLocationId": loc(1)
+        }));
+        assert!(big.is_err());
+    }
+
+    #[test]
+    fn policy_refuses_negative_and_huge_stock() {
+        assert_eq!(next_on_hand(5, -5), Ok(0));
+        assert_eq!(
+            next_on_hand(5, -6),
+            Err(StockRefusal::Insufficient {
+                on_hand: 5,
+                delta: -6
+            })
+        );
+        assert!(matches!(
+            next_on_hand(MAX_STOCK_MICROS, 1),
+            Err(StockRefusal::TooLarge { .. })
+        ));
+        let v = StockRefusal::Insufficient {
+            on_hand: 1_500_000,
+            delta: -2_000_000,
+        }
+        .violation(Uuid::from_u128(1), loc(2));
+        assert!(
+            v.message.contains("1.5 on hand, 2 requested"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn net_deltas_sum_per_item_and_location() {
+        let rows = [
+            row(Transfer, 1, 2.0, Some(1), Some(2)),
+            row(Transfer, 1, 1.5, Some(2), Some(3)),
+            row(Adjust, 2, -1.0, None, Some(1)),
+        ];
+        let net = net_deltas(&rows).unwrap();
+        let item = Uuid::from_u128;
+        assert_eq!(net[&(item(1), loc(1))], -2_000_000);
+        assert_eq!(net[&(item(1), loc(2))], 500_000);
+        assert_eq!(net[&(item(1), loc(3))], 1_500_000);
+        assert_eq!(net[&(item(2), loc(1))], -1_000_000);
+    }
+
     proptest! {
         #[test]
         fn transfer_conserves_stock(q in 0.0f64..1e9, a in any::<u128>(), b in any::<u128>()) {
@@ -363,6 +550,58 @@ mod tests {
                 Receipt | Produce | Adjust => prop_assert_eq!(total, q),
                 Consume | Ship | Return => prop_assert_eq!(total, -q),
                 Transfer => prop_assert_eq!(total, 0.0),
+            }
+        }
+
+        /// For any sequence of postings applied under the policy, stock equals the sum of the
+        /// accepted rows, never goes below zero, and a refused request changes nothing.
+        #[test]
+        fn stock_is_the_sum_of_the_accepted_ledger(
+            requests in proptest::collection::vec(
+                proptest::collection::vec((0usize..4, 0u128..2, 0u128..3, 0u128..3, -50i64..50), 1..4),
+                1..40,
+            )
+        ) {
+            let mut stock: BTreeMap<(Uuid, Uuid), i64> = BTreeMap::new();
+            let mut ledger: Vec<InventoryTransaction> = Vec::new();
+            for request in requests {
+                let rows: Vec<InventoryTransaction> = request
+                    .into_iter()
+                    .filter_map(|(k, item, a, b, q)| {
+                        let quantity = q as f64 / 4.0;
+                        let (kind, from, to, quantity) = match k {
+                            0 => (Adjust, None, Some(a), quantity),
+                            1 if a != b => (Transfer, Some(a), Some(b), quantity.abs()),
+                            2 => (Return, Some(a), None, quantity.abs()),
+                            3 => (Receipt, None, Some(b), quantity.abs()),
+                            _ => return None,
+                        };
+                        Some(row(kind, item, quantity, from, to))
+                    })
+                    .collect();
+                let net = net_deltas(&rows).unwrap();
+                let mut next = stock.clone();
+                let mut refused = false;
+                for (key, delta) in &net {
+                    let current = stock.get(key).copied().unwrap_or(0);
+                    match next_on_hand(current, *delta) {
+                        Ok(n) => { next.insert(*key, n); }
+                        Err(StockRefusal::Insufficient { .. }) => refused = true,
+                        Err(StockRefusal::TooLarge { .. }) => prop_assert!(false, "tiny quantities"),
+                    }
+                }
+                if !refused {
+                    stock = next;
+                    ledger.extend(rows);
+                }
+                prop_assert!(stock.values().all(|v| *v >= 0));
+                let summed = net_deltas(&ledger).unwrap();
+                for (key, on_hand) in &stock {
+                    prop_assert_eq!(*on_hand as i128, summed.get(key).copied().unwrap_or(0));
+                }
+                for (key, total) in &summed {
+                    prop_assert_eq!(*total, stock.get(key).copied().unwrap_or(0) as i128);
+                }
             }
         }
     }

@@ -393,6 +393,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(crate::members::routes())
         .merge(crate::notifications::routes())
         .merge(crate::engine::routes())
+        .merge(crate::inventory::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)

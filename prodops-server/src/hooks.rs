@@ -145,6 +145,7 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
         "qc-set" => Arc::new(crate::qc::QcSetHooks),
         "organization-member" => Arc::new(crate::members::MemberHooks),
         "comment" => Arc::new(crate::notifications::CommentHooks),
+        "inventory-transaction" => Arc::new(crate::inventory::LedgerHooks),
         _ => Arc::new(NoHooks),
     }
 }

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod hooks;
 pub mod idempotency;
+pub mod inventory;
 pub mod jobs;
 pub mod members;
 pub mod migrate;

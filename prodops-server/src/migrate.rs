@@ -51,6 +51,17 @@ const STEPS: &[(i64, &str)] = &[
         "ALTER TABLE rate_limit_windows ADD COLUMN window_secs BIGINT NOT NULL DEFAULT 60",
     ),
     (
+        20,
+        // Stock on hand and reserved per organization, item and location, in millionths of the
+        // item's base unit (exact integer sums); kept by `inventory::post` in the same
+        // transaction as the ledger rows it sums.
+        "CREATE TABLE IF NOT EXISTS stock (
+        organization_id TEXT NOT NULL, item_id TEXT NOT NULL, location_id TEXT NOT NULL,
+        shop_id TEXT NOT NULL, on_hand BIGINT NOT NULL, reserved BIGINT NOT NULL, updated_at TEXT NOT NULL,
+        PRIMARY KEY (organization_id, item_id, location_id));
+     CREATE INDEX IF NOT EXISTS ix_stock_location ON stock (organization_id, location_id)",
+    ),
+    (
         30,
         // Documents (issue 6): the link-signing secret shared by every replica; uploaded files
         // per organization; accounts (global, by email), invitation tokens (hashed) and the

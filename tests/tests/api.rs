@@ -18,6 +18,10 @@ mod document;
 mod errors;
 #[path = "api/idempotency.rs"]
 mod idempotency;
+#[path = "api/inventory.rs"]
+mod inventory;
+#[path = "api/inventory_support.rs"]
+mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
 #[path = "api/member.rs"]

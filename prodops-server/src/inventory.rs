@@ -1,0 +1,452 @@
+//! The inventory ledger and stock on hand (spec 2.7, 4.6; decisions.md section 5).
+//!
+//! [`post`] is the one way rows enter the ledger: every workflow that moves stock (the
+//! restricted `POST /inventory-transaction`, production produce and consume, delivery receiving
+//! and shipping) calls it inside its own transaction. It appends the rows through the engine's
+//! create pipeline (so they are checked like any record, with the shop resolved from the
+//! location) and applies their net change to the `stock` table in the same transaction,
+//! enforcing the negative-stock policy of [`prodops_core::inventory::next_on_hand`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::extract::{Extension, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post as post_route};
+use prodops_core::inventory::{
+    InventoryTransaction, MAX_STOCK_MICROS, Stock, StockRefusal, TransactionType, from_micros,
+    net_deltas, next_on_hand,
+};
+use prodops_core::{Record, Violation, registry};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{self, Resource, create_record};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::Hooks;
+use crate::store::records;
+use crate::store::{SqlValue, Tx};
+
+/// The ledger resource as the engine serves it.
+pub fn ledger() -> &'static Resource {
+    static RES: OnceLock<Resource> = OnceLock::new();
+    RES.get_or_init(|| {
+        Resource::new(
+            registry::by_path(InventoryTransaction::DESC.path).expect("ledger is registered"),
+        )
+    })
+}
+
+/// Appends ledger rows and updates stock on hand, inside the caller's transaction.
+///
+/// Each row is an inventory-transaction body as a client would send it (`itemId`, `type`,
+/// `quantity`, `fromLocationId`/`toLocationId`, and optionally `deliverableId`, `deliveryId`,
+/// `pickLineId`, `unitCost`, `unitMeasureId`, `source`, `reason`, `metadata`); any type may be
+/// posted here (the restriction to adjust, transfer and return belongs to the public POST).
+/// `shopId` is resolved from the posting location (a supplied one is ignored), `unitMeasureId`
+/// defaults to the item's unit, quantities are rounded to six decimals.
+///
+/// Returns the stored rows in input order. Fails, writing nothing the caller can keep (the
+/// caller's transaction must be abandoned on error), with
+/// - 400 `VALIDATION_ERROR` when a row breaks a rule (details carry `index` when several rows
+///   are posted);
+/// - 409 `CONFLICT` when the net change of the rows would take stock of an item at a location
+///   below zero (or above the stock limit); `details` name each item and location.
+pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiResult<Vec<Value>> {
+    let res = ledger();
+    let many = rows.len() > 1;
+    let mut stored = Vec::with_capacity(rows.len());
+    let mut parsed = Vec::with_capacity(rows.len());
+    for (i, row) in rows.into_iter().enumerate() {
+        let record =
+            create_record(tx, ctx, res, row).map_err(|e| if many { e.with_index(i) } else { e })?;
+        let typed: InventoryTransaction =
+            serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
+        parsed.push(typed);
+        stored.push(record);
+    }
+    let shops: HashMap<Uuid, Uuid> = parsed
+        .iter()
+        .flat_map(|r| {
+            [r.from_location_id, r.to_location_id]
+                .into_iter()
+                .flatten()
+                .map(move |l| (l, r.shop_id))
+        })
+        .collect();
+    let net = net_deltas(&parsed).map_err(|v| ApiError::violations(vec![v]))?;
+    apply_stock(tx, ctx, &net, &shops)?;
+    Ok(stored)
+}
+
+/// Applies net stock changes in key order (the lock order), refusing the whole request when any
+/// of them breaks the stock policy. Each change is one atomic statement whose condition is the
+/// policy, so concurrent writers cannot slip past it.
+fn apply_stock(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    net: &BTreeMap<(Uuid, Uuid), i128>,
+    shops: &HashMap<Uuid, Uuid>,
+) -> ApiResult<()> {
+    let mut refused = Vec::new();
+    let now = ctx.now_text();
+    for (&(item, location), &delta) in net {
+        let shop = shops.get(&location).copied().unwrap_or_default();
+        let refusal = if delta > MAX_STOCK_MICROS as i128 || delta < -(MAX_STOCK_MICROS as i128) {
+            Some(())
+        } else if delta >= 0 {
+            let delta = delta as i64;
+            let n = tx.execute(
+                "INSERT INTO stock (organization_id, item_id, location_id, shop_id, on_hand, reserved, updated_at) \
+                 VALUES (?, ?, ?, ?, ?, 0, ?) \
+                 ON CONFLICT (organization_id, item_id, location_id) DO UPDATE \
+                 SET on_hand = stock.on_hand + excluded.on_hand, updated_at = excluded.updated_at \
+                 WHERE stock.on_hand <= ?",
+                &[
+                    ctx.org().into(),
+                    item.into(),
+                    location.into(),
+                    shop.into(),
+                    SqlValue::Int(delta),
+                    now.clone().into(),
+                    SqlValue::Int(MAX_STOCK_MICROS - delta),
+                ],
+            )?;
+            (n == 0).then_some(())
+        } else {
+            let n = tx.execute(
+                "UPDATE stock SET on_hand = on_hand + ?, updated_at = ? \
+                 WHERE organization_id = ? AND item_id = ? AND location_id = ? AND on_hand >= ?",
+                &[
+                    SqlValue::Int(delta as i64),
+                    now.clone().into(),
+                    ctx.org().into(),
+                    item.into(),
+                    location.into(),
+                    SqlValue::Int(-(delta as i64)),
+                ],
+            )?;
+            (n == 0).then_some(())
+        };
+        if refusal.is_some() {
+            let on_hand = on_hand(tx, ctx.org(), item, location)?;
+            let why = next_on_hand(on_hand, delta).err().unwrap_or(
+                // The statement refused what the rule allows: only possible if the row changed
+                // between the two statements, which the transaction rules out; report it as the
+                // policy would.
+                StockRefusal::Insufficient { on_hand, delta },
+            );
+            refused.push(why.violation(item, location));
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(stock_conflict(refused))
+    }
+}
+
+/// 409 for postings the stock policy refuses, with every refused item and location in `details`.
+fn stock_conflict(details: Vec<Violation>) -> ApiError {
+    let first = details
+        .first()
+        .map(|d| d.message.clone())
+        .unwrap_or_default();
+    let mut err = ApiError::conflict(format!(
+        "the posting was refused and nothing was written: {first}"
+    ));
+    err.details = details;
+    err
+}
+
+/// Stock on hand (micros) of an item at a location; 0 when it never had any.
+pub fn on_hand(tx: &mut dyn Tx, org: Uuid, item: Uuid, location: Uuid) -> ApiResult<i64> {
+    let rows = tx.query(
+        "SELECT on_hand FROM stock WHERE organization_id = ? AND item_id = ? AND location_id = ?",
+        &[org.into(), item.into(), location.into()],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .unwrap_or(0))
+}
+
+fn uuid_of(map: &Map<String, Value>, field: &str) -> Option<Uuid> {
+    map.get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+fn table_of(path: &str) -> &'static str {
+    registry::by_path(path)
+        .map(|k| k.desc().table)
+        .expect("registered resource")
+}
+
+/// Ledger rows: the shop comes from the posting location, the unit defaults to the item's, the
+/// item and locations must exist in the organization, a transfer stays within one shop, and no
+/// stock goes into an archived location.
+pub struct LedgerHooks;
+
+impl Hooks for LedgerHooks {
+    fn before_create(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let mut violations = Vec::new();
+        if let Some(item_id) = uuid_of(candidate, "itemId") {
+            match records::get(tx, table_of("item"), ctx.org(), item_id)? {
+                None => violations.push(Violation::field(
+                    "itemId",
+                    format!("no item {item_id} in this organization"),
+                )),
+                Some(item) => {
+                    if candidate.get("unitMeasureId").is_none_or(Value::is_null)
+                        && let Some(unit) = item.get("unitMeasureId").filter(|u| !u.is_null())
+                    {
+                        candidate.insert("unitMeasureId".into(), unit.clone());
+                    }
+                }
+            }
+        }
+        let kind: Option<TransactionType> = candidate
+            .get("type")
+            .and_then(|t| serde_json::from_value(t.clone()).ok());
+        let quantity = candidate.get("quantity").and_then(Value::as_f64);
+        let from = uuid_of(candidate, "fromLocationId");
+        let to = uuid_of(candidate, "toLocationId");
+        // Which locations the row actually moves stock at; unused ones are still checked to exist.
+        let deltas = match (kind, quantity) {
+            (Some(kind), Some(q)) => {
+                prodops_core::inventory::posting_deltas(kind, q, from, to).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
+        let mut shop_of_posting = None;
+        let mut shops = Vec::new();
+        for (field, location_id) in [("fromLocationId", from), ("toLocationId", to)] {
+            let Some(location_id) = location_id else {
+                continue;
+            };
+            let Some(location) = records::get(tx, table_of("location"), ctx.org(), location_id)?
+            else {
+                violations.push(Violation::field(
+                    field,
+                    format!("no location {location_id} in this organization"),
+                ));
+                continue;
+            };
+            let shop = location
+                .get("shopId")
+                .and_then(Value::as_str)
+                .and_then(|s| Uuid::parse_str(s).ok())
+                .unwrap_or_default();
+            let used = deltas.iter().find(|(l, _)| *l == location_id);
+            if let Some((_, delta)) = used {
+                if shop_of_posting.is_none() {
+                    shop_of_posting = Some(shop);
+                }
+                shops.push((field, shop));
+                let archived = location
+                    .get("isArchived")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if archived && *delta > 0.0 {
+                    violations.push(Violation::field(
+                        field,
+                        format!("location {location_id} is archived; stock cannot be put there"),
+                    ));
+                }
+            }
+        }
+        if kind == Some(TransactionType::Transfer)
+            && let [(_, a), (_, b)] = shops.as_slice()
+            && a != b
+        {
+            violations.push(Violation::field(
+                "toLocationId",
+                "a transfer stays within one shop (department): both locations must belong to the same shop",
+            ));
+        }
+        if !violations.is_empty() {
+            return Err(ApiError::violations(violations));
+        }
+        // The shop is determined by the posting location; a supplied one was already dropped
+        // as read-only. Until the row's type and locations make sense it stays unset (nil) and
+        // the record's own rules report what is wrong.
+        if let Some(shop) = shop_of_posting {
+            candidate.insert("shopId".into(), json!(shop));
+        }
+        // Ledger rows never change: updatedAt is createdAt.
+        if let Some(created) = candidate.get("createdAt").cloned() {
+            candidate.insert("updatedAt".into(), created);
+        }
+        Ok(())
+    }
+}
+
+// ----- endpoints -----------------------------------------------------------------------------
+
+/// `POST /inventory-transaction` and `GET /stock`.
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(
+            "/api/v2/inventory-transaction",
+            post_route(post_transaction),
+        )
+        .route("/api/v2/stock", get(list_stock))
+}
+
+/// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs
+/// `Item.Update`. 201 with the stored row.
+async fn post_transaction(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let Value::Object(body) = body else {
+        return Err(ApiError::validation(
+            "the body of POST /inventory-transaction is one JSON object",
+        ));
+    };
+    if let Some(kind) = body.get("type").and_then(Value::as_str)
+        && let Ok(kind) = serde_json::from_value::<TransactionType>(json!(kind))
+        && !kind.is_manually_postable()
+    {
+        let posted_by = match kind {
+            TransactionType::Receipt => "POST /delivery/{id}/receive",
+            TransactionType::Ship => "outbound delivery completion",
+            _ => "the production actions",
+        };
+        return Err(ApiError::field(
+            "type",
+            format!(
+                "type {} is posted only by {posted_by}; POST /inventory-transaction accepts adjust, transfer and return",
+                kind.as_str()
+            ),
+        ));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut stored = post(tx, ctx, vec![body.clone()])?;
+        Ok(Reply::json(StatusCode::CREATED, &stored.remove(0)))
+    })
+    .await
+}
+
+/// `GET /stock?itemId=&locationId=&shopId=&page=&pageSize=`: stock on hand per item and
+/// location, ordered by item then location. Needs `Item.Read`.
+async fn list_stock(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Read)?;
+    let mut conds = String::new();
+    let mut params: Vec<SqlValue> = vec![auth.org.into()];
+    let mut page = 1u64;
+    let mut page_size = engine::DEFAULT_PAGE_SIZE;
+    for (key, value) in form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
+        let (key, value) = (key.into_owned(), value.into_owned());
+        match key.as_str() {
+            "itemId" | "locationId" | "shopId" => {
+                let id = Uuid::parse_str(&value)
+                    .map_err(|_| ApiError::field(&key, format!("'{value}' is not a UUID")))?;
+                let column = match key.as_str() {
+                    "itemId" => "item_id",
+                    "locationId" => "location_id",
+                    _ => "shop_id",
+                };
+                conds.push_str(&format!(" AND {column} = ?"));
+                params.push(id.into());
+            }
+            "page" => {
+                page = value
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=engine::MAX_PAGE).contains(p))
+                    .ok_or_else(|| {
+                        ApiError::field(
+                            "page",
+                            format!("must be a whole number from 1 to {}", engine::MAX_PAGE),
+                        )
+                    })?
+            }
+            "pageSize" => {
+                page_size = value
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=engine::MAX_PAGE_SIZE).contains(p))
+                    .ok_or_else(|| {
+                        ApiError::field(
+                            "pageSize",
+                            format!("must be a whole number from 1 to {}", engine::MAX_PAGE_SIZE),
+                        )
+                    })?
+            }
+            _ => {
+                return Err(ApiError::field(
+                    &key,
+                    "unknown parameter for /stock (itemId, locationId, shopId, page, pageSize)",
+                ));
+            }
+        }
+    }
+    let body = state
+        .store
+        .read(move |tx| {
+            let mut list_params = params.clone();
+            list_params.push(SqlValue::Int(page_size as i64));
+            list_params.push(SqlValue::Int(((page - 1) * page_size) as i64));
+            let rows = tx.query(
+                &format!(
+                    "SELECT item_id, location_id, shop_id, on_hand, reserved FROM stock \
+                     WHERE organization_id = ?{conds} ORDER BY item_id, location_id LIMIT ? OFFSET ?"
+                ),
+                &list_params,
+            )?;
+            let total = tx.query(
+                &format!("SELECT COUNT(*) FROM stock WHERE organization_id = ?{conds}"),
+                &params,
+            )?;
+            let values = rows
+                .into_iter()
+                .map(|r| stock_of(&r))
+                .collect::<ApiResult<Vec<_>>>()?;
+            let total = total
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0);
+            Ok::<_, ApiError>(json!({ "values": values, "totalCount": total }))
+        })
+        .await?;
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
+}
+
+fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
+    let id = |i: usize| {
+        row.get(i)
+            .and_then(SqlValue::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+            .ok_or_else(|| ApiError::internal("stock row without ids"))
+    };
+    let micros = |i: usize| row.get(i).and_then(SqlValue::as_i64).unwrap_or(0);
+    Ok(Stock {
+        item_id: id(0)?,
+        location_id: id(1)?,
+        shop_id: id(2)?,
+        on_hand: from_micros(micros(3)),
+        reserved: from_micros(micros(4)),
+    })
+}
