@@ -389,6 +389,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/v2/openapi.json", get(openapi))
         .merge(crate::documents::routes())
+        .merge(crate::deliveries::routes())
         .merge(crate::qc::routes())
         .merge(crate::members::routes())
         .merge(crate::notifications::routes())

@@ -145,6 +145,8 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
         "qc-set" => Arc::new(crate::qc::QcSetHooks),
         "organization-member" => Arc::new(crate::members::MemberHooks),
         "comment" => Arc::new(crate::notifications::CommentHooks),
+        "delivery" => Arc::new(crate::deliveries::DeliveryHooks),
+        "delivery-manifest-line" => Arc::new(crate::deliveries::ManifestHooks),
         "inventory-transaction" => Arc::new(crate::inventory::LedgerHooks),
         _ => Arc::new(NoHooks),
     }

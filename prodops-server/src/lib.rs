@@ -8,6 +8,7 @@ pub mod admin;
 pub mod app;
 pub mod blob;
 pub mod context;
+pub mod deliveries;
 pub mod documents;
 pub mod engine;
 pub mod error;

@@ -12,6 +12,8 @@ mod catalog;
 mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
+#[path = "api/delivery.rs"]
+mod delivery;
 #[path = "api/document.rs"]
 mod document;
 #[path = "api/errors.rs"]

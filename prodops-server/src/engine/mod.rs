@@ -442,8 +442,12 @@ async fn create(
     res.hooks.authorize(&auth, &res, Action::Create)?;
     let body = body_object(body)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
     write_reply(&state, ctx, move |tx, ctx| {
-        let record = create_record(tx, ctx, &res, body.clone())?;
+        let mut record = create_record(tx, ctx, &res, body.clone())?;
+        if res.hooks.presents() {
+            res.hooks.present(&st, tx, &ctx.auth, &mut record)?;
+        }
         Ok(Reply::json(StatusCode::CREATED, &record))
     })
     .await
