@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};
-use crate::resource::{Archive, Record, ResourceDesc};
+use crate::resource::{Archive, Ops, Record, ResourceDesc};
 use crate::violation::Violation;
 
 /// Which way a delivery goes; fixed at creation.
@@ -231,6 +231,12 @@ pub struct Delivery {
     /// Whether the delivery is late.
     #[serde(default)]
     pub is_late: bool,
+    /// The reason given with the last lifecycle action.
+    #[serde(default)]
+    pub last_reason: Option<String>,
+    /// Derived on every read ([`is_partial`]), never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
     /// Set by the archive action; not accepted by generic PATCH.
     #[serde(default)]
     pub is_archived: bool,
@@ -257,6 +263,7 @@ impl Record for Delivery {
             "truckName",
             "cargoCount",
             "isLate",
+            "lastReason",
         ],
         immutable: &["direction"],
         summary: "Deliveries: inbound receipts and outbound or transfer shipments",
@@ -267,6 +274,7 @@ impl Record for Delivery {
         trim(&mut self.name);
         trim(&mut self.identifier);
         trim_opt(&mut self.po_number);
+        self.partial = None;
     }
 
     fn validate(&self) -> Vec<Violation> {
@@ -290,6 +298,406 @@ impl Record for Delivery {
             ));
         }
         v
+    }
+}
+
+/// `POST /delivery/outbound`: an outbound or transfer delivery with its paired deliverable
+/// group, stops, leg and cargo spans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutboundCreate {
+    /// Display name; required.
+    pub name: String,
+    /// `outbound` (default) or `transfer`.
+    #[serde(default)]
+    pub direction: Option<DeliveryDirection>,
+    /// Human identifier.
+    #[serde(default)]
+    pub identifier: Option<String>,
+    /// Purchase order number.
+    #[serde(default)]
+    pub po_number: Option<String>,
+    /// Cargo deliverable ids.
+    #[serde(default)]
+    pub item_ids: Vec<Uuid>,
+    /// Workers on the delivery.
+    #[serde(default)]
+    pub worker_ids: Vec<Uuid>,
+    /// Truck name.
+    #[serde(default)]
+    pub truck_name: Option<String>,
+    /// Driver (a contact).
+    #[serde(default)]
+    pub driver_contact_id: Option<Uuid>,
+    /// Receiver (a contact).
+    #[serde(default)]
+    pub receiver_contact_id: Option<Uuid>,
+    /// Source location.
+    #[serde(default)]
+    pub source_location_id: Option<Uuid>,
+    /// Destination location.
+    #[serde(default)]
+    pub destination_location_id: Option<Uuid>,
+    /// Source address.
+    #[serde(default)]
+    pub source_address: Option<String>,
+    /// Destination address.
+    #[serde(default)]
+    pub destination_address: Option<String>,
+    /// Planned start.
+    #[serde(default)]
+    pub planned_start_at: Option<DateTime<Utc>>,
+    /// Planned end; after the start.
+    #[serde(default)]
+    pub planned_end_at: Option<DateTime<Utc>>,
+}
+
+/// `PATCH /delivery/{id}/outbound`: the planned times, the only way to change them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutboundPatch {
+    /// Planned start; omitted keeps it.
+    #[serde(default)]
+    pub planned_start_at: Option<DateTime<Utc>>,
+    /// Planned end; omitted keeps it.
+    #[serde(default)]
+    pub planned_end_at: Option<DateTime<Utc>>,
+}
+
+/// One line of `POST /delivery/{id}/receive`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceiveLine {
+    /// The manifest line received against.
+    pub manifest_line_id: Uuid,
+    /// Quantity received now; positive.
+    pub quantity: f64,
+    /// Where it goes; defaults to the manifest line's location.
+    #[serde(default)]
+    pub location_id: Option<Uuid>,
+}
+
+/// `POST /delivery/{id}/receive`: without `lines`, every manifest line's outstanding quantity
+/// is received at its own location.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceiveRequest {
+    /// What arrived; nonempty when given.
+    #[serde(default)]
+    pub lines: Option<Vec<ReceiveLine>>,
+}
+
+/// The body of `start`, `complete` and `cancel` (optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LifecycleRequest {
+    /// Why (kept on the delivery as `lastReason`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl OutboundCreate {
+    /// Rules of the request alone.
+    pub fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "name", &self.name);
+        if self.direction == Some(DeliveryDirection::Inbound) {
+            v.push(Violation::field(
+                "direction",
+                "POST /delivery/outbound creates outbound or transfer deliveries; create inbound ones with POST /delivery",
+            ));
+        }
+        v.extend(planned_violation(
+            self.planned_start_at,
+            self.planned_end_at,
+        ));
+        v
+    }
+}
+
+/// `plannedEndAt` must be after `plannedStartAt` when both are set.
+pub fn planned_violation(
+    start: Option<DateTime<Utc>>,
+    end: Option<DateTime<Utc>>,
+) -> Option<Violation> {
+    match (start, end) {
+        (Some(s), Some(e)) if e <= s => Some(Violation::field(
+            "plannedEndAt",
+            "plannedEndAt must be after plannedStartAt",
+        )),
+        _ => None,
+    }
+}
+
+/// What a deliverable is, as cargo eligibility needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CargoFacts {
+    /// The deliverable's `type`; `None` when no such deliverable exists in the organization.
+    pub kind: Option<String>,
+    /// Archived deliverables cannot be cargo.
+    pub archived: bool,
+    /// Already cargo of a delivery that is not final.
+    pub on_open_delivery: bool,
+}
+
+/// Cargo eligibility: orders and phases (components with `deliveryComponentCargoEnabled`),
+/// existing, not archived, not already on an open delivery, each named once.
+pub fn cargo_violations(items: &[(Uuid, CargoFacts)], component_cargo: bool) -> Vec<Violation> {
+    let mut v = Vec::new();
+    for (i, (id, facts)) in items.iter().enumerate() {
+        let field = format!("itemIds[{i}]");
+        if items[..i].iter().any(|(other, _)| other == id) {
+            v.push(Violation::field(field, "named twice"));
+            continue;
+        }
+        match facts.kind.as_deref() {
+            None => v.push(Violation::field(field, "no such deliverable")),
+            Some("order" | "phase") => {}
+            Some("component") if component_cargo => {}
+            Some("component") => v.push(Violation::field(
+                field,
+                "component cargo needs the organization flag deliveryComponentCargoEnabled",
+            )),
+            Some(other) => v.push(Violation::field(
+                field,
+                format!("a {other} cannot be cargo; orders, phases and components can"),
+            )),
+        }
+        if facts.archived {
+            v.push(Violation::field(
+                format!("itemIds[{i}]"),
+                "the deliverable is archived",
+            ));
+        }
+        if facts.on_open_delivery {
+            v.push(Violation::field(
+                format!("itemIds[{i}]"),
+                "the deliverable is already cargo of a delivery that is not delivered or cancelled",
+            ));
+        }
+    }
+    v
+}
+
+/// Expected and received quantity of one manifest line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineQuantities {
+    pub expected: f64,
+    pub received: f64,
+}
+
+/// Whether a delivery is partial (spec 3.2: derived, never stored). Inbound: something was
+/// received and some line is still short. Outbound and transfer: on the way or delivered with
+/// some cargo deliverables done and some not.
+pub fn is_partial(
+    direction: DeliveryDirection,
+    status: DeliveryStatus,
+    lines: &[LineQuantities],
+    cargo_done: &[bool],
+) -> bool {
+    if status == DeliveryStatus::Cancelled {
+        return false;
+    }
+    match direction {
+        DeliveryDirection::Inbound => {
+            let any_received = lines.iter().any(|l| l.received > 0.0);
+            let any_short = lines.iter().any(|l| l.received < l.expected);
+            any_received && any_short
+        }
+        DeliveryDirection::Outbound | DeliveryDirection::Transfer => {
+            matches!(
+                status,
+                DeliveryStatus::InTransit | DeliveryStatus::Delivered
+            ) && cargo_done.iter().any(|d| *d)
+                && cargo_done.iter().any(|d| !*d)
+        }
+    }
+}
+
+/// A planned line of goods of a delivery: expected on an inbound delivery (received by
+/// `receive`), shipped from `locationId` when an outbound delivery completes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManifestLine {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The delivery; cannot change.
+    pub delivery_id: Uuid,
+    /// The item.
+    pub item_id: Uuid,
+    /// Quantity expected (inbound) or shipped (outbound); positive.
+    pub quantity_expected: f64,
+    /// Quantity received so far; written by `receive`.
+    #[serde(default)]
+    pub quantity_received: f64,
+    /// Receiving location (inbound) or shipping location (outbound).
+    #[serde(default)]
+    pub location_id: Option<Uuid>,
+    /// Unit of the quantities.
+    #[serde(default)]
+    pub unit_measure_id: Option<Uuid>,
+    /// Notes.
+    #[serde(default)]
+    pub notes: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for ManifestLine {
+    const DESC: ResourceDesc = ResourceDesc {
+        search_columns: &["notes"],
+        read_only: &["quantityReceived"],
+        immutable: &["deliveryId"],
+        summary: "Delivery manifest lines: the goods of a delivery",
+        ..ResourceDesc::new(
+            "delivery-manifest-line",
+            "delivery_manifest_line",
+            "Delivery",
+        )
+    };
+
+    fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        if !(self.quantity_expected > 0.0 && self.quantity_expected.is_finite()) {
+            v.push(Violation::field(
+                "quantityExpected",
+                "must be a positive number",
+            ));
+        }
+        if !(self.quantity_received >= 0.0 && self.quantity_received.is_finite()) {
+            v.push(Violation::field("quantityReceived", "must not be negative"));
+        }
+        v
+    }
+}
+
+/// A stop of a delivery's itinerary; written by the delivery actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Stop {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The delivery.
+    pub delivery_id: Uuid,
+    /// Order in the itinerary, from 1.
+    pub sequence: i64,
+    /// `pickup` or `dropoff`.
+    pub kind: String,
+    /// Location of the stop.
+    #[serde(default)]
+    pub location_id: Option<Uuid>,
+    /// Address of the stop.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Planned time at the stop.
+    #[serde(default)]
+    pub planned_at: Option<DateTime<Utc>>,
+    /// When the truck left (pickup) or arrived (dropoff).
+    #[serde(default)]
+    pub actual_at: Option<DateTime<Utc>>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Stop {
+    const DESC: ResourceDesc = ResourceDesc {
+        ops: Ops::READ_ONLY,
+        summary: "Delivery stops: the itinerary's places (read-only)",
+        ..ResourceDesc::new("delivery-stop", "delivery_stop", "Delivery")
+    };
+}
+
+/// A leg between two stops; written by the delivery actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Leg {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The delivery.
+    pub delivery_id: Uuid,
+    /// Order in the itinerary, from 1.
+    pub sequence: i64,
+    /// Where the leg starts.
+    pub from_stop_id: Uuid,
+    /// Where the leg ends.
+    pub to_stop_id: Uuid,
+    /// Planned departure.
+    #[serde(default)]
+    pub planned_start_at: Option<DateTime<Utc>>,
+    /// Planned arrival.
+    #[serde(default)]
+    pub planned_end_at: Option<DateTime<Utc>>,
+    /// Actual departure (start).
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+    /// Actual arrival (complete).
+    #[serde(default)]
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for Leg {
+    const DESC: ResourceDesc = ResourceDesc {
+        ops: Ops::READ_ONLY,
+        summary: "Delivery legs: the itinerary's moves between stops (read-only)",
+        ..ResourceDesc::new("delivery-leg", "delivery_leg", "Delivery")
+    };
+}
+
+/// One cargo deliverable carried between two stops; written by the delivery actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CargoSpan {
+    /// Record id.
+    pub id: Uuid,
+    /// Owning organization, from the API key.
+    pub organization_id: Uuid,
+    /// The delivery.
+    pub delivery_id: Uuid,
+    /// The cargo deliverable.
+    pub deliverable_id: Uuid,
+    /// Its quantity.
+    pub quantity: i64,
+    /// Loaded at.
+    pub from_stop_id: Uuid,
+    /// Unloaded at.
+    pub to_stop_id: Uuid,
+    /// `planned`, `loaded`, `delivered` or `cancelled`, following the delivery.
+    pub status: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last update time.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Record for CargoSpan {
+    const DESC: ResourceDesc = ResourceDesc {
+        ops: Ops::READ_ONLY,
+        summary: "Delivery cargo spans: which deliverable rides between which stops (read-only)",
+        ..ResourceDesc::new("delivery-cargo-span", "delivery_cargo_span", "Delivery")
+    };
+}
+
+/// The status of a cargo span while its delivery is in `status`.
+pub fn span_status(status: DeliveryStatus) -> &'static str {
+    match status {
+        DeliveryStatus::InTransit => "loaded",
+        DeliveryStatus::Delivered | DeliveryStatus::Received => "delivered",
+        DeliveryStatus::Cancelled => "cancelled",
+        DeliveryStatus::Expected | DeliveryStatus::Scheduled => "planned",
     }
 }
 
@@ -357,7 +765,89 @@ mod tests {
         assert!(check::<Delivery>(json!({"name": "x", "status": "in_transit"})).is_ok());
     }
 
+    #[test]
+    fn partial_is_derived() {
+        let l = |expected, received| LineQuantities { expected, received };
+        assert!(!is_partial(Inbound, Expected, &[l(5.0, 0.0)], &[]));
+        assert!(is_partial(Inbound, Received, &[l(5.0, 2.0)], &[]));
+        assert!(is_partial(
+            Inbound,
+            Received,
+            &[l(5.0, 5.0), l(1.0, 0.0)],
+            &[]
+        ));
+        assert!(!is_partial(Inbound, Received, &[l(5.0, 5.0)], &[]));
+        assert!(!is_partial(Inbound, Cancelled, &[l(5.0, 2.0)], &[]));
+        assert!(is_partial(Outbound, InTransit, &[], &[true, false]));
+        assert!(!is_partial(Outbound, Scheduled, &[], &[true, false]));
+        assert!(!is_partial(Transfer, Delivered, &[], &[true, true]));
+    }
+
+    #[test]
+    fn cargo_rules() {
+        let facts = |kind: Option<&str>| CargoFacts {
+            kind: kind.map(str::to_string),
+            archived: false,
+            on_open_delivery: false,
+        };
+        let a = Uuid::from_u128(1);
+        let b = Uuid::from_u128(2);
+        assert!(
+            cargo_violations(
+                &[(a, facts(Some("order"))), (b, facts(Some("phase")))],
+                false
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            cargo_violations(&[(a, facts(Some("component")))], false).len(),
+            1
+        );
+        assert!(cargo_violations(&[(a, facts(Some("component")))], true).is_empty());
+        assert_eq!(cargo_violations(&[(a, facts(Some("step")))], true).len(), 1);
+        assert_eq!(cargo_violations(&[(a, facts(None))], true).len(), 1);
+        assert_eq!(
+            cargo_violations(
+                &[(a, facts(Some("order"))), (a, facts(Some("order")))],
+                true
+            )
+            .len(),
+            1
+        );
+        let mut busy = facts(Some("order"));
+        busy.on_open_delivery = true;
+        busy.archived = true;
+        assert_eq!(cargo_violations(&[(a, busy)], true).len(), 2);
+    }
+
+    #[test]
+    fn outbound_requests() {
+        let ok: OutboundCreate = serde_json::from_value(json!({"name": "Ship", "plannedStartAt": "2024-01-01T00:00:00Z", "plannedEndAt": "2024-01-02T00:00:00Z"})).unwrap();
+        assert!(ok.validate().is_empty());
+        let back: OutboundCreate = serde_json::from_value(json!({"name": "Ship", "plannedStartAt": "2024-01-02T00:00:00Z", "plannedEndAt": "2024-01-02T00:00:00Z"})).unwrap();
+        assert_eq!(back.validate().len(), 1);
+        let inbound: OutboundCreate =
+            serde_json::from_value(json!({"name": "x", "direction": "inbound"})).unwrap();
+        assert_eq!(inbound.validate().len(), 1);
+        assert!(
+            serde_json::from_value::<OutboundCreate>(json!({"name": "x", "status": "delivered"}))
+                .is_err()
+        );
+        assert_eq!(span_status(InTransit), "loaded");
+        let out = check::<Delivery>(json!({"name": "x", "partial": true})).unwrap();
+        assert!(out.get("partial").is_none());
+    }
+
     proptest! {
+        #[test]
+        fn inbound_partial_means_something_but_not_everything(lines in proptest::collection::vec((1u32..100, 0u32..100), 1..6)) {
+            let lines: Vec<LineQuantities> = lines.iter().map(|(e, r)| LineQuantities { expected: f64::from(*e), received: f64::from((*r).min(*e)) }).collect();
+            let partial = is_partial(Inbound, Received, &lines, &[]);
+            let all = lines.iter().all(|l| l.received >= l.expected);
+            let none = lines.iter().all(|l| l.received == 0.0);
+            prop_assert_eq!(partial, !all && !none);
+        }
+
         #[test]
         fn lifecycle_stays_within_its_direction(d in 0usize..3, s in 0usize..6, a in 0usize..4) {
             let (direction, status, action) = (DIRECTIONS[d], STATUSES[s], ACTIONS[a]);

@@ -91,6 +91,14 @@ pub struct Document {
     /// Whether the document lives in the Documents Hub.
     #[serde(default)]
     pub is_hub: bool,
+    /// Further deliverables the document is linked to (link actions); `deliverableId` is the
+    /// deliverable it was attached to first.
+    #[serde(default)]
+    pub linked_deliverable_ids: Vec<Uuid>,
+    /// Link of a current version kept outside the blob store (a version created with
+    /// `documentUrl` only); answered as `documentUrl` when there is no `documentKey`.
+    #[serde(default)]
+    pub external_url: Option<String>,
     /// The current version; set by version writes.
     #[serde(default)]
     pub current_version_id: Option<Uuid>,
@@ -126,21 +134,38 @@ impl Document {
 impl Record for Document {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["name"],
-        archive: Archive::OnDelete,
+        // Archived and restored by PATCH `isArchived`; DELETE removes it for good (spec 4.7).
+        archive: Archive::PatchOnly,
         archived_at: true,
         ops: Ops {
             create: Allow::NotAllowed,
             bulk_put: Allow::NotAllowed,
             ..Ops::ALL
         },
-        read_only: &["documentUrl", "currentVersionId", "appUserId"],
+        read_only: &[
+            "documentUrl",
+            "currentVersionId",
+            "appUserId",
+            "linkedDeliverableIds",
+            "externalUrl",
+        ],
         patch_only: &["isArchived"],
+        default_filters: &[("deliverableDocument", "true")],
         summary: "Documents: files of deliverables and the Documents Hub",
         ..ResourceDesc::new("document", "document", "Document")
     };
 
     fn normalize(&mut self) {
         trim(&mut self.name);
+        // The link is generated on every read and never stored.
+        self.document_url = None;
+        // An explicit copy mode wins over the legacy booleans; the boolean that only says
+        // whether the file travels with a copy is kept in step with it.
+        if let Some(mode) = self.copy_mode {
+            self.copy_with_deliverable = mode != CopyMode::None;
+        }
+        self.linked_deliverable_ids.sort();
+        self.linked_deliverable_ids.dedup();
     }
 
     fn validate(&self) -> Vec<Violation> {
@@ -206,8 +231,13 @@ impl Record for DocumentVersion {
         search_columns: &["name", "versionLabel"],
         archive: Archive::OnDelete,
         archived_at: true,
+        ops: Ops {
+            create: Allow::Custom,
+            bulk_put: Allow::NotAllowed,
+            ..Ops::ALL
+        },
         read_only: &["appUserId"],
-        immutable: &["documentId"],
+        immutable: &["documentId", "documentKey"],
         summary: "Document versions: revisions of a document",
         ..ResourceDesc::new("document-version", "document_version", "Document")
     };
@@ -216,6 +246,10 @@ impl Record for DocumentVersion {
         trim(&mut self.name);
         trim_opt(&mut self.document_key);
         trim_opt(&mut self.document_url);
+        // With a key, the link is generated on every read and never stored.
+        if self.document_key.as_deref().is_some_and(|k| !k.is_empty()) {
+            self.document_url = None;
+        }
     }
 
     fn validate(&self) -> Vec<Violation> {
@@ -229,6 +263,189 @@ impl Record for DocumentVersion {
         }
         v
     }
+}
+
+/// The answer of `POST /document/upload`: the bytes are stored under `documentKey`, which
+/// version create and the Hub bulk upload then name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UploadedFile {
+    /// Durable storage key of the bytes.
+    pub document_key: String,
+    /// Size in bytes.
+    pub size_bytes: i64,
+    /// The request's `Content-Type`, if any.
+    pub mime_type: Option<String>,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+}
+
+/// `POST /document-version` and `POST /document/{id}/versions`: a new version, made current.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VersionCreate {
+    /// The document (required on `POST /document-version`, implied by the path otherwise).
+    #[serde(default)]
+    pub document_id: Option<Uuid>,
+    /// Optional id of the new version.
+    #[serde(default)]
+    pub id: Option<Uuid>,
+    /// Label of the revision.
+    #[serde(default)]
+    pub version_label: Option<String>,
+    /// File name; required.
+    pub name: String,
+    /// Key of uploaded bytes (`POST /document/upload`).
+    #[serde(default)]
+    pub document_key: Option<String>,
+    /// A link kept outside the blob store, when there is no `documentKey`.
+    #[serde(default)]
+    pub document_url: Option<String>,
+    /// MIME type; defaults to the upload's.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// When the file itself was last modified.
+    #[serde(default)]
+    pub last_modified_at: Option<DateTime<Utc>>,
+    /// Free-form key-value data.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// One document of `POST /document/hub/bulk-upload`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HubUploadItem {
+    /// File name; required.
+    pub name: String,
+    /// Key of uploaded bytes (`POST /document/upload`); required.
+    pub document_key: String,
+    /// MIME type; defaults to the upload's.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Deliverable to attach the document to.
+    #[serde(default)]
+    pub deliverable_id: Option<Uuid>,
+    /// Copy behaviour; wins over the legacy booleans.
+    #[serde(default)]
+    pub copy_mode: Option<CopyMode>,
+    /// Legacy; defaults to whether `deliverableId` is given (a document without one is Hub-only).
+    #[serde(default)]
+    pub deliverable_document: Option<bool>,
+    /// Legacy: carried along when its deliverable is copied.
+    #[serde(default)]
+    pub copy_with_deliverable: Option<bool>,
+    /// Label of the first version (default `v1`).
+    #[serde(default)]
+    pub version_label: Option<String>,
+    /// Free-form key-value data.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// `POST /document/hub/bulk-upload`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HubBulkUpload {
+    /// The documents to create, 1 to [`MAX_HUB_UPLOAD`].
+    pub documents: Vec<HubUploadItem>,
+}
+
+/// The most documents one Hub bulk upload creates.
+pub const MAX_HUB_UPLOAD: usize = 1000;
+
+/// The most deliverable ids one `POST /document/counts-by-deliverable` accepts (spec 8).
+pub const MAX_COUNT_IDS: usize = 1000;
+
+/// `POST /document/counts-by-deliverable`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CountsByDeliverable {
+    /// Up to 1,000 deliverable ids.
+    pub deliverable_ids: Vec<Uuid>,
+}
+
+/// `POST /document/{id}/links` and `DELETE /document/{id}/links/{deliverableId}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LinkRequest {
+    /// The deliverable to link the document to.
+    pub deliverable_id: Uuid,
+}
+
+/// `POST /document/{id}/copy-mode`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CopyModeRequest {
+    /// The new copy mode.
+    pub copy_mode: CopyMode,
+}
+
+impl HubUploadItem {
+    /// Rules of one item: a name and a key.
+    pub fn validate(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        require_nonempty(&mut v, "name", &self.name);
+        require_nonempty(&mut v, "documentKey", &self.document_key);
+        v
+    }
+
+    /// The legacy `deliverableDocument` in force: as given, else whether a deliverable is named.
+    pub fn deliverable_document(&self) -> bool {
+        self.deliverable_document
+            .unwrap_or(self.deliverable_id.is_some())
+    }
+}
+
+impl CountsByDeliverable {
+    /// At most [`MAX_COUNT_IDS`] ids.
+    pub fn validate(&self) -> Vec<Violation> {
+        if self.deliverable_ids.len() > MAX_COUNT_IDS {
+            vec![Violation::field(
+                "deliverableIds",
+                format!(
+                    "at most {MAX_COUNT_IDS} deliverable ids per call ({} given)",
+                    self.deliverable_ids.len()
+                ),
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// Whether a document is attached (first or by a link) to `deliverable`.
+pub fn is_attached_to(doc: &Document, deliverable: Uuid) -> bool {
+    doc.deliverable_id == Some(deliverable) || doc.linked_deliverable_ids.contains(&deliverable)
+}
+
+/// The fields of a document that a new current version rewrites ("the new version becomes
+/// current and updates the document's file metadata", spec 2.9): name, key or external link,
+/// MIME type, size and the current version id.
+pub fn current_version_patch(
+    version: &DocumentVersion,
+    size_bytes: Option<i64>,
+) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "currentVersionId".into(),
+        Value::String(version.id.to_string()),
+    );
+    m.insert("name".into(), Value::String(version.name.clone()));
+    let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
+    m.insert("documentKey".into(), opt(&version.document_key));
+    let external = if version.document_key.is_some() {
+        Value::Null
+    } else {
+        opt(&version.document_url)
+    };
+    m.insert("externalUrl".into(), external);
+    m.insert("mimeType".into(), opt(&version.mime_type));
+    m.insert(
+        "sizeBytes".into(),
+        size_bytes.map_or(Value::Null, |n| Value::Number(n.into())),
+    );
+    m
 }
 
 #[cfg(test)]
@@ -291,6 +508,77 @@ mod tests {
         assert!(
             check::<DocumentVersion>(json!({"documentId": doc, "name": " ", "documentKey": "k"}))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn copy_mode_keeps_the_travel_flag_in_step() {
+        let out = check::<Document>(
+            json!({"name": "a", "copyMode": "reference", "copyWithDeliverable": false}),
+        )
+        .unwrap();
+        assert_eq!(out["copyWithDeliverable"], true);
+        let out = check::<Document>(
+            json!({"name": "a", "copyMode": "none", "copyWithDeliverable": true}),
+        )
+        .unwrap();
+        assert_eq!(out["copyWithDeliverable"], false);
+        let out = check::<Document>(json!({"name": "a", "documentUrl": "https://stale"})).unwrap();
+        assert_eq!(out["documentUrl"], Value::Null);
+    }
+
+    #[test]
+    fn current_version_rewrites_the_file_fields() {
+        let doc = "00000000-0000-4000-8000-0000000000d1";
+        let v: DocumentVersion = crate::common::testing::parse(
+            json!({"documentId": doc, "name": "rev-b.pdf", "documentKey": "k2", "mimeType": "application/pdf"}),
+        );
+        let patch = current_version_patch(&v, Some(10));
+        assert_eq!(patch["name"], "rev-b.pdf");
+        assert_eq!(patch["documentKey"], "k2");
+        assert_eq!(patch["externalUrl"], Value::Null);
+        assert_eq!(patch["sizeBytes"], 10);
+        let ext: DocumentVersion = crate::common::testing::parse(
+            json!({"documentId": doc, "name": "x", "documentUrl": "https://example.com/x"}),
+        );
+        let patch = current_version_patch(&ext, None);
+        assert_eq!(patch["documentKey"], Value::Null);
+        assert_eq!(patch["externalUrl"], "https://example.com/x");
+    }
+
+    #[test]
+    fn counts_are_capped_and_hub_items_default_to_hub_only() {
+        let ids = vec![Uuid::nil(); MAX_COUNT_IDS];
+        assert!(
+            CountsByDeliverable {
+                deliverable_ids: ids.clone()
+            }
+            .validate()
+            .is_empty()
+        );
+        let mut more = ids;
+        more.push(Uuid::nil());
+        assert_eq!(
+            CountsByDeliverable {
+                deliverable_ids: more
+            }
+            .validate()
+            .len(),
+            1
+        );
+        let item: HubUploadItem =
+            serde_json::from_value(json!({"name": "a", "documentKey": "k"})).unwrap();
+        assert!(!item.deliverable_document());
+        let item: HubUploadItem = serde_json::from_value(
+            json!({"name": "a", "documentKey": "k", "deliverableId": Uuid::nil()}),
+        )
+        .unwrap();
+        assert!(item.deliverable_document());
+        assert!(
+            serde_json::from_value::<HubUploadItem>(
+                json!({"name": "a", "documentKey": "k", "x": 1})
+            )
+            .is_err()
         );
     }
 

@@ -70,6 +70,45 @@ impl Notification {
     }
 }
 
+/// `POST /notification/read-channel-comments`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadChannelComments {
+    /// The channel whose comment notifications become read.
+    pub channel_id: Uuid,
+    /// Only this user's notifications; all users' when omitted.
+    #[serde(default)]
+    pub app_user_id: Option<Uuid>,
+}
+
+/// `POST /notification/read-deliverable-documents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadDeliverableDocuments {
+    /// The deliverable whose document notifications become read.
+    pub deliverable_id: Uuid,
+    /// Only this user's notifications; all users' when omitted.
+    #[serde(default)]
+    pub app_user_id: Option<Uuid>,
+}
+
+/// Who is told about an event: every member of the organization who is not deactivated,
+/// once per account, except the account that caused it.
+pub fn recipients(
+    members: &[crate::organization::OrganizationMember],
+    actor: Option<Uuid>,
+) -> Vec<Uuid> {
+    let mut out: Vec<Uuid> = members
+        .iter()
+        .filter(|m| m.status != crate::organization::MemberStatus::Inactive)
+        .map(|m| m.app_user_id)
+        .filter(|id| Some(*id) != actor && !id.is_nil())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 impl Record for Notification {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["message"],
@@ -87,6 +126,29 @@ mod tests {
     use super::*;
     use crate::common::testing::parse;
     use serde_json::json;
+
+    #[test]
+    fn recipients_are_active_members_but_the_actor() {
+        use crate::organization::{MemberStatus, OrganizationMember};
+        let member = |n: u128, status: MemberStatus| {
+            let mut m: OrganizationMember = parse(json!({}));
+            m.app_user_id = Uuid::from_u128(n);
+            m.status = status;
+            m
+        };
+        let members = vec![
+            member(1, MemberStatus::Active),
+            member(2, MemberStatus::Pending),
+            member(3, MemberStatus::Inactive),
+            member(1, MemberStatus::Active),
+            member(4, MemberStatus::Active),
+        ];
+        assert_eq!(
+            recipients(&members, Some(Uuid::from_u128(4))),
+            vec![Uuid::from_u128(1), Uuid::from_u128(2)]
+        );
+        assert_eq!(recipients(&members, None).len(), 3);
+    }
 
     #[test]
     fn mark_read_once() {

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};
-use crate::resource::{Allow, Ops, Record, ResourceDesc};
+use crate::resource::{Allow, Ops, Record, ResourceDesc, UniqueKey};
 use crate::violation::Violation;
 
 /// Account status: `pending` until the invitation is accepted and the email verified.
@@ -96,6 +96,14 @@ impl Record for OrganizationMember {
             ..Ops::ALL
         },
         read_only: &["appUser", "status", "appUserId"],
+        patch_only: &["name", "roleId", "roleType", "workerId"],
+        unique: &[UniqueKey {
+            name: "email",
+            fields: &["appUser.email"],
+            case_insensitive: true,
+            active_only: false,
+            message: "this email address is already a member of the organization; use resend-invitation",
+        }],
         summary: "Organization members: people with access to the organization (Users)",
         ..ResourceDesc::new("organization-member", "organization_member", "User")
     };
@@ -118,6 +126,110 @@ impl Record for OrganizationMember {
             None => Vec::new(),
         }
     }
+}
+
+/// `POST /organization-member`: invites a person by email.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InviteRequest {
+    /// Email address; identifies the account (case-insensitive) and cannot change later.
+    pub email: String,
+    /// Name of a brand-new account; ignored when the account exists.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Role of the member.
+    #[serde(default)]
+    pub role_id: Option<Uuid>,
+    /// Role type of the member.
+    #[serde(default)]
+    pub role_type: Option<String>,
+    /// Worker record to link.
+    #[serde(default)]
+    pub worker_id: Option<Uuid>,
+}
+
+impl InviteRequest {
+    /// The email in its stored form (trimmed, lowercase), or the violation.
+    pub fn normalized_email(&self) -> Result<String, Violation> {
+        normalize_email(&self.email)
+    }
+}
+
+/// `POST /organization-member/accept-invitation`: the token of an invitation (no API key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcceptInvitation {
+    /// The token the invitation message carries.
+    pub token: String,
+}
+
+/// An email address in its stored form: trimmed and lowercase; one `@` between a nonempty
+/// local part and a domain with a dot, no spaces, at most 254 characters.
+pub fn normalize_email(raw: &str) -> Result<String, Violation> {
+    let email = raw.trim().to_lowercase();
+    let valid = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && match email.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+            }
+            None => false,
+        };
+    if valid {
+        Ok(email)
+    } else {
+        Err(Violation::field(
+            "email",
+            format!("{raw:?} is not an email address"),
+        ))
+    }
+}
+
+/// The name of a new account: the given one, else the part of the email before `@`.
+pub fn new_account_name(name: Option<&str>, email: &str) -> String {
+    match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => n.to_string(),
+        None => email.split('@').next().unwrap_or(email).to_string(),
+    }
+}
+
+/// Membership status after the person accepts an invitation: a deactivated member stays
+/// inactive; otherwise the member becomes active.
+pub fn status_after_accept(current: MemberStatus) -> MemberStatus {
+    match current {
+        MemberStatus::Inactive => MemberStatus::Inactive,
+        _ => MemberStatus::Active,
+    }
+}
+
+/// Membership status after reactivation: active once the account is verified, else pending.
+pub fn status_after_reactivate(account: AppUserStatus) -> MemberStatus {
+    match account {
+        AppUserStatus::Active => MemberStatus::Active,
+        AppUserStatus::Pending => MemberStatus::Pending,
+    }
+}
+
+/// Whether an invitation may be (re)sent: not to a deactivated member, and not once the
+/// member's account accepted.
+pub fn can_resend(member: &OrganizationMember) -> Result<(), Violation> {
+    if member.status == MemberStatus::Inactive {
+        return Err(Violation::field(
+            "status",
+            "the member is deactivated; reactivate before resending the invitation",
+        ));
+    }
+    if member.status == MemberStatus::Active && member.app_user.status == AppUserStatus::Active {
+        return Err(Violation::field(
+            "status",
+            "the member has already accepted the invitation",
+        ));
+    }
+    Ok(())
 }
 
 /// The actions of a permission `<Resource>.<Action>` (decisions.md section 2).
@@ -225,6 +337,57 @@ mod tests {
         let mut blank = old.clone();
         blank["name"] = json!(" ");
         assert!(kind.check(blank, Some(&old)).is_err());
+    }
+
+    #[test]
+    fn emails() {
+        assert_eq!(
+            normalize_email("  Ann@Example.COM ").unwrap(),
+            "ann@example.com"
+        );
+        for bad in [
+            "",
+            "ann",
+            "ann@",
+            "@x.com",
+            "a b@x.com",
+            "a@b@c.com",
+            "a@com",
+            "a@.com",
+            "a@x.com.",
+        ] {
+            assert!(normalize_email(bad).is_err(), "{bad}");
+        }
+        assert_eq!(new_account_name(None, "ann@x.com"), "ann");
+        assert_eq!(new_account_name(Some(" Ann Lee "), "ann@x.com"), "Ann Lee");
+        assert_eq!(new_account_name(Some("  "), "ann@x.com"), "ann");
+    }
+
+    #[test]
+    fn member_transitions() {
+        use MemberStatus::*;
+        assert_eq!(status_after_accept(Pending), Active);
+        assert_eq!(status_after_accept(Active), Active);
+        assert_eq!(status_after_accept(Inactive), Inactive);
+        assert_eq!(status_after_reactivate(AppUserStatus::Active), Active);
+        assert_eq!(status_after_reactivate(AppUserStatus::Pending), Pending);
+        let mut m: OrganizationMember = crate::common::testing::parse(json!({}));
+        assert!(can_resend(&m).is_ok());
+        m.status = Inactive;
+        assert!(can_resend(&m).is_err());
+        m.status = Active;
+        m.app_user.status = AppUserStatus::Active;
+        assert!(can_resend(&m).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalized_emails_are_fixed_points(local in "[a-zA-Z0-9._+-]{1,20}", domain in "[a-zA-Z0-9-]{1,20}", tld in "[a-zA-Z]{2,6}") {
+            let raw = format!(" {local}@{domain}.{tld} ");
+            let once = normalize_email(&raw).unwrap();
+            proptest::prop_assert_eq!(normalize_email(&once).unwrap(), once.clone());
+            proptest::prop_assert_eq!(once.clone(), once.to_lowercase());
+        }
     }
 
     #[test]

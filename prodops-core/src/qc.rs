@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_one, default_true, require_nonempty, trim};
-use crate::resource::{Allow, Ops, Record, ResourceDesc};
+use crate::resource::{Allow, Ops, Record, ResourceDesc, UniqueKey};
 use crate::violation::Violation;
 
 /// One version of a QC template.
@@ -58,6 +58,13 @@ impl Record for QcTemplateVersion {
             bulk_patch: Allow::NotAllowed,
             bulk_delete: Allow::NotAllowed,
         },
+        unique: &[UniqueKey {
+            name: "version",
+            fields: &["qcTemplateId", "versionNumber"],
+            case_insensitive: false,
+            active_only: false,
+            message: "this version of the QC template already exists",
+        }],
         summary: "QC template versions: read and delete only",
         ..ResourceDesc::new("qc-template", "qc_template", "QcTemplate")
     };
@@ -77,6 +84,35 @@ impl Record for QcTemplateVersion {
         }
         v
     }
+}
+
+/// `POST /qc-template/versions`: publishes a new version of a template (a new template when
+/// `qcTemplateId` is omitted). The server numbers it one past the template's highest version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QcTemplateVersionCreate {
+    /// The template; omitted for a new template.
+    #[serde(default)]
+    pub qc_template_id: Option<Uuid>,
+    /// Display name; required.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Questions in display order.
+    #[serde(default)]
+    pub questions: Vec<Value>,
+    /// Pass/fail gate (default) or questions only.
+    #[serde(default = "default_true")]
+    pub requires_pass_fail: bool,
+    /// Whether the version is still being edited.
+    #[serde(default)]
+    pub is_draft: bool,
+}
+
+/// The number of the next version of a template whose versions carry `existing` numbers.
+pub fn next_version_number(existing: &[i64]) -> i64 {
+    existing.iter().copied().max().unwrap_or(0).max(0) + 1
 }
 
 /// The QC answers of one deliverable against one template version.
@@ -131,6 +167,21 @@ mod tests {
                 .is_err()
         );
         assert!(check::<QcTemplateVersion>(json!({"qcTemplateId": t, "name": ""})).is_err());
+    }
+
+    #[test]
+    fn versions_number_upwards() {
+        assert_eq!(next_version_number(&[]), 1);
+        assert_eq!(next_version_number(&[1, 3, 2]), 4);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn next_version_is_new_and_positive(existing in proptest::collection::vec(1i64..1000, 0..20)) {
+            let next = next_version_number(&existing);
+            proptest::prop_assert!(next >= 1);
+            proptest::prop_assert!(!existing.contains(&next));
+        }
     }
 
     #[test]

@@ -22,6 +22,10 @@ pub fn resources() -> &'static [&'static dyn ResourceKind] {
         &Kind::<document::Document>::new(),
         &Kind::<document::DocumentVersion>::new(),
         &Kind::<delivery::Delivery>::new(),
+        &Kind::<delivery::ManifestLine>::new(),
+        &Kind::<delivery::Stop>::new(),
+        &Kind::<delivery::Leg>::new(),
+        &Kind::<delivery::CargoSpan>::new(),
         &Kind::<qc::QcTemplateVersion>::new(),
         &Kind::<qc::QcSet>::new(),
         &Kind::<organization::OrganizationMember>::new(),
@@ -96,6 +100,22 @@ mod tests {
                 json!({"documentId": A, "name": "v1", "documentKey": "k/1"}),
             ),
             ("delivery", json!({"name": "Steel"})),
+            (
+                "delivery-manifest-line",
+                json!({"deliveryId": A, "itemId": B, "quantityExpected": 5}),
+            ),
+            (
+                "delivery-stop",
+                json!({"deliveryId": A, "sequence": 1, "kind": "pickup"}),
+            ),
+            (
+                "delivery-leg",
+                json!({"deliveryId": A, "sequence": 1, "fromStopId": A, "toStopId": B}),
+            ),
+            (
+                "delivery-cargo-span",
+                json!({"deliveryId": A, "deliverableId": B, "quantity": 1, "fromStopId": A, "toStopId": B, "status": "planned"}),
+            ),
             (
                 "qc-template",
                 json!({"qcTemplateId": A, "name": "Weld check"}),

@@ -116,6 +116,10 @@ pub struct ResourceDesc {
     /// The default order of lists (fields, `-` for descending) before the final `createdAt, id`;
     /// empty for creation order.
     pub default_sort: &'static [&'static str],
+    /// Filters a list, query, count, group-and-count, bulk call and read by id apply unless the
+    /// call names the field itself (`deliverableDocument=true` on documents, spec 4.7):
+    /// `(field, value)` with the value as a query string would carry it.
+    pub default_filters: &'static [(&'static str, &'static str)],
     /// One line for the OpenAPI document.
     pub summary: &'static str,
 }
@@ -136,6 +140,7 @@ impl ResourceDesc {
             immutable: &[],
             patch_only: &[],
             default_sort: &[],
+            default_filters: &[],
             summary: "",
         }
     }

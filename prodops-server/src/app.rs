@@ -29,6 +29,8 @@ pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 pub struct AppState {
     pub store: Store,
+    /// Document files and their signed links.
+    pub files: crate::blob::Files,
     pub limiter: RateLimiter,
     /// The OpenAPI document, rendered once at start.
     pub openapi: Bytes,
@@ -172,7 +174,11 @@ fn request_id(headers: &HeaderMap) -> Arc<str> {
 
 /// Paths under `/api/v2` that need no key.
 fn is_open(path: &str) -> bool {
-    path == "/api/v2/openapi.json" || !path.starts_with("/api/v2")
+    path == "/api/v2/openapi.json"
+        || !path.starts_with("/api/v2")
+        // The signature of a download link and the token of an invitation are the credentials.
+        || path.starts_with(crate::blob::FILE_PATH_PREFIX)
+        || path == crate::members::ACCEPT_PATH
 }
 
 async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Auth> {
@@ -382,6 +388,11 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/api/v2/openapi.json", get(openapi))
+        .merge(crate::documents::routes())
+        .merge(crate::deliveries::routes())
+        .merge(crate::qc::routes())
+        .merge(crate::members::routes())
+        .merge(crate::notifications::routes())
         .merge(crate::engine::routes())
         .merge(crate::inventory::routes())
         .merge(crate::production::routes())

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use prodops_core::worker;
 use serde_json::{Map, Value, json};
 
-use crate::context::Ctx;
+use crate::app::AppState;
+use crate::context::{Action, Auth, Ctx};
 use crate::engine::Resource;
 use crate::error::ApiResult;
 use crate::store::Tx;
@@ -77,6 +78,48 @@ pub trait Hooks: Send + Sync {
     ) -> ApiResult<DeleteAction> {
         Ok(DeleteAction::Proceed)
     }
+
+    /// The permission check of a standard call; by default the resource's
+    /// `<Permission>.<Action>` (decisions.md section 2).
+    fn authorize(&self, auth: &Auth, res: &Resource, action: Action) -> ApiResult<()> {
+        auth.require(res.desc().permission, action)
+    }
+
+    /// Whether answers rewrite stored records (generated links, derived fields).
+    fn presents(&self) -> bool {
+        false
+    }
+
+    /// Rewrites a stored record for an answer (read or write); only called when `presents`.
+    fn present(
+        &self,
+        state: &AppState,
+        tx: &mut dyn Tx,
+        auth: &Auth,
+        record: &mut Value,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+}
+
+/// Rewrites stored JSON texts for an answer through `present`.
+pub fn present_raw(
+    res: &Resource,
+    state: &AppState,
+    tx: &mut dyn Tx,
+    auth: &Auth,
+    values: &mut [String],
+) -> ApiResult<()> {
+    if !res.hooks.presents() {
+        return Ok(());
+    }
+    for text in values.iter_mut() {
+        let mut record: Value =
+            serde_json::from_str(text).map_err(crate::error::ApiError::internal)?;
+        res.hooks.present(state, tx, auth, &mut record)?;
+        *text = record.to_string();
+    }
+    Ok(())
 }
 
 /// What a DELETE goes on to do after `before_delete`.
@@ -96,6 +139,14 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
     match path {
         "worker" => Arc::new(WorkerHooks),
         "catalog-entry" => Arc::new(CatalogHooks),
+        "document" => Arc::new(crate::documents::DocumentHooks),
+        "document-version" => Arc::new(crate::documents::VersionHooks),
+        "qc-template" => Arc::new(crate::qc::QcTemplateHooks),
+        "qc-set" => Arc::new(crate::qc::QcSetHooks),
+        "organization-member" => Arc::new(crate::members::MemberHooks),
+        "comment" => Arc::new(crate::notifications::CommentHooks),
+        "delivery" => Arc::new(crate::deliveries::DeliveryHooks),
+        "delivery-manifest-line" => Arc::new(crate::deliveries::ManifestHooks),
         "inventory-transaction" => Arc::new(crate::inventory::LedgerHooks),
         "production-output" | "bom-line" => Arc::new(crate::production::PlanHooks),
         _ => Arc::new(NoHooks),

@@ -6,17 +6,23 @@
 
 pub mod admin;
 pub mod app;
+pub mod blob;
 pub mod bom;
 pub mod context;
+pub mod deliveries;
+pub mod documents;
 pub mod engine;
 pub mod error;
 pub mod hooks;
 pub mod idempotency;
 pub mod inventory;
 pub mod jobs;
+pub mod members;
 pub mod migrate;
+pub mod notifications;
 pub mod openapi;
 pub mod production;
+pub mod qc;
 pub mod ratelimit;
 pub mod store;
 
@@ -59,6 +65,14 @@ pub struct Config {
     /// Requests per window per API key; a bulk call counts as one.
     pub rate_limit: u32,
     pub rate_limit_window: Duration,
+    /// Where document files are kept; `None` for the default next to a SQLite file
+    /// ([`blob::FilesConfig::default_for`]).
+    pub files: Option<blob::FilesConfig>,
+    /// How long a generated document link works.
+    pub document_link_ttl: Duration,
+    /// The address links start with (`https://prodops.example.com`); `None` for
+    /// `http://<bound address>`.
+    pub public_url: Option<String>,
 }
 
 impl Config {
@@ -69,6 +83,9 @@ impl Config {
             database_url: database_url.into(),
             rate_limit: 6000,
             rate_limit_window: Duration::from_secs(60),
+            files: None,
+            document_link_ttl: Duration::from_secs(3600),
+            public_url: None,
         }
     }
 }
@@ -96,7 +113,18 @@ pub async fn serve_on(
     config: &Config,
 ) -> Result<RunningServer, Error> {
     let addr = listener.local_addr()?;
+    let files_config = config
+        .files
+        .clone()
+        .unwrap_or_else(|| blob::FilesConfig::default_for(&config.database_url));
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let files =
+        blob::Files::open(&files_config, &store, config.document_link_ttl, public_url).await?;
     let state = Arc::new(AppState {
+        files,
         store: store.clone(),
         limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window),
         openapi: openapi::document().into(),

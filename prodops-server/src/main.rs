@@ -29,6 +29,22 @@ struct DatabaseArg {
     database: String,
 }
 
+#[derive(Args, Clone)]
+struct FilesArgs {
+    /// Where document files are kept: a directory (`file:///var/lib/prodops/files` or a path)
+    /// or an S3-compatible bucket (`s3://BUCKET`, configured by the AWS_* variables). Default:
+    /// next to the SQLite file (`prodops.db.files`), else `./prodops-files`.
+    #[arg(long, env = "PRODOPS_FILES")]
+    files: Option<String>,
+    /// How long a generated document link (`documentUrl`) works, in seconds.
+    #[arg(long, env = "PRODOPS_DOCUMENT_LINK_TTL", default_value_t = 3600)]
+    document_link_ttl: u64,
+    /// The address document links start with (e.g. https://prodops.example.com). Default:
+    /// http://<bound address>.
+    #[arg(long, env = "PRODOPS_PUBLIC_URL")]
+    public_url: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve /api/v2. Prints `listening on http://HOST:PORT` on stdout once it accepts connections.
@@ -45,6 +61,8 @@ enum Command {
         /// The rate limit window, in seconds.
         #[arg(long, env = "PRODOPS_RATE_LIMIT_WINDOW", default_value_t = 60)]
         rate_limit_window: u64,
+        #[command(flatten)]
+        files: FilesArgs,
     },
     /// Organizations.
     #[command(subcommand)]
@@ -180,6 +198,7 @@ async fn serve(
     database: String,
     rate_limit: u32,
     window: u64,
+    files: FilesArgs,
 ) -> Result<(), Error> {
     let store = Store::open(&database).await?;
     let listener = tokio::net::TcpListener::bind(bind).await?;
@@ -202,6 +221,13 @@ async fn serve(
         database_url: database,
         rate_limit,
         rate_limit_window: Duration::from_secs(window.max(1)),
+        files: files
+            .files
+            .as_deref()
+            .map(prodops_server::blob::FilesConfig::parse)
+            .transpose()?,
+        document_link_ttl: Duration::from_secs(files.document_link_ttl.max(1)),
+        public_url: files.public_url,
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
     let stop = shutdown_signal()?;
@@ -219,7 +245,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
             db,
             rate_limit,
             rate_limit_window,
-        } => serve(bind, db.database, rate_limit, rate_limit_window).await,
+            files,
+        } => serve(bind, db.database, rate_limit, rate_limit_window, files).await,
         Command::Org(OrgCommand::Create { name, flags, db }) => {
             let store = Store::open(&db.database).await?;
             let flags: Vec<&str> = flags.iter().map(String::as_str).collect();

@@ -70,6 +70,29 @@ const STEPS: &[(i64, &str)] = &[
         location_id TEXT NOT NULL, quantity BIGINT NOT NULL, updated_at TEXT NOT NULL,
         PRIMARY KEY (organization_id, bom_line_id))",
     ),
+    (
+        30,
+        // Documents (issue 6): the link-signing secret shared by every replica; uploaded files
+        // per organization; accounts (global, by email), invitation tokens (hashed) and the
+        // outbox of messages to send.
+        "CREATE TABLE IF NOT EXISTS server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS blobs (
+        organization_id TEXT NOT NULL, document_key TEXT NOT NULL, size_bytes BIGINT NOT NULL,
+        mime_type TEXT, sha256 TEXT NOT NULL, created_at TEXT NOT NULL,
+        PRIMARY KEY (organization_id, document_key));
+     CREATE TABLE IF NOT EXISTS app_users (
+        id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, name TEXT NOT NULL, status TEXT NOT NULL,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS invitations (
+        token_hash TEXT PRIMARY KEY, organization_id TEXT NOT NULL, member_id TEXT NOT NULL,
+        app_user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT);
+     CREATE INDEX IF NOT EXISTS ix_invitations_member ON invitations (organization_id, member_id);
+     CREATE TABLE IF NOT EXISTS outbox (
+        id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, kind TEXT NOT NULL, recipient TEXT NOT NULL,
+        subject TEXT NOT NULL, body TEXT NOT NULL, payload TEXT NOT NULL, created_at TEXT NOT NULL,
+        sent_at TEXT);
+     CREATE INDEX IF NOT EXISTS ix_outbox_org ON outbox (organization_id, created_at)",
+    ),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {

@@ -106,6 +106,169 @@ fn op(kind: &dyn ResourceKind, verb: &str, summary: String) -> OperationBuilder 
 
 /// Renders the document as JSON bytes. It lists the operations the engine serves; operations a
 /// resource refuses (403/405) are left out, and a resource's own endpoints add themselves.
+/// One action of a path: method, summary, whether no key is needed.
+type ActionOp = (HttpMethod, &'static str, bool);
+
+/// Action endpoints served by resource modules: method, path, summary, whether no key is needed.
+const ACTIONS: &[(HttpMethod, &str, &str, bool)] = &[
+    (
+        HttpMethod::Post,
+        "/api/v2/document/upload",
+        "Upload a file's bytes; answers its documentKey",
+        false,
+    ),
+    (
+        HttpMethod::Get,
+        "/api/v2/document/file/{org}/{key}",
+        "Download through a signed link (no API key)",
+        true,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/document/hub/bulk-upload",
+        "Create Hub documents",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/document/counts-by-deliverable",
+        "Document counts per deliverable",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/document/{id}/versions",
+        "Create a version and make it current",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/document/{id}/links",
+        "Link a document to a deliverable",
+        false,
+    ),
+    (
+        HttpMethod::Delete,
+        "/api/v2/document/{id}/links/{deliverable_id}",
+        "Unlink a document from a deliverable",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/document/{id}/copy-mode",
+        "Set a document's copy mode",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/qc-template/versions",
+        "Publish a QC template version",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/organization-member/accept-invitation",
+        "Accept an invitation (no API key)",
+        true,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/organization-member/{id}/resend-invitation",
+        "Resend an invitation (204)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/organization-member/{id}/deactivate",
+        "Deactivate a member (204)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/organization-member/{id}/reactivate",
+        "Reactivate a member (204)",
+        false,
+    ),
+    (
+        HttpMethod::Get,
+        "/api/v2/outbox",
+        "Outgoing messages (admin keys)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/notification/read-channel-comments",
+        "Mark a channel's comment notifications read (204)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/notification/read-deliverable-documents",
+        "Mark a deliverable's document notifications read (204)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/outbound",
+        "Create an outbound or transfer delivery",
+        false,
+    ),
+    (
+        HttpMethod::Patch,
+        "/api/v2/delivery/{id}/outbound",
+        "Change planned start and end",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/start",
+        "Start a delivery",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/complete",
+        "Complete an outbound delivery (posts ship rows)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/cancel",
+        "Cancel a delivery",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/receive",
+        "Receive an inbound delivery (posts receipt rows)",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/archive",
+        "Archive a final delivery",
+        false,
+    ),
+    (
+        HttpMethod::Post,
+        "/api/v2/delivery/{id}/restore",
+        "Restore an archived delivery",
+        false,
+    ),
+    (
+        HttpMethod::Get,
+        "/api/v2/delivery/{id}/itinerary",
+        "Stops and legs",
+        false,
+    ),
+    (
+        HttpMethod::Get,
+        "/api/v2/delivery/{id}/cargo-plan",
+        "Cargo spans",
+        false,
+    ),
+];
+
 pub fn document() -> Vec<u8> {
     let mut paths = PathsBuilder::new();
     let mut components = ComponentsBuilder::new()
@@ -303,6 +466,55 @@ pub fn document() -> Vec<u8> {
         }
     }
     paths = crate::production::openapi(paths, &mut schemas);
+    // The resource modules' own actions (docs/documents.md), grouped by path.
+    let mut by_path: Vec<(&str, Vec<ActionOp>)> = Vec::new();
+    for (method, path, summary, open) in ACTIONS {
+        match by_path.iter_mut().find(|(p, _)| p == path) {
+            Some((_, ops)) => ops.push((method.clone(), summary, *open)),
+            None => by_path.push((path, vec![(method.clone(), summary, *open)])),
+        }
+    }
+    for (path, ops) in by_path {
+        let mut item = PathItemBuilder::new();
+        for (method, summary, open) in ops {
+            let mut builder = OperationBuilder::new()
+                .summary(Some(summary))
+                .operation_id(Some(format!(
+                    "{}_{}",
+                    match method {
+                        HttpMethod::Get => "get",
+                        HttpMethod::Post => "post",
+                        HttpMethod::Patch => "patch",
+                        HttpMethod::Delete => "delete",
+                        _ => "call",
+                    },
+                    path.trim_start_matches("/api/v2/")
+                        .replace(['/', '-'], "_")
+                        .replace(['{', '}'], "")
+                )));
+            for segment in path.split('/') {
+                if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    builder = builder.parameter(
+                        ParameterBuilder::new()
+                            .name(name)
+                            .parameter_in(ParameterIn::Path)
+                            .required(Required::True)
+                            .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+                    );
+                }
+            }
+            if matches!(method, HttpMethod::Post | HttpMethod::Patch) {
+                builder = builder.request_body(Some(body(object())));
+            }
+            if open {
+                builder = builder.security(SecurityRequirement::default());
+            }
+            builder = error_responses(builder)
+                .response("200", response("See docs/documents.md", Some(object())));
+            item = item.operation(method, builder.build());
+        }
+        paths = paths.path(path, item.build());
+    }
     for (name, schema) in schemas {
         components = components.schema(name, schema);
     }

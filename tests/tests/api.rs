@@ -14,6 +14,10 @@ mod catalog;
 mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
+#[path = "api/delivery.rs"]
+mod delivery;
+#[path = "api/document.rs"]
+mod document;
 #[path = "api/errors.rs"]
 mod errors;
 #[path = "api/idempotency.rs"]
@@ -24,8 +28,14 @@ mod inventory;
 mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
+#[path = "api/member.rs"]
+mod member;
+#[path = "api/notification.rs"]
+mod notification;
 #[path = "api/production.rs"]
 mod production;
+#[path = "api/qc.rs"]
+mod qc;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
 #[path = "api/server.rs"]

@@ -24,7 +24,7 @@ use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 
-mod params;
+pub(crate) mod params;
 mod pipeline;
 
 pub use params::{
@@ -32,7 +32,10 @@ pub use params::{
 };
 use params::{QueryBody, body_object, lookup_path, search_cond, sort_or_default};
 use pipeline::load;
-pub use pipeline::{create_record, delete_record, update_record, upsert_record};
+pub use pipeline::{
+    apply_server_change, create_record, create_server_record, delete_record, update_record,
+    upsert_record,
+};
 
 /// The largest `pageSize` a list or query accepts.
 pub const MAX_PAGE_SIZE: u64 = 10_000;
@@ -67,7 +70,7 @@ impl Resource {
         self.desc().table
     }
 
-    fn allow(&self, allow: Allow, what: &str) -> ApiResult<()> {
+    pub fn allow(&self, allow: Allow, what: &str) -> ApiResult<()> {
         match allow {
             Allow::Yes | Allow::Custom => Ok(()),
             Allow::Forbidden => Err(ApiError::forbidden(format!(
@@ -91,6 +94,22 @@ impl Resource {
             )),
         }
     }
+}
+
+/// The engine's description of the resource served at `path`, built once; for resource
+/// modules that write standard records through the pipeline.
+pub fn resource(path: &str) -> Arc<Resource> {
+    static ALL: std::sync::OnceLock<Vec<Arc<Resource>>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        registry::resources()
+            .iter()
+            .map(|k| Arc::new(Resource::new(*k)))
+            .collect()
+    })
+    .iter()
+    .find(|r| r.desc().path == path)
+    .cloned()
+    .unwrap_or_else(|| panic!("no resource /{path}"))
 }
 
 /// The top-level property names of a resource's schema.
@@ -122,7 +141,7 @@ pub fn conflict_message(name: &str) -> String {
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
     for kind in registry::resources() {
-        let res = Arc::new(Resource::new(*kind));
+        let res = resource(kind.desc().path);
         let ops = res.desc().ops;
         let base = format!("/api/v2/{}", res.desc().path);
         let mut collection: MethodRouter<Arc<AppState>> = get(list);
@@ -186,13 +205,15 @@ async fn list(
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let params = parse_list_params(&res, query.as_deref(), true)?;
     let org = auth.org;
+    let st = state.clone();
     let body = state
         .store
         .read(move |tx| {
-            let values = records::select_raw(tx, res.table(), org, &params.select())?;
+            let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
+            hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
             let total = records::count(tx, res.table(), org, &params.conds)?;
             Ok::<_, ApiError>(page_json(values, total))
         })
@@ -205,15 +226,38 @@ async fn get_one(
     Extension(res): Extension<Arc<Resource>>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let id = parse_id(&id)?;
-    let raw = state
+    if res.desc().default_filters.is_empty() && !res.hooks.presents() {
+        let raw = state
+            .store
+            .get_raw(res.table(), auth.org, id)
+            .await?
+            .ok_or_else(ApiError::not_found)?;
+        return Ok(json_response(StatusCode::OK, raw));
+    }
+    // A read by id honours the resource's default filters (a Hub-only document is a 404
+    // unless the call names `deliverableDocument`, spec 4.7).
+    let mut conds = params::default_filter_conds(&res, query.as_deref())?;
+    conds.push(Cond::Ids(vec![id]));
+    let org = auth.org;
+    let st = state.clone();
+    let body = state
         .store
-        .get_raw(res.table(), auth.org, id)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    Ok(json_response(StatusCode::OK, raw))
+        .read(move |tx| {
+            let select = Select {
+                conds: conds.clone(),
+                limit: 1,
+                ..Default::default()
+            };
+            let mut values = records::select_raw(tx, res.table(), org, &select)?;
+            hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
+            values.pop().ok_or_else(ApiError::not_found)
+        })
+        .await?;
+    Ok(json_response(StatusCode::OK, body))
 }
 
 async fn query(
@@ -222,7 +266,7 @@ async fn query(
     Extension(auth): Extension<Auth>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: QueryBody = parse_body(body)?;
     let mut conds = filter_conds(&res, body.filter.as_ref(), body.id.is_none())?;
     if let Some(ids) = &body.id {
@@ -266,10 +310,12 @@ async fn query(
         limit: page_size,
         offset: (page - 1).saturating_mul(page_size),
     };
+    let st = state.clone();
     let body = state
         .store
         .read(move |tx| {
-            let raw = records::select_raw(tx, res.table(), org, &select)?;
+            let mut raw = records::select_raw(tx, res.table(), org, &select)?;
+            hooks::present_raw(&res, &st, tx, &auth, &mut raw)?;
             let total = records::count(tx, res.table(), org, &select.conds)?;
             let values = match &selected {
                 None => raw,
@@ -319,7 +365,7 @@ async fn count_get(
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let params = parse_list_params(&res, query.as_deref(), false)?;
     count_conds(&state, res, auth, params.conds).await
 }
@@ -336,7 +382,7 @@ async fn count_post(
     Extension(auth): Extension<Auth>,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: CountBody = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => CountBody { filter: None },
@@ -358,7 +404,7 @@ async fn group_and_count(
     Extension(auth): Extension<Auth>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require(res.desc().permission, Action::Read)?;
+    res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: GroupBody = parse_body(body)?;
     let path = res.field_path(&body.group_by_field)?;
     let conds = filter_conds(&res, body.filter.as_ref(), true)?;
@@ -393,11 +439,15 @@ async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.create, "POST")?;
-    auth.require(res.desc().permission, Action::Create)?;
+    res.hooks.authorize(&auth, &res, Action::Create)?;
     let body = body_object(body)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
     write_reply(&state, ctx, move |tx, ctx| {
-        let record = create_record(tx, ctx, &res, body.clone())?;
+        let mut record = create_record(tx, ctx, &res, body.clone())?;
+        if res.hooks.presents() {
+            res.hooks.present(&st, tx, &ctx.auth, &mut record)?;
+        }
         Ok(Reply::json(StatusCode::CREATED, &record))
     })
     .await
@@ -412,13 +462,17 @@ async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.update, "PATCH")?;
-    auth.require(res.desc().permission, Action::Update)?;
+    res.hooks.authorize(&auth, &res, Action::Update)?;
     let id = parse_id(&id)?;
     let patch = body_object(body)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
     write_reply(&state, ctx, move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
-        let record = update_record(tx, ctx, &res, &old, patch.clone())?;
+        let mut record = update_record(tx, ctx, &res, &old, patch.clone())?;
+        if res.hooks.presents() {
+            res.hooks.present(&st, tx, &ctx.auth, &mut record)?;
+        }
         Ok(Reply::json(StatusCode::OK, &record))
     })
     .await
@@ -432,7 +486,7 @@ async fn delete_one(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.delete, "DELETE")?;
-    auth.require(res.desc().permission, Action::Delete)?;
+    res.hooks.authorize(&auth, &res, Action::Delete)?;
     let id = parse_id(&id)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {
@@ -481,7 +535,7 @@ where
     F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value) -> ApiResult<()> + Send + 'static,
 {
     res.allow(allow, what)?;
-    auth.require(res.desc().permission, action)?;
+    res.hooks.authorize(&auth, &res, action)?;
     let params = parse_list_params(&res, query.as_deref(), false)?;
     if !params.filtered {
         return Err(ApiError::validation(format!(
@@ -545,8 +599,8 @@ async fn bulk_put(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.bulk_put, "bulk PUT")?;
-    auth.require(res.desc().permission, Action::Create)?;
-    auth.require(res.desc().permission, Action::Update)?;
+    res.hooks.authorize(&auth, &res, Action::Create)?;
+    res.hooks.authorize(&auth, &res, Action::Update)?;
     let Value::Array(items) = body else {
         return Err(ApiError::validation(
             "the body of a bulk PUT is a JSON array of records",

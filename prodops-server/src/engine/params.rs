@@ -133,6 +133,11 @@ pub fn parse_list_params(
             }
         }
     }
+    for (field, value) in res.desc().default_filters {
+        if !fields.iter().any(|(n, _)| n == field) {
+            params.conds.push(default_cond(res, field, value)?);
+        }
+    }
     for (name, values) in fields {
         params.conds.push(Cond::Field {
             path: res.field_path(&name)?,
@@ -198,6 +203,41 @@ pub fn filter_conds(
     }
     if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
         conds.push(Cond::Archived(false));
+    }
+    if exclude_archived {
+        for (field, value) in res.desc().default_filters {
+            if !filter.is_some_and(|f| f.contains_key(*field)) {
+                conds.push(default_cond(res, field, value)?);
+            }
+        }
+    }
+    Ok(conds)
+}
+
+fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
+    Ok(Cond::Field {
+        path: res.field_path(field)?,
+        values: vec![value.to_string()],
+    })
+}
+
+/// The conditions of a read by id: the resource's default filters, each replaced by the
+/// query's own value of that field when it names it; other parameters are ignored.
+pub(crate) fn default_filter_conds(res: &Resource, query: Option<&str>) -> ApiResult<Vec<Cond>> {
+    let mut conds = Vec::new();
+    for (field, value) in res.desc().default_filters {
+        let given: Vec<String> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .filter(|(k, _)| k == field)
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        if given.is_empty() {
+            conds.push(default_cond(res, field, value)?);
+        } else {
+            conds.push(Cond::Field {
+                path: res.field_path(field)?,
+                values: given,
+            });
+        }
     }
     Ok(conds)
 }

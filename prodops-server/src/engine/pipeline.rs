@@ -32,9 +32,36 @@ pub fn create_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &Resource,
-    mut body: Map<String, Value>,
+    body: Map<String, Value>,
 ) -> ApiResult<Value> {
-    strip_read_only(res, &mut body);
+    create_inner(tx, ctx, res, body, false)
+}
+
+/// A record the server creates as the effect of an action (an invited member with its
+/// account, ...): like [`create_record`], but the body may set the resource's read-only fields.
+pub fn create_server_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    body: Map<String, Value>,
+) -> ApiResult<Value> {
+    create_inner(tx, ctx, res, body, true)
+}
+
+fn create_inner(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    mut body: Map<String, Value>,
+    server: bool,
+) -> ApiResult<Value> {
+    if server {
+        for field in COMMON_READ_ONLY {
+            body.remove(*field);
+        }
+    } else {
+        strip_read_only(res, &mut body);
+    }
     let id = match body.remove("id") {
         None | Some(Value::Null) => Uuid::now_v7(),
         Some(Value::String(s)) => parse_id(&s)?,
@@ -77,10 +104,36 @@ pub fn update_record(
     ctx: &Ctx,
     res: &Resource,
     old: &Value,
+    patch: Map<String, Value>,
+) -> ApiResult<Value> {
+    update_inner(tx, ctx, res, old, patch, false)
+}
+
+/// A change the server itself makes to a record as the effect of an action (a document's
+/// current version, a member's status, a delivery's status): unlike a client's PATCH it may set
+/// read-only fields and fields outside `patch_only`, and may set `isArchived` on resources
+/// archived by actions; hooks, rules and the no-change rule apply as to any update.
+pub fn apply_server_change(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    old: &Value,
+    changes: Map<String, Value>,
+) -> ApiResult<Value> {
+    update_inner(tx, ctx, res, old, changes, true)
+}
+
+fn update_inner(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    old: &Value,
     mut patch: Map<String, Value>,
+    server: bool,
 ) -> ApiResult<Value> {
     let desc = res.desc();
-    if !desc.patch_only.is_empty()
+    if !server
+        && !desc.patch_only.is_empty()
         && let Some(field) = patch
             .keys()
             .find(|k| !desc.patch_only.contains(&k.as_str()))
@@ -94,7 +147,8 @@ pub fn update_record(
             ),
         ));
     }
-    if desc.archive == Archive::Actions
+    if !server
+        && desc.archive == Archive::Actions
         && let Some(field) = ["isArchived", "archivedAt"]
             .into_iter()
             .find(|f| patch.contains_key(*f))
@@ -104,8 +158,14 @@ pub fn update_record(
             format!("use the archive and restore actions of /{}", desc.path),
         ));
     }
-    strip_read_only(res, &mut patch);
-    patch.remove("id");
+    if server {
+        for field in ["id", "organizationId", "createdAt", "updatedAt"] {
+            patch.remove(field);
+        }
+    } else {
+        strip_read_only(res, &mut patch);
+        patch.remove("id");
+    }
     let mut candidate = old.as_object().cloned().unwrap_or_default();
     let was_archived = candidate
         .get("isArchived")

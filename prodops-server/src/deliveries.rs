@@ -1,0 +1,752 @@
+//! Deliveries (spec 2.10, 3.2, 4.8): outbound create with the paired deliverable group, the
+//! lifecycle actions, receiving into the ledger, shipping on completion, planned times,
+//! archive and restore, itinerary and cargo plan, permanent DELETE with its cascade.
+//!
+//! The paired deliverable group is a root deliverable of type `order` named after the delivery,
+//! with `data.deliveryId`, `data.cargoDeliverableIds` and `data.deliveryStatus`, and a `schedule`
+//! equal to the delivery's planned times (docs/deliveries.md).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use prodops_core::delivery::{
+    CargoFacts, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, LifecycleRequest,
+    LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
+    cargo_violations, is_partial, next_status, planned_violation, span_status,
+};
+use rand::RngCore;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{
+    self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::{DeleteAction, Hooks};
+use crate::store::Tx;
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath, Sort};
+
+pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
+
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v2/delivery/outbound", post(create_outbound))
+        .route("/api/v2/delivery/{id}/outbound", patch(patch_outbound))
+        .route("/api/v2/delivery/{id}/start", post(start))
+        .route("/api/v2/delivery/{id}/complete", post(complete))
+        .route("/api/v2/delivery/{id}/cancel", post(cancel))
+        .route("/api/v2/delivery/{id}/receive", post(receive))
+        .route("/api/v2/delivery/{id}/archive", post(archive))
+        .route("/api/v2/delivery/{id}/restore", post(restore))
+        .route("/api/v2/delivery/{id}/itinerary", get(itinerary))
+        .route("/api/v2/delivery/{id}/cargo-plan", get(cargo_plan))
+}
+
+fn of_delivery(id: Uuid) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse("deliveryId").expect("static path"),
+        values: vec![id.to_string()],
+    }
+}
+
+/// The related records of a delivery in one resource, by `sequence` where it has one.
+fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<Vec<Value>> {
+    let res = engine::resource(path);
+    let sort = if res.fields.contains("sequence") {
+        vec![Sort {
+            path: FieldPath::parse("sequence").expect("static path"),
+            descending: false,
+        }]
+    } else {
+        Vec::new()
+    };
+    Ok(records::select_values(
+        tx,
+        res.table(),
+        org,
+        &Select {
+            conds: vec![of_delivery(delivery)],
+            sort,
+            limit: engine::MAX_BULK_RECORDS,
+            offset: 0,
+        },
+    )?)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+}
+
+fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<Resource>, Value, Delivery)> {
+    let res = engine::resource("delivery");
+    let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
+    let d = parse(&old)?;
+    Ok((res, old, d))
+}
+
+fn public_token() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("pub_{}", hex::encode(bytes))
+}
+
+// ----- outbound create and planned times --------------------------------------------------------
+
+async fn create_outbound(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Create)?;
+    let req: OutboundCreate = parse_body(body)?;
+    let v = req.validate();
+    if !v.is_empty() {
+        return Err(ApiError::violations(v));
+    }
+    let component_cargo = auth.flag(COMPONENT_CARGO_FLAG);
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let org = ctx.org();
+        // Cargo eligibility, checked under a lock so two deliveries cannot take one deliverable.
+        crate::store::lock_scope(tx, &format!("delivery-cargo:{org}"))?;
+        let deliverables = engine::resource("deliverable");
+        let spans = engine::resource("delivery-cargo-span");
+        let mut facts = Vec::new();
+        let mut quantities = Vec::new();
+        for id in &req.item_ids {
+            let d = records::get(tx, deliverables.table(), org, *id)?;
+            let busy = records::select_values(
+                tx,
+                spans.table(),
+                org,
+                &Select {
+                    conds: vec![
+                        Cond::Field {
+                            path: FieldPath::parse("deliverableId").expect("static path"),
+                            values: vec![id.to_string()],
+                        },
+                        Cond::Field {
+                            path: FieldPath::parse("status").expect("static path"),
+                            values: vec!["planned".into(), "loaded".into()],
+                        },
+                    ],
+                    limit: 1,
+                    ..Default::default()
+                },
+            )?;
+            quantities.push(
+                d.as_ref()
+                    .and_then(|d| d.get("quantity"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1),
+            );
+            facts.push((
+                *id,
+                CargoFacts {
+                    kind: d
+                        .as_ref()
+                        .and_then(|d| d.get("type"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    archived: d
+                        .as_ref()
+                        .and_then(|d| d.get("isArchived"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                    on_open_delivery: !busy.is_empty(),
+                },
+            ));
+        }
+        let v = cargo_violations(&facts, component_cargo);
+        if !v.is_empty() {
+            return Err(ApiError::violations(v));
+        }
+        let direction = req.direction.unwrap_or(DeliveryDirection::Outbound);
+        let delivery_id = Uuid::now_v7();
+        // The paired deliverable group.
+        let mut group = Map::new();
+        group.insert(
+            "name".into(),
+            json!(format!("Delivery: {}", req.name.trim())),
+        );
+        group.insert("type".into(), json!("order"));
+        group.insert(
+            "data".into(),
+            json!({
+                "deliveryId": delivery_id,
+                "cargoDeliverableIds": req.item_ids,
+                "deliveryStatus": DeliveryStatus::Scheduled,
+            }),
+        );
+        if let (Some(s), Some(e)) = (req.planned_start_at, req.planned_end_at) {
+            group.insert("schedule".into(), json!({"startDate": s, "endDate": e}));
+        }
+        let group = create_server_record(tx, ctx, &deliverables, group)?;
+        let mut body = Map::new();
+        body.insert("id".into(), json!(delivery_id));
+        body.insert("name".into(), json!(req.name));
+        body.insert(
+            "identifier".into(),
+            json!(req.identifier.clone().unwrap_or_default()),
+        );
+        body.insert("poNumber".into(), json!(req.po_number));
+        body.insert("direction".into(), json!(direction));
+        body.insert("status".into(), json!(DeliveryStatus::Scheduled));
+        body.insert("itemIds".into(), json!(req.item_ids));
+        body.insert("workerIds".into(), json!(req.worker_ids));
+        body.insert("truckName".into(), json!(req.truck_name));
+        body.insert("driverContactId".into(), json!(req.driver_contact_id));
+        body.insert("receiverContactId".into(), json!(req.receiver_contact_id));
+        body.insert("sourceLocationId".into(), json!(req.source_location_id));
+        body.insert(
+            "destinationLocationId".into(),
+            json!(req.destination_location_id),
+        );
+        body.insert("sourceAddress".into(), json!(req.source_address));
+        body.insert("destinationAddress".into(), json!(req.destination_address));
+        body.insert("plannedStartAt".into(), json!(req.planned_start_at));
+        body.insert("plannedEndAt".into(), json!(req.planned_end_at));
+        body.insert("publicToken".into(), json!(public_token()));
+        body.insert("deliverableGroupId".into(), group["id"].clone());
+        body.insert("cargoCount".into(), json!(req.item_ids.len()));
+        let res = engine::resource("delivery");
+        let mut record = create_server_record(tx, ctx, &res, body)?;
+        // Itinerary: pickup at the source, drop-off at the destination, one leg; a span per cargo.
+        let stops = engine::resource("delivery-stop");
+        let mut stop_ids = Vec::new();
+        for (seq, kind, loc, addr, at) in [
+            (
+                1,
+                "pickup",
+                req.source_location_id,
+                &req.source_address,
+                req.planned_start_at,
+            ),
+            (
+                2,
+                "dropoff",
+                req.destination_location_id,
+                &req.destination_address,
+                req.planned_end_at,
+            ),
+        ] {
+            let mut s = Map::new();
+            s.insert("deliveryId".into(), json!(delivery_id));
+            s.insert("sequence".into(), json!(seq));
+            s.insert("kind".into(), json!(kind));
+            s.insert("locationId".into(), json!(loc));
+            s.insert("address".into(), json!(addr));
+            s.insert("plannedAt".into(), json!(at));
+            stop_ids.push(create_server_record(tx, ctx, &stops, s)?["id"].clone());
+        }
+        let mut leg = Map::new();
+        leg.insert("deliveryId".into(), json!(delivery_id));
+        leg.insert("sequence".into(), json!(1));
+        leg.insert("fromStopId".into(), stop_ids[0].clone());
+        leg.insert("toStopId".into(), stop_ids[1].clone());
+        leg.insert("plannedStartAt".into(), json!(req.planned_start_at));
+        leg.insert("plannedEndAt".into(), json!(req.planned_end_at));
+        create_server_record(tx, ctx, &engine::resource("delivery-leg"), leg)?;
+        for (id, quantity) in req.item_ids.iter().zip(quantities) {
+            let mut span = Map::new();
+            span.insert("deliveryId".into(), json!(delivery_id));
+            span.insert("deliverableId".into(), json!(id));
+            span.insert("quantity".into(), json!(quantity));
+            span.insert("fromStopId".into(), stop_ids[0].clone());
+            span.insert("toStopId".into(), stop_ids[1].clone());
+            span.insert("status".into(), json!("planned"));
+            create_server_record(tx, ctx, &spans, span)?;
+        }
+        present(&st, tx, org, &mut record)?;
+        Ok(Reply::json(StatusCode::CREATED, &record))
+    })
+    .await
+}
+
+/// Rewrites the paired group after a change of the delivery: schedule and status.
+fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> {
+    let Some(group_id) = delivery.deliverable_group_id else {
+        return Ok(());
+    };
+    let deliverables = engine::resource("deliverable");
+    // The group is not removed with the delivery, but a user may have removed it.
+    let Some(old) = records::get(tx, deliverables.table(), ctx.org(), group_id)? else {
+        return Ok(());
+    };
+    let mut data = old
+        .get("data")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    data.insert("deliveryStatus".into(), json!(delivery.status));
+    let mut changes = Map::new();
+    changes.insert("data".into(), Value::Object(data));
+    changes.insert(
+        "schedule".into(),
+        match (delivery.planned_start_at, delivery.planned_end_at) {
+            (Some(s), Some(e)) => json!({"startDate": s, "endDate": e}),
+            _ => Value::Null,
+        },
+    );
+    apply_server_change(tx, ctx, &deliverables, &old, changes)?;
+    Ok(())
+}
+
+async fn patch_outbound(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Update)?;
+    let id = parse_id(&id)?;
+    let req: OutboundPatch = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (res, old, d) = load(tx, ctx.org(), id)?;
+        if d.direction == DeliveryDirection::Inbound {
+            return Err(ApiError::field(
+                "direction",
+                "planned times belong to outbound and transfer deliveries",
+            ));
+        }
+        let start = req.planned_start_at.or(d.planned_start_at);
+        let end = req.planned_end_at.or(d.planned_end_at);
+        if let Some(v) = planned_violation(start, end) {
+            return Err(ApiError::violations(vec![v]));
+        }
+        let mut changes = Map::new();
+        changes.insert("plannedStartAt".into(), json!(start));
+        changes.insert("plannedEndAt".into(), json!(end));
+        let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        let updated: Delivery = parse(&record)?;
+        sync_group(tx, ctx, &updated)?;
+        for leg in related(tx, ctx.org(), "delivery-leg", id)? {
+            let mut c = Map::new();
+            c.insert("plannedStartAt".into(), json!(start));
+            c.insert("plannedEndAt".into(), json!(end));
+            apply_server_change(tx, ctx, &engine::resource("delivery-leg"), &leg, c)?;
+        }
+        present(&st, tx, ctx.org(), &mut record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+// ----- lifecycle ---------------------------------------------------------------------------------
+
+/// Moves a delivery by `action`, keeping spans, legs and the paired group in step; runs `extra`
+/// (ledger postings) in the same transaction.
+fn transition(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    id: Uuid,
+    action: DeliveryAction,
+    reason: Option<String>,
+) -> ApiResult<(Value, Delivery, Delivery)> {
+    let (res, old, d) = load(tx, ctx.org(), id)?;
+    if d.is_archived {
+        return Err(ApiError::field(
+            "isArchived",
+            "an archived delivery cannot change; restore it first",
+        ));
+    }
+    let next =
+        next_status(d.direction, d.status, action).map_err(|v| ApiError::violations(vec![v]))?;
+    let mut changes = Map::new();
+    changes.insert("status".into(), json!(next));
+    if reason.is_some() {
+        changes.insert("lastReason".into(), json!(reason));
+    }
+    let record = apply_server_change(tx, ctx, &res, &old, changes)?;
+    let updated: Delivery = parse(&record)?;
+    for span in related(tx, ctx.org(), "delivery-cargo-span", id)? {
+        let mut c = Map::new();
+        c.insert("status".into(), json!(span_status(next)));
+        apply_server_change(tx, ctx, &engine::resource("delivery-cargo-span"), &span, c)?;
+    }
+    for leg in related(tx, ctx.org(), "delivery-leg", id)? {
+        let mut c = Map::new();
+        match action {
+            DeliveryAction::Start => c.insert("startedAt".into(), json!(ctx.now_text())),
+            DeliveryAction::Complete | DeliveryAction::Receive => {
+                c.insert("completedAt".into(), json!(ctx.now_text()))
+            }
+            DeliveryAction::Cancel => None,
+        };
+        apply_server_change(tx, ctx, &engine::resource("delivery-leg"), &leg, c)?;
+    }
+    sync_group(tx, ctx, &updated)?;
+    Ok((record, d, updated))
+}
+
+async fn lifecycle(
+    state: Arc<AppState>,
+    auth: Auth,
+    idem: Option<Extension<Idempotency>>,
+    id: String,
+    body: Option<JsonBody>,
+    action: DeliveryAction,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Update)?;
+    if action == DeliveryAction::Complete {
+        // Completing an outbound delivery posts `ship` rows.
+        auth.require("Item", Action::Update)?;
+    }
+    let id = parse_id(&id)?;
+    let req: LifecycleRequest = match body {
+        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
+        _ => LifecycleRequest::default(),
+    };
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (mut record, _, updated) = transition(tx, ctx, id, action, req.reason.clone())?;
+        if action == DeliveryAction::Complete {
+            let mut rows = Vec::new();
+            for line in related(tx, ctx.org(), "delivery-manifest-line", id)? {
+                let line: ManifestLine = parse(&line)?;
+                let mut row = Map::new();
+                row.insert("type".into(), json!("ship"));
+                row.insert("itemId".into(), json!(line.item_id));
+                row.insert("quantity".into(), json!(line.quantity_expected));
+                row.insert(
+                    "fromLocationId".into(),
+                    json!(line.location_id.or(updated.source_location_id)),
+                );
+                row.insert("deliveryId".into(), json!(id));
+                row.insert("unitMeasureId".into(), json!(line.unit_measure_id));
+                rows.push(row);
+            }
+            if !rows.is_empty() {
+                crate::inventory::post(tx, ctx, rows)?;
+            }
+        }
+        present(&st, tx, ctx.org(), &mut record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+macro_rules! lifecycle_handler {
+    ($name:ident, $action:expr) => {
+        async fn $name(
+            State(state): State<Arc<AppState>>,
+            Extension(auth): Extension<Auth>,
+            idem: Option<Extension<Idempotency>>,
+            Path(id): Path<String>,
+            body: Option<JsonBody>,
+        ) -> ApiResult<Response> {
+            lifecycle(state, auth, idem, id, body, $action).await
+        }
+    };
+}
+
+lifecycle_handler!(start, DeliveryAction::Start);
+lifecycle_handler!(complete, DeliveryAction::Complete);
+lifecycle_handler!(cancel, DeliveryAction::Cancel);
+
+async fn receive(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    auth.require("Item", Action::Update)?;
+    let id = parse_id(&id)?;
+    let req: ReceiveRequest = match body {
+        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
+        _ => ReceiveRequest::default(),
+    };
+    if req.lines.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ApiError::field(
+            "lines",
+            "an empty lines array receives nothing; omit it to receive everything outstanding",
+        ));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let lines_res = engine::resource("delivery-manifest-line");
+        let stored = related(tx, ctx.org(), "delivery-manifest-line", id)?;
+        let (mut record, _, _) = transition(tx, ctx, id, DeliveryAction::Receive, None)?;
+        // What arrives: the request's lines, or every line's outstanding quantity.
+        let mut arrivals: Vec<(Value, f64, Option<Uuid>)> = Vec::new();
+        match &req.lines {
+            Some(lines) => {
+                for (i, l) in lines.iter().enumerate() {
+                    let line = stored
+                        .iter()
+                        .find(|s| {
+                            s.get("id").and_then(Value::as_str)
+                                == Some(&l.manifest_line_id.to_string())
+                        })
+                        .ok_or_else(|| {
+                            ApiError::field(
+                                "manifestLineId",
+                                "not a manifest line of this delivery",
+                            )
+                            .with_index(i)
+                        })?;
+                    if !(l.quantity > 0.0 && l.quantity.is_finite()) {
+                        return Err(
+                            ApiError::field("quantity", "must be a positive number").with_index(i)
+                        );
+                    }
+                    arrivals.push((line.clone(), l.quantity, l.location_id));
+                }
+            }
+            None => {
+                for line in &stored {
+                    let m: ManifestLine = parse(line)?;
+                    let outstanding = m.quantity_expected - m.quantity_received;
+                    if outstanding > 0.0 {
+                        arrivals.push((line.clone(), outstanding, None));
+                    }
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        let mut received: std::collections::HashMap<String, f64> = Default::default();
+        for (i, (line, qty, loc)) in arrivals.iter().enumerate() {
+            let m: ManifestLine = parse(line)?;
+            let to = loc.or(m.location_id).ok_or_else(|| {
+                ApiError::field(
+                    "locationId",
+                    "the manifest line has no location; give locationId",
+                )
+                .with_index(i)
+            })?;
+            let mut row = Map::new();
+            row.insert("type".into(), json!("receipt"));
+            row.insert("itemId".into(), json!(m.item_id));
+            row.insert("quantity".into(), json!(qty));
+            row.insert("toLocationId".into(), json!(to));
+            row.insert("deliveryId".into(), json!(id));
+            row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
+            rows.push(row);
+            *received.entry(m.id.to_string()).or_default() += qty;
+        }
+        if !rows.is_empty() {
+            crate::inventory::post(tx, ctx, rows)?;
+        }
+        for line in &stored {
+            let key = line
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(qty) = received.get(&key) {
+                let m: ManifestLine = parse(line)?;
+                let mut c = Map::new();
+                c.insert("quantityReceived".into(), json!(m.quantity_received + qty));
+                apply_server_change(tx, ctx, &lines_res, line, c)?;
+            }
+        }
+        present(&st, tx, ctx.org(), &mut record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+// ----- archive and restore -----------------------------------------------------------------------
+
+async fn set_archived(
+    state: Arc<AppState>,
+    auth: Auth,
+    idem: Option<Extension<Idempotency>>,
+    id: String,
+    archived: bool,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Delete)?;
+    let id = parse_id(&id)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (res, old, d) = load(tx, ctx.org(), id)?;
+        if archived && !can_archive(d.status) {
+            return Err(ApiError::field(
+                "status",
+                format!("only a received, delivered or cancelled delivery can be archived; this one is {}", d.status.as_str()),
+            ));
+        }
+        let mut changes = Map::new();
+        changes.insert("isArchived".into(), json!(archived));
+        let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        present(&st, tx, ctx.org(), &mut record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+async fn archive(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    set_archived(state, auth, idem, id, true).await
+}
+
+async fn restore(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    set_archived(state, auth, idem, id, false).await
+}
+
+// ----- reads -------------------------------------------------------------------------------------
+
+async fn itinerary(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Read)?;
+    let id = parse_id(&id)?;
+    let org = auth.org;
+    let body = state
+        .store
+        .read(move |tx| {
+            load(tx, org, id)?;
+            let stops = related(tx, org, "delivery-stop", id)?;
+            let legs = related(tx, org, "delivery-leg", id)?;
+            Ok::<_, ApiError>(json!({"deliveryId": id, "stops": stops, "legs": legs}))
+        })
+        .await?;
+    Ok(axum::Json(body).into_response())
+}
+
+async fn cargo_plan(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require("Delivery", Action::Read)?;
+    let id = parse_id(&id)?;
+    let org = auth.org;
+    let body = state
+        .store
+        .read(move |tx| {
+            load(tx, org, id)?;
+            let spans = related(tx, org, "delivery-cargo-span", id)?;
+            Ok::<_, ApiError>(json!({"deliveryId": id, "cargoCount": spans.len(), "spans": spans}))
+        })
+        .await?;
+    Ok(axum::Json(body).into_response())
+}
+
+/// Adds the derived `partial` to a delivery answer.
+fn present(_state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> ApiResult<()> {
+    let d: Delivery = parse(record)?;
+    let lines: Vec<LineQuantities> = related(tx, org, "delivery-manifest-line", d.id)?
+        .iter()
+        .map(|l| {
+            let m: ManifestLine = parse(l)?;
+            Ok(LineQuantities {
+                expected: m.quantity_expected,
+                received: m.quantity_received,
+            })
+        })
+        .collect::<ApiResult<_>>()?;
+    let deliverables = engine::resource("deliverable");
+    let mut done = Vec::new();
+    if d.direction != DeliveryDirection::Inbound {
+        for item in &d.item_ids {
+            let status = records::get(tx, deliverables.table(), org, *item)?.and_then(|v| {
+                v.pointer("/progress/status")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+            done.push(status.as_deref() == Some("done"));
+        }
+    }
+    record["partial"] = json!(is_partial(d.direction, d.status, &lines, &done));
+    Ok(())
+}
+
+/// Deliveries: `partial` on every answer; DELETE removes manifest lines, stops, legs and cargo
+/// spans (never the paired group).
+pub struct DeliveryHooks;
+
+impl Hooks for DeliveryHooks {
+    fn presents(&self) -> bool {
+        true
+    }
+
+    fn present(
+        &self,
+        state: &AppState,
+        tx: &mut dyn Tx,
+        auth: &Auth,
+        record: &mut Value,
+    ) -> ApiResult<()> {
+        present(state, tx, auth.org, record)
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
+        for path in [
+            "delivery-manifest-line",
+            "delivery-stop",
+            "delivery-leg",
+            "delivery-cargo-span",
+        ] {
+            let res = engine::resource(path);
+            for r in related(tx, ctx.org(), path, id)? {
+                if let Some(rid) = r
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|s| Uuid::parse_str(s).ok())
+                {
+                    records::delete(tx, res.table(), ctx.org(), rid)?;
+                }
+            }
+        }
+        Ok(DeleteAction::Proceed)
+    }
+}
+
+/// Manifest lines: the delivery must exist in the organization.
+pub struct ManifestHooks;
+
+impl Hooks for ManifestHooks {
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        if old.is_some() {
+            return Ok(());
+        }
+        let id = parse_id(new.get("deliveryId").and_then(Value::as_str).unwrap_or(""))?;
+        let res = engine::resource("delivery");
+        if records::get(tx, res.table(), ctx.org(), id)?.is_none() {
+            return Err(ApiError::field("deliveryId", "no such delivery"));
+        }
+        Ok(())
+    }
+}

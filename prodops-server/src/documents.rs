@@ -1,0 +1,788 @@
+//! Documents and their versions (spec 2.9, 4.7): file upload and signed downloads, version
+//! create, link and copy-mode actions, the Hub bulk upload, counts by deliverable, and the
+//! hooks that give every answer a fresh `documentUrl`.
+//!
+//! Paths (docs/documents.md):
+//! - `POST /document/upload` (raw bytes) → 201 `{documentKey, sizeBytes, mimeType, sha256}`
+//! - `GET /document/file/{org}/{key}?expires=&signature=` (no API key; the signature is the credential)
+//! - `POST /document/hub/bulk-upload` `{documents: [...]}` → 201 `{values, count}`
+//! - `POST /document-version`, `POST /document/{id}/versions` → 201 the version, made current
+//! - `POST /document/{id}/links` `{deliverableId}`, `DELETE /document/{id}/links/{deliverableId}` → 200 the document
+//! - `POST /document/{id}/copy-mode` `{copyMode}` → 200 the document
+//! - `POST /document/counts-by-deliverable` `{deliverableIds}` → 200 `{values: [{groupId, count}]}`
+//!
+//! Everything but the reads, archive/restore, permanent DELETE, counts and downloads needs the
+//! organization flag `documentsHubEnabled` (403 without it).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, post};
+use prodops_core::document::{
+    CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload, LinkRequest,
+    MAX_HUB_UPLOAD, UploadedFile, VersionCreate, current_version_patch,
+};
+use prodops_core::notification::NotificationKind;
+use prodops_core::{Violation, registry};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, read_body, write_reply};
+use crate::blob::{LinkError, is_key};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{self, Resource, apply_server_change, create_record, parse_body, parse_id};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::{DeleteAction, Hooks};
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath};
+use crate::store::{SqlValue, Tx};
+
+pub const HUB_FLAG: &str = "documentsHubEnabled";
+
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v2/document/upload", post(upload))
+        .route(
+            "/api/v2/document/file/{org}/{key}",
+            axum::routing::get(download),
+        )
+        .route("/api/v2/document/hub/bulk-upload", post(hub_bulk_upload))
+        .route(
+            "/api/v2/document/counts-by-deliverable",
+            post(counts_by_deliverable),
+        )
+        .route("/api/v2/document-version", post(create_version_body))
+        .route("/api/v2/document/{id}/versions", post(create_version_path))
+        .route("/api/v2/document/{id}/links", post(link))
+        .route(
+            "/api/v2/document/{id}/links/{deliverable_id}",
+            delete(unlink),
+        )
+        .route("/api/v2/document/{id}/copy-mode", post(copy_mode))
+}
+
+fn require_hub(auth: &Auth) -> ApiResult<()> {
+    if auth.flag(HUB_FLAG) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "this endpoint needs the organization flag {HUB_FLAG}"
+        )))
+    }
+}
+
+fn field_cond(path: &str, value: String) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse(path).expect("static field path"),
+        values: vec![value],
+    }
+}
+
+/// An uploaded file of the organization: size and MIME type.
+struct BlobRow {
+    size_bytes: i64,
+    mime_type: Option<String>,
+}
+
+fn blob_row(tx: &mut dyn Tx, org: Uuid, key: &str) -> ApiResult<Option<BlobRow>> {
+    let rows = tx.query(
+        "SELECT size_bytes, mime_type FROM blobs WHERE organization_id = ? AND document_key = ?",
+        &[org.into(), key.into()],
+    )?;
+    Ok(rows.into_iter().next().map(|r| BlobRow {
+        size_bytes: r.first().and_then(SqlValue::as_i64).unwrap_or(0),
+        mime_type: r.get(1).and_then(SqlValue::as_str).map(str::to_string),
+    }))
+}
+
+fn deliverable_exists(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<bool> {
+    let table = registry::by_path("deliverable")
+        .expect("deliverable is registered")
+        .desc()
+        .table;
+    Ok(records::get(tx, table, org, id)?.is_some())
+}
+
+// ----- upload and download ---------------------------------------------------------------------
+
+async fn upload(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    require_hub(&auth)?;
+    if auth.require("Document", Action::Create).is_err() {
+        auth.require("Document", Action::Update)?;
+    }
+    let bytes = read_body(body).await?;
+    if bytes.is_empty() {
+        return Err(ApiError::validation(
+            "the request body is empty; send the file's bytes",
+        ));
+    }
+    let mime_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty() && v.len() <= 255);
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let size_bytes = bytes.len() as i64;
+    let org = auth.org;
+    let key = state.files.put(org, bytes).await?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        tx.execute(
+            "INSERT INTO blobs (organization_id, document_key, size_bytes, mime_type, sha256, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+            &[
+                org.into(),
+                key.clone().into(),
+                size_bytes.into(),
+                mime_type.clone().into(),
+                sha256.clone().into(),
+                ctx.now_text().into(),
+            ],
+        )?;
+        let answer = UploadedFile {
+            document_key: key.clone(),
+            size_bytes,
+            mime_type: mime_type.clone(),
+            sha256: sha256.clone(),
+        };
+        Ok(Reply::json(StatusCode::CREATED, &answer))
+    })
+    .await
+}
+
+async fn download(
+    State(state): State<Arc<AppState>>,
+    Path((org, key)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    let refused = || ApiError::forbidden("the download link is invalid");
+    let org = Uuid::parse_str(&org).map_err(|_| refused())?;
+    if !is_key(&key) {
+        return Err(refused());
+    }
+    let mut expires = None;
+    let mut signature = None;
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "expires" => expires = v.parse::<i64>().ok(),
+            "signature" => signature = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    let (Some(expires), Some(signature)) = (expires, signature) else {
+        return Err(refused());
+    };
+    let now = chrono::Utc::now().timestamp();
+    match state.files.verify(org, &key, expires, &signature, now) {
+        Ok(()) => {}
+        Err(LinkError::Expired) => {
+            return Err(ApiError::forbidden(
+                "the download link has expired; read the document again for a fresh link",
+            ));
+        }
+        Err(LinkError::BadSignature) => return Err(refused()),
+    }
+    let lookup_key = key.clone();
+    let row = state
+        .store
+        .read(move |tx| blob_row(tx, org, &lookup_key))
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let bytes = state
+        .files
+        .get(org, &key)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let mime = row
+        .mime_type
+        .unwrap_or_else(|| "application/octet-stream".into());
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, "private, no-store".to_string()),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+// ----- versions ----------------------------------------------------------------------------------
+
+/// Creates a version of a document and makes it current; returns the stored version.
+fn create_version(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    document_id: Uuid,
+    req: &VersionCreate,
+) -> ApiResult<Value> {
+    let docs = engine::resource("document");
+    let versions = engine::resource("document-version");
+    let doc =
+        records::get(tx, docs.table(), ctx.org(), document_id)?.ok_or_else(ApiError::not_found)?;
+    let mut size = None;
+    let mut mime_type = req.mime_type.clone();
+    if let Some(key) = req
+        .document_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        let blob = blob_row(tx, ctx.org(), key)?.ok_or_else(|| {
+            ApiError::field(
+                "documentKey",
+                "no uploaded file has this key; upload it with POST /document/upload",
+            )
+        })?;
+        size = Some(blob.size_bytes);
+        mime_type = mime_type.or(blob.mime_type);
+    } else if let Some(url) = req
+        .document_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        && !(url.starts_with("https://") || url.starts_with("http://"))
+    {
+        return Err(ApiError::field(
+            "documentUrl",
+            "must be an http:// or https:// link",
+        ));
+    }
+    let mut body = serde_json::to_value(req)
+        .map_err(ApiError::internal)?
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    body.insert("documentId".into(), json!(document_id));
+    body.insert("mimeType".into(), json!(mime_type));
+    if body.get("id").is_some_and(Value::is_null) {
+        body.remove("id");
+    }
+    let version = create_record(tx, ctx, &versions, body)?;
+    let parsed: DocumentVersion =
+        serde_json::from_value(version.clone()).map_err(ApiError::internal)?;
+    apply_server_change(tx, ctx, &docs, &doc, current_version_patch(&parsed, size))?;
+    Ok(version)
+}
+
+async fn version_reply(
+    state: Arc<AppState>,
+    auth: Auth,
+    idem: Option<Extension<Idempotency>>,
+    document_id: Uuid,
+    req: VersionCreate,
+) -> ApiResult<Response> {
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut version = create_version(tx, ctx, document_id, &req)?;
+        present_file(&st, ctx.org(), &mut version);
+        Ok(Reply::json(StatusCode::CREATED, &version))
+    })
+    .await
+}
+
+fn version_auth(auth: &Auth) -> ApiResult<()> {
+    require_hub(auth)?;
+    auth.require("Document", Action::Update)
+}
+
+async fn create_version_body(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    version_auth(&auth)?;
+    let req: VersionCreate = parse_body(body)?;
+    let document_id = req
+        .document_id
+        .ok_or_else(|| ApiError::field("documentId", "documentId is required"))?;
+    check_version(&req)?;
+    version_reply(state, auth, idem, document_id, req).await
+}
+
+async fn create_version_path(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    version_auth(&auth)?;
+    let document_id = parse_id(&id)?;
+    let req: VersionCreate = parse_body(body)?;
+    if req.document_id.is_some_and(|d| d != document_id) {
+        return Err(ApiError::field(
+            "documentId",
+            "differs from the document of the path",
+        ));
+    }
+    check_version(&req)?;
+    version_reply(state, auth, idem, document_id, req).await
+}
+
+/// The request rules a version create can be judged by before any read: a name and a file.
+fn check_version(req: &VersionCreate) -> ApiResult<()> {
+    let given = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.trim().is_empty());
+    let mut v = Vec::new();
+    if req.name.trim().is_empty() {
+        v.push(Violation::field("name", "name must not be empty"));
+    }
+    if !given(&req.document_key) && !given(&req.document_url) {
+        v.push(Violation::general(
+            "a document version needs documentKey or documentUrl",
+        ));
+    }
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::violations(v))
+    }
+}
+
+// ----- Hub bulk upload ---------------------------------------------------------------------------
+
+async fn hub_bulk_upload(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    require_hub(&auth)?;
+    auth.require("Document", Action::Create)?;
+    let req: HubBulkUpload = parse_body(body)?;
+    if req.documents.is_empty() || req.documents.len() > MAX_HUB_UPLOAD {
+        return Err(ApiError::field(
+            "documents",
+            format!("send 1 to {MAX_HUB_UPLOAD} documents"),
+        ));
+    }
+    let mut violations = Vec::new();
+    for (i, item) in req.documents.iter().enumerate() {
+        violations.extend(item.validate().into_iter().map(|mut v| {
+            v.index = Some(i);
+            v
+        }));
+    }
+    if !violations.is_empty() {
+        return Err(ApiError::violations(violations));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let docs = engine::resource("document");
+        let mut out = Vec::with_capacity(req.documents.len());
+        for (i, item) in req.documents.iter().enumerate() {
+            let key = item.document_key.trim();
+            if blob_row(tx, ctx.org(), key)?.is_none() {
+                return Err(ApiError::field(
+                    "documentKey",
+                    "no uploaded file has this key; upload it with POST /document/upload",
+                )
+                .with_index(i));
+            }
+            if let Some(d) = item.deliverable_id
+                && !deliverable_exists(tx, ctx.org(), d)?
+            {
+                return Err(ApiError::field("deliverableId", "no such deliverable").with_index(i));
+            }
+            let mut body = Map::new();
+            body.insert("name".into(), json!(item.name));
+            body.insert("deliverableId".into(), json!(item.deliverable_id));
+            body.insert("copyMode".into(), json!(item.copy_mode));
+            body.insert(
+                "deliverableDocument".into(),
+                json!(item.deliverable_document()),
+            );
+            body.insert(
+                "copyWithDeliverable".into(),
+                json!(item.copy_with_deliverable.unwrap_or(false)),
+            );
+            body.insert("isHub".into(), json!(true));
+            body.insert("metadata".into(), Value::Object(item.metadata.clone()));
+            let doc = create_record(tx, ctx, &docs, body).map_err(|e| e.with_index(i))?;
+            let doc_id = parse_id(doc["id"].as_str().unwrap_or(""))?;
+            let version = VersionCreate {
+                document_id: Some(doc_id),
+                id: None,
+                version_label: Some(item.version_label.clone().unwrap_or_else(|| "v1".into())),
+                name: item.name.clone(),
+                document_key: Some(key.to_string()),
+                document_url: None,
+                mime_type: item.mime_type.clone(),
+                last_modified_at: None,
+                metadata: Map::new(),
+            };
+            create_version(tx, ctx, doc_id, &version).map_err(|e| e.with_index(i))?;
+            let mut doc = records::get(tx, docs.table(), ctx.org(), doc_id)?
+                .ok_or_else(|| ApiError::internal("document vanished"))?;
+            if let Some(d) = item.deliverable_id {
+                notify_attached(tx, ctx, doc_id, d, &item.name)?;
+            }
+            present_file(&st, ctx.org(), &mut doc);
+            out.push(doc);
+        }
+        Ok(Reply::json(
+            StatusCode::CREATED,
+            &json!({ "values": out, "count": out.len() }),
+        ))
+    })
+    .await
+}
+
+fn notify_attached(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    document: Uuid,
+    deliverable: Uuid,
+    name: &str,
+) -> ApiResult<()> {
+    let mut about = Map::new();
+    about.insert("documentId".into(), json!(document));
+    about.insert("deliverableId".into(), json!(deliverable));
+    crate::notifications::notify(
+        tx,
+        ctx,
+        NotificationKind::DeliverableDocument,
+        about,
+        &format!("Document attached: {name}"),
+        None,
+    )?;
+    Ok(())
+}
+
+// ----- links and copy mode -----------------------------------------------------------------------
+
+fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<Resource>, Value)> {
+    let docs = engine::resource("document");
+    let doc = records::get(tx, docs.table(), org, id)?.ok_or_else(ApiError::not_found)?;
+    Ok((docs, doc))
+}
+
+fn link_auth(auth: &Auth) -> ApiResult<()> {
+    require_hub(auth)?;
+    auth.require("Document", Action::Read)?;
+    auth.require("Deliverable", Action::Update)
+}
+
+async fn link(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    link_auth(&auth)?;
+    let id = parse_id(&id)?;
+    let req: LinkRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        if !deliverable_exists(tx, ctx.org(), req.deliverable_id)? {
+            return Err(ApiError::field("deliverableId", "no such deliverable"));
+        }
+        let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
+        let mut changes = Map::new();
+        let attached = prodops_core::document::is_attached_to(&doc, req.deliverable_id);
+        if doc.deliverable_id.is_none() {
+            changes.insert("deliverableId".into(), json!(req.deliverable_id));
+        } else if !attached {
+            let mut linked = doc.linked_deliverable_ids.clone();
+            linked.push(req.deliverable_id);
+            changes.insert("linkedDeliverableIds".into(), json!(linked));
+        }
+        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        if !attached {
+            notify_attached(tx, ctx, id, req.deliverable_id, &doc.name)?;
+        }
+        present_file(&st, ctx.org(), &mut record);
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+async fn unlink(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path((id, deliverable)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    link_auth(&auth)?;
+    let id = parse_id(&id)?;
+    let deliverable = parse_id(&deliverable)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
+        if !prodops_core::document::is_attached_to(&doc, deliverable) {
+            return Err(ApiError::not_found());
+        }
+        let mut linked: Vec<Uuid> = doc
+            .linked_deliverable_ids
+            .iter()
+            .copied()
+            .filter(|d| *d != deliverable)
+            .collect();
+        let mut changes = Map::new();
+        if doc.deliverable_id == Some(deliverable) {
+            // The first further link takes the place of the removed attachment.
+            let next = if linked.is_empty() {
+                None
+            } else {
+                Some(linked.remove(0))
+            };
+            changes.insert("deliverableId".into(), json!(next));
+        }
+        changes.insert("linkedDeliverableIds".into(), json!(linked));
+        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        present_file(&st, ctx.org(), &mut record);
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+async fn copy_mode(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    require_hub(&auth)?;
+    auth.require("Document", Action::Update)?;
+    let id = parse_id(&id)?;
+    let req: CopyModeRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    let st = state.clone();
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        let mut changes = Map::new();
+        changes.insert("copyMode".into(), json!(req.copy_mode));
+        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        present_file(&st, ctx.org(), &mut record);
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+// ----- counts ------------------------------------------------------------------------------------
+
+async fn counts_by_deliverable(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Document", Action::Read)?;
+    let req: CountsByDeliverable = parse_body(body)?;
+    let v = req.validate();
+    if !v.is_empty() {
+        return Err(ApiError::violations(v));
+    }
+    let org = auth.org;
+    let values = state
+        .store
+        .read(move |tx| {
+            let docs = engine::resource("document");
+            let deliverables = engine::resource("deliverable");
+            let mut ids = req.deliverable_ids.clone();
+            ids.sort();
+            ids.dedup();
+            // Only deliverables of the organization count; others are left out of the answer.
+            let found = records::select_values(
+                tx,
+                deliverables.table(),
+                org,
+                &Select {
+                    conds: vec![Cond::Ids(ids.clone())],
+                    limit: ids.len().max(1) as u64,
+                    ..Default::default()
+                },
+            )?;
+            let mut out = Vec::with_capacity(found.len());
+            for d in req.deliverable_ids.iter().filter(|id| {
+                found
+                    .iter()
+                    .any(|f| f.get("id").and_then(Value::as_str) == Some(&id.to_string()))
+            }) {
+                if out.iter().any(|(g, _): &(Uuid, u64)| g == d) {
+                    continue;
+                }
+                let mut n = 0;
+                for path in ["deliverableId", "linkedDeliverableIds"] {
+                    n += records::count(
+                        tx,
+                        docs.table(),
+                        org,
+                        &[Cond::Archived(false), field_cond(path, d.to_string())],
+                    )?;
+                }
+                out.push((*d, n));
+            }
+            Ok::<_, ApiError>(out)
+        })
+        .await?;
+    let values: Vec<Value> = values
+        .into_iter()
+        .map(|(g, n)| json!({ "groupId": g, "count": n }))
+        .collect();
+    Ok(axum::Json(json!({ "values": values })).into_response())
+}
+
+// ----- hooks -------------------------------------------------------------------------------------
+
+/// Sets `documentUrl`: a fresh signed link when the record has a `documentKey`, else the
+/// external link a key-less version carries.
+fn present_file(state: &AppState, org: Uuid, record: &mut Value) {
+    let Some(obj) = record.as_object_mut() else {
+        return;
+    };
+    let key = obj
+        .get("documentKey")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .map(str::to_string);
+    let url = match key {
+        Some(key) => json!(state.files.link(org, &key, chrono::Utc::now().timestamp())),
+        None => obj
+            .get("externalUrl")
+            .or_else(|| obj.get("documentUrl"))
+            .cloned()
+            .unwrap_or(Value::Null),
+    };
+    obj.insert("documentUrl".into(), url);
+}
+
+/// The keys among `keys` that no document or version of the organization names any more.
+fn unreferenced(tx: &mut dyn Tx, org: Uuid, keys: &[String]) -> ApiResult<Vec<String>> {
+    let mut out = Vec::new();
+    for key in keys {
+        let mut used = 0;
+        for path in ["document", "document-version"] {
+            let res = engine::resource(path);
+            used += records::count(
+                tx,
+                res.table(),
+                org,
+                &[field_cond("documentKey", key.clone())],
+            )?;
+        }
+        if used == 0 {
+            out.push(key.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Forgets uploaded files nothing names any more: their download links stop working at once.
+fn forget_files(tx: &mut dyn Tx, org: Uuid, keys: Vec<String>) -> ApiResult<()> {
+    for key in unreferenced(tx, org, &keys)? {
+        tx.execute(
+            "DELETE FROM blobs WHERE organization_id = ? AND document_key = ?",
+            &[org.into(), key.into()],
+        )?;
+    }
+    Ok(())
+}
+
+/// Documents: generated links on every answer; permanent DELETE removes the versions too.
+pub struct DocumentHooks;
+
+impl Hooks for DocumentHooks {
+    fn presents(&self) -> bool {
+        true
+    }
+
+    fn present(
+        &self,
+        state: &AppState,
+        _tx: &mut dyn Tx,
+        auth: &Auth,
+        record: &mut Value,
+    ) -> ApiResult<()> {
+        present_file(state, auth.org, record);
+        Ok(())
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
+        let versions = engine::resource("document-version");
+        let select = Select {
+            conds: vec![field_cond("documentId", id.to_string())],
+            limit: engine::MAX_BULK_RECORDS,
+            ..Default::default()
+        };
+        let mut keys: Vec<String> = Vec::new();
+        for v in records::select_values(tx, versions.table(), ctx.org(), &select)? {
+            keys.extend(
+                v.get("documentKey")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            );
+            if let Some(vid) = v
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|s| Uuid::parse_str(s).ok())
+            {
+                records::delete(tx, versions.table(), ctx.org(), vid)?;
+            }
+        }
+        keys.extend(
+            record
+                .get("documentKey")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        );
+        records::delete(tx, res.table(), ctx.org(), id)?;
+        keys.sort();
+        keys.dedup();
+        forget_files(tx, ctx.org(), keys)?;
+        Ok(DeleteAction::Handled)
+    }
+}
+
+/// Document versions: generated links; every write needs `Document.Update` (spec 4.7).
+pub struct VersionHooks;
+
+impl Hooks for VersionHooks {
+    fn authorize(&self, auth: &Auth, _res: &Resource, action: Action) -> ApiResult<()> {
+        match action {
+            Action::Read => auth.require("Document", Action::Read),
+            _ => auth.require("Document", Action::Update),
+        }
+    }
+
+    fn presents(&self) -> bool {
+        true
+    }
+
+    fn present(
+        &self,
+        state: &AppState,
+        _tx: &mut dyn Tx,
+        auth: &Auth,
+        record: &mut Value,
+    ) -> ApiResult<()> {
+        present_file(state, auth.org, record);
+        Ok(())
+    }
+}

@@ -1,0 +1,565 @@
+//! Organization members (spec 2.13, 4.12): invitations, acceptance, resend, deactivate and
+//! reactivate, and the outbox the invitation messages go to.
+//!
+//! Accounts (`app_users`) are global and keyed by email; a member record embeds a copy of its
+//! account (`appUser`), kept in step on every organization when the account changes.
+//!
+//! - `POST /organization-member` `{email, name?, roleId?, roleType?, workerId?}` → 201 member
+//! - `POST /organization-member/accept-invitation` `{token}` (no API key) → 200 member
+//! - `POST /organization-member/{id}/resend-invitation`, `/deactivate`, `/reactivate` → 204
+//! - `GET /outbox` (admin keys only) → the organization's outgoing messages
+//!
+//! Every member endpoint needs an admin key, or both `User.Read` and `User.Update`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::Duration;
+use prodops_core::organization::{
+    AcceptInvitation, AppUserStatus, InviteRequest, MemberStatus, OrganizationMember, can_resend,
+    new_account_name, status_after_accept, status_after_reactivate,
+};
+use rand::RngCore;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, hash_key, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency, format_time};
+use crate::engine::{
+    self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::{DeleteAction, Hooks};
+use crate::store::records;
+use crate::store::sql::FieldPath;
+use crate::store::{SqlValue, Tx};
+
+/// The path of the acceptance action, served without an API key.
+pub const ACCEPT_PATH: &str = "/api/v2/organization-member/accept-invitation";
+
+/// How long an invitation token works.
+pub const INVITATION_DAYS: i64 = 14;
+
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v2/organization-member", post(invite))
+        .route(ACCEPT_PATH, post(accept))
+        .route(
+            "/api/v2/organization-member/{id}/resend-invitation",
+            post(resend),
+        )
+        .route(
+            "/api/v2/organization-member/{id}/deactivate",
+            post(deactivate),
+        )
+        .route(
+            "/api/v2/organization-member/{id}/reactivate",
+            post(reactivate),
+        )
+        .route("/api/v2/outbox", get(outbox))
+}
+
+/// Admin, or both `User.Read` and `User.Update` (spec 4.12); DELETE also needs `User.Delete`.
+fn member_auth(auth: &Auth, action: Action) -> ApiResult<()> {
+    auth.require("User", Action::Read)?;
+    auth.require("User", Action::Update)?;
+    if action == Action::Delete || action == Action::Create {
+        auth.require("User", action)?;
+    }
+    Ok(())
+}
+
+fn org_name(tx: &mut dyn Tx, org: Uuid) -> ApiResult<String> {
+    let rows = tx.query("SELECT name FROM organizations WHERE id = ?", &[org.into()])?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        .unwrap_or("the organization")
+        .to_string())
+}
+
+/// Issues an invitation token for a member (revoking earlier unused ones) and writes the
+/// message to the outbox.
+fn send_invitation(tx: &mut dyn Tx, ctx: &Ctx, member: &OrganizationMember) -> ApiResult<()> {
+    tx.execute(
+        "DELETE FROM invitations WHERE organization_id = ? AND member_id = ? AND used_at IS NULL",
+        &[ctx.org().into(), member.id.into()],
+    )?;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let token = format!("inv_{}", hex::encode(bytes));
+    let expires = ctx.now + Duration::days(INVITATION_DAYS);
+    tx.execute(
+        "INSERT INTO invitations (token_hash, organization_id, member_id, app_user_id, created_at, expires_at, used_at) \
+         VALUES (?, ?, ?, ?, ?, ?, NULL)",
+        &[
+            hash_key(&token).into(),
+            ctx.org().into(),
+            member.id.into(),
+            member.app_user_id.into(),
+            ctx.now_text().into(),
+            format_time(expires).into(),
+        ],
+    )?;
+    let org = org_name(tx, ctx.org())?;
+    let subject = format!("You are invited to {org}");
+    let body = format!(
+        "Hello {name},\n\nyou have been invited to {org}. To accept, send\n\n  POST {ACCEPT_PATH}\n  {{\"token\": \"{token}\"}}\n\nThe invitation expires on {expires}.\n",
+        name = member.app_user.name,
+        expires = format_time(expires),
+    );
+    let payload = json!({
+        "token": token,
+        "memberId": member.id,
+        "appUserId": member.app_user_id,
+        "organizationId": ctx.org(),
+        "expiresAt": format_time(expires),
+    });
+    tx.execute(
+        "INSERT INTO outbox (id, organization_id, kind, recipient, subject, body, payload, created_at, sent_at) \
+         VALUES (?, ?, 'invitation', ?, ?, ?, ?, ?, NULL)",
+        &[
+            Uuid::now_v7().into(),
+            ctx.org().into(),
+            member.app_user.email.clone().into(),
+            subject.into(),
+            body.into(),
+            payload.to_string().into(),
+            ctx.now_text().into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The account with this email, created (pending) when there is none: `(id, name, status)`.
+fn account_for(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    email: &str,
+    name: Option<&str>,
+) -> ApiResult<(Uuid, String, AppUserStatus)> {
+    let find = |tx: &mut dyn Tx| {
+        tx.query(
+            "SELECT id, name, status FROM app_users WHERE email = ?",
+            &[email.into()],
+        )
+    };
+    let mut rows = find(tx)?;
+    if rows.is_empty() {
+        tx.execute(
+            "INSERT INTO app_users (id, email, name, status, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, ?) \
+             ON CONFLICT (email) DO NOTHING",
+            &[
+                Uuid::now_v7().into(),
+                email.into(),
+                new_account_name(name, email).into(),
+                ctx.now_text().into(),
+                ctx.now_text().into(),
+            ],
+        )?;
+        rows = find(tx)?;
+    }
+    let row = rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::internal("account vanished"))?;
+    let text = |i: usize| {
+        row.get(i)
+            .and_then(SqlValue::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let id = Uuid::parse_str(&text(0)).map_err(ApiError::internal)?;
+    let status = if text(2) == "active" {
+        AppUserStatus::Active
+    } else {
+        AppUserStatus::Pending
+    };
+    Ok((id, text(1), status))
+}
+
+async fn invite(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    member_auth(&auth, Action::Create)?;
+    let req: InviteRequest = parse_body(body)?;
+    let email = req
+        .normalized_email()
+        .map_err(|v| ApiError::violations(vec![v]))?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let res = engine::resource("organization-member");
+        let (account, name, status) = account_for(tx, ctx, &email, req.name.as_deref())?;
+        let mut body = Map::new();
+        body.insert("appUserId".into(), json!(account));
+        body.insert(
+            "appUser".into(),
+            json!({"id": account, "name": name, "email": email, "status": status}),
+        );
+        body.insert("status".into(), json!(MemberStatus::Pending));
+        body.insert("roleId".into(), json!(req.role_id));
+        body.insert("roleType".into(), json!(req.role_type));
+        body.insert("workerId".into(), json!(req.worker_id));
+        let record = create_server_record(tx, ctx, &res, body)?;
+        let member: OrganizationMember =
+            serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
+        send_invitation(tx, ctx, &member)?;
+        Ok(Reply::json(StatusCode::CREATED, &record))
+    })
+    .await
+}
+
+/// Rewrites the embedded copy of an account on every organization's member records.
+fn sync_account(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    account: Uuid,
+    changes: &Map<String, Value>,
+) -> ApiResult<()> {
+    let res = engine::resource("organization-member");
+    let expr = tx
+        .dialect()
+        .text_expr(&FieldPath::parse("appUserId").expect("static path"));
+    let rows = tx.query(
+        &format!(
+            "SELECT organization_id, data FROM {} WHERE {expr} = ?",
+            res.table()
+        ),
+        &[account.into()],
+    )?;
+    for row in rows {
+        let org = row
+            .first()
+            .and_then(SqlValue::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+            .ok_or_else(|| ApiError::internal("member row without organization"))?;
+        let mut record: Value = match row.get(1) {
+            Some(SqlValue::Text(t)) => serde_json::from_str(t).map_err(ApiError::internal)?,
+            _ => continue,
+        };
+        let before = record.clone();
+        if let Some(user) = record.get_mut("appUser").and_then(Value::as_object_mut) {
+            for (k, v) in changes {
+                user.insert(k.clone(), v.clone());
+            }
+        }
+        if record != before {
+            record["updatedAt"] = json!(ctx.now_text());
+            records::update(tx, res.table(), org, &record)?;
+        }
+    }
+    Ok(())
+}
+
+async fn accept(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let req: AcceptInvitation = parse_body(body)?;
+    let hash = hash_key(req.token.trim());
+    let refused = || ApiError::forbidden("the invitation token is unknown, used or expired");
+    let lookup = hash.clone();
+    let found = state
+        .store
+        .read(move |tx| {
+            Ok::<_, ApiError>(tx.query(
+                "SELECT organization_id FROM invitations WHERE token_hash = ?",
+                &[lookup.clone().into()],
+            )?)
+        })
+        .await?;
+    let org = found
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(refused)?;
+    // The token stands for the invited person; the actions run in the invitation's organization.
+    let auth = Auth {
+        key_id: Uuid::nil(),
+        org,
+        admin: false,
+        permissions: Arc::new(Default::default()),
+        flags: Arc::new(Map::new()),
+    };
+    let ctx = Ctx::new(auth, None);
+    write_reply(&state, ctx, move |tx, ctx| {
+        let rows = tx.query(
+            "SELECT member_id, app_user_id, expires_at FROM invitations \
+             WHERE token_hash = ? AND organization_id = ? AND used_at IS NULL",
+            &[hash.clone().into(), ctx.org().into()],
+        )?;
+        let row = rows.into_iter().next().ok_or_else(refused)?;
+        let text = |i: usize| {
+            row.get(i)
+                .and_then(SqlValue::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let expires = chrono::DateTime::parse_from_rfc3339(&text(2)).map_err(ApiError::internal)?;
+        if expires <= ctx.now {
+            return Err(refused());
+        }
+        let member_id = Uuid::parse_str(&text(0)).map_err(ApiError::internal)?;
+        let account = Uuid::parse_str(&text(1)).map_err(ApiError::internal)?;
+        tx.execute(
+            "UPDATE invitations SET used_at = ? WHERE token_hash = ?",
+            &[ctx.now_text().into(), hash.clone().into()],
+        )?;
+        tx.execute(
+            "UPDATE app_users SET status = 'active', updated_at = ? WHERE id = ?",
+            &[ctx.now_text().into(), account.into()],
+        )?;
+        let mut changes = Map::new();
+        changes.insert("status".into(), json!(AppUserStatus::Active));
+        sync_account(tx, ctx, account, &changes)?;
+        let res = engine::resource("organization-member");
+        let old = records::get(tx, res.table(), ctx.org(), member_id)?.ok_or_else(refused)?;
+        let member: OrganizationMember =
+            serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
+        let mut changes = Map::new();
+        changes.insert("status".into(), json!(status_after_accept(member.status)));
+        let record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+/// Runs a member action: loads the member, lets `f` change it, answers 204.
+async fn member_action<F>(
+    state: Arc<AppState>,
+    auth: Auth,
+    idem: Option<Extension<Idempotency>>,
+    id: String,
+    f: F,
+) -> ApiResult<Response>
+where
+    F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value, &OrganizationMember) -> ApiResult<()>
+        + Send
+        + 'static,
+{
+    member_auth(&auth, Action::Update)?;
+    let id = parse_id(&id)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let res = engine::resource("organization-member");
+        let old = records::get(tx, res.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
+        let member: OrganizationMember =
+            serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
+        f(tx, ctx, &res, &old, &member)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+fn set_status(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    old: &Value,
+    status: MemberStatus,
+) -> ApiResult<()> {
+    let mut changes = Map::new();
+    changes.insert("status".into(), json!(status));
+    apply_server_change(tx, ctx, res, old, changes)?;
+    Ok(())
+}
+
+async fn resend(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    member_action(state, auth, idem, id, |tx, ctx, _res, _old, member| {
+        can_resend(member).map_err(|v| ApiError::violations(vec![v]))?;
+        send_invitation(tx, ctx, member)
+    })
+    .await
+}
+
+async fn deactivate(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    member_action(state, auth, idem, id, |tx, ctx, res, old, member| {
+        tx.execute(
+            "DELETE FROM invitations WHERE organization_id = ? AND member_id = ? AND used_at IS NULL",
+            &[ctx.org().into(), member.id.into()],
+        )?;
+        set_status(tx, ctx, res, old, MemberStatus::Inactive)
+    })
+    .await
+}
+
+async fn reactivate(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    member_action(state, auth, idem, id, |tx, ctx, res, old, member| {
+        if member.status != MemberStatus::Inactive {
+            return Ok(());
+        }
+        set_status(
+            tx,
+            ctx,
+            res,
+            old,
+            status_after_reactivate(member.app_user.status),
+        )
+    })
+    .await
+}
+
+/// `GET /outbox?kind=&recipient=`: the organization's outgoing messages, oldest first
+/// (admin keys only).
+async fn outbox(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    if !auth.admin {
+        return Err(ApiError::forbidden(
+            "the outbox is readable with an admin key only",
+        ));
+    }
+    let mut sql = String::from(
+        "SELECT id, kind, recipient, subject, body, payload, created_at, sent_at FROM outbox WHERE organization_id = ?",
+    );
+    let mut params: Vec<SqlValue> = vec![auth.org.into()];
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "kind" => {
+                sql.push_str(" AND kind = ?");
+                params.push(v.into_owned().into());
+            }
+            "recipient" => {
+                sql.push_str(" AND recipient = ?");
+                params.push(v.trim().to_lowercase().into());
+            }
+            other => {
+                return Err(ApiError::field(
+                    other,
+                    "unknown filter; use kind or recipient",
+                ));
+            }
+        }
+    }
+    sql.push_str(" ORDER BY created_at, id LIMIT 10000");
+    let rows = state
+        .store
+        .read(move |tx| Ok::<_, ApiError>(tx.query(&sql, &params)?))
+        .await?;
+    let values: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            let text = |i: usize| r.get(i).and_then(SqlValue::as_str).map(str::to_string);
+            json!({
+                "id": text(0),
+                "kind": text(1),
+                "recipient": text(2),
+                "subject": text(3),
+                "body": text(4),
+                "payload": text(5).and_then(|p| serde_json::from_str::<Value>(&p).ok()),
+                "createdAt": text(6),
+                "sentAt": text(7),
+            })
+        })
+        .collect();
+    let total = values.len();
+    Ok(axum::Json(json!({ "values": values, "totalCount": total })).into_response())
+}
+
+/// Organization members: the permission rule, facts behind `roleId` and `workerId`, the
+/// account's name written through, invitations removed with the member.
+pub struct MemberHooks;
+
+fn exists(tx: &mut dyn Tx, ctx: &Ctx, path: &str, id: &Value) -> ApiResult<bool> {
+    let Some(id) = id.as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
+        return Ok(true);
+    };
+    let res = engine::resource(path);
+    Ok(records::get(tx, res.table(), ctx.org(), id)?.is_some())
+}
+
+impl Hooks for MemberHooks {
+    fn authorize(&self, auth: &Auth, _res: &Resource, action: Action) -> ApiResult<()> {
+        member_auth(auth, action)
+    }
+
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        for (field, path) in [("roleId", "role"), ("workerId", "worker")] {
+            let value = new.get(field).cloned().unwrap_or(Value::Null);
+            let unchanged = old.is_some_and(|o| o.get(field) == Some(&value));
+            if !unchanged && !value.is_null() && !exists(tx, ctx, path, &value)? {
+                return Err(ApiError::field(field, format!("no such {path}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let Some(old) = old else { return Ok(()) };
+        let name = new.pointer("/appUser/name").cloned().unwrap_or(Value::Null);
+        if old.pointer("/appUser/name") == Some(&name) {
+            return Ok(());
+        }
+        let account = new
+            .get("appUserId")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+            .ok_or_else(|| ApiError::internal("member without account"))?;
+        tx.execute(
+            "UPDATE app_users SET name = ?, updated_at = ? WHERE id = ?",
+            &[
+                name.as_str().unwrap_or("").into(),
+                ctx.now_text().into(),
+                account.into(),
+            ],
+        )?;
+        let mut changes = Map::new();
+        changes.insert("name".into(), name);
+        sync_account(tx, ctx, account, &changes)
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let id = record.get("id").and_then(Value::as_str).unwrap_or("");
+        tx.execute(
+            "DELETE FROM invitations WHERE organization_id = ? AND member_id = ?",
+            &[ctx.org().into(), id.into()],
+        )?;
+        Ok(DeleteAction::Proceed)
+    }
+}

@@ -1,0 +1,198 @@
+//! Notifications (spec 2.15, 4.13): produced by events, read through the standard endpoints,
+//! marked read by two actions.
+//!
+//! Events: a comment created with a `channelId` (kind `channel_comment`), and a document
+//! attached to a deliverable by the Hub upload or a link action (kind `deliverable_document`).
+//! Recipients: every member of the organization who is not deactivated, one notification per
+//! account, except the account that caused the event ([`prodops_core::notification::recipients`]).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::post;
+use prodops_core::notification::{
+    NotificationKind, ReadChannelComments, ReadDeliverableDocuments, recipients,
+};
+use prodops_core::organization::OrganizationMember;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{self, Resource, create_record, parse_body};
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::Hooks;
+use crate::store::Tx;
+use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath};
+
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(
+            "/api/v2/notification/read-channel-comments",
+            post(read_channel_comments),
+        )
+        .route(
+            "/api/v2/notification/read-deliverable-documents",
+            post(read_deliverable_documents),
+        )
+}
+
+fn field(path: &str, value: String) -> Cond {
+    Cond::Field {
+        path: FieldPath::parse(path).expect("static field path"),
+        values: vec![value],
+    }
+}
+
+/// The members of the organization (at most 100,000).
+pub fn members(tx: &mut dyn Tx, org: Uuid) -> ApiResult<Vec<OrganizationMember>> {
+    let res = engine::resource("organization-member");
+    let select = Select {
+        limit: 100_000,
+        ..Default::default()
+    };
+    records::select_values(tx, res.table(), org, &select)?
+        .into_iter()
+        .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
+        .collect()
+}
+
+/// Creates one notification per recipient of an event.
+pub fn notify(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    kind: NotificationKind,
+    about: Map<String, Value>,
+    message: &str,
+    actor: Option<Uuid>,
+) -> ApiResult<usize> {
+    let res = engine::resource("notification");
+    let to = recipients(&members(tx, ctx.org())?, actor);
+    for user in &to {
+        let mut body = about.clone();
+        body.insert("kind".into(), json!(kind));
+        body.insert("appUserId".into(), json!(user));
+        body.insert("message".into(), json!(message));
+        create_record(tx, ctx, &res, body)?;
+    }
+    Ok(to.len())
+}
+
+/// Marks read the unread notifications matching `conds`; returns how many changed.
+fn mark_read(tx: &mut dyn Tx, ctx: &Ctx, mut conds: Vec<Cond>) -> ApiResult<usize> {
+    let res = engine::resource("notification");
+    conds.push(field("isRead", "false".into()));
+    let select = Select {
+        conds,
+        limit: engine::MAX_BULK_RECORDS,
+        ..Default::default()
+    };
+    let unread = records::select_values(tx, res.table(), ctx.org(), &select)?;
+    for old in &unread {
+        let mut changes = Map::new();
+        changes.insert("isRead".into(), json!(true));
+        changes.insert("readAt".into(), json!(ctx.now_text()));
+        engine::apply_server_change(tx, ctx, &res, old, changes)?;
+    }
+    Ok(unread.len())
+}
+
+fn user_cond(user: Option<Uuid>) -> Option<Cond> {
+    user.map(|u| field("appUserId", u.to_string()))
+}
+
+async fn read_channel_comments(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Notification", Action::Update)?;
+    let body: ReadChannelComments = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut conds = vec![
+            field("kind", "channel_comment".into()),
+            field("channelId", body.channel_id.to_string()),
+        ];
+        conds.extend(user_cond(body.app_user_id));
+        mark_read(tx, ctx, conds)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+async fn read_deliverable_documents(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Notification", Action::Update)?;
+    let body: ReadDeliverableDocuments = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut conds = vec![
+            field("kind", "deliverable_document".into()),
+            field("deliverableId", body.deliverable_id.to_string()),
+        ];
+        conds.extend(user_cond(body.app_user_id));
+        mark_read(tx, ctx, conds)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+/// Comments: a new comment in a channel notifies the organization's members.
+pub struct CommentHooks;
+
+impl Hooks for CommentHooks {
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        if old.is_some() {
+            return Ok(());
+        }
+        let Some(channel) = new.get("channelId").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let mut about = Map::new();
+        about.insert("channelId".into(), json!(channel));
+        about.insert(
+            "commentId".into(),
+            new.get("id").cloned().unwrap_or_default(),
+        );
+        if let Some(d) = new.get("deliverableId").filter(|v| !v.is_null()) {
+            about.insert("deliverableId".into(), d.clone());
+        }
+        let text: String = new
+            .get("body")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
+        let actor = new
+            .get("authorAppUserId")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok());
+        notify(
+            tx,
+            ctx,
+            NotificationKind::ChannelComment,
+            about,
+            &format!("New comment: {text}"),
+            actor,
+        )?;
+        Ok(())
+    }
+}
