@@ -383,6 +383,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/v2/openapi.json", get(openapi))
         .merge(crate::engine::routes())
+        .merge(crate::deliverables::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)

@@ -96,6 +96,8 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
     match path {
         "worker" => Arc::new(WorkerHooks),
         "catalog-entry" => Arc::new(CatalogHooks),
+        "deliverable" => Arc::new(crate::deliverables::hooks::DeliverableHooks { concept: false }),
+        "dependency" => Arc::new(crate::deliverables::hooks::DependencyHooks),
         _ => Arc::new(NoHooks),
     }
 }

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod app;
 pub mod context;
+pub mod deliverables;
 pub mod engine;
 pub mod error;
 pub mod hooks;

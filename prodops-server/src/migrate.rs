@@ -50,6 +50,16 @@ const STEPS: &[(i64, &str)] = &[
         // The window length of each rate-limit row, so that cleanup follows the row's own window.
         "ALTER TABLE rate_limit_windows ADD COLUMN window_secs BIGINT NOT NULL DEFAULT 60",
     ),
+    (
+        10,
+        // The tree index of deliverables (deliverables/tree.rs): materialized path from the root
+        // (compared bytewise, so a subtree is one index range) and the sort key among siblings.
+        "CREATE TABLE IF NOT EXISTS deliverable_tree (
+        organization_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, root_id TEXT NOT NULL,
+        path TEXT {collate_c} NOT NULL, sort_key BIGINT NOT NULL, PRIMARY KEY (organization_id, id));
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_path ON deliverable_tree (organization_id, path);
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_parent ON deliverable_tree (organization_id, parent_id, sort_key)",
+    ),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -73,7 +83,9 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         }
         for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             tx.execute(
-                &statement.replace("{bool}", dialect.bool_column_type()),
+                &statement
+                    .replace("{bool}", dialect.bool_column_type())
+                    .replace("{collate_c}", collate_c(dialect)),
                 &[],
             )?;
         }
@@ -94,7 +106,19 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         }
         seed_counts(tx, kind.desc().table)?;
     }
+    for statement in crate::deliverables::extra_ddl(dialect) {
+        tx.execute(&statement, &[])?;
+    }
+    crate::deliverables::backfill_tree(tx)?;
     Ok(())
+}
+
+/// Bytewise text comparison, so that prefix ranges are index ranges (SQLite compares bytes).
+fn collate_c(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => "COLLATE \"C\"",
+    }
 }
 
 /// The PostgreSQL trigger function behind `record_counts`.

@@ -1,0 +1,388 @@
+//! Progress and schedule actions and reorder (spec 4.2).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use prodops_core::deliverable::{Deliverable, DeliverableType, ProgressStatus};
+use prodops_core::progress::{self, ProgressAction, ProgressResult};
+use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
+use prodops_core::tree::{self, Change, TreeStore};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::tree::{TABLE, TxTree, parse_deliverable, tree_row};
+use super::{resource, sessions};
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{load, parse_body, parse_id, update_record};
+use crate::error::{ApiError, ApiResult};
+use crate::store::Tx;
+
+/// Loads the order `root_id` and the node `id` under it (or the order itself).
+fn order_and_node(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    root_id: Uuid,
+    id: Uuid,
+) -> ApiResult<(Deliverable, Value)> {
+    let res = resource("deliverable");
+    let root = parse_deliverable(&load(tx, res, ctx.org(), root_id)?)?;
+    if root.kind != DeliverableType::Order || root.parent_id.is_some() {
+        return Err(ApiError::field(
+            "rootId",
+            "progress and schedule belong to orders: the root must be an order",
+        ));
+    }
+    let node = load(tx, res, ctx.org(), id)?;
+    let d = parse_deliverable(&node)?;
+    if d.id != root.id && d.root_parent_id != Some(root.id) {
+        return Err(ApiError::not_found());
+    }
+    Ok((root, node))
+}
+
+fn write_progress(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    old: &Value,
+    p: &prodops_core::deliverable::Progress,
+) -> ApiResult<Value> {
+    let mut patch = Map::new();
+    patch.insert(
+        "progress".into(),
+        serde_json::to_value(p).map_err(ApiError::internal)?,
+    );
+    update_record(tx, ctx, resource("deliverable"), old, patch)
+}
+
+/// Applies a progress action to `node` and its effects: a complete also completes the node's
+/// subtree, progress rolls up to the ancestors, and the open sessions and plans on every node
+/// that became done end. Returns the kicked workers.
+pub fn apply_progress(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    node_value: &Value,
+    action: &ProgressAction,
+) -> ApiResult<Vec<Uuid>> {
+    let node = parse_deliverable(node_value)?;
+    let by = ctx.auth.key_id;
+    let next = progress::apply(
+        node.progress.as_ref(),
+        node.kind,
+        node.quantity,
+        action,
+        by,
+        ctx.now,
+    )
+    .map_err(|v| ApiError::violations(vec![v]))?;
+    let mut done = Vec::new();
+    if next.status == ProgressStatus::Done && tree::status(&node) != ProgressStatus::Done {
+        done.push(node.id);
+    }
+    write_progress(tx, ctx, node_value, &next)?;
+    if matches!(action, ProgressAction::Complete {}) {
+        let descendants = TxTree::new(tx, ctx).descendants(node.id)?;
+        for d in descendants {
+            if tree::status(&d) == ProgressStatus::Done || d.is_archived {
+                continue;
+            }
+            let p = progress::apply(d.progress.as_ref(), d.kind, d.quantity, action, by, ctx.now)
+                .map_err(|v| ApiError::violations(vec![v]))?;
+            // Re-read: earlier writes of this loop refreshed its computed fields.
+            let current = load(tx, resource("deliverable"), ctx.org(), d.id)?;
+            write_progress(tx, ctx, &current, &p)?;
+            done.push(d.id);
+        }
+    }
+    // Roll-up, stopping at the first ancestor it leaves unchanged.
+    let mut parent_id = node.parent_id;
+    while let Some(pid) = parent_id {
+        let mut store = TxTree::new(tx, ctx);
+        let parent = store.node(pid)?;
+        let children: Vec<Deliverable> = store
+            .children(pid)?
+            .into_iter()
+            .filter(|c| !c.is_archived)
+            .collect();
+        let kids: Vec<Option<&prodops_core::deliverable::Progress>> =
+            children.iter().map(|c| c.progress.as_ref()).collect();
+        let rolled = progress::roll_up(
+            parent.progress.as_ref(),
+            parent.quantity,
+            &kids,
+            by,
+            ctx.now,
+        );
+        if rolled == parent.progress {
+            break;
+        }
+        let Some(rolled) = rolled else { break };
+        if rolled.status == ProgressStatus::Done && tree::status(&parent) != ProgressStatus::Done {
+            done.push(pid);
+        }
+        let current = load(tx, resource("deliverable"), ctx.org(), pid)?;
+        write_progress(tx, ctx, &current, &rolled)?;
+        parent_id = parent.parent_id;
+    }
+    sessions::end_open_on(tx, ctx, &done)
+}
+
+/// `POST /deliverable/root/{rootId}/progress/{id}`.
+pub async fn progress(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path((root_id, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let root_id = parse_id(&root_id)?;
+    let id = parse_id(&id)?;
+    let action: ProgressAction = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (_, node) = order_and_node(tx, ctx, root_id, id)?;
+        let kicked_workers = apply_progress(tx, ctx, &node, &action)?;
+        Ok(Reply::json(
+            StatusCode::OK,
+            &ProgressResult { kicked_workers },
+        ))
+    })
+    .await
+}
+
+/// The schedules, durations and dependencies of one order's tree.
+struct Loaded {
+    plan: Plan,
+    records: HashMap<Uuid, Value>,
+}
+
+fn load_plan(tx: &mut dyn Tx, ctx: &Ctx, root: &Deliverable) -> ApiResult<Loaded> {
+    let org = ctx.org();
+    let row = tree_row(tx, org, root.id)?.ok_or_else(ApiError::not_found)?;
+    let mut plan = Plan::default();
+    let mut records = HashMap::new();
+    for (id, parent, _, _, text) in super::tree::raw_records(tx, org, &row)? {
+        let v: Value = serde_json::from_str(&text).map_err(ApiError::internal)?;
+        let d = parse_deliverable(&v)?;
+        if d.is_archived {
+            continue;
+        }
+        plan.parent
+            .insert(id, if id == root.id { None } else { parent });
+        plan.durations.insert(id, d.duration_sec);
+        if let Some(s) = &d.schedule {
+            plan.spans.insert(id, Span::of(s));
+        }
+        records.insert(id, v);
+    }
+    // Archived nodes drop out; their children hang on the nearest live ancestor.
+    let ids: HashSet<Uuid> = plan.parent.keys().copied().collect();
+    for p in plan.parent.values_mut() {
+        if p.is_some_and(|x| !ids.contains(&x)) {
+            *p = Some(root.id);
+        }
+    }
+    let table = resource("dependency").table();
+    plan.deps = super::hooks::all_edges(tx, ctx, table, None)?
+        .into_iter()
+        .filter(|(a, b)| ids.contains(a) && ids.contains(b))
+        .collect();
+    Ok(Loaded { plan, records })
+}
+
+/// Writes the schedules (and durations) an action changed, then refreshes computed fields.
+fn write_schedules(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    loaded: &mut Loaded,
+    changed: &BTreeSet<Uuid>,
+    new_duration: Option<(Uuid, i64)>,
+) -> ApiResult<()> {
+    let mut touched: BTreeSet<Uuid> = changed.clone();
+    touched.extend(new_duration.map(|(id, _)| id));
+    let mut changes = Vec::new();
+    for id in touched {
+        let old = loaded
+            .records
+            .get(&id)
+            .cloned()
+            .ok_or_else(ApiError::not_found)?;
+        let mut new = old.clone();
+        if let Some(span) = loaded.plan.spans.get(&id) {
+            let s = span.to_schedule().ok_or_else(|| {
+                ApiError::field(
+                    "type",
+                    "the resulting schedule leaves the representable range",
+                )
+            })?;
+            new["schedule"] = serde_json::to_value(s).map_err(ApiError::internal)?;
+        }
+        if let Some((nid, d)) = new_duration
+            && nid == id
+        {
+            new["durationSec"] = json!(d);
+        }
+        if new == old {
+            continue;
+        }
+        new["updatedAt"] = json!(ctx.now_text());
+        crate::store::records::update(tx, TABLE, ctx.org(), &new)?;
+        loaded.records.insert(id, new);
+        changes.push(Change {
+            id,
+            old: Some(parse_deliverable(&old)?),
+        });
+    }
+    let mut store = TxTree::new(tx, ctx);
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    // Later actions of a batch start from what is stored now.
+    for id in store.saved.clone() {
+        if let Some(slot) = loaded.records.get_mut(&id) {
+            *slot = crate::store::records::get(tx, TABLE, ctx.org(), id)?
+                .ok_or_else(ApiError::not_found)?;
+        }
+    }
+    Ok(())
+}
+
+fn run_schedule(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    cache: &mut HashMap<Uuid, Loaded>,
+    root_id: Uuid,
+    id: Uuid,
+    action: &ScheduleAction,
+) -> ApiResult<()> {
+    let (root, _) = order_and_node(tx, ctx, root_id, id)?;
+    let loaded = match cache.entry(root_id) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(load_plan(tx, ctx, &root)?),
+    };
+    let outcome =
+        schedule::apply(&mut loaded.plan, id, action).map_err(|v| ApiError::violations(vec![v]))?;
+    write_schedules(tx, ctx, loaded, &outcome.changed, outcome.new_duration)
+}
+
+/// `POST /deliverable/root/{rootId}/schedule/{id}`.
+pub async fn schedule(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path((root_id, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let root_id = parse_id(&root_id)?;
+    let id = parse_id(&id)?;
+    let action: ScheduleAction = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut cache = HashMap::new();
+        run_schedule(tx, ctx, &mut cache, root_id, id, &action)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+/// `POST /deliverable/schedule/batch`: every action in order, all or nothing.
+pub async fn schedule_batch(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let items: Vec<ScheduleBatchItem> = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut cache = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            run_schedule(
+                tx,
+                ctx,
+                &mut cache,
+                item.root_parent_id,
+                item.target_id,
+                &item.action,
+            )
+            .map_err(|e| e.with_index(i))?;
+        }
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReorderRequest {
+    root_parent_id: Uuid,
+    ordered_deliverable_ids: Vec<Uuid>,
+}
+
+/// `POST /deliverable/reorder`: the listed nodes take the listed order among their siblings
+/// (nodes of several parents may be listed); siblings not listed follow them in their old order.
+pub async fn reorder(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let req: ReorderRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let org = ctx.org();
+        load(tx, resource("deliverable"), org, req.root_parent_id)?;
+        let mut seen = HashSet::new();
+        let mut by_parent: Vec<(Uuid, Vec<Uuid>)> = Vec::new();
+        for (i, id) in req.ordered_deliverable_ids.iter().enumerate() {
+            let field = format!("orderedDeliverableIds[{i}]");
+            if !seen.insert(*id) {
+                return Err(ApiError::field(&field, format!("{id} is listed twice")));
+            }
+            let row = tree_row(tx, org, *id)?;
+            let Some(row) = row.filter(|r| r.root_id == req.root_parent_id && r.id != r.root_id)
+            else {
+                return Err(ApiError::field(
+                    &field,
+                    format!(
+                        "{id} is not a deliverable under the root {}",
+                        req.root_parent_id
+                    ),
+                ));
+            };
+            let parent = row.parent_id.expect("a non-root node has a parent");
+            match by_parent.iter_mut().find(|(p, _)| *p == parent) {
+                Some((_, list)) => list.push(*id),
+                None => by_parent.push((parent, vec![*id])),
+            }
+        }
+        let mut changes = Vec::new();
+        for (parent, listed) in &by_parent {
+            let siblings = super::tree::child_rows(tx, org, *parent)?;
+            let rest = siblings
+                .iter()
+                .map(|r| r.id)
+                .filter(|id| !listed.contains(id));
+            for (k, id) in listed.iter().copied().chain(rest).enumerate() {
+                super::tree::set_sort_key(tx, org, id, k as i64)?;
+            }
+            let old = parse_deliverable(&load(tx, resource("deliverable"), org, *parent)?)?;
+            changes.push(Change {
+                id: *parent,
+                old: Some(old),
+            });
+        }
+        let mut store = TxTree::new(tx, ctx);
+        let today = store.today();
+        tree::refresh(&mut store, &changes, today)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
