@@ -362,7 +362,7 @@ async fn concept_endpoints_enforce_the_rules() {
         .patch(&format!("/concept/order/{p}"), json!({"name": "y"}))
         .await;
     assert_error(&r, 404, "NOT_FOUND");
-    assert_eq!(api.list_ids("concept/phase", "").await, [p.clone()]);
+    assert_eq!(api.list_ids("concept/phase", "").await, [p.as_str()]);
     assert_eq!(api.count("concept/step", "").await, 1);
     // A move breaking the nesting is refused on the concept endpoint, allowed on the raw one.
     let r = api
