@@ -129,7 +129,7 @@ async fn save_and_stop() {
         .post(&format!("/{WS}/stop"), json!({"deliverableIds": [b]}))
         .await;
     assert_eq!(r.status, 204, "{r}");
-    assert_eq!(deliverables(&open_for(&api, &ann).await), [c.clone()]);
+    assert_eq!(deliverables(&open_for(&api, &ann).await), [c.as_str()]);
     let r = api
         .post(
             &format!("/{WS}/stop"),
