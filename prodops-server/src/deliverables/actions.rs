@@ -6,19 +6,19 @@ use std::sync::Arc;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use prodops_core::deliverable::{Deliverable, DeliverableType, ProgressStatus};
+use prodops_core::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus};
 use prodops_core::progress::{self, ProgressAction, ProgressResult};
 use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
 use prodops_core::tree::{self, Change, TreeStore};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::tree::{TABLE, TxTree, parse_deliverable, tree_row};
 use super::{resource, sessions};
 use crate::app::{AppState, JsonBody, Reply, write_reply};
 use crate::context::{Action, Auth, Ctx, Idempotency};
-use crate::engine::{load, parse_body, parse_id, update_record};
+use crate::engine::{load, parse_body, parse_id};
 use crate::error::{ApiError, ApiResult};
 use crate::store::Tx;
 
@@ -45,23 +45,15 @@ fn order_and_node(
     Ok((root, node))
 }
 
-fn write_progress(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    old: &Value,
-    p: &prodops_core::deliverable::Progress,
-) -> ApiResult<Value> {
-    let mut patch = Map::new();
-    patch.insert(
-        "progress".into(),
-        serde_json::to_value(p).map_err(ApiError::internal)?,
-    );
-    update_record(tx, ctx, resource("deliverable"), old, patch)
-}
-
-/// Applies a progress action to `node` and its effects: a complete also completes the node's
-/// subtree, progress rolls up to the ancestors, and the open sessions and plans on every node
-/// that became done end. Returns the kicked workers.
+/// Applies a progress action to `node` and its effects, in one pass over one cached view of
+/// the tree: a complete also completes the node's subtree, progress rolls up to the ancestors
+/// (stopping at the first one it leaves unchanged), every changed record is checked and written
+/// once, the computed fields are refreshed once for all of them, and the open sessions and plans
+/// on every node that became done end. Returns the kicked workers.
+///
+/// `progress` is a server-managed effect here, so the records are written through
+/// [`TxTree::write`] (the resource's rules, no client-data hooks) rather than the PATCH pipeline:
+/// the pipeline would recompute the same ancestors once per written record.
 pub fn apply_progress(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -70,6 +62,25 @@ pub fn apply_progress(
 ) -> ApiResult<Vec<Uuid>> {
     let node = parse_deliverable(node_value)?;
     let by = ctx.auth.key_id;
+    let mut store = TxTree::new(tx, ctx);
+    let mut changes: Vec<Change> = Vec::new();
+    let mut done = Vec::new();
+    let mut set = |store: &mut TxTree, old: &Deliverable, p: Progress| -> ApiResult<()> {
+        if old.progress.as_ref() == Some(&p) {
+            return Ok(());
+        }
+        if p.status == ProgressStatus::Done && tree::status(old) != ProgressStatus::Done {
+            done.push(old.id);
+        }
+        let mut new = old.clone();
+        new.progress = Some(p);
+        store.write(old, &new)?;
+        changes.push(Change {
+            id: old.id,
+            old: Some(old.clone()),
+        });
+        Ok(())
+    };
     let next = progress::apply(
         node.progress.as_ref(),
         node.kind,
@@ -79,37 +90,29 @@ pub fn apply_progress(
         ctx.now,
     )
     .map_err(|v| ApiError::violations(vec![v]))?;
-    let mut done = Vec::new();
-    if next.status == ProgressStatus::Done && tree::status(&node) != ProgressStatus::Done {
-        done.push(node.id);
-    }
-    write_progress(tx, ctx, node_value, &next)?;
     if matches!(action, ProgressAction::Complete {}) {
-        let descendants = TxTree::new(tx, ctx).descendants(node.id)?;
-        for d in descendants {
-            if tree::status(&d) == ProgressStatus::Done || d.is_archived {
+        // Children before parents, so that each write sees its subtree done.
+        let descendants = store.descendants(node.id)?;
+        for d in descendants.iter().rev() {
+            if tree::status(d) == ProgressStatus::Done || d.is_archived {
                 continue;
             }
             let p = progress::apply(d.progress.as_ref(), d.kind, d.quantity, action, by, ctx.now)
                 .map_err(|v| ApiError::violations(vec![v]))?;
-            // Re-read: earlier writes of this loop refreshed its computed fields.
-            let current = load(tx, resource("deliverable"), ctx.org(), d.id)?;
-            write_progress(tx, ctx, &current, &p)?;
-            done.push(d.id);
+            set(&mut store, d, p)?;
         }
     }
-    // Roll-up, stopping at the first ancestor it leaves unchanged.
+    let current = store.node(node.id)?;
+    set(&mut store, &current, next)?;
     let mut parent_id = node.parent_id;
     while let Some(pid) = parent_id {
-        let mut store = TxTree::new(tx, ctx);
         let parent = store.node(pid)?;
         let children: Vec<Deliverable> = store
             .children(pid)?
             .into_iter()
             .filter(|c| !c.is_archived)
             .collect();
-        let kids: Vec<Option<&prodops_core::deliverable::Progress>> =
-            children.iter().map(|c| c.progress.as_ref()).collect();
+        let kids: Vec<Option<&Progress>> = children.iter().map(|c| c.progress.as_ref()).collect();
         let rolled = progress::roll_up(
             parent.progress.as_ref(),
             parent.quantity,
@@ -117,17 +120,15 @@ pub fn apply_progress(
             by,
             ctx.now,
         );
-        if rolled == parent.progress {
-            break;
+        match rolled {
+            Some(p) if Some(&p) != parent.progress.as_ref() => set(&mut store, &parent, p)?,
+            _ => break,
         }
-        let Some(rolled) = rolled else { break };
-        if rolled.status == ProgressStatus::Done && tree::status(&parent) != ProgressStatus::Done {
-            done.push(pid);
-        }
-        let current = load(tx, resource("deliverable"), ctx.org(), pid)?;
-        write_progress(tx, ctx, &current, &rolled)?;
         parent_id = parent.parent_id;
     }
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    drop(store);
     sessions::end_open_on(tx, ctx, &done)
 }
 

@@ -235,11 +235,15 @@ fn parse_text(text: &str) -> ApiResult<Deliverable> {
     serde_json::from_str(text).map_err(ApiError::internal)
 }
 
-/// Core's [`TreeStore`] over one transaction.
+/// Core's [`TreeStore`] over one transaction. It caches the nodes and child lists it read:
+/// its users change no parent or sibling order while it lives, only records' fields, and every
+/// change goes through [`TreeStore::save`] or [`TxTree::write`], which keep the cache true.
 pub struct TxTree<'a> {
     pub tx: &'a mut dyn Tx,
     pub ctx: &'a Ctx,
     shops: HashMap<Uuid, Option<Uuid>>,
+    nodes: HashMap<Uuid, Deliverable>,
+    kids: HashMap<Uuid, Vec<Uuid>>,
     pub saved: Vec<Uuid>,
 }
 
@@ -249,6 +253,8 @@ impl<'a> TxTree<'a> {
             tx,
             ctx,
             shops: HashMap::new(),
+            nodes: HashMap::new(),
+            kids: HashMap::new(),
             saved: Vec::new(),
         }
     }
@@ -256,18 +262,42 @@ impl<'a> TxTree<'a> {
     pub fn today(&self) -> NaiveDate {
         self.ctx.now.date_naive()
     }
+
+    /// Writes a changed record (server-managed fields such as `progress` or `schedule`) after
+    /// checking it against the resource's rules, like the engine's pipeline does.
+    pub fn write(&mut self, old: &Deliverable, new: &Deliverable) -> ApiResult<Deliverable> {
+        let kind = super::resource("deliverable").kind;
+        let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
+        let mut new_v = serde_json::to_value(new).map_err(ApiError::internal)?;
+        new_v["updatedAt"] = json!(self.ctx.now_text());
+        let checked = kind
+            .check(new_v, Some(&old_v))
+            .map_err(ApiError::violations)?;
+        records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+        let node = parse_deliverable(&checked)?;
+        self.nodes.insert(node.id, node.clone());
+        Ok(node)
+    }
 }
 
 impl TreeStore for TxTree<'_> {
     type Error = ApiError;
 
     fn node(&mut self, id: Uuid) -> ApiResult<Deliverable> {
+        if let Some(n) = self.nodes.get(&id) {
+            return Ok(n.clone());
+        }
         let v =
             records::get(self.tx, TABLE, self.ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
-        parse_deliverable(&v)
+        let n = parse_deliverable(&v)?;
+        self.nodes.insert(id, n.clone());
+        Ok(n)
     }
 
     fn children(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
+        if let Some(ids) = self.kids.get(&id).cloned() {
+            return ids.into_iter().map(|k| self.node(k)).collect();
+        }
         let rows = self.tx.query(
             &format!(
                 "SELECT d.data FROM {TREE} t JOIN {TABLE} d ON d.organization_id = t.organization_id AND d.id = t.id \
@@ -275,10 +305,18 @@ impl TreeStore for TxTree<'_> {
             ),
             &[self.ctx.org().into(), id.into()],
         )?;
-        rows.into_iter()
-            .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
-            .map(|t| parse_text(&t))
-            .collect()
+        let mut out = Vec::with_capacity(rows.len());
+        for mut r in rows {
+            let Some(text) = r.pop().and_then(SqlValue::into_string) else {
+                continue;
+            };
+            let n = parse_text(&text)?;
+            // A node written through this store is newer than what a read returns.
+            let n = self.nodes.entry(n.id).or_insert(n).clone();
+            out.push(n);
+        }
+        self.kids.insert(id, out.iter().map(|n| n.id).collect());
+        Ok(out)
     }
 
     fn descendants(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
@@ -290,7 +328,13 @@ impl TreeStore for TxTree<'_> {
         rows.retain(|r| r.0 != id);
         // Parents before children: a path grows with depth.
         rows.sort_by_key(|r| (r.3, r.2, r.0));
-        rows.iter().map(|r| parse_text(&r.4)).collect()
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let n = parse_text(&r.4)?;
+            let n = self.nodes.entry(n.id).or_insert(n).clone();
+            out.push(n);
+        }
+        Ok(out)
     }
 
     fn stage_shop(&mut self, stage_id: Uuid) -> ApiResult<Option<Uuid>> {
@@ -308,6 +352,9 @@ impl TreeStore for TxTree<'_> {
         let mut v = serde_json::to_value(node).map_err(ApiError::internal)?;
         v["updatedAt"] = json!(self.ctx.now_text());
         records::update(self.tx, TABLE, self.ctx.org(), &v)?;
+        let mut stored = node.clone();
+        stored.updated_at = self.ctx.now;
+        self.nodes.insert(node.id, stored);
         self.saved.push(node.id);
         Ok(())
     }
