@@ -18,6 +18,8 @@
 #   BENCH_ACTIONS   progress actions per order (default 300)
 #   BENCH_READS     hierarchy and worker-list reads each (default 20)
 #   BENCH_MOVES     subtree moves (default 6)
+#   BENCH_BIG_FANOUTS  children per node at each level of the big order (default 10,10,10,10,9:
+#                   101,111 nodes, depth 6, phases of 10,111 nodes); smaller for a quick look
 #   CARGO_TARGET_DIR  where cargo puts the binaries (default ./target)
 set -euo pipefail
 
@@ -39,6 +41,7 @@ esac
 ACTIONS="${BENCH_ACTIONS:-300}"
 READS="${BENCH_READS:-20}"
 MOVES="${BENCH_MOVES:-6}"
+BIG_FANOUTS="${BENCH_BIG_FANOUTS:-10,10,10,10,9}"
 
 log() { echo "[bench] $*" >&2; }
 die() {
@@ -95,10 +98,11 @@ done
 mkdir -p bench/results
 OUT="bench/results/deliverables-$(date -u +%Y%m%dT%H%M%SZ).txt"
 
-python3 - "$URL" "$API_KEY" "$ACTIONS" "$READS" "$MOVES" <<'PY' | tee "$OUT"
+python3 - "$URL" "$API_KEY" "$ACTIONS" "$READS" "$MOVES" "$BIG_FANOUTS" <<'PY' | tee "$OUT"
 import http.client, json, random, statistics, sys, time, urllib.parse, uuid
 
 url, key, actions, reads, moves = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+big_fanouts = [int(x) for x in sys.argv[6].split(",")]
 host = urllib.parse.urlparse(url)
 conn = http.client.HTTPConnection(host.hostname, host.port, timeout=600)
 H = {"X-API-Key": key, "Content-Type": "application/json"}
@@ -145,7 +149,7 @@ def build(name, fanouts):
         levels.append(nxt)
     return root, records, levels
 
-big_root, big_records, big_levels = build("Big order", [10, 10, 10, 10, 9])
+big_root, big_records, big_levels = build("Big order", big_fanouts)
 small_root, small_records, small_levels = build("Small order", [3, 4, 4, 4, 4])
 log(f"storing the big order: {len(big_records)} nodes, depth {len(big_levels)}")
 t0 = time.perf_counter()
@@ -180,14 +184,16 @@ l2 = big_levels[2]
 subtree = l2[0]
 move_t = []
 for m in range(moves):
-    target = l1[1 + (m % 2)]
+    target = l1[(1 + (m % 2)) % len(l1)]
     move_t.append(timed(lambda: call("PATCH", f"/deliverable/{subtree}", {"parentId": target})))
 hier = json.loads(call("GET", f"/deliverable/{subtree}/hierarchy"))
 moved_nodes = hier["totalCount"]
 
 # 3. Hierarchy of a ~10,000-node phase against the 10,000-worker page, interleaved.
-phase = l1[3]
-hier_count = json.loads(call("GET", f"/deliverable/{phase}/hierarchy"))["totalCount"]
+phase = l1[min(3, len(l1) - 1)]
+hier_body = call("GET", f"/deliverable/{phase}/hierarchy")
+hier_count = json.loads(hier_body)["totalCount"]
+worker_body = call("GET", "/worker?pageSize=10000")
 hier_t, worker_t = [], []
 for _ in range(2):  # warm-up
     call("GET", f"/deliverable/{phase}/hierarchy")
@@ -210,6 +216,8 @@ print(f"  ratio {progress_ratio:.2f} (target <= 1.5): {'PASS' if progress_ratio 
 print(row(f"move of a {moved_nodes}-node subtree", move_t))
 print(row(f"GET /deliverable/{{id}}/hierarchy, {hier_count} nodes", hier_t))
 print(row("GET /worker?pageSize=10000, 10,000 workers", worker_t))
+print(f"  response sizes: hierarchy {len(hier_body) / 1e6:.1f} MB ({len(hier_body) // hier_count} bytes per node), "
+      f"workers {len(worker_body) / 1e6:.1f} MB ({len(worker_body) // 10000} bytes per worker)")
 print(f"  ratio {hier_ratio:.2f} (target <= 2): {'PASS' if hier_ratio <= 2 else 'FAIL'}")
 print("deliverable export vs worker export rate: not measured (needs the prodops CLI)")
 PY

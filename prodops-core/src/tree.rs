@@ -15,10 +15,12 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::NaiveDate;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::deliverable::{AlertType, Computed, Deliverable, DeliverableType, ProgressStatus};
+use crate::deliverable::{
+    AlertType, ChildSummary, Computed, Deliverable, DeliverableType, ProgressStatus,
+};
 
 /// The part of a node's computed fields its children read (the inherited part).
 #[derive(Debug, Clone, PartialEq)]
@@ -243,13 +245,13 @@ pub fn compute(
         child_late |= c.is_late;
         child_at_risk |= c.is_at_risk;
         child_alert = child_alert.max(c.alert_type);
-        current_children.push(json!({
-            "id": child.id,
-            "name": child.name,
-            "type": child.kind,
-            "status": status(child),
-            "percentage": child.progress.as_ref().map_or(0.0, |p| p.percentage),
-        }));
+        current_children.push(ChildSummary {
+            id: child.id,
+            name: child.name.clone(),
+            kind: child.kind,
+            status: status(child),
+            percentage: child.progress.as_ref().map_or(0.0, |p| p.percentage),
+        });
     }
     if node.kind == DeliverableType::Phase && !current_stage_ids.is_empty() {
         current_phase_names.insert(node.name.clone());

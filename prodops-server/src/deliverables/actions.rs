@@ -11,10 +11,10 @@ use prodops_core::progress::{self, ProgressAction, ProgressResult};
 use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
 use prodops_core::tree::{self, Change, TreeStore};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use super::tree::{TABLE, TxTree, parse_deliverable, tree_row};
+use super::tree::{TxTree, parse_deliverable, tree_row};
 use super::{resource, sessions};
 use crate::app::{AppState, JsonBody, Reply, write_reply};
 use crate::context::{Action, Auth, Ctx, Idempotency};
@@ -62,7 +62,7 @@ pub fn apply_progress(
 ) -> ApiResult<Vec<Uuid>> {
     let node = parse_deliverable(node_value)?;
     let by = ctx.auth.key_id;
-    let mut store = TxTree::new(tx, ctx);
+    let mut store = TxTree::deferred(tx, ctx);
     let mut changes: Vec<Change> = Vec::new();
     let mut done = Vec::new();
     let mut set = |store: &mut TxTree, old: &Deliverable, p: Progress| -> ApiResult<()> {
@@ -128,6 +128,7 @@ pub fn apply_progress(
     }
     let today = store.today();
     tree::refresh(&mut store, &changes, today)?;
+    store.flush()?;
     drop(store);
     sessions::end_open_on(tx, ctx, &done)
 }
@@ -196,7 +197,8 @@ fn load_plan(tx: &mut dyn Tx, ctx: &Ctx, root: &Deliverable) -> ApiResult<Loaded
     Ok(Loaded { plan, records })
 }
 
-/// Writes the schedules (and durations) an action changed, then refreshes computed fields.
+/// Writes the schedules (and durations) an action changed, checked against the resource's
+/// rules, with the computed fields they move (`date`, alerts) refreshed; each record once.
 fn write_schedules(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -206,47 +208,40 @@ fn write_schedules(
 ) -> ApiResult<()> {
     let mut touched: BTreeSet<Uuid> = changed.clone();
     touched.extend(new_duration.map(|(id, _)| id));
+    let mut store = TxTree::deferred(tx, ctx);
     let mut changes = Vec::new();
     for id in touched {
-        let old = loaded
-            .records
-            .get(&id)
-            .cloned()
-            .ok_or_else(ApiError::not_found)?;
+        let old = parse_deliverable(loaded.records.get(&id).ok_or_else(ApiError::not_found)?)?;
         let mut new = old.clone();
         if let Some(span) = loaded.plan.spans.get(&id) {
-            let s = span.to_schedule().ok_or_else(|| {
+            new.schedule = Some(span.to_schedule().ok_or_else(|| {
                 ApiError::field(
                     "type",
                     "the resulting schedule leaves the representable range",
                 )
-            })?;
-            new["schedule"] = serde_json::to_value(s).map_err(ApiError::internal)?;
+            })?);
         }
         if let Some((nid, d)) = new_duration
             && nid == id
         {
-            new["durationSec"] = json!(d);
+            new.duration_sec = d;
         }
         if new == old {
             continue;
         }
-        new["updatedAt"] = json!(ctx.now_text());
-        crate::store::records::update(tx, TABLE, ctx.org(), &new)?;
-        loaded.records.insert(id, new);
-        changes.push(Change {
-            id,
-            old: Some(parse_deliverable(&old)?),
-        });
+        store.write(&old, &new)?;
+        changes.push(Change { id, old: Some(old) });
     }
-    let mut store = TxTree::new(tx, ctx);
     let today = store.today();
     tree::refresh(&mut store, &changes, today)?;
+    store.flush()?;
     // Later actions of a batch start from what is stored now.
-    for id in store.saved.clone() {
-        if let Some(slot) = loaded.records.get_mut(&id) {
-            *slot = crate::store::records::get(tx, TABLE, ctx.org(), id)?
-                .ok_or_else(ApiError::not_found)?;
+    let ids: Vec<Uuid> = loaded.records.keys().copied().collect();
+    for id in ids {
+        if let Some(n) = store.cached(id) {
+            loaded
+                .records
+                .insert(id, serde_json::to_value(n).map_err(ApiError::internal)?);
         }
     }
     Ok(())

@@ -245,6 +245,9 @@ pub struct TxTree<'a> {
     nodes: HashMap<Uuid, Deliverable>,
     kids: HashMap<Uuid, Vec<Uuid>>,
     pub saved: Vec<Uuid>,
+    /// With deferred writes, `save` and `write` only update the cache; `flush` writes every
+    /// changed record once.
+    deferred: Option<std::collections::BTreeSet<Uuid>>,
 }
 
 impl<'a> TxTree<'a> {
@@ -256,7 +259,44 @@ impl<'a> TxTree<'a> {
             nodes: HashMap::new(),
             kids: HashMap::new(),
             saved: Vec::new(),
+            deferred: None,
         }
+    }
+
+    /// A store whose writes wait for [`TxTree::flush`], so that a record changed several
+    /// times by one action (its progress, then its computed fields) is written once.
+    pub fn deferred(tx: &'a mut dyn Tx, ctx: &'a Ctx) -> Self {
+        TxTree {
+            deferred: Some(Default::default()),
+            ..Self::new(tx, ctx)
+        }
+    }
+
+    /// The node as this store last saw or wrote it, if it did.
+    pub fn cached(&self, id: Uuid) -> Option<&Deliverable> {
+        self.nodes.get(&id)
+    }
+
+    /// Writes every record changed since the store was made, each checked against the
+    /// resource's rules.
+    pub fn flush(&mut self) -> ApiResult<()> {
+        let Some(dirty) = self.deferred.take() else {
+            return Ok(());
+        };
+        let kind = super::resource("deliverable").kind;
+        for id in dirty {
+            let node = self
+                .nodes
+                .get(&id)
+                .cloned()
+                .ok_or_else(ApiError::not_found)?;
+            let mut v = serde_json::to_value(&node).map_err(ApiError::internal)?;
+            v["updatedAt"] = json!(self.ctx.now_text());
+            let checked = kind.check(v, None).map_err(ApiError::violations)?;
+            records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+        }
+        self.deferred = Some(Default::default());
+        Ok(())
     }
 
     pub fn today(&self) -> NaiveDate {
@@ -266,6 +306,13 @@ impl<'a> TxTree<'a> {
     /// Writes a changed record (server-managed fields such as `progress` or `schedule`) after
     /// checking it against the resource's rules, like the engine's pipeline does.
     pub fn write(&mut self, old: &Deliverable, new: &Deliverable) -> ApiResult<Deliverable> {
+        if let Some(dirty) = &mut self.deferred {
+            dirty.insert(new.id);
+            let mut stored = new.clone();
+            stored.updated_at = self.ctx.now;
+            self.nodes.insert(new.id, stored.clone());
+            return Ok(stored);
+        }
         let kind = super::resource("deliverable").kind;
         let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
         let mut new_v = serde_json::to_value(new).map_err(ApiError::internal)?;
@@ -349,6 +396,14 @@ impl TreeStore for TxTree<'_> {
     }
 
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
+        if let Some(dirty) = &mut self.deferred {
+            dirty.insert(node.id);
+            let mut stored = node.clone();
+            stored.updated_at = self.ctx.now;
+            self.nodes.insert(node.id, stored);
+            self.saved.push(node.id);
+            return Ok(());
+        }
         let mut v = serde_json::to_value(node).map_err(ApiError::internal)?;
         v["updatedAt"] = json!(self.ctx.now_text());
         records::update(self.tx, TABLE, self.ctx.org(), &v)?;
@@ -357,5 +412,29 @@ impl TreeStore for TxTree<'_> {
         self.nodes.insert(node.id, stored);
         self.saved.push(node.id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_upper;
+
+    #[test]
+    fn subtree_range_covers_exactly_the_descendants() {
+        let top = "aaaa/bbbb/";
+        let upper = path_upper(top);
+        assert_eq!(upper, "aaaa/bbbb0");
+        for inside in ["aaaa/bbbb/", "aaaa/bbbb/cccc/", "aaaa/bbbb/ffff/0000/"] {
+            assert!(inside >= top && inside < upper.as_str(), "{inside}");
+        }
+        for outside in [
+            "aaaa/",
+            "aaaa/bbba/",
+            "aaaa/bbbc/",
+            "aaaa/bbbbb/",
+            "aaaa/bbbb0/",
+        ] {
+            assert!(!(outside >= top && outside < upper.as_str()), "{outside}");
+        }
     }
 }
