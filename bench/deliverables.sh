@@ -64,6 +64,11 @@ cleanup() {
     local status=$?
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
     if [ "$status" -ne 0 ]; then
@@ -80,12 +85,13 @@ created="$("$SERVER" org create --name bench --database "$DB" 2>>"$WORK/admin.er
     die "org create failed: $(cat "$WORK/admin.err")"
 API_KEY="$(printf '%s' "$created" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])')"
 
+: >"$WORK/server.out"
 "$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 100000000 \
     >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
 URL=""
 for _ in $(seq 1 300); do
-    URL="$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$WORK/server.out" | head -n 1)"
+    URL="$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$WORK/server.out" 2>/dev/null | head -n 1 || true)"
     [ -n "$URL" ] && break
     kill -0 "$SERVER_PID" 2>/dev/null || {
         cat "$WORK/server.err" >&2

@@ -172,16 +172,25 @@ pub fn inherit(
     }
 }
 
+/// Facts about one node from outside the tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeFacts {
+    /// For a stage node, the shop of the stage resource it links.
+    pub stage_shop: Option<Uuid>,
+    /// Workers with an open work session or plan on the node (work-session assignments).
+    pub session_workers: Vec<Uuid>,
+}
+
 /// The computed fields of `node`: the inherited part from its parent, the aggregated part from
 /// its children (in sibling order; archived children are left out), `today` for the alerts.
 pub fn compute(
     node: &Deliverable,
     parent: Option<&Deliverable>,
     children: &[&Deliverable],
-    stage_shop: Option<Uuid>,
+    facts: &NodeFacts,
     today: NaiveDate,
 ) -> Computed {
-    let inh = inherit(node, parent, stage_shop);
+    let inh = inherit(node, parent, facts.stage_shop);
     let children: Vec<&Deliverable> = children
         .iter()
         .copied()
@@ -207,7 +216,10 @@ pub fn compute(
     if node.kind == DeliverableType::Phase {
         phase_names.insert(node.name.clone());
     }
-    let own_workers = worker_ids(node);
+    let mut own_workers = worker_ids(node);
+    own_workers.extend(facts.session_workers.iter().copied());
+    own_workers.sort();
+    own_workers.dedup();
     let own_tags = tags(node);
     combined_workers.extend(own_workers.iter().copied());
     combined_tags.extend(own_tags.iter().cloned());
@@ -326,18 +338,24 @@ pub trait TreeStore {
     fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Self::Error>;
     /// The shop of a stage resource.
     fn stage_shop(&mut self, stage_id: Uuid) -> Result<Option<Uuid>, Self::Error>;
+    /// The workers with an open work session or plan on a node.
+    fn session_workers(&mut self, id: Uuid) -> Result<Vec<Uuid>, Self::Error>;
     /// Stores a node whose `computed` or `rootParentId` changed.
     fn save(&mut self, node: &Deliverable) -> Result<(), Self::Error>;
 }
 
-fn stage_shop_of<S: TreeStore>(
-    store: &mut S,
-    node: &Deliverable,
-) -> Result<Option<Uuid>, S::Error> {
-    match (node.kind, data_uuid(node, "stageId")) {
-        (DeliverableType::Stage, Some(stage)) => store.stage_shop(stage),
-        _ => Ok(None),
-    }
+fn facts_of<S: TreeStore>(store: &mut S, node: &Deliverable) -> Result<NodeFacts, S::Error> {
+    let stage_shop = match (node.kind, data_uuid(node, "stageId")) {
+        (DeliverableType::Stage, Some(stage)) => store.stage_shop(stage)?,
+        _ => None,
+    };
+    let mut session_workers = store.session_workers(node.id)?;
+    session_workers.sort();
+    session_workers.dedup();
+    Ok(NodeFacts {
+        stage_shop,
+        session_workers,
+    })
 }
 
 /// Recomputes `node` in place from its parent and children (computed fields and
@@ -349,8 +367,8 @@ pub fn prepare<S: TreeStore>(
     children: &[&Deliverable],
     today: NaiveDate,
 ) -> Result<bool, S::Error> {
-    let shop = stage_shop_of(store, node)?;
-    let computed = compute(node, parent, children, shop, today);
+    let facts = facts_of(store, node)?;
+    let computed = compute(node, parent, children, &facts, today);
     let root = root_parent_id(parent);
     let changed = computed != node.computed || root != node.root_parent_id;
     node.computed = computed;
@@ -442,7 +460,7 @@ fn refresh_subtree<S: TreeStore>(
             Some(&j) => nodes[j].clone(),
             None => top.clone(),
         };
-        let shop = stage_shop_of(store, &nodes[i])?;
+        let shop = facts_of(store, &nodes[i])?.stage_shop;
         let inh = inherit(&nodes[i], Some(&parent), shop);
         let n = &mut nodes[i];
         n.root_parent_id = root_parent_id(Some(&parent));
@@ -467,8 +485,8 @@ fn refresh_subtree<S: TreeStore>(
             .map(|ks| ks.iter().map(|&k| nodes[k].clone()).collect())
             .unwrap_or_default();
         let refs: Vec<&Deliverable> = child_list.iter().collect();
-        let shop = stage_shop_of(store, &nodes[i])?;
-        let computed = compute(&nodes[i], Some(&parent), &refs, shop, today);
+        let facts = facts_of(store, &nodes[i])?;
+        let computed = compute(&nodes[i], Some(&parent), &refs, &facts, today);
         nodes[i].computed = computed;
     }
     let mut saved = 0;
@@ -513,6 +531,7 @@ pub fn recompute_all(
     nodes: &mut [Deliverable],
     sibling_key: &HashMap<Uuid, i64>,
     stage_shops: &HashMap<Uuid, Uuid>,
+    session_workers: &HashMap<Uuid, Vec<Uuid>>,
     today: NaiveDate,
 ) {
     let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
@@ -573,7 +592,14 @@ pub fn recompute_all(
             .map(|ks| ks.iter().map(|&k| nodes[k].clone()).collect())
             .unwrap_or_default();
         let refs: Vec<&Deliverable> = children.iter().collect();
-        nodes[i].computed = compute(&nodes[i], parent.as_ref(), &refs, shop(&nodes[i]), today);
+        let facts = NodeFacts {
+            stage_shop: shop(&nodes[i]),
+            session_workers: session_workers
+                .get(&nodes[i].id)
+                .cloned()
+                .unwrap_or_default(),
+        };
+        nodes[i].computed = compute(&nodes[i], parent.as_ref(), &refs, &facts, today);
     }
 }
 

@@ -32,6 +32,7 @@ struct Mem {
     nodes: HashMap<Uuid, Deliverable>,
     keys: HashMap<Uuid, i64>,
     shops: HashMap<Uuid, Uuid>,
+    sessions: HashMap<Uuid, Vec<Uuid>>,
 }
 
 impl Mem {
@@ -60,7 +61,7 @@ impl Mem {
 
     fn scratch(&self) -> HashMap<Uuid, Deliverable> {
         let mut all: Vec<Deliverable> = self.nodes.values().cloned().collect();
-        recompute_all(&mut all, &self.keys, &self.shops, today());
+        recompute_all(&mut all, &self.keys, &self.shops, &self.sessions, today());
         all.into_iter().map(|n| (n.id, n)).collect()
     }
 
@@ -90,6 +91,9 @@ impl TreeStore for Mem {
     }
     fn stage_shop(&mut self, stage_id: Uuid) -> Result<Option<Uuid>, Infallible> {
         Ok(self.shops.get(&stage_id).copied())
+    }
+    fn session_workers(&mut self, id: Uuid) -> Result<Vec<Uuid>, Infallible> {
+        Ok(self.sessions.get(&id).cloned().unwrap_or_default())
     }
     fn save(&mut self, node: &Deliverable) -> Result<(), Infallible> {
         self.nodes.insert(node.id, node.clone());
@@ -211,6 +215,7 @@ enum Op {
     Due { node: usize, day: u8 },
     Swap { a: usize, b: usize },
     Archive { node: usize },
+    Session { node: usize, worker: u8 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -223,6 +228,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0u8..60).prop_map(|(node, day)| Op::Due { node, day }),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Swap { a, b }),
         1 => any::<usize>().prop_map(|node| Op::Archive { node }),
+        2 => (any::<usize>(), 0u8..4).prop_map(|(node, worker)| Op::Session { node, worker }),
     ]
 }
 
@@ -303,6 +309,19 @@ proptest! {
                         }
                     }
                     refresh(&mut m, &changes, today()).unwrap();
+                }
+                Op::Session { node: a, worker } => {
+                    // A work session starts or ends: the node's facts change, not its record.
+                    let id = pick(a);
+                    let w = Uuid::from_u128(worker as u128);
+                    let list = m.sessions.entry(id).or_default();
+                    if let Some(i) = list.iter().position(|x| *x == w) {
+                        list.remove(i);
+                    } else {
+                        list.push(w);
+                    }
+                    let old = m.nodes[&id].clone();
+                    refresh(&mut m, &[Change { id, old: Some(old) }], today()).unwrap();
                 }
                 Op::Archive { node: a } => {
                     let mut n = m.nodes[&pick(a)].clone();

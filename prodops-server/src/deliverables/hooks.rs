@@ -363,3 +363,70 @@ pub fn all_edges(
     }
     Ok(edges)
 }
+
+/// Recomputes the deliverables whose work sessions or plans changed (their `workerIds`, and the
+/// combined workers above them).
+pub fn sessions_changed(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> ApiResult<()> {
+    let mut ids: Vec<Uuid> = deliverables.to_vec();
+    ids.sort();
+    ids.dedup();
+    let mut store = TxTree::new(tx, ctx);
+    let mut changes = Vec::new();
+    for id in ids {
+        // A session may name a deliverable that does not exist (the resource does not check).
+        if records::get(store.tx, TABLE, ctx.org(), id)?.is_some() {
+            let old = store.node(id)?;
+            changes.push(Change { id, old: Some(old) });
+        }
+    }
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    Ok(())
+}
+
+/// Work sessions: a session or plan that starts, ends, moves or disappears changes its
+/// deliverable's `computed.workerIds`.
+pub struct WorkSessionHooks;
+
+fn session_deliverable(v: &Value) -> Option<Uuid> {
+    v.get("deliverableId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+impl Hooks for WorkSessionHooks {
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let ids: Vec<Uuid> = old
+            .and_then(session_deliverable)
+            .into_iter()
+            .chain(session_deliverable(new))
+            .collect();
+        sessions_changed(tx, ctx, &ids)
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        record: &Value,
+    ) -> ApiResult<crate::hooks::DeleteAction> {
+        if let Some(id) = record
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+        {
+            records::delete(tx, res.table(), ctx.org(), id)?;
+        }
+        let ids: Vec<Uuid> = session_deliverable(record).into_iter().collect();
+        sessions_changed(tx, ctx, &ids)?;
+        Ok(crate::hooks::DeleteAction::Handled)
+    }
+}

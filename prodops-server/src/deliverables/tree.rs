@@ -242,6 +242,7 @@ pub struct TxTree<'a> {
     pub tx: &'a mut dyn Tx,
     pub ctx: &'a Ctx,
     shops: HashMap<Uuid, Option<Uuid>>,
+    workers: HashMap<Uuid, Vec<Uuid>>,
     nodes: HashMap<Uuid, Deliverable>,
     kids: HashMap<Uuid, Vec<Uuid>>,
     pub saved: Vec<Uuid>,
@@ -256,6 +257,7 @@ impl<'a> TxTree<'a> {
             tx,
             ctx,
             shops: HashMap::new(),
+            workers: HashMap::new(),
             nodes: HashMap::new(),
             kids: HashMap::new(),
             saved: Vec::new(),
@@ -393,6 +395,32 @@ impl TreeStore for TxTree<'_> {
             .and_then(|s| Uuid::parse_str(&s).ok());
         self.shops.insert(stage_id, shop);
         Ok(shop)
+    }
+
+    fn session_workers(&mut self, id: Uuid) -> ApiResult<Vec<Uuid>> {
+        if let Some(w) = self.workers.get(&id) {
+            return Ok(w.clone());
+        }
+        let table = super::resource("deliverable/work-sessions").table();
+        let dialect = self.tx.dialect();
+        let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
+        let rows = self.tx.query(
+            &format!(
+                "SELECT {} FROM {table} WHERE organization_id = ? AND {} = ? AND {} IS NULL",
+                dialect.text_expr(&path("workerId")),
+                dialect.text_expr(&path("deliverableId")),
+                dialect.text_expr(&path("endDate")),
+            ),
+            &[self.ctx.org().into(), id.into()],
+        )?;
+        let mut workers: Vec<Uuid> = rows
+            .iter()
+            .filter_map(|r| r.first().and_then(uuid_of))
+            .collect();
+        workers.sort();
+        workers.dedup();
+        self.workers.insert(id, workers.clone());
+        Ok(workers)
     }
 
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {

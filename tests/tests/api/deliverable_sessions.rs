@@ -227,3 +227,80 @@ async fn archive_ends_work_and_crew_time_adds_up() {
         assert!(open_for(&api, w).await.is_empty());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assignments_show_in_computed_workers() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let shop = api.create("shop", json!({"name": "Main"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = node(&api, "O", "order", None).await;
+    let p = node(&api, "P", "phase", Some(&o)).await;
+    let c = node(&api, "C", "component", Some(&p)).await;
+    let ann = worker(&api, "Ann", "active").await;
+    let bob = worker(&api, "Bob", "inactive").await;
+    let workers = |d: &Value, f: &str| -> Vec<String> {
+        d["computed"][f]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut both = vec![ann.clone(), bob.clone()];
+    both.sort();
+
+    // A save (a session for Ann, a plan for Bob) assigns them.
+    let r = api
+        .post(
+            &format!("/{WS}/save"),
+            json!({"shopId": shop, "assignments": {ann.clone(): [c], bob.clone(): [c]}}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    assert_eq!(workers(&api.read(D, &c).await, "workerIds"), both);
+    assert_eq!(workers(&api.read(D, &o).await, "combinedWorkerIds"), both);
+    assert!(workers(&api.read(D, &o).await, "workerIds").is_empty());
+
+    // Stopping Ann's session unassigns her, up the tree.
+    let r = api
+        .post(&format!("/{WS}/stop"), json!({"workerIds": [ann]}))
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    assert_eq!(
+        workers(&api.read(D, &o).await, "combinedWorkerIds"),
+        [bob.as_str()]
+    );
+    // A session created through the standard endpoint counts too, and its DELETE undoes it.
+    let s = api
+        .create(WS, json!({"workerId": ann, "deliverableId": p, "shopId": shop, "startDate": "2024-03-01T08:00:00Z"}))
+        .await;
+    assert_eq!(workers(&api.read(D, &p).await, "workerIds"), [ann.as_str()]);
+    let r = api
+        .delete(&format!("/{WS}/{}", s["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    assert!(workers(&api.read(D, &p).await, "workerIds").is_empty());
+    // Archiving Bob ends his plan and unassigns him.
+    api.patch(&format!("/worker/{bob}"), json!({"isArchived": true}))
+        .await;
+    assert!(workers(&api.read(D, &o).await, "combinedWorkerIds").is_empty());
+    // Completing a node kicks its workers and unassigns them.
+    api.post(
+        &format!("/{WS}/save"),
+        json!({"shopId": shop, "assignments": {ann.clone(): [c]}}),
+    )
+    .await;
+    assert_eq!(workers(&api.read(D, &c).await, "workerIds"), [ann.as_str()]);
+    let r = api
+        .post(
+            &format!("/{D}/root/{o}/progress/{c}"),
+            json!({"type": "complete"}),
+        )
+        .await;
+    assert_eq!(r.body["kickedWorkers"], json!([ann]));
+    assert!(workers(&api.read(D, &c).await, "workerIds").is_empty());
+    assert!(workers(&api.read(D, &o).await, "combinedWorkerIds").is_empty());
+}
