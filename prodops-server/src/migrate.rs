@@ -54,11 +54,12 @@ const STEPS: &[(i64, &str)] = &[
         10,
         // The tree index of deliverables (deliverables/tree.rs): materialized path from the root
         // (compared bytewise, so a subtree is one index range) and the sort key among siblings.
+        // Both indexes cover what subtree and children reads select, so they never visit rows.
         "CREATE TABLE IF NOT EXISTS deliverable_tree (
         organization_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, root_id TEXT NOT NULL,
         path TEXT {collate_c} NOT NULL, sort_key BIGINT NOT NULL, PRIMARY KEY (organization_id, id));
-     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_path ON deliverable_tree (organization_id, path);
-     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_parent ON deliverable_tree (organization_id, parent_id, sort_key)",
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_path ON deliverable_tree (organization_id, path, id, parent_id, sort_key);
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_parent ON deliverable_tree (organization_id, parent_id, sort_key, id)",
     ),
 ];
 
