@@ -559,8 +559,73 @@ fn deliverable_extras(
                     .build(),
             )
             .build();
+        let post_object = |verb: &str, summary: String, answer: &str| {
+            concept_op(verb, summary)
+                .request_body(Some(body(object())))
+                .response("200", response(answer, Some(object())))
+                .build()
+        };
+        let query = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Post,
+                post_object("query", format!("Query {t} deliverables"), "A page"),
+            )
+            .build();
+        let count = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                concept_op("count_get", format!("Count {t} deliverables"))
+                    .response("200", response("The count", Some(object())))
+                    .build(),
+            )
+            .operation(
+                HttpMethod::Post,
+                post_object("count", format!("Count {t} deliverables"), "The count"),
+            )
+            .build();
+        let group = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Post,
+                post_object(
+                    "group_and_count",
+                    format!("Count {t} deliverables by a field"),
+                    "Counts",
+                ),
+            )
+            .build();
+        let bulk = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Put,
+                post_object(
+                    "bulk_put",
+                    format!("Upsert {t} deliverables, all or nothing"),
+                    "Count and ids",
+                ),
+            )
+            .operation(
+                HttpMethod::Patch,
+                post_object(
+                    "bulk_patch",
+                    format!("Update the {t} deliverables a filter matches"),
+                    "The count",
+                ),
+            )
+            .operation(
+                HttpMethod::Delete,
+                concept_op(
+                    "bulk_delete",
+                    format!("Archive the {t} deliverables a filter matches"),
+                )
+                .response("200", response("The count", Some(object())))
+                .build(),
+            )
+            .build();
         paths = paths.path(base.clone(), collection);
         paths = paths.path(format!("{base}/{{id}}"), item);
+        paths = paths.path(format!("{base}/query"), query);
+        paths = paths.path(format!("{base}/count"), count);
+        paths = paths.path(format!("{base}/group-and-count"), group);
+        paths = paths.path(format!("{base}/bulk"), bulk);
     }
     paths
 }

@@ -521,3 +521,39 @@ async fn groups_and_counts() {
     assert_eq!(r.status, 200, "{r}");
     assert_eq!(r.body["values"][0], json!({"groupId": "order", "count": 2}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openapi_lists_the_deliverable_endpoints() {
+    let server = TestServer::start().await;
+    let resp = server.anonymous().get("/openapi.json").await;
+    assert_eq!(resp.status, 200, "{resp}");
+    let paths = resp.body["paths"].as_object().unwrap();
+    for path in [
+        "/api/v2/deliverable/{id}/hierarchy",
+        "/api/v2/deliverable/groups",
+        "/api/v2/deliverable/crew-time",
+        "/api/v2/deliverable/reorder",
+        "/api/v2/deliverable/root/{rootId}/progress/{id}",
+        "/api/v2/deliverable/root/{rootId}/schedule/{id}",
+        "/api/v2/deliverable/schedule/batch",
+        "/api/v2/deliverable/work-sessions/save",
+        "/api/v2/deliverable/work-sessions/stop",
+        "/api/v2/concept/order",
+        "/api/v2/concept/qcstep/{id}",
+        "/api/v2/concept/template-phase/bulk",
+    ] {
+        assert!(paths.contains_key(path), "openapi.json lacks {path}");
+    }
+    let schemas = resp.body["components"]["schemas"].as_object().unwrap();
+    for schema in [
+        "ProgressAction",
+        "ScheduleAction",
+        "SaveRequest",
+        "StopRequest",
+    ] {
+        assert!(
+            schemas.contains_key(schema),
+            "openapi.json lacks the schema {schema}"
+        );
+    }
+}
