@@ -225,8 +225,8 @@ pub struct Computed {
     pub phases_path: Vec<String>,
     /// Nearest phase name.
     pub phase: Option<String>,
-    /// Summary of the direct children.
-    pub current_children: Vec<Value>,
+    /// Summary of the direct children, in sibling order.
+    pub current_children: Vec<ChildSummary>,
     /// All stage IDs under the node.
     pub contained_stage_ids: Vec<Uuid>,
     /// All phase names under the node.
@@ -263,6 +263,23 @@ pub struct Computed {
     pub alert_type: AlertType,
     /// Ordinal of `alertType` (see [`AlertType::ordinal`]).
     pub alert_type_ordinal: i64,
+}
+
+/// One entry of `computed.currentChildren`: a direct child of the node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChildSummary {
+    /// The child's id.
+    pub id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: DeliverableType,
+    /// Its progress status (`waiting` without progress).
+    pub status: ProgressStatus,
+    /// Its progress percentage (0 without progress).
+    pub percentage: f64,
 }
 
 /// A node of the work tree; its `type` says which concept it implements.

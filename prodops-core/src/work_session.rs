@@ -73,11 +73,212 @@ impl Record for WorkSession {
     }
 }
 
+/// `POST /deliverable/work-sessions/save` (spec 4.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SaveRequest {
+    /// Worker id → the deliverables the worker works on now (at least one each).
+    pub assignments: std::collections::BTreeMap<Uuid, Vec<Uuid>>,
+    /// The shop the work happens in.
+    pub shop_id: Uuid,
+    /// When the added sessions start and the removed ones end; default now.
+    #[serde(default)]
+    pub start_date: Option<DateTime<Utc>>,
+    /// Whether the request is the whole crew of the shop: open sessions and plans in the shop of
+    /// workers not named are stopped too.
+    #[serde(default)]
+    pub should_stop_entire_batch: bool,
+}
+
+/// `POST /deliverable/work-sessions/stop` (spec 4.3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StopRequest {
+    #[serde(default)]
+    pub deliverable_ids: Vec<Uuid>,
+    #[serde(default)]
+    pub worker_ids: Vec<Uuid>,
+    /// When the sessions end; default now.
+    #[serde(default)]
+    pub end_date: Option<DateTime<Utc>>,
+}
+
+impl SaveRequest {
+    /// Rule of spec 4.3: at least one deliverable per worker.
+    pub fn violations(&self) -> Vec<Violation> {
+        let mut v = Vec::new();
+        for (worker, list) in &self.assignments {
+            if list.is_empty() {
+                v.push(Violation::field(
+                    format!("assignments.{worker}"),
+                    "each worker needs at least one deliverable id",
+                ));
+            }
+        }
+        v
+    }
+}
+
+impl StopRequest {
+    /// Rule 3 of spec 4.3: at least one of `deliverableIds` and `workerIds`.
+    pub fn violations(&self) -> Vec<Violation> {
+        if self.deliverable_ids.is_empty() && self.worker_ids.is_empty() {
+            vec![Violation::field(
+                "deliverableIds",
+                "stop needs deliverableIds or workerIds (there is no stop-everything form)",
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether an open session is one this request stops: it matches every list given.
+    pub fn matches(&self, s: &WorkSession) -> bool {
+        s.is_open()
+            && (self.deliverable_ids.is_empty() || self.deliverable_ids.contains(&s.deliverable_id))
+            && (self.worker_ids.is_empty() || self.worker_ids.contains(&s.worker_id))
+    }
+}
+
+/// What a save does: open sessions (or plans) to end, and `(worker, deliverable, kind)` to start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SaveDiff {
+    pub stop: Vec<Uuid>,
+    pub start: Vec<(Uuid, Uuid, WorkSessionKind)>,
+}
+
+/// Diffs a save against the open sessions and plans (rule 1): for each named worker, what is
+/// open and no longer listed ends, what is listed and not open starts. A worker in `absent`
+/// gets a plan instead of a session (rule 2); a worker's open entries of the other kind end.
+/// With `shouldStopEntireBatch`, open entries in the shop of workers not named end too.
+pub fn plan_save(
+    open: &[WorkSession],
+    req: &SaveRequest,
+    absent: &std::collections::HashSet<Uuid>,
+) -> SaveDiff {
+    let mut diff = SaveDiff::default();
+    for (worker, wanted) in &req.assignments {
+        let kind = if absent.contains(worker) {
+            WorkSessionKind::Plan
+        } else {
+            WorkSessionKind::Session
+        };
+        let mine: Vec<&WorkSession> = open
+            .iter()
+            .filter(|s| s.worker_id == *worker && s.is_open())
+            .collect();
+        for s in &mine {
+            if s.kind != kind || !wanted.contains(&s.deliverable_id) {
+                diff.stop.push(s.id);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for d in wanted {
+            if !seen.insert(*d) {
+                continue;
+            }
+            let running = mine
+                .iter()
+                .any(|s| s.kind == kind && s.deliverable_id == *d);
+            if !running {
+                diff.start.push((*worker, *d, kind));
+            }
+        }
+    }
+    if req.should_stop_entire_batch {
+        for s in open {
+            if s.is_open()
+                && s.shop_id == req.shop_id
+                && !req.assignments.contains_key(&s.worker_id)
+            {
+                diff.stop.push(s.id);
+            }
+        }
+    }
+    diff
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::testing::check;
+    use crate::common::testing::{check, parse};
     use serde_json::json;
+    use std::collections::{BTreeMap, HashSet};
+
+    fn session(n: u128, worker: u128, deliverable: u128, kind: &str) -> WorkSession {
+        parse(json!({
+            "id": Uuid::from_u128(n), "workerId": Uuid::from_u128(worker),
+            "deliverableId": Uuid::from_u128(deliverable), "shopId": Uuid::from_u128(99),
+            "kind": kind, "startDate": "2024-03-01T08:00:00Z",
+        }))
+    }
+
+    fn save(pairs: &[(u128, &[u128])], entire: bool) -> SaveRequest {
+        SaveRequest {
+            assignments: pairs
+                .iter()
+                .map(|(w, ds)| {
+                    (
+                        Uuid::from_u128(*w),
+                        ds.iter().map(|d| Uuid::from_u128(*d)).collect(),
+                    )
+                })
+                .collect::<BTreeMap<_, _>>(),
+            shop_id: Uuid::from_u128(99),
+            start_date: None,
+            should_stop_entire_batch: entire,
+        }
+    }
+
+    #[test]
+    fn save_diffs_against_open_sessions() {
+        let open = vec![
+            session(1, 10, 100, "session"),
+            session(2, 10, 101, "session"),
+            session(3, 11, 100, "session"),
+        ];
+        let diff = plan_save(&open, &save(&[(10, &[101, 102])], false), &HashSet::new());
+        assert_eq!(diff.stop, vec![Uuid::from_u128(1)]);
+        assert_eq!(
+            diff.start,
+            vec![(
+                Uuid::from_u128(10),
+                Uuid::from_u128(102),
+                WorkSessionKind::Session
+            )]
+        );
+        let diff = plan_save(&open, &save(&[(10, &[101, 102])], true), &HashSet::new());
+        assert_eq!(diff.stop, vec![Uuid::from_u128(1), Uuid::from_u128(3)]);
+        // An absent worker gets a plan, and a running session of theirs becomes the plan.
+        let absent: HashSet<Uuid> = [Uuid::from_u128(11)].into();
+        let diff = plan_save(&open, &save(&[(11, &[100])], false), &absent);
+        assert_eq!(diff.stop, vec![Uuid::from_u128(3)]);
+        assert_eq!(
+            diff.start,
+            vec![(
+                Uuid::from_u128(11),
+                Uuid::from_u128(100),
+                WorkSessionKind::Plan
+            )]
+        );
+        // Saving the same again changes nothing.
+        let diff = plan_save(&open, &save(&[(10, &[100, 101])], false), &HashSet::new());
+        assert_eq!(diff, SaveDiff::default());
+    }
+
+    #[test]
+    fn request_rules() {
+        assert_eq!(StopRequest::default().violations().len(), 1);
+        let stop = StopRequest {
+            worker_ids: vec![Uuid::from_u128(10)],
+            ..Default::default()
+        };
+        assert!(stop.violations().is_empty());
+        assert!(stop.matches(&session(1, 10, 100, "session")));
+        assert!(!stop.matches(&session(1, 11, 100, "session")));
+        assert_eq!(save(&[(10, &[])], false).violations().len(), 1);
+        assert!(serde_json::from_value::<StopRequest>(json!({"bogus": 1})).is_err());
+    }
 
     #[test]
     fn end_not_before_start() {

@@ -397,6 +397,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(crate::inventory::routes())
         .merge(crate::production::routes())
         .merge(crate::bom::routes())
+        .merge(crate::deliverables::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)

@@ -139,6 +139,9 @@ pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
     match path {
         "worker" => Arc::new(WorkerHooks),
         "catalog-entry" => Arc::new(CatalogHooks),
+        "deliverable" => Arc::new(crate::deliverables::hooks::DeliverableHooks { concept: false }),
+        "dependency" => Arc::new(crate::deliverables::hooks::DependencyHooks),
+        "deliverable/work-sessions" => Arc::new(crate::deliverables::hooks::WorkSessionHooks),
         "document" => Arc::new(crate::documents::DocumentHooks),
         "document-version" => Arc::new(crate::documents::VersionHooks),
         "qc-template" => Arc::new(crate::qc::QcTemplateHooks),
@@ -292,12 +295,21 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
         limit: 100_000,
         ..Default::default()
     };
+    let mut deliverables = Vec::new();
     for mut session in records::select_values(tx, table, ctx.org(), &select)? {
         session["endDate"] = json!(ctx.now_text());
         session["updatedAt"] = json!(ctx.now_text());
         records::update(tx, table, ctx.org(), &session)?;
+        if let Some(d) = session
+            .get("deliverableId")
+            .and_then(Value::as_str)
+            .and_then(|s| uuid::Uuid::parse_str(s).ok())
+        {
+            deliverables.push(d);
+        }
     }
-    Ok(())
+    // The deliverables' computed workers follow.
+    crate::deliverables::hooks::sessions_changed(tx, ctx, &deliverables)
 }
 
 /// Catalog entries (spec 2.8): a code rename queues the durable job that rewrites references;

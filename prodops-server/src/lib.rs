@@ -9,6 +9,7 @@ pub mod app;
 pub mod blob;
 pub mod bom;
 pub mod context;
+pub mod deliverables;
 pub mod deliveries;
 pub mod documents;
 pub mod engine;

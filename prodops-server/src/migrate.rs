@@ -51,6 +51,17 @@ const STEPS: &[(i64, &str)] = &[
         "ALTER TABLE rate_limit_windows ADD COLUMN window_secs BIGINT NOT NULL DEFAULT 60",
     ),
     (
+        10,
+        // The tree index of deliverables (deliverables/tree.rs): materialized path from the root
+        // (compared bytewise, so a subtree is one index range) and the sort key among siblings.
+        // Both indexes cover what subtree and children reads select, so they never visit rows.
+        "CREATE TABLE IF NOT EXISTS deliverable_tree (
+        organization_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, root_id TEXT NOT NULL,
+        path TEXT {collate_c} NOT NULL, sort_key BIGINT NOT NULL, PRIMARY KEY (organization_id, id));
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_path ON deliverable_tree (organization_id, path, id, parent_id, sort_key);
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_parent ON deliverable_tree (organization_id, parent_id, sort_key, id)",
+    ),
+    (
         20,
         // Stock on hand and reserved per organization, item and location, in millionths of the
         // item's base unit (exact integer sums); kept by `inventory::post` in the same
@@ -116,7 +127,9 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         }
         for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             tx.execute(
-                &statement.replace("{bool}", dialect.bool_column_type()),
+                &statement
+                    .replace("{bool}", dialect.bool_column_type())
+                    .replace("{collate_c}", collate_c(dialect)),
                 &[],
             )?;
         }
@@ -137,7 +150,19 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         }
         seed_counts(tx, kind.desc().table)?;
     }
+    for statement in crate::deliverables::extra_ddl(dialect) {
+        tx.execute(&statement, &[])?;
+    }
+    crate::deliverables::backfill_tree(tx)?;
     Ok(())
+}
+
+/// Bytewise text comparison, so that prefix ranges are index ranges (SQLite compares bytes).
+fn collate_c(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => "COLLATE \"C\"",
+    }
 }
 
 /// The PostgreSQL trigger function behind `record_counts`.

@@ -465,6 +465,7 @@ pub fn document() -> Vec<u8> {
             paths = paths.path(format!("{base}/bulk"), bulk.build());
         }
     }
+    paths = deliverable_extras(paths, &mut schemas);
     paths = crate::production::openapi(paths, &mut schemas);
     // The resource modules' own actions (docs/documents.md), grouped by path.
     let mut by_path: Vec<(&str, Vec<ActionOp>)> = Vec::new();
@@ -563,4 +564,284 @@ pub fn document() -> Vec<u8> {
         )]))
         .build();
     serde_json::to_vec(&api).unwrap_or_default()
+}
+
+/// The deliverable endpoints beyond the standard ones (spec 4.2, 4.3; docs/deliverables.md) and
+/// the concept endpoints' collection and item paths.
+fn deliverable_extras(
+    mut paths: PathsBuilder,
+    schemas: &mut Vec<(String, RefOr<Schema>)>,
+) -> PathsBuilder {
+    use prodops_core::progress::{ProgressAction, ProgressResult};
+    use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
+    use prodops_core::work_session::{SaveRequest, StopRequest};
+    use utoipa::ToSchema;
+    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema> {
+        T::schemas(schemas);
+        schemas.push((T::name().into_owned(), T::schema()));
+        Ref::from_schema_name(T::name()).into()
+    }
+    let progress = add::<ProgressAction>(schemas);
+    let progress_result = add::<ProgressResult>(schemas);
+    let schedule = add::<ScheduleAction>(schemas);
+    let batch_item = add::<ScheduleBatchItem>(schemas);
+    let save = add::<SaveRequest>(schemas);
+    let stop = add::<StopRequest>(schemas);
+    let deliverable: RefOr<Schema> = Ref::from_schema_name("Deliverable").into();
+    let path_param = |name: &str| {
+        let mut p = id_param();
+        p.name = name.to_string();
+        p
+    };
+    let operation = |id: &str, summary: &str| {
+        error_responses(
+            OperationBuilder::new()
+                .tag("deliverable")
+                .summary(Some(summary.to_string()))
+                .operation_id(Some(id.to_string())),
+        )
+    };
+    let no_content = || response("Done", None);
+    let entries: Vec<(String, HttpMethod, OperationBuilder)> = vec![
+        (
+            "/api/v2/deliverable/{id}/hierarchy".into(),
+            HttpMethod::Get,
+            operation(
+                "deliverable_hierarchy",
+                "The node and its whole subtree, parents before children",
+            )
+            .parameter(id_param())
+            .response(
+                "200",
+                response("The subtree", Some(page_of(deliverable.clone()))),
+            ),
+        ),
+        (
+            "/api/v2/deliverable/groups".into(),
+            HttpMethod::Post,
+            operation(
+                "deliverable_groups",
+                "Deliverables grouped by project, stage, people, root or tags",
+            )
+            .request_body(Some(body(object())))
+            .response("200", response("Groups", Some(object()))),
+        ),
+        (
+            "/api/v2/deliverable/crew-time".into(),
+            HttpMethod::Get,
+            operation(
+                "deliverable_crew_time",
+                "Work-session time per worker on deliverables and their subtrees",
+            )
+            .parameter(query_param(
+                "deliverableId",
+                "a deliverable id (repeatable)",
+            ))
+            .response(
+                "200",
+                response("Time keyed by deliverable id", Some(object())),
+            ),
+        ),
+        (
+            "/api/v2/deliverable/reorder".into(),
+            HttpMethod::Post,
+            operation(
+                "deliverable_reorder",
+                "Sets the order of siblings under a root",
+            )
+            .request_body(Some(body(object())))
+            .response("204", no_content()),
+        ),
+        (
+            "/api/v2/deliverable/root/{rootId}/progress/{id}".into(),
+            HttpMethod::Post,
+            operation(
+                "deliverable_progress",
+                "A progress action on a node of an order",
+            )
+            .parameter(path_param("rootId"))
+            .parameter(id_param())
+            .request_body(Some(body(progress)))
+            .response("200", response("The kicked workers", Some(progress_result))),
+        ),
+        (
+            "/api/v2/deliverable/root/{rootId}/schedule/{id}".into(),
+            HttpMethod::Post,
+            operation(
+                "deliverable_schedule",
+                "A schedule action on a node of an order",
+            )
+            .parameter(path_param("rootId"))
+            .parameter(id_param())
+            .request_body(Some(body(schedule)))
+            .response("204", no_content()),
+        ),
+        (
+            "/api/v2/deliverable/schedule/batch".into(),
+            HttpMethod::Post,
+            operation(
+                "deliverable_schedule_batch",
+                "Schedule actions in order, all or nothing",
+            )
+            .request_body(Some(body(ArrayBuilder::new().items(batch_item).into())))
+            .response("204", no_content()),
+        ),
+        (
+            "/api/v2/deliverable/work-sessions/save".into(),
+            HttpMethod::Post,
+            operation(
+                "work_sessions_save",
+                "Saves the assignments of workers, diffed against open sessions",
+            )
+            .request_body(Some(body(save)))
+            .response("204", no_content()),
+        ),
+        (
+            "/api/v2/deliverable/work-sessions/stop".into(),
+            HttpMethod::Post,
+            operation(
+                "work_sessions_stop",
+                "Stops open sessions and plans by deliverable or worker",
+            )
+            .request_body(Some(body(stop)))
+            .response("204", no_content()),
+        ),
+    ];
+    for (path, method, op) in entries {
+        paths = paths.path(
+            path,
+            PathItemBuilder::new().operation(method, op.build()).build(),
+        );
+    }
+    for t in prodops_core::deliverable::DeliverableType::ALL {
+        let base = format!("/api/v2/concept/{}", t.as_str());
+        let name = t.as_str().replace('-', "_");
+        let concept_op = |verb: &str, summary: String| {
+            error_responses(
+                OperationBuilder::new()
+                    .tag("concept")
+                    .summary(Some(summary))
+                    .operation_id(Some(format!("concept_{name}_{verb}"))),
+            )
+        };
+        let collection = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                concept_op(
+                    "list",
+                    format!("List {t} deliverables (the standard list, type implied)"),
+                )
+                .response(
+                    "200",
+                    response("A page", Some(page_of(deliverable.clone()))),
+                )
+                .build(),
+            )
+            .operation(
+                HttpMethod::Post,
+                concept_op(
+                    "create",
+                    format!("Create a {t}, enforcing the concept rules"),
+                )
+                .request_body(Some(body(deliverable.clone())))
+                .response("201", response("Created", Some(deliverable.clone())))
+                .build(),
+            )
+            .build();
+        let item = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                concept_op("get", format!("Read a {t}"))
+                    .parameter(id_param())
+                    .response("200", response("The record", Some(deliverable.clone())))
+                    .build(),
+            )
+            .operation(
+                HttpMethod::Patch,
+                concept_op(
+                    "update",
+                    format!("Update a {t}, enforcing the concept rules"),
+                )
+                .parameter(id_param())
+                .request_body(Some(body(object())))
+                .response("200", response("Updated", Some(deliverable.clone())))
+                .build(),
+            )
+            .operation(
+                HttpMethod::Delete,
+                concept_op("delete", format!("Archive a {t}"))
+                    .parameter(id_param())
+                    .response("204", response("Archived", None))
+                    .build(),
+            )
+            .build();
+        let post_object = |verb: &str, summary: String, answer: &str| {
+            concept_op(verb, summary)
+                .request_body(Some(body(object())))
+                .response("200", response(answer, Some(object())))
+                .build()
+        };
+        let query = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Post,
+                post_object("query", format!("Query {t} deliverables"), "A page"),
+            )
+            .build();
+        let count = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Get,
+                concept_op("count_get", format!("Count {t} deliverables"))
+                    .response("200", response("The count", Some(object())))
+                    .build(),
+            )
+            .operation(
+                HttpMethod::Post,
+                post_object("count", format!("Count {t} deliverables"), "The count"),
+            )
+            .build();
+        let group = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Post,
+                post_object(
+                    "group_and_count",
+                    format!("Count {t} deliverables by a field"),
+                    "Counts",
+                ),
+            )
+            .build();
+        let bulk = PathItemBuilder::new()
+            .operation(
+                HttpMethod::Put,
+                post_object(
+                    "bulk_put",
+                    format!("Upsert {t} deliverables, all or nothing"),
+                    "Count and ids",
+                ),
+            )
+            .operation(
+                HttpMethod::Patch,
+                post_object(
+                    "bulk_patch",
+                    format!("Update the {t} deliverables a filter matches"),
+                    "The count",
+                ),
+            )
+            .operation(
+                HttpMethod::Delete,
+                concept_op(
+                    "bulk_delete",
+                    format!("Archive the {t} deliverables a filter matches"),
+                )
+                .response("200", response("The count", Some(object())))
+                .build(),
+            )
+            .build();
+        paths = paths.path(base.clone(), collection);
+        paths = paths.path(format!("{base}/{{id}}"), item);
+        paths = paths.path(format!("{base}/query"), query);
+        paths = paths.path(format!("{base}/count"), count);
+        paths = paths.path(format!("{base}/group-and-count"), group);
+        paths = paths.path(format!("{base}/bulk"), bulk);
+    }
+    paths
 }

@@ -14,6 +14,14 @@ mod catalog;
 mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
+#[path = "api/deliverable.rs"]
+mod deliverable;
+#[path = "api/deliverable_actions.rs"]
+mod deliverable_actions;
+#[path = "api/deliverable_properties.rs"]
+mod deliverable_properties;
+#[path = "api/deliverable_sessions.rs"]
+mod deliverable_sessions;
 #[path = "api/delivery.rs"]
 mod delivery;
 #[path = "api/document.rs"]

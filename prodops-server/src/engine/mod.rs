@@ -31,7 +31,7 @@ pub use params::{
     ListParams, filter_conds, flattened_name, parse_body, parse_id, parse_list_params,
 };
 use params::{QueryBody, body_object, lookup_path, search_cond, sort_or_default};
-use pipeline::load;
+pub use pipeline::load;
 pub use pipeline::{
     apply_server_change, create_record, create_server_record, delete_record, update_record,
     upsert_record,
@@ -50,6 +50,12 @@ pub struct Resource {
     pub kind: &'static dyn ResourceKind,
     pub fields: HashSet<String>,
     pub hooks: Arc<dyn Hooks>,
+    /// Path segment(s) under `/api/v2` the resource is served at (its description's path, or
+    /// a sub-view such as `concept/order`).
+    pub base: String,
+    /// Top-level string fields the path implies (`type` = `order` under `/concept/order`):
+    /// reads see only matching records, creates get them, changes to them are refused.
+    pub implied: Vec<(&'static str, &'static str)>,
 }
 
 impl Resource {
@@ -59,7 +65,27 @@ impl Resource {
             kind,
             fields,
             hooks: hooks::for_resource(kind.desc().path),
+            base: kind.desc().path.to_string(),
+            implied: Vec::new(),
         }
+    }
+
+    /// The conditions of the implied fields.
+    pub fn implied_conds(&self) -> Vec<Cond> {
+        self.implied
+            .iter()
+            .map(|(field, value)| Cond::Field {
+                path: FieldPath::parse(field).expect("implied fields are valid paths"),
+                values: vec![value.to_string()],
+            })
+            .collect()
+    }
+
+    /// Whether a stored record belongs to this view (always, without implied fields).
+    pub fn matches_implied(&self, record: &Value) -> bool {
+        self.implied
+            .iter()
+            .all(|(field, value)| record.get(*field).and_then(Value::as_str) == Some(*value))
     }
 
     pub fn desc(&self) -> &'static prodops_core::ResourceDesc {
@@ -141,41 +167,44 @@ pub fn conflict_message(name: &str) -> String {
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
     for kind in registry::resources() {
-        let res = resource(kind.desc().path);
-        let ops = res.desc().ops;
-        let base = format!("/api/v2/{}", res.desc().path);
-        let mut collection: MethodRouter<Arc<AppState>> = get(list);
-        if ops.create != Allow::Custom {
-            collection = collection.post(create);
-        }
-        let mut bulk: MethodRouter<Arc<AppState>> = MethodRouter::new();
-        if ops.bulk_put != Allow::Custom {
-            bulk = bulk.put(bulk_put);
-        }
-        if ops.bulk_patch != Allow::Custom {
-            bulk = bulk.patch(bulk_patch);
-        }
-        if ops.bulk_delete != Allow::Custom {
-            bulk = bulk.delete(bulk_delete);
-        }
-        let mut item: MethodRouter<Arc<AppState>> = get(get_one);
-        if ops.update != Allow::Custom {
-            item = item.patch(update);
-        }
-        if ops.delete != Allow::Custom {
-            item = item.delete(delete_one);
-        }
-        let resource_router = Router::new()
-            .route(&base, collection)
-            .route(&format!("{base}/query"), post(query))
-            .route(&format!("{base}/count"), get(count_get).post(count_post))
-            .route(&format!("{base}/group-and-count"), post(group_and_count))
-            .route(&format!("{base}/bulk"), bulk)
-            .route(&format!("{base}/{{id}}"), item)
-            .layer(Extension(res));
-        router = router.merge(resource_router);
+        router = router.merge(resource_routes(resource(kind.desc().path)));
     }
     router
+}
+
+/// The standard routes of one resource at `/api/v2/<res.base>`.
+pub fn resource_routes(res: Arc<Resource>) -> Router<Arc<AppState>> {
+    let ops = res.desc().ops;
+    let base = format!("/api/v2/{}", res.base);
+    let mut collection: MethodRouter<Arc<AppState>> = get(list);
+    if ops.create != Allow::Custom {
+        collection = collection.post(create);
+    }
+    let mut bulk: MethodRouter<Arc<AppState>> = MethodRouter::new();
+    if ops.bulk_put != Allow::Custom {
+        bulk = bulk.put(bulk_put);
+    }
+    if ops.bulk_patch != Allow::Custom {
+        bulk = bulk.patch(bulk_patch);
+    }
+    if ops.bulk_delete != Allow::Custom {
+        bulk = bulk.delete(bulk_delete);
+    }
+    let mut item: MethodRouter<Arc<AppState>> = get(get_one);
+    if ops.update != Allow::Custom {
+        item = item.patch(update);
+    }
+    if ops.delete != Allow::Custom {
+        item = item.delete(delete_one);
+    }
+    Router::new()
+        .route(&base, collection)
+        .route(&format!("{base}/query"), post(query))
+        .route(&format!("{base}/count"), get(count_get).post(count_post))
+        .route(&format!("{base}/group-and-count"), post(group_and_count))
+        .route(&format!("{base}/bulk"), bulk)
+        .route(&format!("{base}/{{id}}"), item)
+        .layer(Extension(res))
 }
 
 fn page_json(values: Vec<String>, total: u64) -> String {
@@ -230,7 +259,7 @@ async fn get_one(
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let id = parse_id(&id)?;
-    if res.desc().default_filters.is_empty() && !res.hooks.presents() {
+    if res.desc().default_filters.is_empty() && res.implied.is_empty() && !res.hooks.presents() {
         let raw = state
             .store
             .get_raw(res.table(), auth.org, id)
@@ -240,7 +269,9 @@ async fn get_one(
     }
     // A read by id honours the resource's default filters (a Hub-only document is a 404
     // unless the call names `deliverableDocument`, spec 4.7).
+    // A concept view (`/concept/order`) sees only records of its type.
     let mut conds = params::default_filter_conds(&res, query.as_deref())?;
+    conds.extend(res.implied_conds());
     conds.push(Cond::Ids(vec![id]));
     let org = auth.org;
     let st = state.clone();

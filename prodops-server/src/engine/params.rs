@@ -148,6 +148,7 @@ pub fn parse_list_params(
     if res.desc().archive.is_archivable() && !archived_given {
         params.conds.push(Cond::Archived(false));
     }
+    params.conds.extend(res.implied_conds());
     params.sort = sort_or_default(res, sort.as_deref())?;
     Ok(params)
 }
@@ -204,6 +205,7 @@ pub fn filter_conds(
     if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
         conds.push(Cond::Archived(false));
     }
+    conds.extend(res.implied_conds());
     if exclude_archived {
         for (field, value) in res.desc().default_filters {
             if !filter.is_some_and(|f| f.contains_key(*field)) {

@@ -70,6 +70,19 @@ fn create_inner(
     if res.desc().archive == Archive::Actions {
         body.remove("isArchived");
     }
+    for (field, value) in &res.implied {
+        match body.get(*field) {
+            None | Some(Value::Null) => {}
+            Some(v) if v.as_str() == Some(*value) => {}
+            Some(_) => {
+                return Err(ApiError::field(
+                    field,
+                    format!("must be {value:?} under /{}", res.base),
+                ));
+            }
+        }
+        body.insert(field.to_string(), json!(value));
+    }
     let mut candidate = Map::new();
     candidate.insert("id".into(), json!(id));
     candidate.insert("organizationId".into(), json!(ctx.org()));
@@ -166,6 +179,16 @@ fn update_inner(
         strip_read_only(res, &mut patch);
         patch.remove("id");
     }
+    for (field, value) in &res.implied {
+        if let Some(v) = patch.get(*field)
+            && v.as_str() != Some(*value)
+        {
+            return Err(ApiError::field(
+                field,
+                format!("cannot change under /{}", res.base),
+            ));
+        }
+    }
     let mut candidate = old.as_object().cloned().unwrap_or_default();
     let was_archived = candidate
         .get("isArchived")
@@ -228,14 +251,25 @@ pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) ->
     Ok(())
 }
 
-pub(crate) fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
-    records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)
+pub fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
+    records::get(tx, res.table(), org, id)?
+        .filter(|r| res.matches_implied(r))
+        .ok_or_else(ApiError::not_found)
 }
 
 pub fn upsert_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, item: Value) -> ApiResult<Value> {
     let map = body_object(item)?;
     let existing = match map.get("id") {
-        Some(Value::String(s)) => records::get(tx, res.table(), ctx.org(), parse_id(s)?)?,
+        Some(Value::String(s)) => {
+            let found = records::get(tx, res.table(), ctx.org(), parse_id(s)?)?;
+            if found.as_ref().is_some_and(|r| !res.matches_implied(r)) {
+                return Err(ApiError::field(
+                    "id",
+                    format!("{s} is a record outside /{}", res.base),
+                ));
+            }
+            found
+        }
         _ => None,
     };
     match existing {

@@ -1,0 +1,640 @@
+//! The computed fields of a deliverable (spec 2.1 `computed`) as functions of the tree, and the
+//! one algorithm that keeps them true after a change.
+//!
+//! A computed field is either *inherited* (a function of the node and its ancestors: breadcrumbs,
+//! root type, phase, shop, project, effective due date) or *aggregated* (a function of the node
+//! and its subtree: contained stages and phases, the work frontier, workers, tags, alerts).
+//! [`compute`] derives both for one node from its parent and its children, whose own computed
+//! fields are taken as correct. [`refresh`] applies it after a change: the changed node, then its
+//! subtree only while the inherited part of a node changes, then its ancestors only while a
+//! node's record changes. So a progress action on a leaf costs O(depth × siblings), not the size
+//! of the tree. [`recompute_all`] is the from-scratch definition the property tests compare with.
+//!
+//! Meanings where the specification says "not shown" are in `docs/deliverables.md`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::NaiveDate;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::deliverable::{
+    AlertType, ChildSummary, Computed, Deliverable, DeliverableType, ProgressStatus,
+};
+
+/// The part of a node's computed fields its children read (the inherited part).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inherited {
+    pub root_type: Option<DeliverableType>,
+    pub full_name: Vec<String>,
+    pub full_path: Vec<String>,
+    pub phases_path: Vec<String>,
+    pub phase: Option<String>,
+    pub shop_id: Option<Uuid>,
+    pub project_id: Option<Uuid>,
+    pub effective_due_date: Option<String>,
+}
+
+impl Inherited {
+    /// The inherited part of a node whose computed fields are up to date.
+    pub fn of(node: &Deliverable) -> Inherited {
+        let c = &node.computed;
+        Inherited {
+            root_type: c.root_type,
+            full_name: c.full_name.clone(),
+            full_path: c.full_path.clone(),
+            phases_path: c.phases_path.clone(),
+            phase: c.phase.clone(),
+            shop_id: c.shop_id,
+            project_id: c.project_id,
+            effective_due_date: c.effective_due_date.clone(),
+        }
+    }
+}
+
+/// A UUID held as text under `data.<key>`.
+pub fn data_uuid(node: &Deliverable, key: &str) -> Option<Uuid> {
+    node.data
+        .get(key)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// A date (`YYYY-MM-DD`, or the date of a date-time) held as text under `data.<key>`.
+pub fn data_date(node: &Deliverable, key: &str) -> Option<String> {
+    node.data
+        .get(key)
+        .and_then(Value::as_str)
+        .and_then(parse_date)
+        .map(|d| d.format("%Y-%m-%d").to_string())
+}
+
+fn parse_date(text: &str) -> Option<NaiveDate> {
+    let text = text.trim();
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .or_else(|| {
+            chrono::DateTime::parse_from_rfc3339(text)
+                .ok()
+                .map(|t| t.with_timezone(&chrono::Utc).date_naive())
+        })
+}
+
+/// UUIDs listed under `data.workerIds`.
+pub fn worker_ids(node: &Deliverable) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = node
+        .data
+        .get("workerIds")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().and_then(|s| Uuid::parse_str(s).ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Tags listed under `data.tags`.
+pub fn tags(node: &Deliverable) -> Vec<String> {
+    let mut tags: Vec<String> = node
+        .data
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(|s| s.trim().to_string()))
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// The progress status of a node (`waiting` when it has no progress).
+pub fn status(node: &Deliverable) -> ProgressStatus {
+    node.progress
+        .as_ref()
+        .map_or(ProgressStatus::Waiting, |p| p.status)
+}
+
+/// The inherited part of `node` given its parent (whose computed fields are up to date) and,
+/// for a stage node, the shop of the stage resource it links.
+pub fn inherit(
+    node: &Deliverable,
+    parent: Option<&Deliverable>,
+    stage_shop: Option<Uuid>,
+) -> Inherited {
+    let base = parent.map(Inherited::of);
+    let mut full_name = base
+        .as_ref()
+        .map(|b| b.full_name.clone())
+        .unwrap_or_default();
+    full_name.push(node.name.clone());
+    let mut full_path = base
+        .as_ref()
+        .map(|b| b.full_path.clone())
+        .unwrap_or_default();
+    full_path.push(node.id.to_string());
+    let mut phases_path = base
+        .as_ref()
+        .map(|b| b.phases_path.clone())
+        .unwrap_or_default();
+    let is_phase = node.kind == DeliverableType::Phase;
+    if is_phase {
+        phases_path.push(node.name.clone());
+    }
+    let own_due = data_date(node, "dueDate");
+    Inherited {
+        root_type: match &base {
+            Some(b) => b.root_type,
+            None => Some(node.kind),
+        },
+        full_name,
+        full_path,
+        phases_path,
+        phase: if is_phase {
+            Some(node.name.clone())
+        } else {
+            base.as_ref().and_then(|b| b.phase.clone())
+        },
+        shop_id: if node.kind == DeliverableType::Stage && stage_shop.is_some() {
+            stage_shop
+        } else {
+            base.as_ref().and_then(|b| b.shop_id)
+        },
+        project_id: data_uuid(node, "projectId").or(base.as_ref().and_then(|b| b.project_id)),
+        effective_due_date: own_due.or(base.and_then(|b| b.effective_due_date)),
+    }
+}
+
+/// Facts about one node from outside the tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeFacts {
+    /// For a stage node, the shop of the stage resource it links.
+    pub stage_shop: Option<Uuid>,
+    /// Workers with an open work session or plan on the node (work-session assignments).
+    pub session_workers: Vec<Uuid>,
+}
+
+/// The computed fields of `node`: the inherited part from its parent, the aggregated part from
+/// its children (in sibling order; archived children are left out), `today` for the alerts.
+pub fn compute(
+    node: &Deliverable,
+    parent: Option<&Deliverable>,
+    children: &[&Deliverable],
+    facts: &NodeFacts,
+    today: NaiveDate,
+) -> Computed {
+    let inh = inherit(node, parent, facts.stage_shop);
+    let children: Vec<&Deliverable> = children
+        .iter()
+        .copied()
+        .filter(|c| !c.is_archived)
+        .collect();
+    let own_due_date = data_date(node, "dueDate");
+    let effective_due_date_is_inherited =
+        own_due_date.is_none() && inh.effective_due_date.is_some();
+
+    let mut stage_ids = BTreeSet::new();
+    let mut phase_names = BTreeSet::new();
+    let mut current_stage_ids = BTreeSet::new();
+    let mut current_phase_names = BTreeSet::new();
+    let mut combined_workers = BTreeSet::new();
+    let mut combined_tags = BTreeSet::new();
+    let own_stage = if node.kind == DeliverableType::Stage {
+        data_uuid(node, "stageId")
+    } else {
+        None
+    };
+    let own_status = status(node);
+    stage_ids.extend(own_stage);
+    if node.kind == DeliverableType::Phase {
+        phase_names.insert(node.name.clone());
+    }
+    let mut own_workers = worker_ids(node);
+    own_workers.extend(facts.session_workers.iter().copied());
+    own_workers.sort();
+    own_workers.dedup();
+    let own_tags = tags(node);
+    combined_workers.extend(own_workers.iter().copied());
+    combined_tags.extend(own_tags.iter().cloned());
+
+    if node.kind == DeliverableType::Stage {
+        if own_status != ProgressStatus::Done {
+            current_stage_ids.extend(own_stage);
+        }
+    } else {
+        // Stage nodes of one container are worked in sibling order: the first one not done is
+        // the current one. Other children contribute their own frontier.
+        let mut first_open_stage_seen = false;
+        for child in &children {
+            if child.kind == DeliverableType::Stage {
+                if !first_open_stage_seen && status(child) != ProgressStatus::Done {
+                    first_open_stage_seen = true;
+                    current_stage_ids.extend(child.computed.current_stage_ids.iter().copied());
+                }
+            } else {
+                current_stage_ids.extend(child.computed.current_stage_ids.iter().copied());
+            }
+        }
+    }
+    let mut current_children = Vec::with_capacity(children.len());
+    let mut child_late = false;
+    let mut child_at_risk = false;
+    let mut child_alert = AlertType::NoRisk;
+    for child in &children {
+        let c = &child.computed;
+        stage_ids.extend(c.contained_stage_ids.iter().copied());
+        phase_names.extend(c.contained_phase_names.iter().cloned());
+        current_phase_names.extend(c.current_phase_names.iter().cloned());
+        combined_workers.extend(c.combined_worker_ids.iter().copied());
+        combined_tags.extend(c.combined_tag_ids.iter().cloned());
+        child_late |= c.is_late;
+        child_at_risk |= c.is_at_risk;
+        child_alert = child_alert.max(c.alert_type);
+        current_children.push(ChildSummary {
+            id: child.id,
+            name: child.name.clone(),
+            kind: child.kind,
+            status: status(child),
+            percentage: child.progress.as_ref().map_or(0.0, |p| p.percentage),
+        });
+    }
+    if node.kind == DeliverableType::Phase && !current_stage_ids.is_empty() {
+        current_phase_names.insert(node.name.clone());
+    }
+
+    let done = own_status == ProgressStatus::Done;
+    let date = node
+        .schedule
+        .as_ref()
+        .map(|s| s.end_date.date_naive().format("%Y-%m-%d").to_string());
+    let due = inh.effective_due_date.as_deref().and_then(parse_date);
+    let end = node.schedule.as_ref().map(|s| s.end_date.date_naive());
+    let effective_due_date_is_late = !done && due.is_some_and(|d| d < today);
+    let own_late = !done && (effective_due_date_is_late || end.is_some_and(|e| e < today));
+    let own_at_risk = !done && !own_late && matches!((end, due), (Some(e), Some(d)) if e > d);
+    let is_late = own_late || child_late;
+    let is_at_risk = own_at_risk || child_at_risk;
+    let own_alert = if own_status == ProgressStatus::OnHold {
+        AlertType::OnHold
+    } else if own_late {
+        AlertType::Late
+    } else if own_at_risk {
+        AlertType::AtRisk
+    } else {
+        AlertType::NoRisk
+    };
+    let alert_type = own_alert.max(child_alert);
+
+    Computed {
+        root_type: inh.root_type,
+        full_name: inh.full_name,
+        full_path: inh.full_path,
+        shop_id: inh.shop_id,
+        phases_path: inh.phases_path,
+        phase: inh.phase,
+        current_children,
+        contained_stage_ids: stage_ids.into_iter().collect(),
+        contained_phase_names: phase_names.into_iter().collect(),
+        current_stage_ids: current_stage_ids.into_iter().collect(),
+        current_phase_names: current_phase_names.into_iter().collect(),
+        combined_worker_ids: combined_workers.into_iter().collect(),
+        combined_tag_ids: combined_tags.into_iter().collect(),
+        is_leaf: children.is_empty(),
+        worker_ids: own_workers,
+        tags: own_tags,
+        project_id: inh.project_id,
+        date,
+        is_at_risk,
+        is_late,
+        effective_due_date: inh.effective_due_date,
+        effective_due_date_is_inherited,
+        effective_due_date_is_late,
+        alert_type,
+        alert_type_ordinal: alert_type.ordinal(),
+    }
+}
+
+/// The root a node hangs under, given its parent: null for a node without parent.
+pub fn root_parent_id(parent: Option<&Deliverable>) -> Option<Uuid> {
+    parent.map(|p| p.root_parent_id.unwrap_or(p.id))
+}
+
+/// What [`refresh`] needs to read and write. The server implements it over one transaction;
+/// the tests over memory.
+pub trait TreeStore {
+    type Error;
+    /// One node (archived or not).
+    fn node(&mut self, id: Uuid) -> Result<Deliverable, Self::Error>;
+    /// The direct children of a node, in sibling order.
+    fn children(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Self::Error>;
+    /// Every descendant of a node (not the node), parents before children.
+    fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Self::Error>;
+    /// The shop of a stage resource.
+    fn stage_shop(&mut self, stage_id: Uuid) -> Result<Option<Uuid>, Self::Error>;
+    /// The workers with an open work session or plan on a node.
+    fn session_workers(&mut self, id: Uuid) -> Result<Vec<Uuid>, Self::Error>;
+    /// Stores a node whose `computed` or `rootParentId` changed.
+    fn save(&mut self, node: &Deliverable) -> Result<(), Self::Error>;
+}
+
+fn facts_of<S: TreeStore>(store: &mut S, node: &Deliverable) -> Result<NodeFacts, S::Error> {
+    let stage_shop = match (node.kind, data_uuid(node, "stageId")) {
+        (DeliverableType::Stage, Some(stage)) => store.stage_shop(stage)?,
+        _ => None,
+    };
+    let mut session_workers = store.session_workers(node.id)?;
+    session_workers.sort();
+    session_workers.dedup();
+    Ok(NodeFacts {
+        stage_shop,
+        session_workers,
+    })
+}
+
+/// Recomputes `node` in place from its parent and children (computed fields and
+/// `rootParentId`); whether anything changed. The server runs it on a record before writing it.
+pub fn prepare<S: TreeStore>(
+    store: &mut S,
+    node: &mut Deliverable,
+    parent: Option<&Deliverable>,
+    children: &[&Deliverable],
+    today: NaiveDate,
+) -> Result<bool, S::Error> {
+    let facts = facts_of(store, node)?;
+    let computed = compute(node, parent, children, &facts, today);
+    let root = root_parent_id(parent);
+    let changed = computed != node.computed || root != node.root_parent_id;
+    node.computed = computed;
+    node.root_parent_id = root;
+    Ok(changed)
+}
+
+/// One written record, with what it was before (`None` when it was created).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub id: Uuid,
+    pub old: Option<Deliverable>,
+}
+
+/// Makes the computed fields (and `rootParentId`) of the rest of the tree true again after the
+/// records of `changes` were written (created, edited, moved, archived, their progress or
+/// schedule changed): the subtree of a node whose inherited part changed (a rename, a move, a
+/// new due date), and the ancestors of every changed node (old and new ones after a move).
+/// Returns how many records were saved.
+pub fn refresh<S: TreeStore>(
+    store: &mut S,
+    changes: &[Change],
+    today: NaiveDate,
+) -> Result<usize, S::Error> {
+    let mut saved = 0;
+    let mut chains: Vec<Uuid> = Vec::new();
+    for change in changes {
+        let mut node = store.node(change.id)?;
+        let parent = match node.parent_id {
+            Some(p) => Some(store.node(p)?),
+            None => None,
+        };
+        let children = store.children(change.id)?;
+        let refs: Vec<&Deliverable> = children.iter().collect();
+        if prepare(store, &mut node, parent.as_ref(), &refs, today)? {
+            store.save(&node)?;
+            saved += 1;
+        }
+        if let Some(old) = &change.old {
+            let inherited_changed = Inherited::of(old) != Inherited::of(&node)
+                || old.root_parent_id != node.root_parent_id;
+            if inherited_changed {
+                let n = refresh_subtree(store, &node, today)?;
+                if n > 0 {
+                    saved += n;
+                    // Its own aggregates read the children just refreshed.
+                    chains.push(node.id);
+                }
+            }
+            if old.parent_id != node.parent_id
+                && let Some(p) = old.parent_id
+            {
+                chains.push(p);
+            }
+        }
+        if let Some(p) = node.parent_id {
+            chains.push(p);
+        }
+    }
+    for start in chains {
+        saved += refresh_ancestors(store, start, today)?;
+    }
+    Ok(saved)
+}
+
+/// Recomputes every descendant of `top` (whose record is current): inherited parts parents
+/// first, then aggregated parts children first.
+fn refresh_subtree<S: TreeStore>(
+    store: &mut S,
+    top: &Deliverable,
+    today: NaiveDate,
+) -> Result<usize, S::Error> {
+    let mut nodes = store.descendants(top.id)?;
+    if nodes.is_empty() {
+        return Ok(0);
+    }
+    let before: Vec<Deliverable> = nodes.clone();
+    let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+    let mut kids: HashMap<Uuid, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(p) = n.parent_id {
+            kids.entry(p).or_default().push(i);
+        }
+    }
+    // Parents before children: the inherited part from the (already updated) parent.
+    for i in 0..nodes.len() {
+        let parent_id = nodes[i].parent_id;
+        let parent = match parent_id.and_then(|p| index.get(&p)) {
+            Some(&j) => nodes[j].clone(),
+            None => top.clone(),
+        };
+        let shop = facts_of(store, &nodes[i])?.stage_shop;
+        let inh = inherit(&nodes[i], Some(&parent), shop);
+        let n = &mut nodes[i];
+        n.root_parent_id = root_parent_id(Some(&parent));
+        let c = &mut n.computed;
+        c.root_type = inh.root_type;
+        c.full_name = inh.full_name;
+        c.full_path = inh.full_path;
+        c.phases_path = inh.phases_path;
+        c.phase = inh.phase;
+        c.shop_id = inh.shop_id;
+        c.project_id = inh.project_id;
+        c.effective_due_date = inh.effective_due_date;
+    }
+    // Children before parents: everything, now that inherited parts are right.
+    for i in (0..nodes.len()).rev() {
+        let parent = match nodes[i].parent_id.and_then(|p| index.get(&p)) {
+            Some(&j) => nodes[j].clone(),
+            None => top.clone(),
+        };
+        let child_list: Vec<Deliverable> = kids
+            .get(&nodes[i].id)
+            .map(|ks| ks.iter().map(|&k| nodes[k].clone()).collect())
+            .unwrap_or_default();
+        let refs: Vec<&Deliverable> = child_list.iter().collect();
+        let facts = facts_of(store, &nodes[i])?;
+        let computed = compute(&nodes[i], Some(&parent), &refs, &facts, today);
+        nodes[i].computed = computed;
+    }
+    let mut saved = 0;
+    for (new, old) in nodes.iter().zip(&before) {
+        if new != old {
+            store.save(new)?;
+            saved += 1;
+        }
+    }
+    Ok(saved)
+}
+
+/// Recomputes `start` and its ancestors, stopping at the first node that does not change.
+fn refresh_ancestors<S: TreeStore>(
+    store: &mut S,
+    start: Uuid,
+    today: NaiveDate,
+) -> Result<usize, S::Error> {
+    let mut saved = 0;
+    let mut current = Some(start);
+    while let Some(id) = current {
+        let mut node = store.node(id)?;
+        let parent = match node.parent_id {
+            Some(p) => Some(store.node(p)?),
+            None => None,
+        };
+        let children = store.children(id)?;
+        let refs: Vec<&Deliverable> = children.iter().collect();
+        if !prepare(store, &mut node, parent.as_ref(), &refs, today)? {
+            break;
+        }
+        store.save(&node)?;
+        saved += 1;
+        current = node.parent_id;
+    }
+    Ok(saved)
+}
+
+/// The from-scratch definition: every node of a forest recomputed from nothing. `nodes` are in
+/// any order; `sibling_order` gives each node's sort key among its siblings.
+pub fn recompute_all(
+    nodes: &mut [Deliverable],
+    sibling_key: &HashMap<Uuid, i64>,
+    stage_shops: &HashMap<Uuid, Uuid>,
+    session_workers: &HashMap<Uuid, Vec<Uuid>>,
+    today: NaiveDate,
+) {
+    let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+    let mut kids: HashMap<Option<Uuid>, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let parent = n.parent_id.filter(|p| index.contains_key(p));
+        kids.entry(parent).or_default().push(i);
+    }
+    for list in kids.values_mut() {
+        list.sort_by_key(|&i| {
+            (
+                sibling_key.get(&nodes[i].id).copied().unwrap_or(0),
+                nodes[i].id,
+            )
+        });
+    }
+    // Pre-order from the roots.
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut stack: Vec<usize> = kids.get(&None).cloned().unwrap_or_default();
+    stack.reverse();
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        if let Some(ks) = kids.get(&Some(nodes[i].id)) {
+            stack.extend(ks.iter().rev());
+        }
+    }
+    for n in nodes.iter_mut() {
+        n.computed = Computed::default();
+    }
+    let shop = |n: &Deliverable| match (n.kind, data_uuid(n, "stageId")) {
+        (DeliverableType::Stage, Some(s)) => stage_shops.get(&s).copied(),
+        _ => None,
+    };
+    for &i in &order {
+        let parent = nodes[i]
+            .parent_id
+            .and_then(|p| index.get(&p))
+            .map(|&j| nodes[j].clone());
+        let inh = inherit(&nodes[i], parent.as_ref(), shop(&nodes[i]));
+        nodes[i].root_parent_id = root_parent_id(parent.as_ref());
+        let c = &mut nodes[i].computed;
+        c.root_type = inh.root_type;
+        c.full_name = inh.full_name;
+        c.full_path = inh.full_path;
+        c.phases_path = inh.phases_path;
+        c.phase = inh.phase;
+        c.shop_id = inh.shop_id;
+        c.project_id = inh.project_id;
+        c.effective_due_date = inh.effective_due_date;
+    }
+    for &i in order.iter().rev() {
+        let parent = nodes[i]
+            .parent_id
+            .and_then(|p| index.get(&p))
+            .map(|&j| nodes[j].clone());
+        let children: Vec<Deliverable> = kids
+            .get(&Some(nodes[i].id))
+            .map(|ks| ks.iter().map(|&k| nodes[k].clone()).collect())
+            .unwrap_or_default();
+        let refs: Vec<&Deliverable> = children.iter().collect();
+        let facts = NodeFacts {
+            stage_shop: shop(&nodes[i]),
+            session_workers: session_workers
+                .get(&nodes[i].id)
+                .cloned()
+                .unwrap_or_default(),
+        };
+        nodes[i].computed = compute(&nodes[i], parent.as_ref(), &refs, &facts, today);
+    }
+}
+
+/// The order of a hierarchy read: `top` first, then parents before children, siblings by
+/// their sort key (then id). `entries` are `(id, parent_id, sort_key)` of the subtree.
+pub fn hierarchy_order(top: Uuid, entries: &[(Uuid, Option<Uuid>, i64)]) -> Vec<usize> {
+    let mut kids: HashMap<Uuid, Vec<usize>> = HashMap::new();
+    let mut top_index = None;
+    for (i, (id, parent, _)) in entries.iter().enumerate() {
+        if *id == top {
+            top_index = Some(i);
+        } else if let Some(p) = parent {
+            kids.entry(*p).or_default().push(i);
+        }
+    }
+    for list in kids.values_mut() {
+        list.sort_by_key(|&i| (entries[i].2, entries[i].0));
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    let mut stack: Vec<usize> = top_index.into_iter().collect();
+    while let Some(i) = stack.pop() {
+        out.push(i);
+        if let Some(ks) = kids.get(&entries[i].0) {
+            stack.extend(ks.iter().rev());
+        }
+    }
+    out
+}
+
+/// Whether making `new_parent` the parent of `node` would put a node under itself, given the
+/// new parent's breadcrumb of ids (`computed.fullPath`, which ends with its own id).
+pub fn would_cycle(node: Uuid, new_parent_path: &[String]) -> bool {
+    let id = node.to_string();
+    new_parent_path.contains(&id)
+}
+
+#[cfg(test)]
+mod tests;

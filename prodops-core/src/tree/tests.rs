@@ -1,0 +1,338 @@
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+use chrono::NaiveDate;
+use proptest::prelude::*;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::*;
+use crate::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus};
+
+fn today() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2024, 6, 1).unwrap()
+}
+
+fn node(n: u128, kind: DeliverableType, parent: Option<Uuid>) -> Deliverable {
+    serde_json::from_value(json!({
+        "id": Uuid::from_u128(n),
+        "organizationId": Uuid::from_u128(1),
+        "name": format!("{kind} {n}"),
+        "type": kind,
+        "parentId": parent,
+        "createdAt": "2024-01-01T00:00:00Z",
+        "updatedAt": "2024-01-01T00:00:00Z",
+    }))
+    .unwrap()
+}
+
+/// The tree in memory, as the server keeps it in the database.
+#[derive(Default, Clone)]
+struct Mem {
+    nodes: HashMap<Uuid, Deliverable>,
+    keys: HashMap<Uuid, i64>,
+    shops: HashMap<Uuid, Uuid>,
+    sessions: HashMap<Uuid, Vec<Uuid>>,
+}
+
+impl Mem {
+    fn kids(&self, id: Uuid) -> Vec<Deliverable> {
+        let mut k: Vec<Deliverable> = self
+            .nodes
+            .values()
+            .filter(|n| n.parent_id == Some(id))
+            .cloned()
+            .collect();
+        k.sort_by_key(|n| (self.keys[&n.id], n.id));
+        k
+    }
+
+    /// Writes `n` the way the server does: computed prepared first, then the rest refreshed.
+    fn write(&mut self, mut n: Deliverable) {
+        let old = self.nodes.get(&n.id).cloned();
+        let parent = n.parent_id.map(|p| self.nodes[&p].clone());
+        let kids = self.kids(n.id);
+        let refs: Vec<&Deliverable> = kids.iter().collect();
+        prepare(self, &mut n, parent.as_ref(), &refs, today()).unwrap();
+        self.keys.entry(n.id).or_insert(self.nodes.len() as i64);
+        self.nodes.insert(n.id, n.clone());
+        refresh(self, &[Change { id: n.id, old }], today()).unwrap();
+    }
+
+    fn scratch(&self) -> HashMap<Uuid, Deliverable> {
+        let mut all: Vec<Deliverable> = self.nodes.values().cloned().collect();
+        recompute_all(&mut all, &self.keys, &self.shops, &self.sessions, today());
+        all.into_iter().map(|n| (n.id, n)).collect()
+    }
+
+    fn descendants_of(&self, id: Uuid) -> Vec<Deliverable> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(n) = stack.pop() {
+            for k in self.kids(n) {
+                stack.push(k.id);
+                out.push(k);
+            }
+        }
+        out
+    }
+}
+
+impl TreeStore for Mem {
+    type Error = Infallible;
+    fn node(&mut self, id: Uuid) -> Result<Deliverable, Infallible> {
+        Ok(self.nodes[&id].clone())
+    }
+    fn children(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Infallible> {
+        Ok(self.kids(id))
+    }
+    fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Infallible> {
+        Ok(self.descendants_of(id))
+    }
+    fn stage_shop(&mut self, stage_id: Uuid) -> Result<Option<Uuid>, Infallible> {
+        Ok(self.shops.get(&stage_id).copied())
+    }
+    fn session_workers(&mut self, id: Uuid) -> Result<Vec<Uuid>, Infallible> {
+        Ok(self.sessions.get(&id).cloned().unwrap_or_default())
+    }
+    fn save(&mut self, node: &Deliverable) -> Result<(), Infallible> {
+        self.nodes.insert(node.id, node.clone());
+        Ok(())
+    }
+}
+
+const STAGE_A: u128 = 0xA;
+const STAGE_B: u128 = 0xB;
+
+fn sample() -> Mem {
+    let mut m = Mem::default();
+    m.shops
+        .insert(Uuid::from_u128(STAGE_A), Uuid::from_u128(0x5A));
+    let order = Uuid::from_u128(10);
+    m.write(node(10, DeliverableType::Order, None));
+    m.write(node(11, DeliverableType::Phase, Some(order)));
+    let mut s1 = node(12, DeliverableType::Stage, Some(Uuid::from_u128(11)));
+    s1.data
+        .insert("stageId".into(), json!(Uuid::from_u128(STAGE_A)));
+    m.write(s1);
+    let mut s2 = node(13, DeliverableType::Stage, Some(Uuid::from_u128(11)));
+    s2.data
+        .insert("stageId".into(), json!(Uuid::from_u128(STAGE_B)));
+    m.write(s2);
+    let mut step = node(14, DeliverableType::Step, Some(Uuid::from_u128(12)));
+    step.data
+        .insert("workerIds".into(), json!([Uuid::from_u128(77)]));
+    step.data.insert("tags".into(), json!(["hot"]));
+    m.write(step);
+    m
+}
+
+#[test]
+fn computed_fields_of_a_small_order() {
+    let m = sample();
+    let step = &m.nodes[&Uuid::from_u128(14)];
+    let c = &step.computed;
+    assert_eq!(c.root_type, Some(DeliverableType::Order));
+    assert_eq!(c.full_name, ["order 10", "phase 11", "stage 12", "step 14"]);
+    assert_eq!(c.full_path.len(), 4);
+    assert_eq!(c.phase.as_deref(), Some("phase 11"));
+    assert_eq!(c.shop_id, Some(Uuid::from_u128(0x5A)));
+    assert!(c.is_leaf);
+    assert_eq!(step.root_parent_id, Some(Uuid::from_u128(10)));
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert_eq!(
+        order.contained_stage_ids,
+        [Uuid::from_u128(STAGE_A), Uuid::from_u128(STAGE_B)]
+    );
+    assert_eq!(order.current_stage_ids, [Uuid::from_u128(STAGE_A)]);
+    assert_eq!(order.current_phase_names, ["phase 11"]);
+    assert_eq!(order.combined_worker_ids, [Uuid::from_u128(77)]);
+    assert_eq!(order.combined_tag_ids, ["hot"]);
+    assert_eq!(order.current_children.len(), 1);
+    assert_eq!(m.nodes[&Uuid::from_u128(10)].root_parent_id, None);
+
+    // The first stage done: the frontier moves to the second.
+    let mut m = m;
+    let mut s1 = m.nodes[&Uuid::from_u128(12)].clone();
+    s1.progress = Some(Progress {
+        status: ProgressStatus::Done,
+        ..Default::default()
+    });
+    m.write(s1);
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert_eq!(order.current_stage_ids, [Uuid::from_u128(STAGE_B)]);
+    assert_eq!(m.scratch(), m.nodes);
+}
+
+#[test]
+fn alerts() {
+    let mut m = sample();
+    let mut order = m.nodes[&Uuid::from_u128(10)].clone();
+    order.data.insert("dueDate".into(), json!("2024-05-01"));
+    m.write(order);
+    let step = &m.nodes[&Uuid::from_u128(14)].computed;
+    assert_eq!(step.effective_due_date.as_deref(), Some("2024-05-01"));
+    assert!(step.effective_due_date_is_inherited);
+    assert!(step.effective_due_date_is_late);
+    assert!(step.is_late);
+    assert_eq!(step.alert_type, AlertType::Late);
+    let mut phase = m.nodes[&Uuid::from_u128(11)].clone();
+    phase.progress = Some(Progress {
+        status: ProgressStatus::OnHold,
+        ..Default::default()
+    });
+    m.write(phase);
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert_eq!(order.alert_type, AlertType::OnHold);
+    assert_eq!(order.alert_type_ordinal, 3);
+    assert_eq!(m.scratch(), m.nodes);
+}
+
+#[test]
+fn hierarchy_order_is_preorder_in_sibling_order() {
+    let id = Uuid::from_u128;
+    let entries = vec![
+        (id(3), Some(id(1)), 0),
+        (id(1), None, 0),
+        (id(2), Some(id(1)), 1),
+        (id(4), Some(id(3)), 5),
+        (id(5), Some(id(2)), 0),
+    ];
+    let order: Vec<Uuid> = hierarchy_order(id(1), &entries)
+        .into_iter()
+        .map(|i| entries[i].0)
+        .collect();
+    assert_eq!(order, [id(1), id(3), id(4), id(2), id(5)]);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add { parent: usize, kind: usize },
+    Move { node: usize, parent: usize },
+    Rename { node: usize },
+    Status { node: usize, status: usize },
+    Workers { node: usize, worker: u8 },
+    Due { node: usize, day: u8 },
+    Swap { a: usize, b: usize },
+    Archive { node: usize },
+    Session { node: usize, worker: u8 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (any::<usize>(), 0usize..9).prop_map(|(parent, kind)| Op::Add { parent, kind }),
+        2 => (any::<usize>(), any::<usize>()).prop_map(|(node, parent)| Op::Move { node, parent }),
+        1 => any::<usize>().prop_map(|node| Op::Rename { node }),
+        2 => (any::<usize>(), 0usize..6).prop_map(|(node, status)| Op::Status { node, status }),
+        1 => (any::<usize>(), 0u8..4).prop_map(|(node, worker)| Op::Workers { node, worker }),
+        1 => (any::<usize>(), 0u8..60).prop_map(|(node, day)| Op::Due { node, day }),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Swap { a, b }),
+        1 => any::<usize>().prop_map(|node| Op::Archive { node }),
+        2 => (any::<usize>(), 0u8..4).prop_map(|(node, worker)| Op::Session { node, worker }),
+    ]
+}
+
+const STATUSES: [ProgressStatus; 6] = [
+    ProgressStatus::Waiting,
+    ProgressStatus::Todo,
+    ProgressStatus::Wip,
+    ProgressStatus::Rework,
+    ProgressStatus::OnHold,
+    ProgressStatus::Done,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// After any sequence of operations, the incrementally kept computed fields equal a
+    /// from-scratch recomputation of the whole forest.
+    #[test]
+    fn incremental_equals_from_scratch(ops in proptest::collection::vec(op(), 1..40)) {
+        let mut m = Mem::default();
+        m.shops.insert(Uuid::from_u128(STAGE_A), Uuid::from_u128(0x5A));
+        m.write(node(1000, DeliverableType::Order, None));
+        let mut ids: Vec<Uuid> = vec![Uuid::from_u128(1000)];
+        let mut next = 2000u128;
+        for op in ops {
+            let pick = |i: usize| ids[i % ids.len()];
+            match op {
+                Op::Add { parent, kind } => {
+                    let kind = DeliverableType::ALL[kind];
+                    let mut n = node(next, kind, if kind.is_root() { None } else { Some(pick(parent)) });
+                    if kind == DeliverableType::Stage {
+                        n.data.insert("stageId".into(), json!(Uuid::from_u128(if next.is_multiple_of(2) { STAGE_A } else { STAGE_B })));
+                    }
+                    next += 1;
+                    ids.push(n.id);
+                    m.write(n);
+                }
+                Op::Move { node: a, parent: b } => {
+                    let (a, b) = (pick(a), pick(b));
+                    let target_path = m.nodes[&b].computed.full_path.clone();
+                    if a != b && !would_cycle(a, &target_path) {
+                        let mut n = m.nodes[&a].clone();
+                        n.parent_id = Some(b);
+                        m.write(n);
+                    }
+                }
+                Op::Rename { node: a } => {
+                    let mut n = m.nodes[&pick(a)].clone();
+                    n.name = format!("{}'", n.name);
+                    m.write(n);
+                }
+                Op::Status { node: a, status } => {
+                    let mut n = m.nodes[&pick(a)].clone();
+                    n.progress = Some(Progress { status: STATUSES[status], ..Default::default() });
+                    m.write(n);
+                }
+                Op::Workers { node: a, worker } => {
+                    let mut n = m.nodes[&pick(a)].clone();
+                    n.data.insert("workerIds".into(), json!([Uuid::from_u128(worker as u128)]));
+                    n.data.insert("tags".into(), json!([format!("t{worker}")]));
+                    m.write(n);
+                }
+                Op::Due { node: a, day } => {
+                    let mut n = m.nodes[&pick(a)].clone();
+                    let d = NaiveDate::from_ymd_opt(2024, 5, 1).unwrap() + chrono::Days::new(day as u64);
+                    n.data.insert("dueDate".into(), json!(d.to_string()));
+                    m.write(n);
+                }
+                Op::Swap { a, b } => {
+                    let (a, b) = (pick(a), pick(b));
+                    let (ka, kb) = (m.keys[&a], m.keys[&b]);
+                    m.keys.insert(a, kb);
+                    m.keys.insert(b, ka);
+                    let mut changes = Vec::new();
+                    for id in [a, b] {
+                        if let Some(p) = m.nodes[&id].parent_id {
+                            changes.push(Change { id: p, old: Some(m.nodes[&p].clone()) });
+                        }
+                    }
+                    refresh(&mut m, &changes, today()).unwrap();
+                }
+                Op::Session { node: a, worker } => {
+                    // A work session starts or ends: the node's facts change, not its record.
+                    let id = pick(a);
+                    let w = Uuid::from_u128(worker as u128);
+                    let list = m.sessions.entry(id).or_default();
+                    if let Some(i) = list.iter().position(|x| *x == w) {
+                        list.remove(i);
+                    } else {
+                        list.push(w);
+                    }
+                    let old = m.nodes[&id].clone();
+                    refresh(&mut m, &[Change { id, old: Some(old) }], today()).unwrap();
+                }
+                Op::Archive { node: a } => {
+                    let mut n = m.nodes[&pick(a)].clone();
+                    n.is_archived = !n.is_archived;
+                    m.write(n);
+                }
+            }
+            let scratch = m.scratch();
+            for (id, n) in &m.nodes {
+                prop_assert_eq!(&scratch[id], n, "node {}", id);
+            }
+        }
+    }
+}

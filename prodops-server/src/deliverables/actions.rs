@@ -1,0 +1,384 @@
+//! Progress and schedule actions and reorder (spec 4.2).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use prodops_core::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus};
+use prodops_core::progress::{self, ProgressAction, ProgressResult};
+use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
+use prodops_core::tree::{self, Change, TreeStore};
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::tree::{TxTree, parse_deliverable, tree_row};
+use super::{resource, sessions};
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::engine::{load, parse_body, parse_id};
+use crate::error::{ApiError, ApiResult};
+use crate::store::Tx;
+
+/// Loads the order `root_id` and the node `id` under it (or the order itself).
+fn order_and_node(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    root_id: Uuid,
+    id: Uuid,
+) -> ApiResult<(Deliverable, Value)> {
+    let res = resource("deliverable");
+    let root = parse_deliverable(&load(tx, res, ctx.org(), root_id)?)?;
+    if root.kind != DeliverableType::Order || root.parent_id.is_some() {
+        return Err(ApiError::field(
+            "rootId",
+            "progress and schedule belong to orders: the root must be an order",
+        ));
+    }
+    let node = load(tx, res, ctx.org(), id)?;
+    let d = parse_deliverable(&node)?;
+    if d.id != root.id && d.root_parent_id != Some(root.id) {
+        return Err(ApiError::not_found());
+    }
+    Ok((root, node))
+}
+
+/// Applies a progress action to `node` and its effects, in one pass over one cached view of
+/// the tree: a complete also completes the node's subtree, progress rolls up to the ancestors
+/// (stopping at the first one it leaves unchanged), every changed record is checked and written
+/// once, the computed fields are refreshed once for all of them, and the open sessions and plans
+/// on every node that became done end. Returns the kicked workers.
+///
+/// `progress` is a server-managed effect here, so the records are written through
+/// [`TxTree::write`] (the resource's rules, no client-data hooks) rather than the PATCH pipeline:
+/// the pipeline would recompute the same ancestors once per written record.
+pub fn apply_progress(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    node_value: &Value,
+    action: &ProgressAction,
+) -> ApiResult<Vec<Uuid>> {
+    let node = parse_deliverable(node_value)?;
+    let by = ctx.auth.key_id;
+    let mut store = TxTree::deferred(tx, ctx);
+    let mut changes: Vec<Change> = Vec::new();
+    let mut done = Vec::new();
+    let mut set = |store: &mut TxTree, old: &Deliverable, p: Progress| -> ApiResult<()> {
+        if old.progress.as_ref() == Some(&p) {
+            return Ok(());
+        }
+        if p.status == ProgressStatus::Done && tree::status(old) != ProgressStatus::Done {
+            done.push(old.id);
+        }
+        let mut new = old.clone();
+        new.progress = Some(p);
+        store.write(old, &new)?;
+        changes.push(Change {
+            id: old.id,
+            old: Some(old.clone()),
+        });
+        Ok(())
+    };
+    let next = progress::apply(
+        node.progress.as_ref(),
+        node.kind,
+        node.quantity,
+        action,
+        by,
+        ctx.now,
+    )
+    .map_err(|v| ApiError::violations(vec![v]))?;
+    if matches!(action, ProgressAction::Complete {}) {
+        // Children before parents, so that each write sees its subtree done.
+        let descendants = store.descendants(node.id)?;
+        for d in descendants.iter().rev() {
+            if tree::status(d) == ProgressStatus::Done || d.is_archived {
+                continue;
+            }
+            let p = progress::apply(d.progress.as_ref(), d.kind, d.quantity, action, by, ctx.now)
+                .map_err(|v| ApiError::violations(vec![v]))?;
+            set(&mut store, d, p)?;
+        }
+    }
+    let current = store.node(node.id)?;
+    set(&mut store, &current, next)?;
+    let mut parent_id = node.parent_id;
+    while let Some(pid) = parent_id {
+        let parent = store.node(pid)?;
+        let children: Vec<Deliverable> = store
+            .children(pid)?
+            .into_iter()
+            .filter(|c| !c.is_archived)
+            .collect();
+        let kids: Vec<Option<&Progress>> = children.iter().map(|c| c.progress.as_ref()).collect();
+        let rolled = progress::roll_up(
+            parent.progress.as_ref(),
+            parent.quantity,
+            &kids,
+            by,
+            ctx.now,
+        );
+        match rolled {
+            Some(p) if Some(&p) != parent.progress.as_ref() => set(&mut store, &parent, p)?,
+            _ => break,
+        }
+        parent_id = parent.parent_id;
+    }
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    store.flush()?;
+    drop(store);
+    sessions::end_open_on(tx, ctx, &done)
+}
+
+/// `POST /deliverable/root/{rootId}/progress/{id}`.
+pub async fn progress(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path((root_id, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let root_id = parse_id(&root_id)?;
+    let id = parse_id(&id)?;
+    let action: ProgressAction = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let (_, node) = order_and_node(tx, ctx, root_id, id)?;
+        let kicked_workers = apply_progress(tx, ctx, &node, &action)?;
+        Ok(Reply::json(
+            StatusCode::OK,
+            &ProgressResult { kicked_workers },
+        ))
+    })
+    .await
+}
+
+/// The schedules, durations and dependencies of one order's tree.
+struct Loaded {
+    plan: Plan,
+    records: HashMap<Uuid, Value>,
+}
+
+fn load_plan(tx: &mut dyn Tx, ctx: &Ctx, root: &Deliverable) -> ApiResult<Loaded> {
+    let org = ctx.org();
+    let row = tree_row(tx, org, root.id)?.ok_or_else(ApiError::not_found)?;
+    let mut plan = Plan::default();
+    let mut records = HashMap::new();
+    for (id, parent, _, _, text) in super::tree::raw_records(tx, org, &row)? {
+        let v: Value = serde_json::from_str(&text).map_err(ApiError::internal)?;
+        let d = parse_deliverable(&v)?;
+        if d.is_archived {
+            continue;
+        }
+        plan.parent
+            .insert(id, if id == root.id { None } else { parent });
+        plan.durations.insert(id, d.duration_sec);
+        if let Some(s) = &d.schedule {
+            plan.spans.insert(id, Span::of(s));
+        }
+        records.insert(id, v);
+    }
+    // Archived nodes drop out; their children hang on the nearest live ancestor.
+    let ids: HashSet<Uuid> = plan.parent.keys().copied().collect();
+    for p in plan.parent.values_mut() {
+        if p.is_some_and(|x| !ids.contains(&x)) {
+            *p = Some(root.id);
+        }
+    }
+    let table = resource("dependency").table();
+    plan.deps = super::hooks::all_edges(tx, ctx, table, None)?
+        .into_iter()
+        .filter(|(a, b)| ids.contains(a) && ids.contains(b))
+        .collect();
+    Ok(Loaded { plan, records })
+}
+
+/// Writes the schedules (and durations) an action changed, checked against the resource's
+/// rules, with the computed fields they move (`date`, alerts) refreshed; each record once.
+fn write_schedules(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    loaded: &mut Loaded,
+    changed: &BTreeSet<Uuid>,
+    new_duration: Option<(Uuid, i64)>,
+) -> ApiResult<()> {
+    let mut touched: BTreeSet<Uuid> = changed.clone();
+    touched.extend(new_duration.map(|(id, _)| id));
+    let mut store = TxTree::deferred(tx, ctx);
+    let mut changes = Vec::new();
+    for id in touched {
+        let old = parse_deliverable(loaded.records.get(&id).ok_or_else(ApiError::not_found)?)?;
+        let mut new = old.clone();
+        if let Some(span) = loaded.plan.spans.get(&id) {
+            new.schedule = Some(span.to_schedule().ok_or_else(|| {
+                ApiError::field(
+                    "type",
+                    "the resulting schedule leaves the representable range",
+                )
+            })?);
+        }
+        if let Some((nid, d)) = new_duration
+            && nid == id
+        {
+            new.duration_sec = d;
+        }
+        if new == old {
+            continue;
+        }
+        store.write(&old, &new)?;
+        changes.push(Change { id, old: Some(old) });
+    }
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    store.flush()?;
+    // Later actions of a batch start from what is stored now.
+    let ids: Vec<Uuid> = loaded.records.keys().copied().collect();
+    for id in ids {
+        if let Some(n) = store.cached(id) {
+            loaded
+                .records
+                .insert(id, serde_json::to_value(n).map_err(ApiError::internal)?);
+        }
+    }
+    Ok(())
+}
+
+fn run_schedule(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    cache: &mut HashMap<Uuid, Loaded>,
+    root_id: Uuid,
+    id: Uuid,
+    action: &ScheduleAction,
+) -> ApiResult<()> {
+    let (root, _) = order_and_node(tx, ctx, root_id, id)?;
+    let loaded = match cache.entry(root_id) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(load_plan(tx, ctx, &root)?),
+    };
+    let outcome =
+        schedule::apply(&mut loaded.plan, id, action).map_err(|v| ApiError::violations(vec![v]))?;
+    write_schedules(tx, ctx, loaded, &outcome.changed, outcome.new_duration)
+}
+
+/// `POST /deliverable/root/{rootId}/schedule/{id}`.
+pub async fn schedule(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    Path((root_id, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let root_id = parse_id(&root_id)?;
+    let id = parse_id(&id)?;
+    let action: ScheduleAction = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut cache = HashMap::new();
+        run_schedule(tx, ctx, &mut cache, root_id, id, &action)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+/// `POST /deliverable/schedule/batch`: every action in order, all or nothing.
+pub async fn schedule_batch(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let items: Vec<ScheduleBatchItem> = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let mut cache = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            run_schedule(
+                tx,
+                ctx,
+                &mut cache,
+                item.root_parent_id,
+                item.target_id,
+                &item.action,
+            )
+            .map_err(|e| e.with_index(i))?;
+        }
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReorderRequest {
+    root_parent_id: Uuid,
+    ordered_deliverable_ids: Vec<Uuid>,
+}
+
+/// `POST /deliverable/reorder`: the listed nodes take the listed order among their siblings
+/// (nodes of several parents may be listed); siblings not listed follow them in their old order.
+pub async fn reorder(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Update)?;
+    let req: ReorderRequest = parse_body(body)?;
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let org = ctx.org();
+        load(tx, resource("deliverable"), org, req.root_parent_id)?;
+        let mut seen = HashSet::new();
+        let mut by_parent: Vec<(Uuid, Vec<Uuid>)> = Vec::new();
+        for (i, id) in req.ordered_deliverable_ids.iter().enumerate() {
+            let field = format!("orderedDeliverableIds[{i}]");
+            if !seen.insert(*id) {
+                return Err(ApiError::field(&field, format!("{id} is listed twice")));
+            }
+            let row = tree_row(tx, org, *id)?;
+            let Some(row) = row.filter(|r| r.root_id == req.root_parent_id && r.id != r.root_id)
+            else {
+                return Err(ApiError::field(
+                    &field,
+                    format!(
+                        "{id} is not a deliverable under the root {}",
+                        req.root_parent_id
+                    ),
+                ));
+            };
+            let parent = row.parent_id.expect("a non-root node has a parent");
+            match by_parent.iter_mut().find(|(p, _)| *p == parent) {
+                Some((_, list)) => list.push(*id),
+                None => by_parent.push((parent, vec![*id])),
+            }
+        }
+        let mut changes = Vec::new();
+        for (parent, listed) in &by_parent {
+            let siblings = super::tree::child_rows(tx, org, *parent)?;
+            let rest = siblings
+                .iter()
+                .map(|r| r.id)
+                .filter(|id| !listed.contains(id));
+            for (k, id) in listed.iter().copied().chain(rest).enumerate() {
+                super::tree::set_sort_key(tx, org, id, k as i64)?;
+            }
+            let old = parse_deliverable(&load(tx, resource("deliverable"), org, *parent)?)?;
+            changes.push(Change {
+                id: *parent,
+                old: Some(old),
+            });
+        }
+        let mut store = TxTree::new(tx, ctx);
+        let today = store.today();
+        tree::refresh(&mut store, &changes, today)?;
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}

@@ -1,0 +1,432 @@
+//! The write hooks of deliverables (raw and concept endpoints) and dependencies.
+//!
+//! Every write of a deliverable, whatever the endpoint (POST, PATCH, bulk PUT and PATCH,
+//! DELETE's archive, the actions), passes here: `data` merges, custom property values are
+//! checked and canonicalized (spec 4.9), the parent is checked, the record's computed fields
+//! and `rootParentId` are derived before it is written, and afterwards the tree index and the
+//! computed fields of the rest of the tree are brought up to date (core's `tree::refresh`).
+
+use prodops_core::deliverable::{Deliverable, DeliverableType};
+use prodops_core::minimal::Dependency;
+use prodops_core::tree::{self, Change, TreeStore};
+use prodops_core::{Record, properties};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::tree::{TABLE, TxTree, parse_deliverable};
+use super::{custom_property_defs, resource};
+use crate::context::Ctx;
+use crate::engine::Resource;
+use crate::error::{ApiError, ApiResult};
+use crate::hooks::Hooks;
+use crate::store::records::{self, Select};
+use crate::store::{Tx, lock_scope};
+
+/// Deliverable hooks; `concept` enforces the concept rules (the `/concept/{type}` endpoints).
+pub struct DeliverableHooks {
+    pub concept: bool,
+}
+
+fn kind_of(candidate: &Map<String, Value>) -> Option<DeliverableType> {
+    candidate
+        .get("type")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+}
+
+fn uuid_field(candidate: &Map<String, Value>, key: &str) -> Option<Uuid> {
+    candidate
+        .get(key)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// Checks and canonicalizes the `properties` a write supplies; appends ad-hoc options.
+fn write_properties(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    kind: DeliverableType,
+    old: Option<&Map<String, Value>>,
+    supplied: Option<&Value>,
+    data: &mut Map<String, Value>,
+) -> ApiResult<()> {
+    if supplied.is_none() {
+        return Ok(());
+    }
+    let defs = custom_property_defs(tx, ctx)?;
+    let out =
+        properties::apply_properties(kind, old, supplied, &defs).map_err(ApiError::violations)?;
+    if out.values.is_empty() {
+        data.remove("properties");
+    } else {
+        data.insert("properties".into(), Value::Object(out.values));
+    }
+    // Ad-hoc options join their definitions in this transaction.
+    let cp = resource("custom-property");
+    for (i, option) in out.new_options {
+        let def = &defs[i];
+        let stored =
+            records::get(tx, cp.table(), ctx.org(), def.id)?.ok_or_else(ApiError::not_found)?;
+        let mut options: Vec<Value> = stored
+            .get("options")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let known = options.iter().any(|o| {
+            o.as_str()
+                .is_some_and(|o| o.to_lowercase() == option.to_lowercase())
+        });
+        if !known {
+            options.push(json!(option));
+            let mut patch = Map::new();
+            patch.insert("options".into(), Value::Array(options));
+            crate::engine::update_record(tx, ctx, cp, &stored, patch)?;
+        }
+    }
+    Ok(())
+}
+
+/// Derives the computed fields and `rootParentId` of a candidate record in place. A candidate
+/// that does not parse is left for the rules to report.
+fn prepare_candidate(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    candidate: &mut Map<String, Value>,
+    parent: Option<&Deliverable>,
+    existing: bool,
+) -> ApiResult<()> {
+    let Ok(mut node) = serde_json::from_value::<Deliverable>(Value::Object(candidate.clone()))
+    else {
+        return Ok(());
+    };
+    node.normalize();
+    let mut store = TxTree::new(tx, ctx);
+    let children = if existing {
+        store.children(node.id)?
+    } else {
+        Vec::new()
+    };
+    let refs: Vec<&Deliverable> = children.iter().collect();
+    let today = store.today();
+    tree::prepare(&mut store, &mut node, parent, &refs, today)?;
+    candidate.insert(
+        "computed".into(),
+        serde_json::to_value(&node.computed).map_err(ApiError::internal)?,
+    );
+    candidate.insert("rootParentId".into(), json!(node.root_parent_id));
+    Ok(())
+}
+
+fn load_parent(tx: &mut dyn Tx, ctx: &Ctx, id: Option<Uuid>) -> ApiResult<Option<Deliverable>> {
+    match id {
+        None => Ok(None),
+        Some(id) => match records::get(tx, TABLE, ctx.org(), id)? {
+            Some(v) => Ok(Some(parse_deliverable(&v)?)),
+            None => Err(ApiError::field(
+                "parentId",
+                format!("no deliverable {id} in this organization"),
+            )),
+        },
+    }
+}
+
+/// The `parentId` of a candidate: `Ok(None)` for null or absent; malformed values are left for
+/// the rules to report.
+fn parent_id(candidate: &Map<String, Value>) -> Option<Uuid> {
+    uuid_field(candidate, "parentId")
+}
+
+impl Hooks for DeliverableHooks {
+    fn before_create(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        if let (Some(kind), Some(Value::Object(data))) = (kind_of(candidate), candidate.get("data"))
+        {
+            let mut data = data.clone();
+            let supplied = data.get("properties").cloned();
+            write_properties(tx, ctx, kind, None, supplied.as_ref(), &mut data)?;
+            candidate.insert("data".into(), Value::Object(data));
+        }
+        let parent = load_parent(tx, ctx, parent_id(candidate))?;
+        prepare_candidate(tx, ctx, candidate, parent.as_ref(), false)
+    }
+
+    fn before_update(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: &Value,
+        patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let old_data = old
+            .get("data")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        match patch.get("data") {
+            // `data` merges key by key; a key set to null is removed; `properties` follows 4.9.
+            Some(Value::Object(given)) => {
+                let mut data = old_data.clone();
+                for (k, v) in given {
+                    if k == "properties" {
+                        continue;
+                    }
+                    if v.is_null() {
+                        data.remove(k);
+                    } else {
+                        data.insert(k.clone(), v.clone());
+                    }
+                }
+                if let Some(kind) = kind_of(candidate) {
+                    let old_props = old_data.get("properties").and_then(Value::as_object);
+                    write_properties(tx, ctx, kind, old_props, given.get("properties"), &mut data)?;
+                } else if let Some(p) = given.get("properties") {
+                    data.insert("properties".into(), p.clone());
+                }
+                candidate.insert("data".into(), Value::Object(data));
+            }
+            Some(Value::Null) => {
+                candidate.insert("data".into(), Value::Object(old_data));
+            }
+            _ => {}
+        }
+        let id = uuid_field(candidate, "id");
+        let new_parent = parent_id(candidate);
+        let old_parent = old
+            .get("parentId")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok());
+        let parent = load_parent(tx, ctx, new_parent)?;
+        if new_parent != old_parent
+            && let (Some(p), Some(id)) = (&parent, id)
+            && (p.id == id || tree::would_cycle(id, &p.computed.full_path))
+        {
+            return Err(ApiError::field(
+                "parentId",
+                "a deliverable cannot be moved under itself or one of its descendants",
+            ));
+        }
+        prepare_candidate(tx, ctx, candidate, parent.as_ref(), true)
+    }
+
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        if !self.concept {
+            return Ok(());
+        }
+        let mut node = parse_deliverable(new)?;
+        if let Some(old) = old {
+            // Progress and schedule written by the actions are kept on a resave.
+            let old = parse_deliverable(old)?;
+            if node.progress == old.progress {
+                node.progress = None;
+            }
+            if node.schedule == old.schedule {
+                node.schedule = None;
+            }
+        }
+        let parent = match node.parent_id {
+            Some(p) => records::get(tx, TABLE, ctx.org(), p)?
+                .map(|v| parse_deliverable(&v))
+                .transpose()?,
+            None => None,
+        };
+        let mut violations = node.concept_violations(parent.as_ref().map(|p| p.kind));
+        if node.kind == DeliverableType::Stage
+            && let Some(stage) = tree::data_uuid(&node, "stageId")
+            && records::get(tx, "stage", ctx.org(), stage)?.is_none()
+        {
+            violations.push(prodops_core::Violation::field(
+                "data.stageId",
+                format!("no stage {stage} in this organization"),
+            ));
+        }
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::violations(violations))
+        }
+    }
+
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let node = parse_deliverable(new)?;
+        let old = old.map(parse_deliverable).transpose()?;
+        match &old {
+            None => super::tree::insert(tx, ctx.org(), node.id, node.parent_id)?,
+            Some(o) if o.parent_id != node.parent_id => {
+                super::tree::move_node(tx, ctx.org(), node.id, node.parent_id)?
+            }
+            Some(_) => {}
+        }
+        let mut store = TxTree::new(tx, ctx);
+        let today = store.today();
+        tree::refresh(&mut store, &[Change { id: node.id, old }], today)?;
+        Ok(())
+    }
+}
+
+/// Dependencies (decisions.md section 5): finish-to-start between deliverables under the same
+/// root; a cycle is refused.
+pub struct DependencyHooks;
+
+fn root_of(d: &Deliverable) -> Uuid {
+    d.root_parent_id.unwrap_or(d.id)
+}
+
+impl Hooks for DependencyHooks {
+    fn check_facts(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        _old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let dep: Dependency = serde_json::from_value(new.clone()).map_err(ApiError::internal)?;
+        // Cycle checks read, then write: serialize them per organization.
+        lock_scope(tx, &format!("dependencies:{}", ctx.org()))?;
+        let mut ends = Vec::new();
+        for (field, id) in [
+            ("predecessorId", dep.predecessor_id),
+            ("successorId", dep.successor_id),
+        ] {
+            match records::get(tx, TABLE, ctx.org(), id)? {
+                Some(v) => ends.push(parse_deliverable(&v)?),
+                None => {
+                    return Err(ApiError::field(
+                        field,
+                        format!("no deliverable {id} in this organization"),
+                    ));
+                }
+            }
+        }
+        if root_of(&ends[0]) != root_of(&ends[1]) {
+            return Err(ApiError::field(
+                "successorId",
+                "a dependency links deliverables under the same root",
+            ));
+        }
+        let edges = all_edges(tx, ctx, res.table(), Some(dep.id))?;
+        if edges.contains(&(dep.predecessor_id, dep.successor_id)) {
+            return Err(ApiError::field(
+                "successorId",
+                "this dependency already exists",
+            ));
+        }
+        if prodops_core::schedule::creates_cycle(&edges, dep.predecessor_id, dep.successor_id) {
+            return Err(ApiError::field(
+                "successorId",
+                "this dependency would close a cycle",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every dependency of the organization as `(predecessor, successor)`, but `except`.
+pub fn all_edges(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    table: &str,
+    except: Option<Uuid>,
+) -> ApiResult<Vec<(Uuid, Uuid)>> {
+    let select = Select {
+        limit: i64::MAX as u64,
+        ..Default::default()
+    };
+    let mut edges = Vec::new();
+    for v in records::select_values(tx, table, ctx.org(), &select)? {
+        let Ok(d) = serde_json::from_value::<Dependency>(v) else {
+            continue;
+        };
+        if Some(d.id) != except {
+            edges.push((d.predecessor_id, d.successor_id));
+        }
+    }
+    Ok(edges)
+}
+
+/// Recomputes the deliverables whose work sessions or plans changed (their `workerIds`, and the
+/// combined workers above them).
+pub fn sessions_changed(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> ApiResult<()> {
+    let mut ids: Vec<Uuid> = deliverables.to_vec();
+    ids.sort();
+    ids.dedup();
+    let mut store = TxTree::new(tx, ctx);
+    let mut changes = Vec::new();
+    for id in ids {
+        // A session may name a deliverable that does not exist (the resource does not check).
+        if records::get(store.tx, TABLE, ctx.org(), id)?.is_some() {
+            let old = store.node(id)?;
+            changes.push(Change { id, old: Some(old) });
+        }
+    }
+    let today = store.today();
+    tree::refresh(&mut store, &changes, today)?;
+    Ok(())
+}
+
+/// Work sessions: a session or plan that starts, ends, moves or disappears changes its
+/// deliverable's `computed.workerIds`.
+pub struct WorkSessionHooks;
+
+fn session_deliverable(v: &Value) -> Option<Uuid> {
+    v.get("deliverableId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+impl Hooks for WorkSessionHooks {
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &Resource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let ids: Vec<Uuid> = old
+            .and_then(session_deliverable)
+            .into_iter()
+            .chain(session_deliverable(new))
+            .collect();
+        sessions_changed(tx, ctx, &ids)
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &Resource,
+        record: &Value,
+    ) -> ApiResult<crate::hooks::DeleteAction> {
+        if let Some(id) = record
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+        {
+            records::delete(tx, res.table(), ctx.org(), id)?;
+        }
+        let ids: Vec<Uuid> = session_deliverable(record).into_iter().collect();
+        sessions_changed(tx, ctx, &ids)?;
+        Ok(crate::hooks::DeleteAction::Handled)
+    }
+}

@@ -1,0 +1,199 @@
+//! Work sessions (spec 4.3): save diffs against open sessions, absent workers get plans, stop
+//! needs ids or workers; a transition to done ends the open sessions and plans on the node.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::resource;
+use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::context::{Action, Auth, Ctx, Idempotency, format_time};
+use crate::engine::{create_record, parse_body, update_record};
+use crate::error::{ApiError, ApiResult};
+use crate::store::records;
+use crate::store::sql::FieldPath;
+use crate::store::{SqlValue, Tx};
+
+const SESSIONS: &str = "deliverable/work-sessions";
+
+/// Open sessions and plans whose `field` (`workerId` or `deliverableId`) is `id`, through the
+/// expression index on that field.
+fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<WorkSession>> {
+    let table = resource(SESSIONS).table();
+    let expr = tx
+        .dialect()
+        .text_expr(&FieldPath::parse(field).expect("static path"));
+    let rows = tx.query(
+        &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
+        &[ctx.org().into(), id.into()],
+    )?;
+    let mut out = Vec::new();
+    for mut r in rows {
+        let Some(text) = r.pop().and_then(SqlValue::into_string) else {
+            continue;
+        };
+        let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
+        if s.is_open() {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// Ends one open session or plan at `end` (never before its start).
+fn end_session(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    s: &WorkSession,
+    end: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<()> {
+    let res = resource(SESSIONS);
+    let old = records::get(tx, res.table(), ctx.org(), s.id)?.ok_or_else(ApiError::not_found)?;
+    let mut patch = Map::new();
+    patch.insert("endDate".into(), json!(format_time(end.max(s.start_date))));
+    update_record(tx, ctx, res, &old, patch)?;
+    Ok(())
+}
+
+/// Ends the open sessions and plans on the given deliverables; returns their workers.
+pub fn end_open_on(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> ApiResult<Vec<Uuid>> {
+    let mut workers = BTreeSet::new();
+    for d in deliverables {
+        for s in open_by(tx, ctx, "deliverableId", *d)? {
+            end_session(tx, ctx, &s, ctx.now)?;
+            workers.insert(s.worker_id);
+        }
+    }
+    Ok(workers.into_iter().collect())
+}
+
+fn require_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    path: &str,
+    id: Uuid,
+    field: &str,
+) -> ApiResult<Value> {
+    records::get(tx, resource(path).table(), ctx.org(), id)?
+        .ok_or_else(|| ApiError::field(field, format!("no {path} {id} in this organization")))
+}
+
+/// `POST /deliverable/work-sessions/save`.
+pub async fn save(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("WorkSession", Action::Create)?;
+    auth.require("WorkSession", Action::Update)?;
+    let req: SaveRequest = parse_body(body)?;
+    let violations = req.violations();
+    if !violations.is_empty() {
+        return Err(ApiError::violations(violations));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        require_record(tx, ctx, "shop", req.shop_id, "shopId")?;
+        let start = req.start_date.unwrap_or(ctx.now);
+        let mut absent = HashSet::new();
+        let mut open = Vec::new();
+        for (worker_id, deliverables) in &req.assignments {
+            let field = format!("assignments.{worker_id}");
+            let worker = require_record(tx, ctx, "worker", *worker_id, &field)?;
+            if worker.get("isArchived").and_then(Value::as_bool) == Some(true) {
+                return Err(ApiError::field(
+                    &field,
+                    "an archived worker cannot be assigned",
+                ));
+            }
+            if worker.get("status").and_then(Value::as_str) != Some("active") {
+                absent.insert(*worker_id);
+            }
+            for d in deliverables {
+                require_record(tx, ctx, "deliverable", *d, &field)?;
+            }
+            open.extend(open_by(tx, ctx, "workerId", *worker_id)?);
+        }
+        if req.should_stop_entire_batch {
+            let table = resource(SESSIONS).table();
+            let expr = tx
+                .dialect()
+                .text_expr(&FieldPath::parse("shopId").expect("static path"));
+            let rows = tx.query(
+                &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
+                &[ctx.org().into(), req.shop_id.into()],
+            )?;
+            for mut r in rows {
+                if let Some(text) = r.pop().and_then(SqlValue::into_string) {
+                    let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
+                    if s.is_open() && !open.iter().any(|o| o.id == s.id) {
+                        open.push(s);
+                    }
+                }
+            }
+        }
+        let diff = work_session::plan_save(&open, &req, &absent);
+        for id in &diff.stop {
+            if let Some(s) = open.iter().find(|s| s.id == *id) {
+                end_session(tx, ctx, s, start)?;
+            }
+        }
+        let res = resource(SESSIONS);
+        for (worker, deliverable, kind) in diff.start {
+            let body = json!({
+                "workerId": worker,
+                "deliverableId": deliverable,
+                "shopId": req.shop_id,
+                "kind": kind,
+                "startDate": format_time(start),
+            });
+            let Value::Object(body) = body else {
+                unreachable!("an object literal")
+            };
+            create_record(tx, ctx, res, body)?;
+        }
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}
+
+/// `POST /deliverable/work-sessions/stop`.
+pub async fn stop(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    idem: Option<Extension<Idempotency>>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    auth.require("WorkSession", Action::Update)?;
+    let req: StopRequest = parse_body(body)?;
+    let violations = req.violations();
+    if !violations.is_empty() {
+        return Err(ApiError::violations(violations));
+    }
+    let ctx = Ctx::new(auth, idem.map(|e| e.0));
+    write_reply(&state, ctx, move |tx, ctx| {
+        let end = req.end_date.unwrap_or(ctx.now);
+        let (field, ids) = if req.worker_ids.is_empty() {
+            ("deliverableId", &req.deliverable_ids)
+        } else {
+            ("workerId", &req.worker_ids)
+        };
+        let mut done = HashSet::new();
+        for id in ids {
+            for s in open_by(tx, ctx, field, *id)? {
+                if req.matches(&s) && done.insert(s.id) {
+                    end_session(tx, ctx, &s, end)?;
+                }
+            }
+        }
+        Ok(Reply::empty(StatusCode::NO_CONTENT))
+    })
+    .await
+}

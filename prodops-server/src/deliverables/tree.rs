@@ -1,0 +1,468 @@
+//! The tree index of deliverables and the [`TreeStore`] of core's refresh over one transaction.
+//!
+//! `deliverable_tree` holds one row per deliverable: its parent, its root, its materialized path
+//! (the ids from the root down to the node, each followed by `/`) and its sort key among its
+//! siblings. "Every descendant of X" is a range of the `(organization_id, path)` index
+//! (`path > X.path AND path < X.path with its last '/' replaced by '0'`), "the children of X" a
+//! range of `(organization_id, parent_id, sort_key)`: no read scans the organization.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use prodops_core::deliverable::Deliverable;
+use prodops_core::tree::TreeStore;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{SqlValue, Tx, records};
+
+pub const TABLE: &str = "deliverable";
+pub const TREE: &str = "deliverable_tree";
+
+/// One row of the tree index.
+#[derive(Debug, Clone)]
+pub struct TreeRow {
+    pub id: Uuid,
+    pub parent_id: Option<Uuid>,
+    pub root_id: Uuid,
+    pub path: String,
+    pub sort_key: i64,
+}
+
+fn uuid_of(v: &SqlValue) -> Option<Uuid> {
+    v.as_str().and_then(|s| Uuid::parse_str(s).ok())
+}
+
+fn row_of(r: &[SqlValue]) -> Option<TreeRow> {
+    Some(TreeRow {
+        id: uuid_of(r.first()?)?,
+        parent_id: r.get(1).and_then(uuid_of),
+        root_id: uuid_of(r.get(2)?)?,
+        path: r.get(3)?.as_str()?.to_string(),
+        sort_key: r.get(4)?.as_i64()?,
+    })
+}
+
+/// The exclusive upper bound of the paths below `path` (which ends with `/`).
+pub fn path_upper(path: &str) -> String {
+    let mut upper = path[..path.len().saturating_sub(1)].to_string();
+    upper.push('0');
+    upper
+}
+
+pub fn tree_row(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Option<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} WHERE organization_id = ? AND id = ?"
+        ),
+        &[org.into(), id.into()],
+    )?;
+    Ok(rows.first().and_then(|r| row_of(r)))
+}
+
+/// The rows of a node's subtree, the node included, in any order.
+pub fn subtree_rows(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+             WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
+}
+
+/// The rows of a node's direct children, in sibling order.
+pub fn child_rows(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Vec<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+             WHERE organization_id = ? AND parent_id = ? ORDER BY sort_key, id"
+        ),
+        &[org.into(), id.into()],
+    )?;
+    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
+}
+
+/// Adds a new node to the index, last among its siblings.
+pub fn insert(tx: &mut dyn Tx, org: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResult<()> {
+    let (path, root, sort_key) = match parent {
+        Some(p) => {
+            let parent_row = tree_row(tx, org, p)?
+                .ok_or_else(|| ApiError::field("parentId", "no such deliverable"))?;
+            let next = tx.query(
+                &format!(
+                    "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"
+                ),
+                &[org.into(), p.into()],
+            )?;
+            let next = next
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0);
+            (
+                format!("{}{id}/", parent_row.path),
+                parent_row.root_id,
+                next,
+            )
+        }
+        None => (format!("{id}/"), id, 0),
+    };
+    tx.execute(
+        &format!(
+            "INSERT INTO {TREE} (organization_id, id, parent_id, root_id, path, sort_key) VALUES (?, ?, ?, ?, ?, ?)"
+        ),
+        &[
+            org.into(),
+            id.into(),
+            parent.into(),
+            root.into(),
+            path.into(),
+            SqlValue::Int(sort_key),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Moves a node (and its subtree) under `new_parent`, last among its new siblings.
+pub fn move_node(tx: &mut dyn Tx, org: Uuid, id: Uuid, new_parent: Option<Uuid>) -> ApiResult<()> {
+    let Some(row) = tree_row(tx, org, id)? else {
+        return insert(tx, org, id, new_parent);
+    };
+    let (new_path, new_root, sort_key) = match new_parent {
+        Some(p) => {
+            let parent_row = tree_row(tx, org, p)?
+                .ok_or_else(|| ApiError::field("parentId", "no such deliverable"))?;
+            let next = tx.query(
+                &format!(
+                    "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"
+                ),
+                &[org.into(), p.into()],
+            )?;
+            let next = next
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0);
+            (
+                format!("{}{id}/", parent_row.path),
+                parent_row.root_id,
+                next,
+            )
+        }
+        None => (format!("{id}/"), id, 0),
+    };
+    tx.execute(
+        &format!(
+            "UPDATE {TREE} SET path = CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), root_id = ? \
+             WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            new_path.into(),
+            SqlValue::Int(row.path.len() as i64 + 1),
+            new_root.into(),
+            org.into(),
+            row.path.clone().into(),
+            path_upper(&row.path).into(),
+        ],
+    )?;
+    tx.execute(
+        &format!(
+            "UPDATE {TREE} SET parent_id = ?, sort_key = ? WHERE organization_id = ? AND id = ?"
+        ),
+        &[
+            new_parent.into(),
+            SqlValue::Int(sort_key),
+            org.into(),
+            id.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn set_sort_key(tx: &mut dyn Tx, org: Uuid, id: Uuid, key: i64) -> ApiResult<()> {
+    tx.execute(
+        &format!("UPDATE {TREE} SET sort_key = ? WHERE organization_id = ? AND id = ?"),
+        &[SqlValue::Int(key), org.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+/// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
+/// the stored JSON text of the record.
+pub type RawNode = (Uuid, Option<Uuid>, i64, usize, String);
+
+/// The stored records of a node's subtree, the node included, in any order.
+pub fn raw_records(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<RawNode>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT t.id, t.parent_id, t.sort_key, LENGTH(t.path), d.data FROM {TREE} t \
+             JOIN {TABLE} d ON d.organization_id = t.organization_id AND d.id = t.id \
+             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?"
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for mut r in rows {
+        let data = r.pop().and_then(SqlValue::into_string).unwrap_or_default();
+        let Some(id) = r.first().and_then(uuid_of) else {
+            continue;
+        };
+        let parent = r.get(1).and_then(uuid_of);
+        let key = r.get(2).and_then(SqlValue::as_i64).unwrap_or(0);
+        let len = r.get(3).and_then(SqlValue::as_i64).unwrap_or(0) as usize;
+        out.push((id, parent, key, len, data));
+    }
+    Ok(out)
+}
+
+pub fn parse_deliverable(v: &Value) -> ApiResult<Deliverable> {
+    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+}
+
+fn parse_text(text: &str) -> ApiResult<Deliverable> {
+    serde_json::from_str(text).map_err(ApiError::internal)
+}
+
+/// Core's [`TreeStore`] over one transaction. It caches the nodes and child lists it read:
+/// its users change no parent or sibling order while it lives, only records' fields, and every
+/// change goes through [`TreeStore::save`] or [`TxTree::write`], which keep the cache true.
+pub struct TxTree<'a> {
+    pub tx: &'a mut dyn Tx,
+    pub ctx: &'a Ctx,
+    shops: HashMap<Uuid, Option<Uuid>>,
+    workers: HashMap<Uuid, Vec<Uuid>>,
+    nodes: HashMap<Uuid, Deliverable>,
+    kids: HashMap<Uuid, Vec<Uuid>>,
+    pub saved: Vec<Uuid>,
+    /// With deferred writes, `save` and `write` only update the cache; `flush` writes every
+    /// changed record once.
+    deferred: Option<std::collections::BTreeSet<Uuid>>,
+}
+
+impl<'a> TxTree<'a> {
+    pub fn new(tx: &'a mut dyn Tx, ctx: &'a Ctx) -> Self {
+        TxTree {
+            tx,
+            ctx,
+            shops: HashMap::new(),
+            workers: HashMap::new(),
+            nodes: HashMap::new(),
+            kids: HashMap::new(),
+            saved: Vec::new(),
+            deferred: None,
+        }
+    }
+
+    /// A store whose writes wait for [`TxTree::flush`], so that a record changed several
+    /// times by one action (its progress, then its computed fields) is written once.
+    pub fn deferred(tx: &'a mut dyn Tx, ctx: &'a Ctx) -> Self {
+        TxTree {
+            deferred: Some(Default::default()),
+            ..Self::new(tx, ctx)
+        }
+    }
+
+    /// The node as this store last saw or wrote it, if it did.
+    pub fn cached(&self, id: Uuid) -> Option<&Deliverable> {
+        self.nodes.get(&id)
+    }
+
+    /// Writes every record changed since the store was made, each checked against the
+    /// resource's rules.
+    pub fn flush(&mut self) -> ApiResult<()> {
+        let Some(dirty) = self.deferred.take() else {
+            return Ok(());
+        };
+        let kind = super::resource("deliverable").kind;
+        for id in dirty {
+            let node = self
+                .nodes
+                .get(&id)
+                .cloned()
+                .ok_or_else(ApiError::not_found)?;
+            let mut v = serde_json::to_value(&node).map_err(ApiError::internal)?;
+            v["updatedAt"] = json!(self.ctx.now_text());
+            let checked = kind.check(v, None).map_err(ApiError::violations)?;
+            records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+        }
+        self.deferred = Some(Default::default());
+        Ok(())
+    }
+
+    pub fn today(&self) -> NaiveDate {
+        self.ctx.now.date_naive()
+    }
+
+    /// Writes a changed record (server-managed fields such as `progress` or `schedule`) after
+    /// checking it against the resource's rules, like the engine's pipeline does.
+    pub fn write(&mut self, old: &Deliverable, new: &Deliverable) -> ApiResult<Deliverable> {
+        if let Some(dirty) = &mut self.deferred {
+            dirty.insert(new.id);
+            let mut stored = new.clone();
+            stored.updated_at = self.ctx.now;
+            self.nodes.insert(new.id, stored.clone());
+            return Ok(stored);
+        }
+        let kind = super::resource("deliverable").kind;
+        let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
+        let mut new_v = serde_json::to_value(new).map_err(ApiError::internal)?;
+        new_v["updatedAt"] = json!(self.ctx.now_text());
+        let checked = kind
+            .check(new_v, Some(&old_v))
+            .map_err(ApiError::violations)?;
+        records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+        let node = parse_deliverable(&checked)?;
+        self.nodes.insert(node.id, node.clone());
+        Ok(node)
+    }
+}
+
+impl TreeStore for TxTree<'_> {
+    type Error = ApiError;
+
+    fn node(&mut self, id: Uuid) -> ApiResult<Deliverable> {
+        if let Some(n) = self.nodes.get(&id) {
+            return Ok(n.clone());
+        }
+        let v =
+            records::get(self.tx, TABLE, self.ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
+        let n = parse_deliverable(&v)?;
+        self.nodes.insert(id, n.clone());
+        Ok(n)
+    }
+
+    fn children(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
+        if let Some(ids) = self.kids.get(&id).cloned() {
+            return ids.into_iter().map(|k| self.node(k)).collect();
+        }
+        let rows = self.tx.query(
+            &format!(
+                "SELECT d.data FROM {TREE} t JOIN {TABLE} d ON d.organization_id = t.organization_id AND d.id = t.id \
+                 WHERE t.organization_id = ? AND t.parent_id = ? ORDER BY t.sort_key, t.id"
+            ),
+            &[self.ctx.org().into(), id.into()],
+        )?;
+        let mut out = Vec::with_capacity(rows.len());
+        for mut r in rows {
+            let Some(text) = r.pop().and_then(SqlValue::into_string) else {
+                continue;
+            };
+            let n = parse_text(&text)?;
+            // A node written through this store is newer than what a read returns.
+            let n = self.nodes.entry(n.id).or_insert(n).clone();
+            out.push(n);
+        }
+        self.kids.insert(id, out.iter().map(|n| n.id).collect());
+        Ok(out)
+    }
+
+    fn descendants(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
+        let org = self.ctx.org();
+        let Some(top) = tree_row(self.tx, org, id)? else {
+            return Ok(Vec::new());
+        };
+        let mut rows = raw_records(self.tx, org, &top)?;
+        rows.retain(|r| r.0 != id);
+        // Parents before children: a path grows with depth.
+        rows.sort_by_key(|r| (r.3, r.2, r.0));
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let n = parse_text(&r.4)?;
+            let n = self.nodes.entry(n.id).or_insert(n).clone();
+            out.push(n);
+        }
+        Ok(out)
+    }
+
+    fn stage_shop(&mut self, stage_id: Uuid) -> ApiResult<Option<Uuid>> {
+        if let Some(s) = self.shops.get(&stage_id) {
+            return Ok(*s);
+        }
+        let shop = records::get(self.tx, "stage", self.ctx.org(), stage_id)?
+            .and_then(|s| s.get("shopId").and_then(Value::as_str).map(str::to_string))
+            .and_then(|s| Uuid::parse_str(&s).ok());
+        self.shops.insert(stage_id, shop);
+        Ok(shop)
+    }
+
+    fn session_workers(&mut self, id: Uuid) -> ApiResult<Vec<Uuid>> {
+        if let Some(w) = self.workers.get(&id) {
+            return Ok(w.clone());
+        }
+        let table = super::resource("deliverable/work-sessions").table();
+        let dialect = self.tx.dialect();
+        let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
+        let rows = self.tx.query(
+            &format!(
+                "SELECT {} FROM {table} WHERE organization_id = ? AND {} = ? AND {} IS NULL",
+                dialect.text_expr(&path("workerId")),
+                dialect.text_expr(&path("deliverableId")),
+                dialect.text_expr(&path("endDate")),
+            ),
+            &[self.ctx.org().into(), id.into()],
+        )?;
+        let mut workers: Vec<Uuid> = rows
+            .iter()
+            .filter_map(|r| r.first().and_then(uuid_of))
+            .collect();
+        workers.sort();
+        workers.dedup();
+        self.workers.insert(id, workers.clone());
+        Ok(workers)
+    }
+
+    fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
+        if let Some(dirty) = &mut self.deferred {
+            dirty.insert(node.id);
+            let mut stored = node.clone();
+            stored.updated_at = self.ctx.now;
+            self.nodes.insert(node.id, stored);
+            self.saved.push(node.id);
+            return Ok(());
+        }
+        let mut v = serde_json::to_value(node).map_err(ApiError::internal)?;
+        v["updatedAt"] = json!(self.ctx.now_text());
+        records::update(self.tx, TABLE, self.ctx.org(), &v)?;
+        let mut stored = node.clone();
+        stored.updated_at = self.ctx.now;
+        self.nodes.insert(node.id, stored);
+        self.saved.push(node.id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_upper;
+
+    #[test]
+    fn subtree_range_covers_exactly_the_descendants() {
+        let top = "aaaa/bbbb/";
+        let upper = path_upper(top);
+        assert_eq!(upper, "aaaa/bbbb0");
+        for inside in ["aaaa/bbbb/", "aaaa/bbbb/cccc/", "aaaa/bbbb/ffff/0000/"] {
+            assert!(inside >= top && inside < upper.as_str(), "{inside}");
+        }
+        for outside in [
+            "aaaa/",
+            "aaaa/bbba/",
+            "aaaa/bbbc/",
+            "aaaa/bbbbb/",
+            "aaaa/bbbb0/",
+        ] {
+            assert!(!(outside >= top && outside < upper.as_str()), "{outside}");
+        }
+    }
+}
