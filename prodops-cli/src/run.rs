@@ -219,17 +219,17 @@ fn body_from(args: &ArgMatches, required: bool) -> CmdResult<Value> {
         Some(raw) => read_json_arg(raw, "--data")?,
         None => Value::Object(Map::new()),
     };
-    let sets: Vec<(String, bool)> = args
-        .get_many::<String>("set")
+    let many = |id: &str| -> Vec<String> {
+        args.try_get_many::<String>(id)
+            .ok()
+            .flatten()
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default()
+    };
+    let sets: Vec<(String, bool)> = many("set")
         .into_iter()
-        .flatten()
-        .map(|s| (s.clone(), false))
-        .chain(
-            args.get_many::<String>("set-json")
-                .into_iter()
-                .flatten()
-                .map(|s| (s.clone(), true)),
-        )
+        .map(|s| (s, false))
+        .chain(many("set-json").into_iter().map(|s| (s, true)))
         .collect();
     if !sets.is_empty() {
         let map = body

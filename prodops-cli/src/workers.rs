@@ -161,7 +161,11 @@ fn parse_bool(raw: &str) -> Option<bool> {
 }
 
 /// Turns a CSV row into the JSON sent for it, checked with core's worker rules.
-fn row_record(cols: &[Col], record: &csv::StringRecord) -> Result<Map<String, Value>, Vec<String>> {
+fn row_record(
+    cols: &[Col],
+    record: &csv::StringRecord,
+    key_mode: bool,
+) -> Result<Map<String, Value>, Vec<String>> {
     let mut out = Map::new();
     let mut errors = Vec::new();
     for (col, raw) in cols.iter().zip(record.iter()) {
@@ -224,8 +228,14 @@ fn row_record(cols: &[Col], record: &csv::StringRecord) -> Result<Map<String, Va
     );
     candidate.insert("createdAt".into(), json!(epoch));
     candidate.insert("updatedAt".into(), json!(epoch));
-    if !candidate.contains_key("name") && out.contains_key("id") {
-        // An update by id may leave the name as it is.
+    let keyed = key_mode
+        && out
+            .get("customerIdentifier")
+            .and_then(Value::as_str)
+            .is_some_and(|k| !k.trim().is_empty());
+    if !candidate.contains_key("name") && (out.contains_key("id") || keyed) {
+        // An update by id (or key) may leave the name as it is; a row that turns out to create
+        // a worker without a name is refused by the server and reported like any other.
         candidate.insert("name".into(), json!("-"));
     }
     let kind = prodops_core::registry::by_path("worker").expect("workers are registered");
@@ -294,9 +304,9 @@ fn reader_thread(
             ))));
             return;
         }
-        if !cols.contains(&Col::Name) && !cols.contains(&Col::Id) {
+        if !cols.contains(&Col::Name) && !cols.contains(&Col::Id) && !key_mode {
             let _ = tx.blocking_send(Err(Fail::rejected(
-                "line 1: the file needs a name or an id column",
+                "line 1: the file needs a name or an id column (or --key)",
             )));
             return;
         }
@@ -337,7 +347,7 @@ fn reader_thread(
             }
             n += 1;
             let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
-            match row_record(&cols, &record) {
+            match row_record(&cols, &record, key_mode) {
                 Ok(rec) => {
                     let key = if key_mode && !rec.contains_key("id") {
                         rec.get("customerIdentifier")
@@ -748,7 +758,7 @@ mod tests {
             "false",
             "2020-01-01T00:00:00Z",
         ]);
-        let rec = row_record(&c, &r).unwrap();
+        let rec = row_record(&c, &r, false).unwrap();
         assert_eq!(
             Value::Object(rec),
             json!({"name": "Ann", "customerIdentifier": "E1", "teamId": null, "status": "inactive", "isArchived": false})
@@ -758,23 +768,40 @@ mod tests {
     #[test]
     fn bad_rows_name_what_is_wrong() {
         let c = cols(&["id", "name", "status", "teamId", "isArchived"]);
-        let bad_id =
-            row_record(&c, &csv::StringRecord::from(vec!["nope", "A", "", "", ""])).unwrap_err();
+        let bad_id = row_record(
+            &c,
+            &csv::StringRecord::from(vec!["nope", "A", "", "", ""]),
+            false,
+        )
+        .unwrap_err();
         assert!(bad_id[0].contains("id"), "{bad_id:?}");
-        let empty_name =
-            row_record(&c, &csv::StringRecord::from(vec!["", " ", "", "", ""])).unwrap_err();
+        let empty_name = row_record(
+            &c,
+            &csv::StringRecord::from(vec!["", " ", "", "", ""]),
+            false,
+        )
+        .unwrap_err();
         assert!(empty_name.join(" ").contains("name"), "{empty_name:?}");
         let bad_status = row_record(
             &c,
             &csv::StringRecord::from(vec!["", "A", "retired", "", ""]),
+            false,
         )
         .unwrap_err();
         assert!(bad_status.join(" ").contains("status"), "{bad_status:?}");
-        let bad_team =
-            row_record(&c, &csv::StringRecord::from(vec!["", "A", "", "x", ""])).unwrap_err();
+        let bad_team = row_record(
+            &c,
+            &csv::StringRecord::from(vec!["", "A", "", "x", ""]),
+            false,
+        )
+        .unwrap_err();
         assert!(bad_team.join(" ").contains("teamId"), "{bad_team:?}");
-        let bad_bool =
-            row_record(&c, &csv::StringRecord::from(vec!["", "A", "", "", "maybe"])).unwrap_err();
+        let bad_bool = row_record(
+            &c,
+            &csv::StringRecord::from(vec!["", "A", "", "", "maybe"]),
+            false,
+        )
+        .unwrap_err();
         assert!(bad_bool.join(" ").contains("isArchived"), "{bad_bool:?}");
     }
 
@@ -782,7 +809,7 @@ mod tests {
     fn an_update_by_id_may_leave_out_the_name() {
         let c = cols(&["id", "status"]);
         let r = csv::StringRecord::from(vec!["0191c3a8-0000-7000-8000-000000000001", "terminated"]);
-        assert!(row_record(&c, &r).is_ok());
+        assert!(row_record(&c, &r, false).is_ok());
     }
 
     #[test]
