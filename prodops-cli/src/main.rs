@@ -15,6 +15,11 @@ mod workers;
 
 use std::io::Write;
 
+/// mimalloc: the bulk write and import paths allocate many small values; it is markedly faster
+/// than the system allocator there and keeps the resident set from fragmenting across threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let code = match cli::command().try_get_matches() {
         Ok(matches) => match run::run(matches) {

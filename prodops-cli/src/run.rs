@@ -71,7 +71,7 @@ fn client_for(m: &ArgMatches, base: &str, key: Option<&str>) -> CmdResult<Client
 
 fn runtime() -> CmdResult<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Fail::io("starting the runtime", e))

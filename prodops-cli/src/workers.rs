@@ -115,7 +115,9 @@ fn report(pb: &Option<ProgressBar>, line: String) {
 /// One checked row: its line, its JSON, and the key it may be matched by.
 struct Row {
     line: u64,
-    record: Map<String, Value>,
+    /// The JSON object sent for the row (kept serialized: memory stays small).
+    json: Vec<u8>,
+    has_id: bool,
     key: Option<String>,
 }
 
@@ -370,7 +372,8 @@ fn reader_thread(
                     }
                     batch.rows.push(Row {
                         line,
-                        record: rec,
+                        has_id: rec.contains_key("id"),
+                        json: serde_json::to_vec(&rec).expect("json"),
                         key,
                     });
                 }
@@ -456,7 +459,16 @@ async fn resolve_keys(ctx: &Ctx, batch: &mut Batch) -> CmdResult {
                 continue;
             }
             Some(ids) => {
-                row.record.insert("id".into(), json!(ids[0]));
+                // The row's object gets the id as its first field.
+                let mut with_id = format!("{{\"id\":{},", json!(ids[0])).into_bytes();
+                if row.json.len() > 2 {
+                    with_id.extend_from_slice(&row.json[1..]);
+                } else {
+                    with_id.pop();
+                    with_id.push(b'}');
+                }
+                row.json = with_id;
+                row.has_id = true;
             }
             None => {}
         }
@@ -466,13 +478,13 @@ async fn resolve_keys(ctx: &Ctx, batch: &mut Batch) -> CmdResult {
 }
 
 fn body_of(rows: &[Row]) -> bytes::Bytes {
-    let mut buf = Vec::with_capacity(rows.len() * 200 + 2);
+    let mut buf = Vec::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
     buf.push(b'[');
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        serde_json::to_writer(&mut buf, &r.record).expect("json");
+        buf.extend_from_slice(&r.json);
     }
     buf.push(b']');
     buf.into()
@@ -583,17 +595,9 @@ pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
             if dry_run {
                 let mut rej = batch.rejected;
                 rej.sort_by_key(|(l, _)| *l);
-                return Ok((
-                    n,
-                    0,
-                    rej,
-                    batch.rows.iter().any(|r| !r.record.contains_key("id")),
-                ));
+                return Ok((n, 0, rej, batch.rows.iter().any(|r| !r.has_id)));
             }
-            let without_id = batch
-                .rows
-                .iter()
-                .any(|r| !r.record.contains_key("id") && r.key.is_none());
+            let without_id = batch.rows.iter().any(|r| !r.has_id && r.key.is_none());
             let (w, rej) = send_batch(ctx, batch, key_mode).await?;
             Ok::<_, Fail>((n, w, rej, without_id))
         })
