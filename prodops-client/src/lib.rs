@@ -46,6 +46,10 @@ pub use reqwest::Method;
 pub use resource::{BulkPut, GroupCount, ListParams, Page, Query, Resource};
 
 /// The `User-Agent` every request carries.
+///
+/// ```
+/// assert!(prodops_client::USER_AGENT.starts_with("prodops-client/"));
+/// ```
 pub const USER_AGENT: &str = concat!("prodops-client/", env!("CARGO_PKG_VERSION"));
 
 /// A client of one instance with one key. Cheap to clone; clones share connections.
@@ -67,6 +71,13 @@ struct Inner {
 }
 
 /// A raw answer: status, headers and body bytes.
+///
+/// ```no_run
+/// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+/// let raw = client.send_raw(prodops_client::Method::GET, "/worker?pageSize=1", None).await?;
+/// println!("{} {}", raw.status, String::from_utf8_lossy(&raw.body));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct RawResponse {
     /// The HTTP status.
@@ -89,6 +100,14 @@ fn wants_idempotency_key(method: &Method, path: &str) -> bool {
 /// `Retry-After` or `RateLimit-Reset` (seconds) when given, else exponential backoff from 250 ms;
 /// plus up to 25% (at least 50 ms) random jitter, so that many clients do not return at once;
 /// capped at `max`.
+///
+/// ```
+/// use reqwest::header::{HeaderMap, HeaderValue};
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", HeaderValue::from_static("3"));
+/// let wait = prodops_client::retry_wait(&headers, 1, std::time::Duration::from_secs(60));
+/// assert!(wait >= std::time::Duration::from_secs(3));
+/// ```
 pub fn retry_wait(headers: &HeaderMap, attempt: u32, max: Duration) -> Duration {
     let seconds = |name: &str| {
         headers
