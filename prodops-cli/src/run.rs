@@ -650,15 +650,21 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
                 "apiKeySource".into(),
                 json!(key.as_ref().map(|(_, s)| s.as_str())),
             );
+            // `valid` is null when it could not be checked (no key, or the server unreachable).
             let verdict = match (&base, &key) {
-                (Some((b, _)), Some((k, _))) => Some(verify(m, b, k)?),
+                (Some((b, _)), Some((k, _))) => Some(verify(m, b, k)),
                 _ => None,
             };
-            status.insert("valid".into(), json!(verdict.as_ref().map(|v| v.is_ok())));
+            let valid = match &verdict {
+                Some(Ok(v)) => json!(v.is_ok()),
+                _ => Value::Null,
+            };
+            status.insert("valid".into(), valid);
             write_value(format, &Value::Object(status), &[])?;
             match verdict {
-                Some(Ok(())) => Ok(()),
-                Some(Err(why)) => Err(Fail::auth(why)),
+                Some(Ok(Ok(()))) => Ok(()),
+                Some(Ok(Err(why))) => Err(Fail::auth(why)),
+                Some(Err(fail)) => Err(fail),
                 None => Err(Fail::auth("not logged in: no instance or no key")),
             }
         }
