@@ -25,4 +25,4 @@ if ! timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then
 fi
 
 echo "== database-backed tests on PostgreSQL ($host:$port)"
-PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo test --locked -p prodops-server -p prodops-tests
+PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo test --locked -p prodops-server -p prodops-tests -p prodops-cli -p prodops-client

@@ -1,1 +1,406 @@
-//! Typed async client for the Production Operations API v2 (issue 3 builds it out).
+//! Typed async client for the Production Operations API v2.
+//!
+//! - [`Client`] sends requests with the `X-API-Key`, a `User-Agent` of `prodops-client/<version>`,
+//!   timeouts, and retries on 429 and 503 that honour `Retry-After` / `RateLimit-Reset` with a
+//!   bounded number of attempts and jittered backoff. Every POST and bulk call carries a fresh
+//!   `Idempotency-Key`, reused by its retries, so a retried call is never applied twice.
+//! - [`Client::resource`] gives the standard endpoints of any registered resource, typed with
+//!   the core record type (`client.resource::<Worker>()`); [`Client::resource_at`] gives the same
+//!   over `serde_json::Value` by path. Lists are a [`futures::Stream`] paging by itself.
+//! - [`Client::action`] is the one mechanism behind every action endpoint (method, path, body,
+//!   response); the typed action methods in [`actions`] are one line each on top of it.
+//! - [`Error`] is the one error type: status, `error.code`, message, details, request id.
+//!
+//! ```no_run
+//! use futures::TryStreamExt;
+//! use prodops_client::{Client, ListParams};
+//! use prodops_core::worker::Worker;
+//!
+//! # async fn run() -> prodops_client::Result<()> {
+//! let client = Client::from_env()?;
+//! let workers: Vec<Worker> = client
+//!     .resource::<Worker>()
+//!     .list(ListParams::new().filter("status", "active"))
+//!     .try_collect()
+//!     .await?;
+//! println!("{} active workers", workers.len());
+//! # Ok(()) }
+//! ```
+
+pub mod actions;
+mod config;
+mod error;
+mod resource;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use config::{Config, ENV_API_KEY, ENV_BASE_URL};
+pub use error::{Error, ErrorDetail, Result};
+pub use reqwest::Method;
+pub use resource::{BulkPut, GroupCount, ListParams, Page, Query, Resource};
+
+/// The `User-Agent` every request carries.
+///
+/// ```
+/// assert!(prodops_client::USER_AGENT.starts_with("prodops-client/"));
+/// ```
+pub const USER_AGENT: &str = concat!("prodops-client/", env!("CARGO_PKG_VERSION"));
+
+/// A client of one instance with one key. Cheap to clone; clones share connections.
+///
+/// ```no_run
+/// let client = prodops_client::Client::new(
+///     prodops_client::Config::new("http://127.0.0.1:8080", "my-key"),
+/// ).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    api_url: String,
+    config: Config,
+}
+
+/// A raw answer: status, headers and body bytes.
+///
+/// ```no_run
+/// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+/// let raw = client.send_raw(prodops_client::Method::GET, "/worker?pageSize=1", None).await?;
+/// println!("{} {}", raw.status, String::from_utf8_lossy(&raw.body));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers.
+    pub headers: HeaderMap,
+    /// The body, as sent.
+    pub body: Bytes,
+}
+
+/// Whether a request may be retried safely and needs an `Idempotency-Key` for that.
+fn wants_idempotency_key(method: &Method, path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or(path);
+    *method == Method::POST
+        || (matches!(*method, Method::PUT | Method::PATCH | Method::DELETE)
+            && path.trim_end_matches('/').ends_with("/bulk"))
+}
+
+/// How long to wait before retry number `attempt` (1-based) of a 429/503: the server's
+/// `Retry-After` or `RateLimit-Reset` (seconds) when given, else exponential backoff from 250 ms;
+/// plus up to 25% (at least 50 ms) random jitter, so that many clients do not return at once;
+/// capped at `max`.
+///
+/// ```
+/// use reqwest::header::{HeaderMap, HeaderValue};
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", HeaderValue::from_static("3"));
+/// let wait = prodops_client::retry_wait(&headers, 1, std::time::Duration::from_secs(60));
+/// assert!(wait >= std::time::Duration::from_secs(3));
+/// ```
+pub fn retry_wait(headers: &HeaderMap, attempt: u32, max: Duration) -> Duration {
+    let seconds = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+    };
+    let base = match seconds("retry-after").or_else(|| seconds("ratelimit-reset")) {
+        Some(s) => Duration::from_secs_f64(s.min(86_400.0)),
+        None => Duration::from_millis(250u64.saturating_mul(1 << attempt.min(10))),
+    };
+    let spread = (base.as_millis() as u64 / 4).max(50);
+    let jitter = Duration::from_millis(rand::random_range(0..=spread));
+    (base + jitter).min(max)
+}
+
+impl Client {
+    /// A client with this configuration.
+    ///
+    /// ```
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://127.0.0.1:1", "k")).unwrap();
+    /// assert_eq!(client.api_url(), "http://127.0.0.1:1/api/v2");
+    /// ```
+    pub fn new(config: Config) -> Result<Client> {
+        let api_url = config.api_url();
+        reqwest::Url::parse(&api_url)
+            .map_err(|e| Error::Config(format!("base URL {:?}: {e}", config.base_url)))?;
+        if let Some(key) = &config.api_key {
+            HeaderValue::from_str(key).map_err(|_| {
+                Error::Config("the API key holds characters a header cannot carry".into())
+            })?;
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .pool_max_idle_per_host(32)
+            .build()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                api_url,
+                config,
+            }),
+        })
+    }
+
+    /// A client configured from `PRODOPS_BASE_URL` and `PRODOPS_API_KEY`.
+    ///
+    /// ```no_run
+    /// let client = prodops_client::Client::from_env().unwrap();
+    /// ```
+    pub fn from_env() -> Result<Client> {
+        Client::new(Config::from_env()?)
+    }
+
+    /// The configuration in use.
+    ///
+    /// ```
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.config().page_size, 5_000);
+    /// ```
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// `<base_url>/api/v2`.
+    ///
+    /// ```
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.api_url(), "http://h/api/v2");
+    /// ```
+    pub fn api_url(&self) -> &str {
+        &self.inner.api_url
+    }
+
+    /// Sends one request to `path` (relative to `/api/v2`, may carry a query string) with retries
+    /// on 429 and 503, and returns the answer whatever its status (errors are not raised here).
+    /// POST and bulk calls get a fresh `Idempotency-Key`, kept across the retries.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let raw = client.send_raw(prodops_client::Method::GET, "/worker/count", None).await?;
+    /// assert_eq!(raw.status, 200);
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<RawResponse> {
+        let url = format!("{}{}", self.inner.api_url, path);
+        let idempotency_key =
+            wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string());
+        let config = &self.inner.config;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut request = self.inner.http.request(method.clone(), &url);
+            if let Some(key) = &config.api_key {
+                request = request.header("X-API-Key", key);
+            }
+            if let Some(key) = &idempotency_key {
+                request = request.header("Idempotency-Key", key);
+            }
+            if let Some(body) = &body {
+                request = request
+                    .header("Content-Type", "application/json")
+                    .body(body.clone());
+            }
+            let response = request.send().await.map_err(Error::Network)?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let retryable = status == 429 || status == 503;
+            if retryable && attempt < config.max_attempts {
+                // Drain the body so the connection can be reused.
+                let _ = response.bytes().await;
+                tokio::time::sleep(retry_wait(&headers, attempt, config.max_retry_wait)).await;
+                continue;
+            }
+            let body = response.bytes().await.map_err(Error::Network)?;
+            return Ok(RawResponse {
+                status,
+                headers,
+                body,
+            });
+        }
+    }
+
+    /// Sends a request and returns the body of a 2xx answer; any other status becomes
+    /// [`Error::Api`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let body = client.send(prodops_client::Method::GET, "/worker/count", None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Bytes> {
+        let raw = self.send_raw(method, path, body).await?;
+        if (200..300).contains(&raw.status) {
+            Ok(raw.body)
+        } else {
+            let request_id = raw
+                .headers
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            Err(Error::from_response(raw.status, request_id, &raw.body))
+        }
+    }
+
+    /// The one typed action mechanism: `method path` with an optional JSON body, the answer
+    /// read as `R`. An empty answer (204) reads as JSON `null`, so `R = ()` fits bodiless
+    /// actions. Every typed action method is this call with its own types.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use prodops_client::Method;
+    /// let answer: serde_json::Value = client
+    ///     .action(Method::POST, "/notification/read-channel-comments",
+    ///             Some(&serde_json::json!({"channelId": "0191c3a8-0000-7000-8000-000000000001"})))
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn action<B, R>(&self, method: Method, path: &str, body: Option<&B>) -> Result<R>
+    where
+        B: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let body = body
+            .map(|b| serde_json::to_vec(b).map(Bytes::from))
+            .transpose()
+            .map_err(|e| Error::Decode(format!("the request body cannot be written: {e}")))?;
+        let bytes = self.send(method, path, body).await?;
+        decode(&bytes)
+    }
+
+    /// The standard endpoints of a core record type: `client.resource::<Worker>()`.
+    ///
+    /// ```
+    /// use prodops_core::worker::Worker;
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.resource::<Worker>().path(), "worker");
+    /// ```
+    pub fn resource<T: prodops_core::Record>(&self) -> Resource<T> {
+        Resource::new(self.clone(), T::DESC.path.to_string())
+    }
+
+    /// The standard endpoints of the resource at `path` (`worker`, `catalog-entry`, ...), over
+    /// `serde_json::Value`. Any path is accepted, so endpoints newer than this crate work too.
+    ///
+    /// ```
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.resource_at("vendor").path(), "vendor");
+    /// ```
+    pub fn resource_at(&self, path: &str) -> Resource<serde_json::Value> {
+        Resource::new(self.clone(), path.trim_matches('/').to_string())
+    }
+
+    /// The workers (`/worker`), typed, with their archive and restore actions.
+    ///
+    /// ```
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.workers().path(), "worker");
+    /// ```
+    pub fn workers(&self) -> Resource<prodops_core::worker::Worker> {
+        self.resource()
+    }
+}
+
+/// Reads a JSON answer; an empty body reads as `null`.
+pub(crate) fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R> {
+    let text = if bytes.iter().all(u8::is_ascii_whitespace) {
+        &b"null"[..]
+    } else {
+        bytes
+    };
+    serde_json::from_slice(text).map_err(|e| {
+        let sample: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
+        Error::Decode(format!("{e} in {sample}"))
+    })
+}
+
+/// Percent-encodes one query-string component.
+///
+/// ```
+/// assert_eq!(prodops_client::encode("a b&c"), "a%20b%26c");
+/// ```
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotency_keys_go_on_posts_and_bulk_calls() {
+        assert!(wants_idempotency_key(&Method::POST, "/worker"));
+        assert!(wants_idempotency_key(&Method::PUT, "/worker/bulk"));
+        assert!(wants_idempotency_key(
+            &Method::PATCH,
+            "/worker/bulk?status=x"
+        ));
+        assert!(wants_idempotency_key(
+            &Method::DELETE,
+            "/vendor/bulk?name=a"
+        ));
+        assert!(!wants_idempotency_key(&Method::PATCH, "/worker/abc"));
+        assert!(!wants_idempotency_key(&Method::GET, "/worker/bulk"));
+    }
+
+    #[test]
+    fn retry_wait_honours_the_server_and_the_cap() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        let w = retry_wait(&h, 1, Duration::from_secs(60));
+        assert!(
+            w >= Duration::from_secs(2) && w <= Duration::from_millis(2500),
+            "{w:?}"
+        );
+        let mut h = HeaderMap::new();
+        h.insert("ratelimit-reset", HeaderValue::from_static("30"));
+        assert_eq!(
+            retry_wait(&h, 1, Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        let none = HeaderMap::new();
+        let first = retry_wait(&none, 1, Duration::from_secs(60));
+        assert!(
+            first >= Duration::from_millis(500) && first <= Duration::from_millis(625),
+            "{first:?}"
+        );
+    }
+
+    #[test]
+    fn empty_answers_read_as_null() {
+        let unit: () = decode(b"").unwrap();
+        assert_eq!(unit, ());
+        let v: serde_json::Value = decode(b" ").unwrap();
+        assert!(v.is_null());
+        assert!(decode::<u64>(b"{").is_err());
+    }
+}

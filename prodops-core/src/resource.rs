@@ -217,6 +217,11 @@ impl<T> Default for Kind<T> {
 
 /// Parses a JSON value into `T`, turning a serde error into a violation that names the field.
 pub fn parse<T: DeserializeOwned>(value: Value) -> Result<T, Violation> {
+    // Most records are valid: read them without tracking the path, and only on failure read
+    // again with tracking to name the field (bulk writes check every record).
+    if let Ok(parsed) = T::deserialize(&value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(value).map_err(|err| {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();

@@ -1,0 +1,401 @@
+//! The command tree, generated from the resource registry and the action table.
+
+use clap::{Arg, ArgAction, Command};
+use prodops_core::{Allow, Archive, ResourceDesc};
+
+use crate::actions::{ACTIONS, ActionSpec, Kind, To, path_params};
+
+/// The command name of a resource: its path, with nested paths given a short name.
+pub fn resource_command_name(path: &str) -> String {
+    match path {
+        "deliverable/work-sessions" => "work-session".to_string(),
+        other => other.replace('/', "-"),
+    }
+}
+
+fn example(text: String) -> String {
+    format!("Example:\n  {text}")
+}
+
+fn filter_arg() -> Arg {
+    Arg::new("filter")
+        .long("filter")
+        .short('f')
+        .value_name("FIELD=VALUE")
+        .action(ArgAction::Append)
+        .help("Equality filter on a field; repeat a field to match any of its values")
+}
+
+fn search_arg() -> Arg {
+    Arg::new("search")
+        .long("search")
+        .value_name("TEXT")
+        .help("Case-insensitive substring over the resource's search columns")
+}
+
+fn select_arg() -> Arg {
+    Arg::new("select")
+        .long("select")
+        .value_name("FIELDS")
+        .value_delimiter(',')
+        .action(ArgAction::Append)
+        .help("Only these fields (comma-separated, dotted for nested ones)")
+}
+
+fn data_arg(required: bool) -> Arg {
+    Arg::new("data")
+        .long("data")
+        .short('d')
+        .value_name("JSON|@FILE|@-")
+        .required(required)
+        .help("The JSON body: inline, from a file (@file) or from stdin (@-)")
+}
+
+fn set_args() -> [Arg; 2] {
+    [
+        Arg::new("set")
+            .long("set")
+            .value_name("FIELD=TEXT")
+            .action(ArgAction::Append)
+            .help("Sets a field to a text value (dotted for nested fields); applied over --data"),
+        Arg::new("set-json")
+            .long("set-json")
+            .value_name("FIELD=JSON")
+            .action(ArgAction::Append)
+            .help("Sets a field to a JSON value (numbers, booleans, null, arrays); applied over --data"),
+    ]
+}
+
+fn id_arg() -> Arg {
+    Arg::new("id")
+        .required(true)
+        .value_name("ID")
+        .help("The record's id")
+}
+
+fn offered(allow: Allow) -> bool {
+    matches!(allow, Allow::Yes | Allow::Custom)
+}
+
+fn resource_command(d: &ResourceDesc) -> Command {
+    let name = resource_command_name(d.path);
+    let about = if d.summary.is_empty() {
+        format!("/{} records", d.path)
+    } else {
+        d.summary.to_string()
+    };
+    let mut cmd = Command::new(name.clone())
+        .about(about)
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .after_help(example(format!("prodops {name} list --filter status=active --output csv")))
+        .subcommand(
+            Command::new("list")
+                .about(format!("Lists /{} records, all pages (archived ones only with --filter isArchived=true)", d.path))
+                .arg(filter_arg())
+                .arg(search_arg())
+                .arg(Arg::new("sort").long("sort").value_name("FIELDS").help("Order: field names, - for descending (`-createdAt,name`)"))
+                .arg(select_arg())
+                .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records"))
+                .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Records per request (default 5000)"))
+                .after_help(example(format!("prodops {name} list --filter isArchived=true --select id,name --output csv"))),
+        )
+        .subcommand(
+            Command::new("get")
+                .about("Reads one record")
+                .arg(id_arg())
+                .arg(select_arg())
+                .after_help(example(format!("prodops {name} get 0191c3a8-0000-7000-8000-000000000001 --output json"))),
+        )
+        .subcommand(
+            Command::new("query")
+                .about("POST /query: records by ids, filters, selected fields")
+                .arg(data_arg(false))
+                .arg(Arg::new("ids").long("id").value_name("IDS").value_delimiter(',').action(ArgAction::Append).help("Only these ids (comma-separated, repeatable)"))
+                .arg(filter_arg())
+                .arg(search_arg())
+                .arg(select_arg())
+                .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Page size"))
+                .after_help(example(format!("prodops {name} query --id ID1,ID2 --select name"))),
+        )
+        .subcommand(
+            Command::new("count")
+                .about("Counts matching records")
+                .arg(filter_arg())
+                .arg(search_arg())
+                .after_help(example(format!("prodops {name} count --filter isArchived=true"))),
+        )
+        .subcommand(
+            Command::new("group-count")
+                .about("Counts records per value of a field, largest first")
+                .arg(Arg::new("field").required(true).value_name("FIELD").help("The field to group by"))
+                .arg(filter_arg())
+                .after_help(example(format!("prodops {name} group-count {}", if d.path == "worker" { "status" } else { "createdAt" }))),
+        );
+    let ops = d.ops;
+    if offered(ops.create) {
+        cmd = cmd.subcommand(
+            Command::new("create")
+                .about("Creates a record")
+                .arg(data_arg(false))
+                .args(set_args())
+                .after_help(example(format!(
+                    "prodops {name} create --data '{{\"name\": \"Ann\"}}'"
+                ))),
+        );
+    }
+    if offered(ops.update) {
+        cmd = cmd.subcommand(
+            Command::new("update")
+                .about("Changes fields of a record")
+                .arg(id_arg())
+                .arg(data_arg(false))
+                .args(set_args())
+                .after_help(example(format!(
+                    "prodops {name} update ID --set name='New name'"
+                ))),
+        );
+    }
+    if offered(ops.delete) {
+        let what = if d.archive == Archive::OnDelete {
+            "Archives a record (DELETE)"
+        } else {
+            "Deletes a record"
+        };
+        cmd = cmd.subcommand(
+            Command::new("delete")
+                .about(what)
+                .arg(id_arg())
+                .after_help(example(format!("prodops {name} delete ID"))),
+        );
+    }
+    if offered(ops.bulk_put) {
+        cmd = cmd.subcommand(
+            Command::new("bulk-put")
+                .about("Upserts a JSON array of records, all or nothing (with id: update; without: create)")
+                .arg(data_arg(true))
+                .after_help(example(format!("prodops {name} bulk-put --data @records.json"))),
+        );
+    }
+    if offered(ops.bulk_patch) {
+        cmd = cmd.subcommand(
+            Command::new("bulk-update")
+                .about("Sets fields on every record matching the filter (a filter or search is required)")
+                .arg(filter_arg())
+                .arg(search_arg())
+                .arg(data_arg(false))
+                .args(set_args())
+                .after_help(example(format!("prodops {name} bulk-update --filter status=inactive --set-json isArchived=true"))),
+        );
+    }
+    if offered(ops.bulk_delete) {
+        cmd = cmd.subcommand(
+            Command::new("bulk-delete")
+                .about("Deletes (or archives) every record matching the filter (a filter or search is required)")
+                .arg(filter_arg())
+                .arg(search_arg())
+                .after_help(example(format!("prodops {name} bulk-delete --filter status=inactive"))),
+        );
+    }
+    if d.archive.is_archivable() {
+        cmd = cmd
+            .subcommand(
+                Command::new("archive")
+                    .about("Archives a record")
+                    .arg(id_arg())
+                    .after_help(example(format!("prodops {name} archive ID"))),
+            )
+            .subcommand(
+                Command::new("restore")
+                    .about("Restores an archived record")
+                    .arg(id_arg())
+                    .after_help(example(format!("prodops {name} restore ID"))),
+            );
+    }
+    if d.path == "worker" {
+        cmd = cmd
+            .subcommand(crate::workers::import_command())
+            .subcommand(crate::workers::export_command());
+    }
+    cmd
+}
+
+fn action_command(a: &ActionSpec) -> Command {
+    let mut cmd = Command::new(a.verb)
+        .about(format!("{} ({} {})", a.about, a.method, a.path))
+        .after_help(example(a.example.to_string()));
+    for p in path_params(a.path) {
+        cmd = cmd.arg(
+            Arg::new(p.to_string())
+                .required(true)
+                .value_name(p.to_uppercase())
+                .help(format!("The {p} in {}", a.path)),
+        );
+    }
+    for f in a.flags {
+        let mut arg = Arg::new(f.name)
+            .long(f.name)
+            .help(f.help)
+            .value_name(match f.kind {
+                Kind::Uuid => "UUID",
+                Kind::UuidList => "UUIDS",
+                Kind::Number => "NUMBER",
+                Kind::Text => "TEXT",
+                Kind::Bool => "BOOL",
+                Kind::Json => "JSON|@FILE",
+            });
+        if f.kind == Kind::UuidList {
+            arg = arg.value_delimiter(',').action(ArgAction::Append);
+        }
+        if f.kind == Kind::Bool {
+            arg = arg.value_parser(clap::value_parser!(bool));
+        }
+        // A required body field may come from --data instead of its flag.
+        if f.required && !(a.body && f.to == To::Body) {
+            arg = arg.required(true);
+        }
+        cmd = cmd.arg(arg);
+    }
+    if a.body {
+        cmd = cmd.arg(data_arg(false));
+    }
+    cmd.arg(select_arg())
+}
+
+/// The whole command tree.
+pub fn command() -> Command {
+    let mut root = Command::new("prodops")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("The Production Operations API v2 from the command line")
+        .long_about(
+            "The Production Operations API v2 from the command line.\n\n\
+             The instance comes from --base-url, PRODOPS_BASE_URL or `prodops auth login`; the key\n\
+             from --api-key, PRODOPS_API_KEY or the stored login, in that order. Data goes to stdout,\n\
+             errors and progress to stderr.\n\n\
+             Exit codes: 0 success, 2 usage, 3 authentication or permission, 4 not found,\n\
+             5 rejected request, 6 rate-limited after retries, 7 network error or server error.",
+        )
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .after_help(example("PRODOPS_BASE_URL=http://127.0.0.1:8080 PRODOPS_API_KEY=... prodops worker list --output csv".into()))
+        .arg(Arg::new("base-url").long("base-url").global(true).value_name("URL").env("PRODOPS_BASE_URL").help("The instance address (/api/v2 is appended)"))
+        .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
+        .arg(Arg::new("output").long("output").global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv"]).help("Output format (default: table on a terminal, json otherwise)"))
+        .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
+        .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429/503 (default 6)"));
+
+    let mut groups: Vec<Command> = Vec::new();
+    for kind in prodops_core::registry::resources() {
+        groups.push(resource_command(kind.desc()));
+    }
+    for a in ACTIONS {
+        let action = action_command(a);
+        match groups.iter_mut().find(|c| c.get_name() == a.command) {
+            Some(cmd) => {
+                let taken = std::mem::replace(cmd, Command::new("placeholder"));
+                *cmd = taken.subcommand(action);
+            }
+            None => groups.push(
+                Command::new(a.command)
+                    .about(format!("{} actions", a.command))
+                    .subcommand_required(true)
+                    .arg_required_else_help(true)
+                    .after_help(example(a.example.to_string()))
+                    .subcommand(action),
+            ),
+        }
+    }
+    root = root.subcommands(groups);
+    root.subcommand(
+        Command::new("api")
+            .about("Calls any endpoint: prints the answer's JSON")
+            .arg(Arg::new("method").required(true).value_name("METHOD").help("GET, POST, PATCH, PUT or DELETE"))
+            .arg(Arg::new("path").required(true).value_name("PATH").help("Relative to /api/v2, query string allowed"))
+            .arg(data_arg(false))
+            .arg(Arg::new("paginate").long("paginate").action(ArgAction::SetTrue).help("GET every page of a list and print all values"))
+            .after_help(example("prodops api GET '/worker?status=active' --paginate --output ndjson".into())),
+    )
+    .subcommand(
+        Command::new("auth")
+            .about("Stores, shows and forgets the API key")
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .after_help(example("printf '%s' \"$KEY\" | prodops auth login --base-url https://prodops.example.com --with-token".into()))
+            .subcommand(
+                Command::new("login")
+                    .about("Checks a key and stores it (system keyring, else a file readable only by you)")
+                    .arg(Arg::new("with-token").long("with-token").action(ArgAction::SetTrue).help("Read the key from stdin"))
+                    .arg(Arg::new("no-verify").long("no-verify").action(ArgAction::SetTrue).help("Store without checking the key against the server"))
+                    .after_help(example("prodops auth login --base-url http://127.0.0.1:8080 --api-key KEY".into())),
+            )
+            .subcommand(
+                Command::new("status")
+                    .about("Shows which instance and key are in use, where they come from, and whether the key works")
+                    .after_help(example("prodops auth status --output json".into())),
+            )
+            .subcommand(
+                Command::new("logout")
+                    .about("Forgets the stored key and instance")
+                    .after_help(example("prodops auth logout".into())),
+            ),
+    )
+    .subcommand(
+        Command::new("completions")
+            .about("Prints a shell completion script")
+            .arg(Arg::new("shell").required(true).value_parser(clap::value_parser!(clap_complete::Shell)))
+            .after_help(example("prodops completions bash > /etc/bash_completion.d/prodops".into())),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_has_an_example() {
+        fn walk(cmd: &Command, path: &str) {
+            let here = format!("{path} {}", cmd.get_name());
+            assert!(
+                cmd.get_after_help()
+                    .is_some_and(|h| h.to_string().contains("Example")),
+                "{here} has no example"
+            );
+            for sub in cmd.get_subcommands() {
+                walk(sub, &here);
+            }
+        }
+        walk(&command(), "");
+    }
+
+    #[test]
+    fn every_resource_has_a_command() {
+        let cmd = command();
+        for r in prodops_core::registry::resources() {
+            let name = resource_command_name(r.desc().path);
+            let sub = cmd
+                .find_subcommand(&name)
+                .unwrap_or_else(|| panic!("{name}"));
+            assert!(sub.find_subcommand("list").is_some());
+        }
+        let worker = cmd.find_subcommand("worker").unwrap();
+        for verb in ["archive", "restore", "import", "export", "create", "update"] {
+            assert!(worker.find_subcommand(verb).is_some(), "worker {verb}");
+        }
+        assert!(
+            worker.find_subcommand("delete").is_none(),
+            "worker delete is refused by the server"
+        );
+        let production = cmd.find_subcommand("production").unwrap();
+        for verb in ["produce", "consume", "adjust-actual", "status", "entries"] {
+            assert!(
+                production.find_subcommand(verb).is_some(),
+                "production {verb}"
+            );
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Failures of a command and their exit codes (decisions.md section 8).
+
+use prodops_client::Error;
+
+/// Exit codes: 0 success; 2 usage error; 3 authentication or permission (401, 403); 4 not found
+/// (404); 5 rejected request (400, 405, 409, 413, rejected import rows); 6 rate-limited after
+/// retries; 7 network error or 5xx.
+pub mod code {
+    pub const USAGE: i32 = 2;
+    pub const AUTH: i32 = 3;
+    pub const NOT_FOUND: i32 = 4;
+    pub const REJECTED: i32 = 5;
+    pub const RATE_LIMITED: i32 = 6;
+    pub const NETWORK: i32 = 7;
+}
+
+/// Why a command failed: a message for stderr and an exit code.
+#[derive(Debug)]
+pub struct Fail {
+    pub code: i32,
+    pub message: String,
+}
+
+pub type CmdResult<T = ()> = Result<T, Fail>;
+
+impl Fail {
+    pub fn usage(message: impl Into<String>) -> Fail {
+        Fail {
+            code: code::USAGE,
+            message: message.into(),
+        }
+    }
+    pub fn auth(message: impl Into<String>) -> Fail {
+        Fail {
+            code: code::AUTH,
+            message: message.into(),
+        }
+    }
+    pub fn rejected(message: impl Into<String>) -> Fail {
+        Fail {
+            code: code::REJECTED,
+            message: message.into(),
+        }
+    }
+    pub fn io(what: &str, err: std::io::Error) -> Fail {
+        // A closed pipe (`prodops worker list | head`) is not worth a message.
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return Fail {
+                code: 0,
+                message: String::new(),
+            };
+        }
+        Fail {
+            code: code::USAGE,
+            message: format!("{what}: {err}"),
+        }
+    }
+}
+
+/// The exit code of an API or transport error.
+pub fn exit_code(err: &Error) -> i32 {
+    match err {
+        Error::Api { status, .. } => match *status {
+            401 | 403 => code::AUTH,
+            404 => code::NOT_FOUND,
+            429 => code::RATE_LIMITED,
+            s if s >= 500 => code::NETWORK,
+            _ => code::REJECTED,
+        },
+        Error::Network(_) | Error::Decode(_) => code::NETWORK,
+        Error::Config(_) => code::USAGE,
+    }
+}
+
+/// The full message of an error: the line, then one line per detail.
+pub fn describe(err: &Error) -> String {
+    let mut out = err.to_string();
+    if let Error::Network(e) = err {
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            out.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+    }
+    for d in err.details() {
+        out.push_str("\n  - ");
+        if let Some(i) = d.index {
+            out.push_str(&format!("[{i}] "));
+        }
+        if let Some(f) = &d.field {
+            out.push_str(&format!("{f}: "));
+        }
+        out.push_str(&d.message);
+    }
+    out
+}
+
+impl From<Error> for Fail {
+    fn from(err: Error) -> Fail {
+        Fail {
+            code: exit_code(&err),
+            message: describe(&err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16) -> Error {
+        Error::Api {
+            status,
+            code: "X".into(),
+            message: "m".into(),
+            details: vec![],
+            request_id: None,
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_the_documented_codes() {
+        for (status, expected) in [
+            (400, 5),
+            (401, 3),
+            (403, 3),
+            (404, 4),
+            (405, 5),
+            (409, 5),
+            (413, 5),
+            (429, 6),
+            (500, 7),
+            (503, 7),
+        ] {
+            assert_eq!(exit_code(&api(status)), expected, "{status}");
+        }
+        assert_eq!(exit_code(&Error::Config("x".into())), 2);
+    }
+}

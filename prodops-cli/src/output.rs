@@ -1,0 +1,303 @@
+//! Output formats (docs/cli.md): table for people, json, ndjson and csv for scripts.
+//!
+//! - json: a single record pretty-printed; a list as a JSON array with one compact record per
+//!   line (valid JSON, written while the list streams).
+//! - ndjson: one compact JSON value per line, single records included.
+//! - csv: a header row of field names (nested fields dotted, `schedule.startDate`), then one row
+//!   per record; the columns are `--select`'s, else the first record's; nulls are empty cells,
+//!   arrays and objects inside a cell are JSON text.
+//! - table: the same columns in a table sized to the terminal; a single record as field/value rows.
+
+use std::io::{IsTerminal, Write};
+
+use comfy_table::{ContentArrangement, Table, presets};
+use serde_json::{Map, Value};
+
+use crate::fail::{CmdResult, Fail};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Ndjson,
+    Csv,
+}
+
+impl Format {
+    pub fn parse(raw: Option<&str>) -> Format {
+        match raw {
+            Some("table") => Format::Table,
+            Some("json") => Format::Json,
+            Some("ndjson") => Format::Ndjson,
+            Some("csv") => Format::Csv,
+            _ if std::io::stdout().is_terminal() => Format::Table,
+            _ => Format::Json,
+        }
+    }
+}
+
+/// Flattens nested objects into dotted keys, in order.
+pub fn flatten(value: &Value) -> Map<String, Value> {
+    fn walk(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.clone());
+            }
+        }
+    }
+    let mut out = Map::new();
+    match value {
+        Value::Object(_) => walk("", value, &mut out),
+        other => {
+            out.insert("value".into(), other.clone());
+        }
+    }
+    out
+}
+
+/// A cell's text: strings as they are, null as empty, anything else as JSON.
+pub fn cell(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Keeps only the selected fields (dotted paths allowed) of a record, in the selection's order.
+pub fn project(value: Value, select: &[String]) -> Value {
+    if select.is_empty() {
+        return value;
+    }
+    let flat = flatten(&value);
+    let mut out = Map::new();
+    for field in select {
+        let v = flat
+            .get(field)
+            .cloned()
+            .or_else(|| field.split('.').try_fold(&value, |v, k| v.get(k)).cloned())
+            .unwrap_or(Value::Null);
+        out.insert(field.clone(), v);
+    }
+    Value::Object(out)
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t
+}
+
+/// Writes a list of records as they arrive.
+pub struct ListWriter<W: Write> {
+    out: W,
+    format: Format,
+    select: Vec<String>,
+    columns: Option<Vec<String>>,
+    rows: Vec<Value>,
+    count: u64,
+}
+
+fn io_err(e: std::io::Error) -> Fail {
+    Fail::io("writing the output", e)
+}
+
+impl<W: Write> ListWriter<W> {
+    pub fn new(out: W, format: Format, select: Vec<String>) -> Self {
+        ListWriter {
+            out,
+            format,
+            columns: (!select.is_empty()).then(|| select.clone()),
+            select,
+            rows: Vec::new(),
+            count: 0,
+        }
+    }
+
+    pub fn push(&mut self, value: Value) -> CmdResult {
+        let value = project(value, &self.select);
+        match self.format {
+            Format::Json => {
+                let sep = if self.count == 0 { "[\n" } else { ",\n" };
+                write!(self.out, "{sep}{value}").map_err(io_err)?;
+            }
+            Format::Ndjson => writeln!(self.out, "{value}").map_err(io_err)?,
+            Format::Csv => {
+                let flat = flatten(&value);
+                let columns = self
+                    .columns
+                    .get_or_insert_with(|| flat.keys().cloned().collect());
+                let mut writer = csv::Writer::from_writer(Vec::new());
+                if self.count == 0 {
+                    writer.write_record(columns.iter()).map_err(csv_err)?;
+                }
+                writer
+                    .write_record(columns.iter().map(|c| cell(flat.get(c))))
+                    .map_err(csv_err)?;
+                let buf = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+                self.out.write_all(&buf).map_err(io_err)?;
+            }
+            Format::Table => self.rows.push(value),
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> CmdResult {
+        match self.format {
+            Format::Json => {
+                let end = if self.count == 0 { "[]\n" } else { "\n]\n" };
+                self.out.write_all(end.as_bytes()).map_err(io_err)?;
+            }
+            Format::Csv if self.count == 0 => {
+                if let Some(columns) = &self.columns {
+                    let mut w = csv::Writer::from_writer(Vec::new());
+                    w.write_record(columns).map_err(csv_err)?;
+                    let buf = w.into_inner().map_err(|e| io_err(e.into_error()))?;
+                    self.out.write_all(&buf).map_err(io_err)?;
+                }
+            }
+            Format::Table => {
+                let flats: Vec<Map<String, Value>> = self.rows.iter().map(flatten).collect();
+                let columns = self.columns.clone().unwrap_or_else(|| {
+                    let mut cols: Vec<String> = Vec::new();
+                    for f in &flats {
+                        for k in f.keys() {
+                            if !cols.contains(k) {
+                                cols.push(k.clone());
+                            }
+                        }
+                    }
+                    cols
+                });
+                let mut t = table();
+                t.set_header(columns.iter());
+                for f in &flats {
+                    t.add_row(columns.iter().map(|c| cell(f.get(c))));
+                }
+                writeln!(self.out, "{t}").map_err(io_err)?;
+                writeln!(self.out, "{} record(s)", self.count).map_err(io_err)?;
+            }
+            _ => {}
+        }
+        self.out.flush().map_err(io_err)
+    }
+}
+
+fn csv_err(e: csv::Error) -> Fail {
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => io_err(io),
+        other => Fail::usage(format!("writing CSV: {other:?}")),
+    }
+}
+
+/// Writes one value (a record, a count, an action's answer). A `{"values": [...]}` page is
+/// written as a list.
+pub fn write_value(format: Format, value: &Value, select: &[String]) -> CmdResult {
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(stdout);
+    if let Some(values) = value.get("values").and_then(Value::as_array)
+        && value.as_object().is_some_and(|o| o.len() <= 2)
+    {
+        let mut w = ListWriter::new(&mut out, format, select.to_vec());
+        for v in values {
+            w.push(v.clone())?;
+        }
+        return w.finish();
+    }
+    let value = project(value.clone(), select);
+    match format {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            writeln!(out, "{text}").map_err(io_err)?;
+        }
+        Format::Ndjson => writeln!(out, "{value}").map_err(io_err)?,
+        Format::Csv => {
+            let mut w = ListWriter::new(&mut out, format, select.to_vec());
+            w.push(value)?;
+            w.finish()?;
+        }
+        Format::Table => {
+            if value.is_object() {
+                let mut t = table();
+                t.set_header(["field", "value"]);
+                for (k, v) in flatten(&value) {
+                    t.add_row([k, cell(Some(&v))]);
+                }
+                writeln!(out, "{t}").map_err(io_err)?;
+            } else {
+                writeln!(out, "{}", cell(Some(&value))).map_err(io_err)?;
+            }
+        }
+    }
+    out.flush().map_err(io_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flatten_dots_nested_fields() {
+        let f =
+            flatten(&json!({"a": 1, "schedule": {"startDate": "x", "n": {"m": null}}, "t": [1]}));
+        assert_eq!(
+            f.keys().cloned().collect::<Vec<_>>(),
+            ["a", "schedule.startDate", "schedule.n.m", "t"]
+        );
+        assert_eq!(cell(f.get("t")), "[1]");
+        assert_eq!(cell(f.get("schedule.n.m")), "");
+    }
+
+    #[test]
+    fn project_keeps_selected_in_order() {
+        let v = project(
+            json!({"id": 1, "name": "a", "x": {"y": 2}}),
+            &["x.y".into(), "name".into()],
+        );
+        assert_eq!(v, json!({"x.y": 2, "name": "a"}));
+    }
+
+    #[test]
+    fn list_formats_are_stable() {
+        let rows = [
+            json!({"id": "1", "n": {"a": true}}),
+            json!({"id": "2", "n": {"a": false}}),
+        ];
+        let render = |format| {
+            let mut buf = Vec::new();
+            let mut w = ListWriter::new(&mut buf, format, vec![]);
+            for r in &rows {
+                w.push(r.clone()).unwrap();
+            }
+            w.finish().unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        assert_eq!(
+            render(Format::Json),
+            "[\n{\"id\":\"1\",\"n\":{\"a\":true}},\n{\"id\":\"2\",\"n\":{\"a\":false}}\n]\n"
+        );
+        assert_eq!(
+            render(Format::Ndjson),
+            "{\"id\":\"1\",\"n\":{\"a\":true}}\n{\"id\":\"2\",\"n\":{\"a\":false}}\n"
+        );
+        assert_eq!(render(Format::Csv), "id,n.a\n1,true\n2,false\n");
+        let mut buf = Vec::new();
+        ListWriter::new(&mut buf, Format::Json, vec![])
+            .finish()
+            .unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), "[]\n");
+    }
+}

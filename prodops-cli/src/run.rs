@@ -1,0 +1,681 @@
+//! Running a parsed command.
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Duration;
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use futures::TryStreamExt;
+use prodops_client::{Client, Config, ListParams, Method, Query};
+use serde_json::{Map, Value, json};
+
+use crate::actions::{ACTIONS, ActionSpec, Kind, To, path_params};
+use crate::cli::resource_command_name;
+use crate::creds::{self, Source};
+use crate::fail::{CmdResult, Fail};
+use crate::output::{Format, ListWriter, write_value};
+
+/// Global settings every command sees.
+pub struct Ctx {
+    pub format: Format,
+    pub client: Client,
+}
+
+fn source_of(m: &ArgMatches, id: &str) -> Option<Source> {
+    match m.value_source(id) {
+        Some(ValueSource::CommandLine) => Some(Source::Flag),
+        Some(ValueSource::EnvVariable) => Some(Source::Env),
+        _ => None,
+    }
+}
+
+fn text(m: &ArgMatches, id: &str) -> Option<String> {
+    m.get_one::<String>(id)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The instance and key to use, with where each came from: flag, environment, stored login.
+/// A setting and where it came from.
+type Sourced = Option<(String, Source)>;
+
+pub fn resolve(m: &ArgMatches) -> CmdResult<(Sourced, Sourced)> {
+    let mut base =
+        text(m, "base-url").map(|u| (u, source_of(m, "base-url").unwrap_or(Source::Flag)));
+    let mut key = text(m, "api-key").map(|k| (k, source_of(m, "api-key").unwrap_or(Source::Flag)));
+    if base.is_none() || key.is_none() {
+        let stored = creds::load(base.as_ref().map(|(u, _)| u.as_str()))?;
+        if base.is_none() {
+            base = stored.base_url.map(|u| (u, Source::File));
+        }
+        if key.is_none() {
+            key = stored.key;
+        }
+    }
+    Ok((base, key))
+}
+
+fn client_for(m: &ArgMatches, base: &str, key: Option<&str>) -> CmdResult<Client> {
+    let mut config = Config::new(base, key.unwrap_or(""));
+    if key.is_none() {
+        config.api_key = None;
+    }
+    if let Some(t) = m.get_one::<u64>("timeout") {
+        config = config.timeout(Duration::from_secs(*t));
+    }
+    if let Some(n) = m.get_one::<u32>("max-attempts") {
+        config = config.max_attempts(*n);
+    }
+    Client::new(config).map_err(Fail::from)
+}
+
+fn runtime() -> CmdResult<tokio::runtime::Runtime> {
+    // One thread is plenty for a client: requests overlap on it, CSV parsing has its own
+    // thread, and fewer threads keep the allocator's resident set small.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Fail::io("starting the runtime", e))
+}
+
+pub fn run(m: ArgMatches) -> CmdResult {
+    let format = Format::parse(m.get_one::<String>("output").map(String::as_str));
+    let (name, sub) = m.subcommand().expect("a subcommand is required");
+    match name {
+        "completions" => {
+            let shell = *sub
+                .get_one::<clap_complete::Shell>("shell")
+                .expect("required");
+            let mut cmd = crate::cli::command();
+            clap_complete::generate(shell, &mut cmd, "prodops", &mut std::io::stdout());
+            return Ok(());
+        }
+        "auth" => return auth(&m, sub, format),
+        _ => {}
+    }
+    let (base, key) = resolve(&m)?;
+    let Some((base, _)) = base else {
+        return Err(Fail::usage(
+            "no instance: pass --base-url, set PRODOPS_BASE_URL or run `prodops auth login`",
+        ));
+    };
+    let Some((key, _)) = key else {
+        return Err(Fail::auth(
+            "no API key: pass --api-key, set PRODOPS_API_KEY or run `prodops auth login`",
+        ));
+    };
+    let ctx = Ctx {
+        format,
+        client: client_for(&m, &base, Some(&key))?,
+    };
+    runtime()?.block_on(dispatch(&ctx, name, sub))
+}
+
+async fn dispatch(ctx: &Ctx, name: &str, sub: &ArgMatches) -> CmdResult {
+    if name == "api" {
+        return api(ctx, sub).await;
+    }
+    let (verb, args) = sub.subcommand().expect("a verb is required");
+    if let Some(spec) = ACTIONS.iter().find(|a| a.command == name && a.verb == verb) {
+        return action(ctx, spec, args).await;
+    }
+    let desc = prodops_core::registry::resources()
+        .iter()
+        .map(|k| k.desc())
+        .find(|d| resource_command_name(d.path) == name)
+        .ok_or_else(|| Fail::usage(format!("unknown command {name}")))?;
+    if desc.path == "worker" {
+        match verb {
+            "import" => return crate::workers::import(ctx, args).await,
+            "export" => return crate::workers::export(ctx, args).await,
+            _ => {}
+        }
+    }
+    resource_verb(ctx, desc.path, verb, args).await
+}
+
+// ---- arguments ----------------------------------------------------------------------------
+
+fn select(args: &ArgMatches) -> Vec<String> {
+    args.try_get_many::<String>("select")
+        .ok()
+        .flatten()
+        .map(|v| {
+            v.map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn list_params(args: &ArgMatches) -> CmdResult<ListParams> {
+    let mut p = ListParams::new();
+    if let Ok(Some(filters)) = args.try_get_many::<String>("filter") {
+        for raw in filters {
+            let (k, v) = raw
+                .split_once('=')
+                .ok_or_else(|| Fail::usage(format!("--filter {raw}: expected FIELD=VALUE")))?;
+            if k.trim().is_empty() {
+                return Err(Fail::usage(format!("--filter {raw}: the field is empty")));
+            }
+            p = p.filter(k.trim(), v);
+        }
+    }
+    if let Ok(Some(s)) = args.try_get_one::<String>("search") {
+        p = p.search(s.clone());
+    }
+    if let Ok(Some(s)) = args.try_get_one::<String>("sort") {
+        p = p.sort(s.clone());
+    }
+    if let Ok(Some(n)) = args.try_get_one::<u64>("page-size") {
+        p = p.page_size(*n);
+    }
+    if let Ok(Some(n)) = args.try_get_one::<u64>("limit") {
+        p = p.limit(*n);
+    }
+    Ok(p)
+}
+
+/// Reads `JSON`, `@file` or `@-` (stdin).
+pub fn read_json_arg(raw: &str, what: &str) -> CmdResult<Value> {
+    let text = if raw == "@-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| Fail::io("reading stdin", e))?;
+        s
+    } else if let Some(path) = raw.strip_prefix('@') {
+        std::fs::read_to_string(path).map_err(|e| Fail::usage(format!("{what} {raw}: {e}")))?
+    } else {
+        raw.to_string()
+    };
+    serde_json::from_str(&text).map_err(|e| Fail::usage(format!("{what}: not valid JSON: {e}")))
+}
+
+fn set_path(target: &mut Map<String, Value>, field: &str, value: Value) -> CmdResult {
+    let mut parts = field.split('.').peekable();
+    let mut map = target;
+    while let Some(part) = parts.next() {
+        if part.is_empty() {
+            return Err(Fail::usage(format!("{field}: empty field name")));
+        }
+        if parts.peek().is_none() {
+            map.insert(part.to_string(), value);
+            return Ok(());
+        }
+        let entry = map
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        map = entry.as_object_mut().expect("an object");
+    }
+    Ok(())
+}
+
+/// The body of a create/update: `--data`, then every `--set` and `--set-json` over it.
+fn body_from(args: &ArgMatches, required: bool) -> CmdResult<Value> {
+    let mut body = match args.get_one::<String>("data") {
+        Some(raw) => read_json_arg(raw, "--data")?,
+        None => Value::Object(Map::new()),
+    };
+    let many = |id: &str| -> Vec<String> {
+        args.try_get_many::<String>(id)
+            .ok()
+            .flatten()
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default()
+    };
+    let sets: Vec<(String, bool)> = many("set")
+        .into_iter()
+        .map(|s| (s, false))
+        .chain(many("set-json").into_iter().map(|s| (s, true)))
+        .collect();
+    if !sets.is_empty() {
+        let map = body
+            .as_object_mut()
+            .ok_or_else(|| Fail::usage("--set needs --data to be a JSON object"))?;
+        for (raw, json) in sets {
+            let (k, v) = raw
+                .split_once('=')
+                .ok_or_else(|| Fail::usage(format!("--set {raw}: expected FIELD=VALUE")))?;
+            let value = if json {
+                serde_json::from_str(v)
+                    .map_err(|e| Fail::usage(format!("--set-json {raw}: not valid JSON: {e}")))?
+            } else {
+                Value::String(v.to_string())
+            };
+            set_path(map, k.trim(), value)?;
+        }
+    }
+    if required && body.as_object().is_some_and(Map::is_empty) {
+        return Err(Fail::usage(
+            "nothing to send: give --data, --set or --set-json",
+        ));
+    }
+    Ok(body)
+}
+
+fn stdout_writer(
+    format: Format,
+    select: Vec<String>,
+) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
+    ListWriter::new(
+        std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+        format,
+        select,
+    )
+}
+
+// ---- resource verbs -----------------------------------------------------------------------
+
+async fn resource_verb(ctx: &Ctx, path: &str, verb: &str, args: &ArgMatches) -> CmdResult {
+    let r = ctx.client.resource_at(path);
+    let sel = select(args);
+    let id = || args.get_one::<String>("id").cloned().unwrap_or_default();
+    let value = match verb {
+        "list" => {
+            let params = list_params(args)?;
+            let mut stream = r.list(params);
+            let mut out = stdout_writer(ctx.format, sel);
+            while let Some(v) = stream.try_next().await? {
+                out.push(v)?;
+            }
+            return out.finish();
+        }
+        "get" => r.get(id()).await?,
+        "create" => r.create(&body_from(args, false)?).await?,
+        "update" => r.update(id(), &body_from(args, true)?).await?,
+        "delete" => {
+            r.delete(id()).await?;
+            return Ok(());
+        }
+        "archive" => r.archive(id()).await?,
+        "restore" => r.restore(id()).await?,
+        "query" => {
+            let mut q: Query = match args.get_one::<String>("data") {
+                Some(raw) => serde_json::from_value(read_json_arg(raw, "--data")?)
+                    .map_err(|e| Fail::usage(format!("--data: not a query body: {e}")))?,
+                None => Query::new(),
+            };
+            if let Some(ids) = args.get_many::<String>("ids") {
+                q.id = Some(
+                    ids.map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect(),
+                );
+            }
+            let params = list_params(args)?;
+            let filter = params.filter_object();
+            if !filter.is_empty() {
+                q.filter.get_or_insert_with(Map::new).extend(filter);
+            }
+            if params.search.is_some() {
+                q.search = params.search.clone();
+            }
+            if !sel.is_empty() {
+                q.select = Some(sel.clone());
+            }
+            if let Some(n) = params.page_size {
+                q.page_size = Some(n);
+            }
+            let page = r.query_values(&q).await?;
+            let mut out = stdout_writer(ctx.format, vec![]);
+            for v in page.values {
+                out.push(v)?;
+            }
+            return out.finish();
+        }
+        "count" => json!({ "count": r.count(&list_params(args)?).await? }),
+        "group-count" => {
+            let field = args.get_one::<String>("field").expect("required");
+            let groups = r.group_and_count(field, &list_params(args)?).await?;
+            let mut out = stdout_writer(ctx.format, sel);
+            for g in groups {
+                out.push(serde_json::to_value(g).expect("json"))?;
+            }
+            return out.finish();
+        }
+        "bulk-put" => {
+            let body = body_from(args, true)?;
+            if !body.is_array() {
+                return Err(Fail::usage(
+                    "bulk-put: --data must be a JSON array of records",
+                ));
+            }
+            serde_json::to_value(r.bulk_put(body.as_array().expect("array")).await?).expect("json")
+        }
+        "bulk-update" => {
+            let params = require_filter(args)?;
+            json!({ "count": r.bulk_update(&params, &body_from(args, true)?).await? })
+        }
+        "bulk-delete" => {
+            let params = require_filter(args)?;
+            json!({ "count": r.bulk_delete(&params).await? })
+        }
+        other => return Err(Fail::usage(format!("unknown verb {other}"))),
+    };
+    write_value(ctx.format, &value, &sel)
+}
+
+fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
+    let params = list_params(args)?;
+    if params.filters.is_empty() && params.search.is_none() {
+        return Err(Fail::usage(
+            "a bulk change needs at least one --filter or --search (it would touch every record)",
+        ));
+    }
+    Ok(params)
+}
+
+// ---- actions --------------------------------------------------------------------------------
+
+fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Value>> {
+    let bad = |raw: &str, what: &str| Fail::usage(format!("--{name} {raw}: {what}"));
+    let uuid = |raw: &str| {
+        uuid::Uuid::parse_str(raw.trim())
+            .map(|u| Value::String(u.to_string()))
+            .map_err(|_| bad(raw, "not a UUID"))
+    };
+    Ok(match kind {
+        Kind::Bool => args.get_one::<bool>(name).map(|b| Value::Bool(*b)),
+        Kind::UuidList => match args.get_many::<String>(name) {
+            None => None,
+            Some(items) => Some(Value::Array(
+                items
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| uuid(s))
+                    .collect::<CmdResult<_>>()?,
+            )),
+        },
+        _ => match args.get_one::<String>(name) {
+            None => None,
+            Some(raw) => Some(match kind {
+                Kind::Uuid => uuid(raw)?,
+                Kind::Number => {
+                    let n: f64 = raw.trim().parse().map_err(|_| bad(raw, "not a number"))?;
+                    if n.fract() == 0.0 && n.abs() < 9e15 {
+                        json!(n as i64)
+                    } else {
+                        json!(n)
+                    }
+                }
+                Kind::Text => Value::String(raw.clone()),
+                Kind::Json => read_json_arg(raw, &format!("--{name}"))?,
+                Kind::Bool | Kind::UuidList => unreachable!(),
+            }),
+        },
+    })
+}
+
+async fn action(ctx: &Ctx, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
+    let mut path = spec.path.to_string();
+    for p in path_params(spec.path) {
+        let raw = args.get_one::<String>(p).expect("required");
+        let id = uuid::Uuid::parse_str(raw.trim())
+            .map_err(|_| Fail::usage(format!("{}: {raw:?} is not a UUID", p.to_uppercase())))?;
+        path = path.replace(&format!("{{{p}}}"), &id.to_string());
+    }
+    let mut body = if spec.body {
+        match args.get_one::<String>("data") {
+            Some(raw) => Some(read_json_arg(raw, "--data")?),
+            None => Some(Value::Object(Map::new())),
+        }
+    } else {
+        None
+    };
+    let mut query = Vec::new();
+    for f in spec.flags {
+        let Some(value) = flag_value(f.kind, f.name, args)? else {
+            continue;
+        };
+        match f.to {
+            To::Query => query.push(format!(
+                "{}={}",
+                f.field,
+                prodops_client::encode(&crate::output::cell(Some(&value)))
+            )),
+            To::Body => {
+                let map = body
+                    .as_mut()
+                    .and_then(Value::as_object_mut)
+                    .ok_or_else(|| {
+                        Fail::usage(format!("--{} needs --data to be a JSON object", f.name))
+                    })?;
+                map.insert(f.field.to_string(), value);
+            }
+        }
+    }
+    for f in spec.flags.iter().filter(|f| f.required && f.to == To::Body) {
+        if body.as_ref().and_then(|b| b.get(f.field)).is_none() {
+            return Err(Fail::usage(format!(
+                "--{} is required (or {} in --data)",
+                f.name, f.field
+            )));
+        }
+    }
+    if !query.is_empty() {
+        path = format!("{path}?{}", query.join("&"));
+    }
+    let method = Method::from_bytes(spec.method.as_bytes()).expect("a method");
+    let answer: Value = ctx.client.action(method, &path, body.as_ref()).await?;
+    if answer.is_null() {
+        return Ok(());
+    }
+    write_value(ctx.format, &answer, &select(args))
+}
+
+// ---- api --------------------------------------------------------------------------------------
+
+async fn api(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+    let method_text = args
+        .get_one::<String>("method")
+        .expect("required")
+        .to_uppercase();
+    let method = match method_text.as_str() {
+        "GET" | "POST" | "PATCH" | "PUT" | "DELETE" => {
+            Method::from_bytes(method_text.as_bytes()).expect("method")
+        }
+        other => {
+            return Err(Fail::usage(format!(
+                "unknown method {other}: use GET, POST, PATCH, PUT or DELETE"
+            )));
+        }
+    };
+    let raw_path = args.get_one::<String>("path").expect("required").trim();
+    let path = raw_path.strip_prefix("/api/v2").unwrap_or(raw_path);
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    let body = args
+        .get_one::<String>("data")
+        .map(|raw| read_json_arg(raw, "--data"))
+        .transpose()?;
+    if args.get_flag("paginate") {
+        if method != Method::GET {
+            return Err(Fail::usage("--paginate works with GET only"));
+        }
+        return paginate(ctx, &path).await;
+    }
+    let answer: Value = ctx.client.action(method, &path, body.as_ref()).await?;
+    if answer.is_null() {
+        return Ok(());
+    }
+    write_value(ctx.format, &answer, &[])
+}
+
+async fn paginate(ctx: &Ctx, path: &str) -> CmdResult {
+    let (base, query) = path.split_once('?').unwrap_or((path, ""));
+    let mut kept: Vec<&str> = Vec::new();
+    let mut size = 10_000u64;
+    let mut page = 1u64;
+    for part in query.split('&').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some(("pageSize", v)) => {
+                size = v
+                    .parse()
+                    .map_err(|_| Fail::usage("pageSize: not a number"))?
+            }
+            Some(("page", v)) => page = v.parse().map_err(|_| Fail::usage("page: not a number"))?,
+            _ => kept.push(part),
+        }
+    }
+    let mut out = stdout_writer(ctx.format, vec![]);
+    let mut seen = 0u64;
+    loop {
+        let mut q = kept.clone();
+        let paging = format!("page={page}&pageSize={size}");
+        q.push(&paging);
+        let answer: Value = ctx
+            .client
+            .action::<Value, Value>(Method::GET, &format!("{base}?{}", q.join("&")), None)
+            .await?;
+        let values = answer
+            .get("values")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                Fail::usage(format!(
+                    "{base} does not answer a list ({{\"values\": [...]}}); drop --paginate"
+                ))
+            })?;
+        let n = values.len() as u64;
+        for v in values {
+            out.push(v.clone())?;
+        }
+        seen += n;
+        let total = answer
+            .get("totalCount")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if n < size || n == 0 || seen >= total {
+            break;
+        }
+        page += 1;
+    }
+    out.finish()
+}
+
+// ---- auth -------------------------------------------------------------------------------------
+
+fn mask(key: &str) -> String {
+    let n = key.chars().count();
+    if n <= 8 {
+        "****".into()
+    } else {
+        let tail: String = key.chars().skip(n - 4).collect();
+        format!("****{tail}")
+    }
+}
+
+/// Asks the server whether the key works: 401 means no; anything else (403 included: the key
+/// is valid but may not read workers) means yes.
+fn verify(m: &ArgMatches, base: &str, key: &str) -> CmdResult<Result<(), String>> {
+    let client = client_for(m, base, Some(key))?;
+    let rt = runtime()?;
+    let raw = rt.block_on(client.send_raw(Method::GET, "/worker/count", None))?;
+    Ok(match raw.status {
+        401 => Err("the server refused the key (401 UNAUTHORIZED)".into()),
+        s if s >= 500 => {
+            return Err(Fail {
+                code: crate::fail::code::NETWORK,
+                message: format!("the server answered {s}"),
+            });
+        }
+        _ => Ok(()),
+    })
+}
+
+fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
+    let (verb, args) = sub.subcommand().expect("a verb");
+    match verb {
+        "login" => {
+            let (base, _) = resolve(m)?;
+            let Some((base, _)) = base else {
+                return Err(Fail::usage(
+                    "pass --base-url (or set PRODOPS_BASE_URL) to log in",
+                ));
+            };
+            let key = if args.get_flag("with-token") {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .map_err(|e| Fail::io("reading stdin", e))?;
+                s.trim().to_string()
+            } else if let Some(k) = text(m, "api-key") {
+                k
+            } else if std::io::stdin().is_terminal() {
+                eprint!("API key: ");
+                let _ = std::io::stderr().flush();
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_line(&mut s)
+                    .map_err(|e| Fail::io("reading stdin", e))?;
+                s.trim().to_string()
+            } else {
+                return Err(Fail::usage(
+                    "no key: pass --api-key, set PRODOPS_API_KEY or use --with-token",
+                ));
+            };
+            if key.is_empty() {
+                return Err(Fail::usage("the key is empty"));
+            }
+            if !args.get_flag("no-verify")
+                && let Err(why) = verify(m, &base, &key)?
+            {
+                return Err(Fail::auth(format!("not stored: {why}")));
+            }
+            let source = creds::save(&base, &key)?;
+            eprintln!(
+                "logged in to {base}; the key is stored in the {}",
+                match source {
+                    Source::Keyring => "system keyring",
+                    _ => "credentials file (readable only by you)",
+                }
+            );
+            Ok(())
+        }
+        "status" => {
+            let (base, key) = resolve(m)?;
+            let mut status = Map::new();
+            status.insert("baseUrl".into(), json!(base.as_ref().map(|(u, _)| u)));
+            status.insert(
+                "baseUrlSource".into(),
+                json!(base.as_ref().map(|(_, s)| s.as_str())),
+            );
+            status.insert("apiKey".into(), json!(key.as_ref().map(|(k, _)| mask(k))));
+            status.insert(
+                "apiKeySource".into(),
+                json!(key.as_ref().map(|(_, s)| s.as_str())),
+            );
+            // `valid` is null when it could not be checked (no key, or the server unreachable).
+            let verdict = match (&base, &key) {
+                (Some((b, _)), Some((k, _))) => Some(verify(m, b, k)),
+                _ => None,
+            };
+            let valid = match &verdict {
+                Some(Ok(v)) => json!(v.is_ok()),
+                _ => Value::Null,
+            };
+            status.insert("valid".into(), valid);
+            write_value(format, &Value::Object(status), &[])?;
+            match verdict {
+                Some(Ok(Ok(()))) => Ok(()),
+                Some(Ok(Err(why))) => Err(Fail::auth(why)),
+                Some(Err(fail)) => Err(fail),
+                None => Err(Fail::auth("not logged in: no instance or no key")),
+            }
+        }
+        "logout" => {
+            if creds::clear()? {
+                eprintln!("logged out: the stored key is forgotten");
+            } else {
+                eprintln!("nothing was stored");
+            }
+            Ok(())
+        }
+        other => Err(Fail::usage(format!("unknown auth verb {other}"))),
+    }
+}
