@@ -26,6 +26,10 @@ pub struct Page<T> {
     pub values: Vec<T>,
     /// How many records match in all.
     pub total_count: u64,
+    /// On `GET /r` in the default order: the cursor of the page after this one (`null` on a
+    /// page that is not full). Absent from query answers and from lists with a `sort`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// One group of a group-and-count: `{"groupId": VALUE, "count": N}`.
@@ -406,6 +410,65 @@ where
             .await
     }
 
+    /// The page of `GET /r` after the row `cursor` names (a `nextCursor` of an earlier page).
+    async fn fetch_after(&self, params: &ListParams, cursor: &str, size: u64) -> Result<Page<T>> {
+        let mut query = params.query_string(true);
+        if !query.is_empty() {
+            query.push('&');
+        }
+        query.push_str(&format!("cursor={}&pageSize={size}", encode(cursor)));
+        self.call(Method::GET, self.url(&format!("?{query}")), None)
+            .await
+    }
+
+    /// The pages after `first` by keyset: each request names the previous page's `nextCursor`,
+    /// so no page makes the server skip rows. The next page is fetched on a task of its own
+    /// while the caller consumes the current one.
+    fn keyset_pages(
+        self,
+        params: ListParams,
+        first: Page<T>,
+        size: u64,
+        wanted: u64,
+    ) -> BoxStream<'static, Result<Page<T>>> {
+        type Pending<T> = Option<tokio::task::JoinHandle<Result<Page<T>>>>;
+        let spawn_next =
+            move |this: &Self, params: &ListParams, page: &Page<T>, left: u64| -> Pending<T> {
+                let cursor = page.next_cursor.clone()?;
+                if left == 0 || page.values.is_empty() {
+                    return None;
+                }
+                let (this, params) = (this.clone(), params.clone());
+                Some(tokio::spawn(async move {
+                    this.fetch_after(&params, &cursor, size).await
+                }))
+            };
+        let left = wanted.saturating_sub(first.values.len() as u64);
+        let pending = spawn_next(&self, &params, &first, left);
+        let rest = stream::unfold(
+            (self, params, pending, left),
+            move |(this, params, pending, left)| async move {
+                let handle = pending?;
+                let page = match handle.await {
+                    Ok(Ok(page)) => page,
+                    Ok(Err(e)) => return Some((Err(e), (this, params, None, 0))),
+                    Err(e) => {
+                        let e =
+                            Error::Decode(format!("the task fetching the next page failed: {e}"));
+                        return Some((Err(e), (this, params, None, 0)));
+                    }
+                };
+                if page.values.is_empty() {
+                    return None;
+                }
+                let left = left.saturating_sub(page.values.len() as u64);
+                let next = spawn_next(&this, &params, &page, left);
+                Some((Ok(page), (this, params, next, left)))
+            },
+        );
+        stream::once(async move { Ok(first) }).chain(rest).boxed()
+    }
+
     /// Every page of `GET /r` from `params.page` on, as a stream; pages after the first are
     /// fetched `params.prefetch` (default 1) ahead while the caller consumes, in order.
     ///
@@ -425,6 +488,10 @@ where
         let prefetch = params.prefetch.unwrap_or(1);
         let first = async move {
             let first = this.fetch_page(&params, start, size).await?;
+            if first.next_cursor.is_some() {
+                let wanted = params.limit.unwrap_or(u64::MAX);
+                return Ok::<_, Error>(this.keyset_pages(params, first, size, wanted));
+            }
             let skipped = (start - 1).saturating_mul(size);
             let mut wanted = first.total_count.saturating_sub(skipped);
             if let Some(limit) = params.limit {
@@ -442,7 +509,7 @@ where
             let rest = stream::iter(rest)
                 .buffered(prefetch + 1)
                 .try_take_while(|p: &Page<T>| std::future::ready(Ok(!p.values.is_empty())));
-            Ok::<_, Error>(stream::once(async move { Ok(first) }).chain(rest))
+            Ok::<_, Error>(stream::once(async move { Ok(first) }).chain(rest).boxed())
         };
         stream::once(first).try_flatten().boxed()
     }

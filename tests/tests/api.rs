@@ -36,6 +36,8 @@ mod inventory;
 mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
+#[path = "api/keyset.rs"]
+mod keyset;
 #[path = "api/member.rs"]
 mod member;
 #[path = "api/notification.rs"]

@@ -241,10 +241,43 @@ async fn list(
     let body = state
         .store
         .read(move |tx| {
-            let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
+            if !params.sort.is_empty() {
+                let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
+                hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
+                let total = records::count(tx, res.table(), org, &params.conds)?;
+                return Ok::<_, ApiError>(page_json(values, total));
+            }
+            // The default order (creation order) pages by keyset: `nextCursor` names the last
+            // row, and a `cursor` call starts after it without skipping rows.
+            let select = params.select();
+            let rows = records::select_keyset(
+                tx,
+                res.table(),
+                org,
+                &params.conds,
+                params.cursor.as_ref(),
+                select.limit,
+                select.offset,
+            )?;
+            let next = (rows.len() as u64 == select.limit)
+                .then(|| rows.last().map(|(c, id, _)| params::encode_cursor(c, id)))
+                .flatten();
+            let mut values: Vec<String> = rows.into_iter().map(|(_, _, data)| data).collect();
             hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
             let total = records::count(tx, res.table(), org, &params.conds)?;
-            Ok::<_, ApiError>(page_json(values, total))
+            let mut body = page_json(values, total);
+            body.pop();
+            body.push_str(",\"nextCursor\":");
+            match next {
+                Some(c) => {
+                    body.push('"');
+                    body.push_str(&c);
+                    body.push('"');
+                }
+                None => body.push_str("null"),
+            }
+            body.push('}');
+            Ok::<_, ApiError>(body)
         })
         .await?;
     Ok(json_response(StatusCode::OK, body))

@@ -22,6 +22,42 @@ pub struct ListParams {
     pub page_size: u64,
     /// Whether any filter or search was given (bulk PATCH and DELETE require one).
     pub filtered: bool,
+    /// `cursor`: the page starts after this row `(created_at, id)` of the default order.
+    pub cursor: Option<(String, String)>,
+}
+
+/// The opaque `nextCursor` of a list page: the last row's `(created_at, id)`, hex-encoded.
+pub fn encode_cursor(created_at: &str, id: &str) -> String {
+    let text = format!("{created_at}|{id}");
+    let mut out = String::with_capacity(text.len() * 2);
+    for b in text.bytes() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// Reads a cursor [`encode_cursor`] made; anything else is a 400 on `cursor`.
+pub fn decode_cursor(raw: &str) -> ApiResult<(String, String)> {
+    let bad = || {
+        ApiError::field(
+            "cursor",
+            "is not a cursor this server issued (use nextCursor of the previous page)",
+        )
+    };
+    if !raw.len().is_multiple_of(2) || raw.len() > 256 {
+        return Err(bad());
+    }
+    let bytes = (0..raw.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(raw.get(i..i + 2).ok_or_else(bad)?, 16).map_err(|_| bad()))
+        .collect::<ApiResult<Vec<u8>>>()?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (created, id) = text.split_once('|').ok_or_else(bad)?;
+    let id = Uuid::parse_str(id).map_err(|_| bad())?;
+    if created.len() != 27 || chrono::DateTime::parse_from_rfc3339(created).is_err() {
+        return Err(bad());
+    }
+    Ok((created.to_string(), id.to_string()))
 }
 
 impl ListParams {
@@ -116,6 +152,7 @@ pub fn parse_list_params(
             }
             "sort" if paging => sort = Some(value.into_owned()),
             "page" if paging => params.page = parse_u64("page", &value, 1, MAX_PAGE)?,
+            "cursor" if paging => params.cursor = Some(decode_cursor(&value)?),
             "pageSize" if paging => {
                 params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
             }
@@ -150,6 +187,20 @@ pub fn parse_list_params(
     }
     params.conds.extend(res.implied_conds());
     params.sort = sort_or_default(res, sort.as_deref())?;
+    if params.cursor.is_some() {
+        if !params.sort.is_empty() {
+            return Err(ApiError::field(
+                "cursor",
+                format!(
+                    "pages only the default order of /{} (creation order, no sort)",
+                    res.desc().path
+                ),
+            ));
+        }
+        if params.page != 1 {
+            return Err(ApiError::field("cursor", "cannot be combined with page"));
+        }
+    }
     Ok(params)
 }
 

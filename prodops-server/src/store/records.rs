@@ -53,6 +53,41 @@ pub fn select_raw(
     Ok(text_rows(tx.query(&sql, &params)?))
 }
 
+/// A page in the default order (`created_at, id`) starting after the row `after`
+/// (`(created_at, id)` as stored) or at `offset`: keyset paging, whose cost does not grow with
+/// the page number. Each row: `(created_at, id, data)`.
+pub fn select_keyset(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+    after: Option<&(String, String)>,
+    limit: u64,
+    offset: u64,
+) -> StoreResult<Vec<(String, String, String)>> {
+    let dialect = tx.dialect();
+    let mut params = Vec::new();
+    let mut sql = format!("SELECT created_at, id, data FROM {table}");
+    sql.push_str(&dialect.where_clause(org, conds, &mut params));
+    if let Some((created, id)) = after {
+        sql.push_str(" AND (created_at, id) > (?, ?)");
+        params.push(SqlValue::Text(created.clone()));
+        params.push(SqlValue::Text(id.clone()));
+    }
+    sql.push_str(&dialect.order_by(&[]));
+    sql.push_str(" LIMIT ? OFFSET ?");
+    params.push(SqlValue::Int(limit as i64));
+    params.push(SqlValue::Int(offset as i64));
+    Ok(tx
+        .query(&sql, &params)?
+        .into_iter()
+        .filter_map(|r| {
+            let mut it = r.into_iter().map(SqlValue::into_string);
+            Some((it.next()??, it.next()??, it.next()??))
+        })
+        .collect())
+}
+
 pub fn select_values(
     tx: &mut dyn Tx,
     table: &str,
