@@ -243,7 +243,12 @@ fn action_command(a: &ActionSpec) -> Command {
                 Kind::Text => "TEXT",
                 Kind::Bool => "BOOL",
                 Kind::Json => "JSON|@FILE",
+                Kind::File => "FILE",
             });
+        if f.to == To::Raw {
+            // The raw body is a positional FILE after the path's ids.
+            arg = Arg::new(f.name).value_name("FILE").help(f.help);
+        }
         if f.kind == Kind::UuidList {
             arg = arg.value_delimiter(',').action(ArgAction::Append);
         }
