@@ -252,6 +252,10 @@ fn action_command(a: &ActionSpec) -> Command {
         if f.kind == Kind::UuidList {
             arg = arg.value_delimiter(',').action(ArgAction::Append);
         }
+        if f.kind == Kind::Number {
+            // `--delta -1` is a value, not a flag.
+            arg = arg.allow_negative_numbers(true);
+        }
         if f.kind == Kind::Bool {
             arg = arg.value_parser(clap::value_parser!(bool));
         }
