@@ -1,5 +1,9 @@
-//! Posts production output on an order (spec 4.4: `POST /production/produce`). The client sends
-//! an `Idempotency-Key`, so a retried call never posts twice.
+//! Posts production output on an order (spec 4.4: `POST /production/produce`) and prints the
+//! order's production status afterwards. The client sends an `Idempotency-Key`, so a retried
+//! call never posts twice.
+//!
+//! Without explicit outputs every declaration of the order (`/production-output`) posts its
+//! default (`producedPerUnit x QUANTITY`, else what remains planned) at LOCATION_ID.
 //!
 //! ```sh
 //! PRODOPS_BASE_URL=http://127.0.0.1:8080 PRODOPS_API_KEY=... \
@@ -7,7 +11,7 @@
 //! ```
 
 use prodops_client::Client;
-use prodops_client::actions::Produce;
+use prodops_core::production_actions::ProduceRequest;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,14 +21,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let location: uuid::Uuid = args.next().ok_or(usage)?.parse()?;
     let quantity: f64 = args.next().map(|q| q.parse()).transpose()?.unwrap_or(1.0);
     let client = Client::from_env()?;
-    let answer = client
-        .produce(&Produce {
+    let produced = client
+        .produce(&ProduceRequest {
             deliverable_id: order,
-            quantity_produced: Some(quantity),
+            quantity_produced: quantity,
             output_location_id: Some(location),
-            ..Default::default()
+            outputs: None,
+            output_item_id: None,
         })
         .await?;
-    println!("{}", serde_json::to_string_pretty(&answer.value)?);
+    for row in &produced.transactions {
+        println!(
+            "produced {} of item {} at {}",
+            row.quantity,
+            row.item_id,
+            row.to_location_id
+                .map(|l| l.to_string())
+                .unwrap_or_default()
+        );
+    }
+    let status = client.production_status(order).await?;
+    println!("{}", serde_json::to_string_pretty(&status)?);
     Ok(())
 }

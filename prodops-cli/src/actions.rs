@@ -5,7 +5,9 @@
 //! A path template's `{name}` segments become positional arguments in order; each `Flag` maps
 //! `--flag VALUE` to a body field (or a query parameter), parsed by its `Kind`. Every action with
 //! a body also takes `--data JSON|@file|@-`, the base the flags are set on, for fields without a
-//! flag of their own.
+//! flag of their own. A `File` flag (`To::Raw`) is a positional `FILE` (or `-` for stdin) whose
+//! bytes are the request body, sent with the `To::ContentType` flag's value (else a type guessed
+//! from the file name).
 
 /// How a flag's text becomes a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,8 @@ pub enum Kind {
     Bool,
     /// Any JSON value (`[...]`, `{...}`), or `@file`.
     Json,
+    /// A file name (`-`: stdin), read as bytes.
+    File,
 }
 
 /// Where a flag's value goes.
@@ -29,6 +33,10 @@ pub enum Kind {
 pub enum To {
     Body,
     Query,
+    /// The raw request body (a `File` flag, positional).
+    Raw,
+    /// The `Content-Type` of the raw body.
+    ContentType,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +100,39 @@ const fn query(name: &'static str, field: &'static str, kind: Kind, help: &'stat
     }
 }
 
+const fn qreq(name: &'static str, field: &'static str, kind: Kind, help: &'static str) -> Flag {
+    Flag {
+        name,
+        field,
+        kind,
+        to: To::Query,
+        required: true,
+        help,
+    }
+}
+
+const fn file(name: &'static str, help: &'static str) -> Flag {
+    Flag {
+        name,
+        field: "",
+        kind: Kind::File,
+        to: To::Raw,
+        required: true,
+        help,
+    }
+}
+
+const fn content_type(help: &'static str) -> Flag {
+    Flag {
+        name: "content-type",
+        field: "",
+        kind: Kind::Text,
+        to: To::ContentType,
+        required: false,
+        help,
+    }
+}
+
 use Kind::*;
 
 pub const ACTIONS: &[ActionSpec] = &[
@@ -111,15 +152,23 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "groups",
         method: "POST",
         path: "/deliverable/groups",
-        flags: &[req(
-            "group-by",
-            "groupBy",
-            Text,
-            "project, stage, people, root or tags",
-        )],
+        flags: &[
+            req(
+                "group-by",
+                "groupBy",
+                Text,
+                "project, stage, people, root or tags",
+            ),
+            f(
+                "filter",
+                "filter",
+                Json,
+                "A query filter object, e.g. '{\"type\": \"order\"}'",
+            ),
+        ],
         body: true,
-        about: "Deliverables grouped by project, stage, people, root or tags",
-        example: "prodops deliverable groups --group-by stage",
+        about: "Deliverables grouped by project, stage, people, root or tags (largest group first)",
+        example: "prodops deliverable groups --group-by stage --filter '{\"type\": \"order\"}'",
     },
     ActionSpec {
         command: "deliverable",
@@ -131,33 +180,33 @@ pub const ACTIONS: &[ActionSpec] = &[
                 "root-parent-id",
                 "rootParentId",
                 Uuid,
-                "The root whose children are reordered",
+                "The root of the reordered nodes",
             ),
             req(
                 "ids",
                 "orderedDeliverableIds",
                 UuidList,
-                "The children in their new order (comma-separated)",
+                "The nodes in their new sibling order (comma-separated)",
             ),
         ],
         body: true,
-        about: "Reorders the children of a root",
-        example: "prodops deliverable reorder --root-parent-id R --ids A,B,C",
+        about: "Reorders nodes among their siblings",
+        example: "prodops deliverable reorder --root-parent-id R --ids C,A,B",
     },
     ActionSpec {
         command: "deliverable",
         verb: "crew-time",
         method: "GET",
         path: "/deliverable/crew-time",
-        flags: &[query(
+        flags: &[qreq(
             "deliverable-id",
             "deliverableId",
-            Uuid,
-            "The deliverable",
+            UuidList,
+            "The deliverables (comma-separated or repeated)",
         )],
         body: false,
-        about: "Crew time by deliverable",
-        example: "prodops deliverable crew-time --deliverable-id D",
+        about: "Work-session time on deliverables and their subtrees, per worker",
+        example: "prodops deliverable crew-time --deliverable-id D1,D2",
     },
     ActionSpec {
         command: "deliverable",
@@ -178,10 +227,15 @@ pub const ACTIONS: &[ActionSpec] = &[
                 Number,
                 "New finish, epoch seconds",
             ),
-            f("new-duration", "newDuration", Number, "New duration"),
+            f(
+                "new-duration",
+                "newDuration",
+                Number,
+                "New duration, seconds (shrink, expand)",
+            ),
         ],
         body: true,
-        about: "Applies a schedule action to a deliverable",
+        about: "Applies a schedule action to a node of an order's tree",
         example: "prodops deliverable schedule ROOT ID --type schedule --new-start 1735689600",
     },
     ActionSpec {
@@ -191,7 +245,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         path: "/deliverable/schedule/batch",
         flags: &[],
         body: true,
-        about: "Applies many schedule actions: --data '[{\"rootParentId\":..,\"targetId\":..,\"action\":{..}}]'",
+        about: "Applies schedule actions in order, all or nothing: --data '[{\"rootParentId\":..,\"targetId\":..,\"action\":{\"type\":..}}]'",
         example: "prodops deliverable schedule-batch --data @actions.json",
     },
     ActionSpec {
@@ -212,10 +266,15 @@ pub const ACTIONS: &[ActionSpec] = &[
                 Number,
                 "For uncomplete and send-ahead",
             ),
-            f("percentage", "percentage", Number, "For set-percentage"),
+            f(
+                "percentage",
+                "percentage",
+                Number,
+                "For set-percentage (0 to 100)",
+            ),
         ],
         body: true,
-        about: "Applies a progress action to a deliverable",
+        about: "Applies a progress action to a node of an order's tree; prints the workers it stopped",
         example: "prodops deliverable progress ROOT ID --type send-ahead --quantity 2",
     },
     ActionSpec {
@@ -241,18 +300,18 @@ pub const ACTIONS: &[ActionSpec] = &[
         path: "/deliverable/work-sessions/save",
         flags: &[
             req("shop-id", "shopId", Uuid, "The shop"),
-            f(
+            req(
                 "assignments",
                 "assignments",
                 Json,
-                "Worker id -> deliverable ids, as JSON",
+                "Worker id -> deliverable ids, as JSON (or @file)",
             ),
             f("start-date", "startDate", Text, "Date-time (default now)"),
             f(
                 "stop-entire-batch",
                 "shouldStopEntireBatch",
                 Bool,
-                "Stop the whole batch",
+                "The assignments are the whole crew of the shop: stop everyone else",
             ),
         ],
         body: true,
@@ -280,7 +339,7 @@ pub const ACTIONS: &[ActionSpec] = &[
             f("end-date", "endDate", Text, "Date-time (default now)"),
         ],
         body: true,
-        about: "Stops work sessions by deliverable or worker",
+        about: "Stops open work sessions and plans by deliverable and/or worker",
         example: "prodops work-session stop --worker-ids W1,W2",
     },
     // ---- 4.4 production ----
@@ -294,7 +353,7 @@ pub const ACTIONS: &[ActionSpec] = &[
                 "deliverable-id",
                 "deliverableId",
                 Uuid,
-                "The order (or node) produced on",
+                "The order (or a node under it) produced on",
             ),
             f(
                 "quantity",
@@ -312,12 +371,17 @@ pub const ACTIONS: &[ActionSpec] = &[
                 "output-item-id",
                 "outputItemId",
                 Uuid,
-                "Item of an ad-hoc declaration",
+                "Shorthand for --outputs '[{\"itemId\": I}]'",
             ),
-            f("outputs", "outputs", Json, "Explicit outputs, a JSON array"),
+            f(
+                "outputs",
+                "outputs",
+                Json,
+                "Explicit outputs: [{\"itemId\", \"quantity\"?, \"locationId\"?}]",
+            ),
         ],
         body: true,
-        about: "Posts production output on an order (never posted twice on retries)",
+        about: "Posts production output on an order (posted once, however often retried)",
         example: "prodops production produce --deliverable-id ORDER --quantity 2 --output-location-id LOC",
     },
     ActionSpec {
@@ -330,24 +394,24 @@ pub const ACTIONS: &[ActionSpec] = &[
                 "deliverable-id",
                 "deliverableId",
                 Uuid,
-                "The node consuming",
+                "The order (or a node under it) consuming",
             ),
             f(
                 "from-location-id",
                 "fromLocationId",
                 Uuid,
-                "Where stock is drawn from",
+                "Where material is drawn from",
             ),
             f(
                 "lines",
                 "lines",
                 Json,
-                "Per-item quantity overrides, a JSON array",
+                "Explicit draws: [{\"bomLineId\"|\"itemId\", \"quantity\", \"fromLocationId\"?}]",
             ),
         ],
         body: true,
-        about: "Consumes the materials of a node",
-        example: "prodops production consume --deliverable-id NODE --from-location-id LOC",
+        about: "Consumes an order's BOM lines (what remains of each recipe, or the given lines)",
+        example: "prodops production consume --deliverable-id ORDER --from-location-id LOC",
     },
     ActionSpec {
         command: "production",
@@ -359,15 +423,15 @@ pub const ACTIONS: &[ActionSpec] = &[
                 "stamp-deliverable-id",
                 "stampDeliverableId",
                 Uuid,
-                "The stamped deliverable",
+                "The order or node",
             ),
             req("kind", "kind", Text, "consume or produce"),
             req("item-id", "itemId", Uuid, "The item"),
             req("delta", "delta", Number, "Nonzero signed change"),
         ],
         body: true,
-        about: "Corrects an actual produced or consumed quantity",
-        example: "prodops production adjust-actual --stamp-deliverable-id D --kind produce --item-id I --delta -1",
+        about: "Corrects an actual produced or consumed quantity (posts an adjust row)",
+        example: "prodops production adjust-actual --stamp-deliverable-id ORDER --kind produce --item-id I --delta -1",
     },
     ActionSpec {
         command: "production",
@@ -376,7 +440,7 @@ pub const ACTIONS: &[ActionSpec] = &[
         path: "/production/order/{id}/status",
         flags: &[],
         body: false,
-        about: "Production status of an order",
+        about: "Planned, actual and remaining outputs and materials of an order",
         example: "prodops production status ORDER",
     },
     ActionSpec {
@@ -384,14 +448,17 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "entries",
         method: "GET",
         path: "/production/order/{id}/entries",
-        flags: &[],
+        flags: &[
+            query("page", "page", Number, "Page (default 1)"),
+            query("page-size", "pageSize", Number, "Entries per page"),
+        ],
         body: false,
-        about: "Production trace of an order",
+        about: "The production trace of an order, oldest first",
         example: "prodops production entries ORDER --output ndjson",
     },
     // ---- 4.5 BOM ----
     ActionSpec {
-        command: "bom-line",
+        command: "bom",
         verb: "prepopulate",
         method: "POST",
         path: "/bom-line/order/{id}/prepopulate",
@@ -399,62 +466,72 @@ pub const ACTIONS: &[ActionSpec] = &[
             "route-deliverable-id",
             "routeDeliverableId",
             Uuid,
-            "Fall back to this route's inputs",
+            "Without a project BOM: copy this route's lines and outputs",
         )],
         body: true,
-        about: "Seeds an order's BOM from its project (or a route)",
-        example: "prodops bom-line prepopulate ORDER --route-deliverable-id ROUTE",
+        about: "Seeds an order's BOM lines from its project (or a route); re-runs copy only what is new",
+        example: "prodops bom prepopulate ORDER --route-deliverable-id ROUTE",
     },
     ActionSpec {
-        command: "bom-line",
+        command: "bom",
         verb: "allocate",
         method: "POST",
         path: "/bom-line/order/{id}/allocate",
-        flags: &[f("item-ids", "itemIds", UuidList, "Only these items")],
+        flags: &[f(
+            "item-ids",
+            "itemIds",
+            UuidList,
+            "Only lines of these items",
+        )],
         body: true,
-        about: "Reserves an order's materials",
-        example: "prodops bom-line allocate ORDER --item-ids I1,I2",
+        about: "Reserves what an order's lines still need",
+        example: "prodops bom allocate ORDER --item-ids I1,I2",
     },
     ActionSpec {
-        command: "bom-line",
+        command: "bom",
         verb: "allocate-project",
         method: "POST",
         path: "/bom-line/project/{id}/allocate",
         flags: &[],
         body: false,
-        about: "Reserves a project's materials",
-        example: "prodops bom-line allocate-project PROJECT",
+        about: "Reserves what a project's lines still need",
+        example: "prodops bom allocate-project PROJECT",
     },
     ActionSpec {
-        command: "bom-line",
+        command: "bom",
         verb: "demand-rollup",
         method: "GET",
         path: "/bom-line/demand-rollup",
         flags: &[],
         body: false,
-        about: "Material demand of the organization and its sources",
-        example: "prodops bom-line demand-rollup --output json",
+        about: "Material demand per item, largest shortage first",
+        example: "prodops bom demand-rollup --output json",
     },
     ActionSpec {
-        command: "bom-line",
+        command: "bom",
         verb: "materials-rollup",
         method: "GET",
         path: "/bom-line/project/{projectId}/materials-rollup",
         flags: &[],
         body: false,
-        about: "Estimate, planned, on-order, used and variance totals of a project",
-        example: "prodops bom-line materials-rollup PROJECT",
+        about: "Estimate, planned, on-order, used and variance of a project",
+        example: "prodops bom materials-rollup PROJECT",
     },
     // ---- 4.6 inventory ----
     ActionSpec {
-        command: "inventory-transaction",
+        command: "inventory",
         verb: "post",
         method: "POST",
         path: "/inventory-transaction",
         flags: &[
             req("item-id", "itemId", Uuid, "The item"),
             req("type", "type", Text, "adjust, transfer or return"),
-            req("quantity", "quantity", Number, "How much"),
+            req(
+                "quantity",
+                "quantity",
+                Number,
+                "How much (signed for adjust)",
+            ),
             f(
                 "from-location-id",
                 "fromLocationId",
@@ -467,26 +544,145 @@ pub const ACTIONS: &[ActionSpec] = &[
                 Uuid,
                 "Destination location",
             ),
-            f("source", "source", Text, "Optional source"),
+            f("reason", "reason", Text, "Why"),
+            f(
+                "source",
+                "source",
+                Text,
+                "manual, import, scan, count or integration",
+            ),
         ],
         body: true,
-        about: "Posts an adjust, transfer or return and updates stock atomically",
-        example: "prodops inventory-transaction post --item-id I --type adjust --quantity 5 --to-location-id L",
+        about: "Posts an adjust, transfer or return (refused with exit 5 when stock would go below zero)",
+        example: "prodops inventory post --item-id I --type adjust --quantity 5 --to-location-id L",
     },
     ActionSpec {
-        command: "stock",
-        verb: "list",
+        command: "inventory",
+        verb: "stock",
         method: "GET",
         path: "/stock",
         flags: &[
             query("item-id", "itemId", Uuid, "Only this item"),
             query("location-id", "locationId", Uuid, "Only this location"),
+            query("shop-id", "shopId", Uuid, "Only locations of this shop"),
+            query("page", "page", Number, "Page (default 1)"),
+            query("page-size", "pageSize", Number, "Rows per page"),
         ],
         body: false,
-        about: "Stock on hand per item and location",
-        example: "prodops stock list --item-id I --output csv",
+        about: "Stock on hand and reserved per item and location",
+        example: "prodops inventory stock --item-id I --output csv",
     },
-    // ---- 4.8 delivery ----
+    // ---- 4.7 documents ----
+    ActionSpec {
+        command: "document",
+        verb: "upload",
+        method: "POST",
+        path: "/document/upload",
+        flags: &[
+            file("file", "The file to upload (- for stdin)"),
+            content_type("Its media type (default: guessed from the file name)"),
+        ],
+        body: false,
+        about: "Uploads a file's bytes; prints its documentKey for add-version or hub-upload",
+        example: "prodops document upload plan.pdf",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "add-version",
+        method: "POST",
+        path: "/document/{id}/versions",
+        flags: &[
+            req("name", "name", Text, "The version's file name"),
+            f(
+                "document-key",
+                "documentKey",
+                Text,
+                "The key `document upload` printed",
+            ),
+            f(
+                "document-url",
+                "documentUrl",
+                Text,
+                "An external link instead of a stored file",
+            ),
+            f("version-label", "versionLabel", Text, "For example v2"),
+            f("mime-type", "mimeType", Text, "Media type"),
+        ],
+        body: true,
+        about: "Adds a version to a document and makes it current",
+        example: "prodops document add-version DOC --name plan-v2.pdf --document-key KEY --version-label v2",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "hub-upload",
+        method: "POST",
+        path: "/document/hub/bulk-upload",
+        flags: &[req(
+            "documents",
+            "documents",
+            Json,
+            "[{\"name\", \"documentKey\", \"deliverableId\"?, ...}] (or @file)",
+        )],
+        body: true,
+        about: "Creates Hub documents from uploaded files, all or nothing",
+        example: "prodops document hub-upload --documents '[{\"name\": \"plan.pdf\", \"documentKey\": \"KEY\"}]'",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "link",
+        method: "POST",
+        path: "/document/{id}/links",
+        flags: &[req(
+            "deliverable-id",
+            "deliverableId",
+            Uuid,
+            "The deliverable",
+        )],
+        body: true,
+        about: "Attaches a document to a deliverable",
+        example: "prodops document link DOC --deliverable-id D",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "unlink",
+        method: "DELETE",
+        path: "/document/{id}/links/{deliverableId}",
+        flags: &[],
+        body: false,
+        about: "Detaches a document from a deliverable",
+        example: "prodops document unlink DOC DELIVERABLE",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "copy-mode",
+        method: "POST",
+        path: "/document/{id}/copy-mode",
+        flags: &[req(
+            "copy-mode",
+            "copyMode",
+            Text,
+            "none, copy or reference",
+        )],
+        body: true,
+        about: "Sets how a document follows its deliverable when that is copied",
+        example: "prodops document copy-mode DOC --copy-mode reference",
+    },
+    ActionSpec {
+        command: "document",
+        verb: "counts-by-deliverable",
+        method: "POST",
+        path: "/document/counts-by-deliverable",
+        flags: &[req(
+            "deliverable-ids",
+            "deliverableIds",
+            UuidList,
+            "The deliverables (comma-separated)",
+        )],
+        body: true,
+        about: "Unarchived documents per deliverable",
+        example: "prodops document counts-by-deliverable --deliverable-ids D1,D2 --output csv",
+    },
+    // ---- 4.8 delivery (archive and restore are the resource's own verbs) ----
     ActionSpec {
         command: "delivery",
         verb: "create-outbound",
@@ -494,19 +690,44 @@ pub const ACTIONS: &[ActionSpec] = &[
         path: "/delivery/outbound",
         flags: &[
             req("name", "name", Text, "Name"),
-            f("direction", "direction", Text, "outbound or transfer"),
-            f("item-ids", "itemIds", UuidList, "Cargo items"),
+            f(
+                "direction",
+                "direction",
+                Text,
+                "outbound (default) or transfer",
+            ),
+            f("identifier", "identifier", Text, "Identifier"),
+            f("po-number", "poNumber", Text, "Purchase order number"),
+            f(
+                "item-ids",
+                "itemIds",
+                UuidList,
+                "Cargo deliverables (orders, phases)",
+            ),
             f("worker-ids", "workerIds", UuidList, "Crew"),
+            f("truck-name", "truckName", Text, "Truck"),
+            f(
+                "source-location-id",
+                "sourceLocationId",
+                Uuid,
+                "Where it leaves from",
+            ),
+            f(
+                "destination-location-id",
+                "destinationLocationId",
+                Uuid,
+                "Where it goes",
+            ),
             f("planned-start-at", "plannedStartAt", Text, "Date-time"),
             f("planned-end-at", "plannedEndAt", Text, "Date-time"),
         ],
         body: true,
-        about: "Creates an outbound delivery with its paired deliverable group",
-        example: "prodops delivery create-outbound --name 'Truck 7' --item-ids I1,I2",
+        about: "Creates an outbound delivery with its paired deliverable group, stops, leg and cargo spans",
+        example: "prodops delivery create-outbound --name 'Truck 7' --item-ids ORDER1,ORDER2",
     },
     ActionSpec {
         command: "delivery",
-        verb: "reschedule",
+        verb: "update-outbound",
         method: "PATCH",
         path: "/delivery/{id}/outbound",
         flags: &[
@@ -514,27 +735,32 @@ pub const ACTIONS: &[ActionSpec] = &[
             f("planned-end-at", "plannedEndAt", Text, "Date-time"),
         ],
         body: true,
-        about: "Edits an outbound delivery's planned times",
-        example: "prodops delivery reschedule ID --planned-start-at 2025-01-02T08:00:00Z",
+        about: "Changes an outbound delivery's planned start and end",
+        example: "prodops delivery update-outbound ID --planned-start-at 2025-01-02T08:00:00Z",
     },
     ActionSpec {
         command: "delivery",
         verb: "receive",
         method: "POST",
         path: "/delivery/{id}/receive",
-        flags: &[],
+        flags: &[f(
+            "lines",
+            "lines",
+            Json,
+            "[{\"manifestLineId\", \"quantity\", \"locationId\"?}] (default: everything outstanding)",
+        )],
         body: true,
-        about: "Receives an inbound delivery (posts inventory receipts)",
-        example: "prodops delivery receive ID --data @receipt.json",
+        about: "Receives an inbound delivery: posts receipts to stock",
+        example: "prodops delivery receive ID",
     },
     ActionSpec {
         command: "delivery",
         verb: "start",
         method: "POST",
         path: "/delivery/{id}/start",
-        flags: &[],
+        flags: &[f("reason", "reason", Text, "Kept as lastReason")],
         body: true,
-        about: "Starts an outbound delivery",
+        about: "Puts a delivery in transit",
         example: "prodops delivery start ID",
     },
     ActionSpec {
@@ -542,9 +768,9 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "complete",
         method: "POST",
         path: "/delivery/{id}/complete",
-        flags: &[],
+        flags: &[f("reason", "reason", Text, "Kept as lastReason")],
         body: true,
-        about: "Completes an outbound delivery",
+        about: "Marks an outbound or transfer delivery delivered (ships its manifest lines)",
         example: "prodops delivery complete ID",
     },
     ActionSpec {
@@ -552,10 +778,10 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "cancel",
         method: "POST",
         path: "/delivery/{id}/cancel",
-        flags: &[],
+        flags: &[f("reason", "reason", Text, "Kept as lastReason")],
         body: true,
         about: "Cancels a delivery",
-        example: "prodops delivery cancel ID",
+        example: "prodops delivery cancel ID --reason 'customer postponed'",
     },
     ActionSpec {
         command: "delivery",
@@ -577,9 +803,42 @@ pub const ACTIONS: &[ActionSpec] = &[
         about: "Cargo spans of a delivery",
         example: "prodops delivery cargo-plan ID",
     },
-    // ---- 4.12 organization members (paths the spec leaves open are the documented choice) ----
+    // ---- 4.10 QC templates ----
     ActionSpec {
-        command: "organization-member",
+        command: "qc-template",
+        verb: "publish",
+        method: "POST",
+        path: "/qc-template/versions",
+        flags: &[
+            req("name", "name", Text, "Name"),
+            f(
+                "qc-template-id",
+                "qcTemplateId",
+                Uuid,
+                "The template (omitted: a new template)",
+            ),
+            f("description", "description", Text, "Description"),
+            f(
+                "questions",
+                "questions",
+                Json,
+                "The questions, a JSON array (or @file)",
+            ),
+            f(
+                "requires-pass-fail",
+                "requiresPassFail",
+                Bool,
+                "true or false",
+            ),
+            f("is-draft", "isDraft", Bool, "true or false"),
+        ],
+        body: true,
+        about: "Publishes a QC template version (the next version number)",
+        example: "prodops qc-template publish --name 'Weld check' --questions @questions.json",
+    },
+    // ---- 4.12 organization members (the records: `prodops organization-member list|get|update|delete`) ----
+    ActionSpec {
+        command: "member",
         verb: "invite",
         method: "POST",
         path: "/organization-member",
@@ -588,40 +847,69 @@ pub const ACTIONS: &[ActionSpec] = &[
             f("name", "name", Text, "Name of a brand-new account"),
             f("role-id", "roleId", Uuid, "Role"),
             f("role-type", "roleType", Text, "Role type"),
+            f("worker-id", "workerId", Uuid, "The member's worker"),
         ],
         body: true,
-        about: "Invites a member (creates the account if needed)",
-        example: "prodops organization-member invite --email ann@example.com --role-id R",
+        about: "Invites a member (creates the account if needed); the invitation waits in the outbox",
+        example: "prodops member invite --email ann@example.com --role-id R",
     },
     ActionSpec {
-        command: "organization-member",
+        command: "member",
+        verb: "accept",
+        method: "POST",
+        path: "/organization-member/accept-invitation",
+        flags: &[req(
+            "token",
+            "token",
+            Text,
+            "The invitation token (inv_...)",
+        )],
+        body: true,
+        about: "Accepts an invitation",
+        example: "prodops member accept --token inv_...",
+    },
+    ActionSpec {
+        command: "member",
         verb: "resend-invitation",
         method: "POST",
         path: "/organization-member/{id}/resend-invitation",
         flags: &[],
         body: false,
-        about: "Sends a member's invitation again",
-        example: "prodops organization-member resend-invitation ID",
+        about: "Sends a new invitation (earlier tokens stop working)",
+        example: "prodops member resend-invitation ID",
     },
     ActionSpec {
-        command: "organization-member",
+        command: "member",
         verb: "deactivate",
         method: "POST",
         path: "/organization-member/{id}/deactivate",
         flags: &[],
         body: false,
-        about: "Deactivates a member",
-        example: "prodops organization-member deactivate ID",
+        about: "Deactivates a member and revokes open invitations",
+        example: "prodops member deactivate ID",
     },
     ActionSpec {
-        command: "organization-member",
+        command: "member",
         verb: "reactivate",
         method: "POST",
         path: "/organization-member/{id}/reactivate",
         flags: &[],
         body: false,
         about: "Reactivates a member",
-        example: "prodops organization-member reactivate ID",
+        example: "prodops member reactivate ID",
+    },
+    ActionSpec {
+        command: "member",
+        verb: "outbox",
+        method: "GET",
+        path: "/outbox",
+        flags: &[
+            query("kind", "kind", Text, "For example invitation"),
+            query("recipient", "recipient", Text, "Email address"),
+        ],
+        body: false,
+        about: "Outgoing messages (invitations) waiting to be sent; admin keys only",
+        example: "prodops member outbox --kind invitation --recipient ann@example.com",
     },
     // ---- 4.13 notifications ----
     ActionSpec {
@@ -629,7 +917,15 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "read-channel-comments",
         method: "POST",
         path: "/notification/read-channel-comments",
-        flags: &[req("channel-id", "channelId", Uuid, "The channel")],
+        flags: &[
+            req("channel-id", "channelId", Uuid, "The channel"),
+            f(
+                "app-user-id",
+                "appUserId",
+                Uuid,
+                "Only this account's notifications",
+            ),
+        ],
         body: true,
         about: "Marks a channel's comment notifications read",
         example: "prodops notification read-channel-comments --channel-id C",
@@ -639,12 +935,15 @@ pub const ACTIONS: &[ActionSpec] = &[
         verb: "read-deliverable-documents",
         method: "POST",
         path: "/notification/read-deliverable-documents",
-        flags: &[req(
-            "deliverable-id",
-            "deliverableId",
-            Uuid,
-            "The deliverable",
-        )],
+        flags: &[
+            req("deliverable-id", "deliverableId", Uuid, "The deliverable"),
+            f(
+                "app-user-id",
+                "appUserId",
+                Uuid,
+                "Only this account's notifications",
+            ),
+        ],
         body: true,
         about: "Marks a deliverable's document notifications read",
         example: "prodops notification read-deliverable-documents --deliverable-id D",
@@ -692,7 +991,7 @@ mod tests {
                 );
                 assert!(!["data", "output", "select"].contains(&f.name));
                 assert!(
-                    a.body || f.to == To::Query,
+                    a.body || f.to != To::Body,
                     "{} {}: body flag without a body",
                     a.command,
                     a.verb

@@ -243,9 +243,18 @@ fn action_command(a: &ActionSpec) -> Command {
                 Kind::Text => "TEXT",
                 Kind::Bool => "BOOL",
                 Kind::Json => "JSON|@FILE",
+                Kind::File => "FILE",
             });
+        if f.to == To::Raw {
+            // The raw body is a positional FILE after the path's ids.
+            arg = Arg::new(f.name).value_name("FILE").help(f.help);
+        }
         if f.kind == Kind::UuidList {
             arg = arg.value_delimiter(',').action(ArgAction::Append);
+        }
+        if f.kind == Kind::Number {
+            // `--delta -1` is a value, not a flag.
+            arg = arg.allow_negative_numbers(true);
         }
         if f.kind == Kind::Bool {
             arg = arg.value_parser(clap::value_parser!(bool));

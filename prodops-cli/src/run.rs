@@ -403,6 +403,7 @@ fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Val
                 }
                 Kind::Text => Value::String(raw.clone()),
                 Kind::Json => read_json_arg(raw, &format!("--{name}"))?,
+                Kind::File => Value::String(raw.clone()),
                 Kind::Bool | Kind::UuidList => unreachable!(),
             }),
         },
@@ -426,16 +427,27 @@ async fn action(ctx: &Ctx, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
         None
     };
     let mut query = Vec::new();
+    let mut raw_file: Option<String> = None;
+    let mut content_type: Option<String> = None;
     for f in spec.flags {
         let Some(value) = flag_value(f.kind, f.name, args)? else {
             continue;
         };
         match f.to {
-            To::Query => query.push(format!(
-                "{}={}",
-                f.field,
-                prodops_client::encode(&crate::output::cell(Some(&value)))
-            )),
+            To::Raw => raw_file = value.as_str().map(str::to_string),
+            To::ContentType => content_type = value.as_str().map(str::to_string),
+            To::Query => {
+                // A list goes as one comma-separated value.
+                let text = match &value {
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|v| crate::output::cell(Some(v)))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    other => crate::output::cell(Some(other)),
+                };
+                query.push(format!("{}={}", f.field, prodops_client::encode(&text)))
+            }
             To::Body => {
                 let map = body
                     .as_mut()
@@ -459,11 +471,62 @@ async fn action(ctx: &Ctx, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
         path = format!("{path}?{}", query.join("&"));
     }
     let method = Method::from_bytes(spec.method.as_bytes()).expect("a method");
-    let answer: Value = ctx.client.action(method, &path, body.as_ref()).await?;
+    let answer: Value = match raw_file {
+        Some(file) => {
+            let bytes = read_file_arg(&file)?;
+            let content_type = content_type.unwrap_or_else(|| guess_content_type(&file).into());
+            ctx.client
+                .action_bytes(method, &path, bytes.into(), &content_type)
+                .await?
+        }
+        None => ctx.client.action(method, &path, body.as_ref()).await?,
+    };
     if answer.is_null() {
         return Ok(());
     }
     write_value(ctx.format, &answer, &select(args))
+}
+
+/// The bytes of FILE, or of stdin for `-`.
+fn read_file_arg(file: &str) -> CmdResult<Vec<u8>> {
+    if file == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Fail::io("reading stdin", e))?;
+        Ok(bytes)
+    } else {
+        std::fs::read(file).map_err(|e| Fail::usage(format!("{file}: {e}")))
+    }
+}
+
+/// A media type from a file name's extension (`application/octet-stream` when unknown).
+pub fn guess_content_type(file: &str) -> &'static str {
+    let ext = std::path::Path::new(file)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    match ext.as_str() {
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "txt" | "text" | "log" => "text/plain",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "xml" => "application/xml",
+        "html" | "htm" => "text/html",
+        "zip" => "application/zip",
+        "dwg" => "image/vnd.dwg",
+        "dxf" => "image/vnd.dxf",
+        "step" | "stp" => "model/step",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        _ => "application/octet-stream",
+    }
 }
 
 // ---- api --------------------------------------------------------------------------------------

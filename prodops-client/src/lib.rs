@@ -202,6 +202,27 @@ impl Client {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<RawResponse> {
+        self.send_raw_as(method, path, body, "application/json")
+            .await
+    }
+
+    /// [`Client::send_raw`] with a body of any `Content-Type` (a file's bytes, for example).
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let raw = client
+    ///     .send_raw_as(prodops_client::Method::POST, "/document/upload",
+    ///                  Some(bytes::Bytes::from_static(b"%PDF-1.7")), "application/pdf")
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_raw_as(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> Result<RawResponse> {
         let url = format!("{}{}", self.inner.api_url, path);
         let idempotency_key =
             wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string());
@@ -218,7 +239,7 @@ impl Client {
             }
             if let Some(body) = &body {
                 request = request
-                    .header("Content-Type", "application/json")
+                    .header("Content-Type", content_type)
                     .body(body.clone());
             }
             let response = request.send().await.map_err(Error::Network)?;
@@ -249,7 +270,17 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Bytes> {
-        let raw = self.send_raw(method, path, body).await?;
+        self.send_as(method, path, body, "application/json").await
+    }
+
+    async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> Result<Bytes> {
+        let raw = self.send_raw_as(method, path, body, content_type).await?;
         if (200..300).contains(&raw.status) {
             Ok(raw.body)
         } else {
@@ -285,6 +316,29 @@ impl Client {
             .transpose()
             .map_err(|e| Error::Decode(format!("the request body cannot be written: {e}")))?;
         let bytes = self.send(method, path, body).await?;
+        decode(&bytes)
+    }
+
+    /// The action mechanism for a raw body: `bytes` sent as they are with `content_type`
+    /// (a file upload), the answer read as `R`. Retries and the idempotency key work as for
+    /// [`Client::action`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use prodops_client::Method;
+    /// let answer: serde_json::Value = client
+    ///     .action_bytes(Method::POST, "/document/upload", bytes::Bytes::from_static(b"hello"), "text/plain")
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn action_bytes<R: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        content_type: &str,
+    ) -> Result<R> {
+        let bytes = self.send_as(method, path, Some(body), content_type).await?;
         decode(&bytes)
     }
 

@@ -1,0 +1,592 @@
+//! The action commands of the real `prodops` binary against a real in-process server
+//! (prodops-tests harness; `PRODOPS_TEST_DATABASE_URL` for PostgreSQL): exit codes and outputs.
+
+use std::time::Duration;
+
+use assert_cmd::Command;
+use prodops_tests::*;
+use serde_json::Value;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {self}"))
+    }
+}
+
+/// Runs `prodops ARGS` as this organization, off the async runtime (the server lives on it).
+async fn run(server: &TestServer, api: &Api, dir: &std::path::Path, args: &[&str]) -> Out {
+    let mut cmd = Command::cargo_bin("prodops").unwrap();
+    cmd.env("PRODOPS_CONFIG_DIR", dir.join("config"))
+        .env("PRODOPS_CREDENTIAL_STORE", "file")
+        .env("HOME", dir.join("home"))
+        .env("PRODOPS_BASE_URL", server.base_url())
+        .env("PRODOPS_API_KEY", api.key().unwrap())
+        .timeout(Duration::from_secs(120))
+        .args(["--output", "json"])
+        .args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("prodops runs"))
+        .await
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn production_inventory_and_progress_end_to_end() {
+    let server = TestServer::start().await;
+    let api = server.org("CliActions").await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let shop = api.create("shop", json!({"name": "Weld"})).await;
+    let loc = id(&api
+        .create("location", json!({"name": "Rack", "shopId": shop["id"]}))
+        .await);
+    let steel = id(&api.create("item", json!({"name": "Steel"})).await);
+    let frame = id(&api.create("item", json!({"name": "Frame"})).await);
+    // The order through the CLI's resource verbs.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "create",
+            "--set",
+            "name=Order 1",
+            "--set",
+            "type=order",
+            "--set-json",
+            "quantity=2",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let order = id(&out.json());
+    let phase = id(&api
+        .create(
+            "deliverable",
+            json!({"name": "Weld", "type": "phase", "parentId": order, "quantity": 4}),
+        )
+        .await);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "production-output",
+            "create",
+            "--data",
+            &json!({"orderDeliverableId": order, "itemId": frame, "producedPerUnit": 1})
+                .to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let out = run(&server, &api, p, &["bom-line", "create", "--data", &json!({"orderDeliverableId": order, "itemId": steel, "quantity": 3, "mode": "total", "scaling": "per_order"}).to_string()]).await;
+    assert_eq!(out.code, 0, "{out}");
+
+    // Inventory: a posting, then a refused negative posting (409, exit 5, nothing written).
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "inventory",
+            "post",
+            "--item-id",
+            &steel,
+            "--type",
+            "adjust",
+            "--quantity",
+            "10",
+            "--to-location-id",
+            &loc,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["quantity"], 10.0);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "inventory",
+            "post",
+            "--item-id",
+            &steel,
+            "--type",
+            "return",
+            "--quantity",
+            "11",
+            "--from-location-id",
+            &loc,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    assert!(out.stderr.contains("409 CONFLICT"), "{out}");
+    assert!(out.stdout.is_empty());
+    // A malformed UUID never reaches the server.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "inventory",
+            "post",
+            "--item-id",
+            "nope",
+            "--type",
+            "adjust",
+            "--quantity",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 2, "{out}");
+
+    // BOM allocation, consume on the phase, produce on the order.
+    let out = run(&server, &api, p, &["bom", "allocate", &order]).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["value"]["reservations"][0]["quantity"], 3.0);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "production",
+            "consume",
+            "--deliverable-id",
+            &phase,
+            "--from-location-id",
+            &loc,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        out.json()["value"]["transactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "production",
+            "produce",
+            "--deliverable-id",
+            &order,
+            "--quantity",
+            "2",
+            "--output-location-id",
+            &loc,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["value"]["outputs"][0]["quantityActual"], 2.0);
+    // A produce with nothing to name on an unknown order is rejected (exit 5).
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "production",
+            "produce",
+            "--deliverable-id",
+            &uuid::Uuid::new_v4().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "production",
+            "adjust-actual",
+            "--stamp-deliverable-id",
+            &order,
+            "--kind",
+            "produce",
+            "--item-id",
+            &frame,
+            "--delta",
+            "-1",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+
+    let out = run(&server, &api, p, &["production", "status", &order]).await;
+    assert_eq!(out.code, 0, "{out}");
+    let status = out.json();
+    assert_eq!(status["state"], "in_progress");
+    assert_eq!(status["outputs"][0]["actual"], 1.0);
+    assert_eq!(status["materials"][0]["actual"], 3.0);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["production", "entries", &order, "--output", "csv"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(lines[0].contains("actualKind"), "{out}");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["production", "status", &uuid::Uuid::new_v4().to_string()],
+    )
+    .await;
+    assert_eq!(out.code, 4, "{out}");
+
+    // Stock after it all: steel 10 - 3, frame 2 - 1.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "inventory",
+            "stock",
+            "--location-id",
+            &loc,
+            "--output",
+            "ndjson",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let rows: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let on_hand = |item: &str| {
+        rows.iter()
+            .find(|r| r["itemId"] == item)
+            .map(|r| r["onHand"].as_f64().unwrap())
+    };
+    assert_eq!(on_hand(&steel), Some(7.0));
+    assert_eq!(on_hand(&frame), Some(1.0));
+    assert!(rows.iter().any(|r| r["reserved"] == 0.0));
+
+    // A progress action, and a refused one (exit 5).
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "progress",
+            &order,
+            &phase,
+            "--type",
+            "send-ahead",
+            "--quantity",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["kickedWorkers"], json!([]));
+    assert_eq!(
+        api.read("deliverable", &phase).await["progress"]["status"],
+        "wip"
+    );
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "progress",
+            &order,
+            &phase,
+            "--type",
+            "set-percentage",
+            "--percentage",
+            "120",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "crew-time",
+            "--deliverable-id",
+            &format!("{order},{phase}"),
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()[&order]["totalSeconds"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_document_member_and_notification_commands() {
+    let server = TestServer::start().await;
+    let api = server
+        .org_with_flags("CliDocs", &["documentsHubEnabled"])
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+
+    // Inbound delivery received from the command line: stock follows.
+    let shop = api.create("shop", json!({"name": "Main"})).await;
+    let dock = id(&api
+        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
+        .await);
+    let bolt = id(&api.create("item", json!({"name": "Bolt"})).await);
+    let delivery = id(&api.create("delivery", json!({"name": "Steel"})).await);
+    let line = id(&api.create("delivery-manifest-line", json!({"deliveryId": delivery, "itemId": bolt, "quantityExpected": 4, "locationId": dock})).await);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "delivery",
+            "receive",
+            &delivery,
+            "--lines",
+            &json!([{"manifestLineId": line, "quantity": 3}]).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["status"], "received");
+    assert_eq!(out.json()["partial"], true);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "stock", "--item-id", &bolt],
+    )
+    .await;
+    assert_eq!(out.json()[0]["onHand"], 3.0, "{out}");
+    let out = run(&server, &api, p, &["delivery", "start", &delivery]).await;
+    assert_eq!(out.code, 5, "{out}");
+
+    // Document upload of a file, a Hub document, then a second version.
+    let order = id(&api
+        .create("deliverable", json!({"name": "O", "type": "order"}))
+        .await);
+    let file = p.join("plan.txt");
+    std::fs::write(&file, "first draft").unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["document", "upload", file.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let up = out.json();
+    assert_eq!(up["mimeType"], "text/plain");
+    assert_eq!(up["sizeBytes"], 11);
+    let key = up["documentKey"].as_str().unwrap().to_string();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "document",
+            "hub-upload",
+            "--documents",
+            &json!([{"name": "plan.txt", "documentKey": key, "deliverableId": order}]).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let doc = id(&out.json()[0]);
+    std::fs::write(&file, "second draft!").unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "document",
+            "upload",
+            file.to_str().unwrap(),
+            "--content-type",
+            "text/markdown",
+        ],
+    )
+    .await;
+    assert_eq!(out.json()["mimeType"], "text/markdown", "{out}");
+    let key2 = out.json()["documentKey"].as_str().unwrap().to_string();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "document",
+            "add-version",
+            &doc,
+            "--name",
+            "plan-v2.txt",
+            "--document-key",
+            &key2,
+            "--version-label",
+            "v2",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["versionLabel"], "v2");
+    let read = api.read("document", &doc).await;
+    assert_eq!(read["sizeBytes"], 13);
+    assert_eq!(read["name"], "plan-v2.txt");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "document",
+            "counts-by-deliverable",
+            "--deliverable-ids",
+            &order,
+        ],
+    )
+    .await;
+    assert_eq!(out.json()[0]["count"], 1, "{out}");
+
+    // The Hub upload notified; `notification read-deliverable-documents` marks it read (204: no output).
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "notification",
+            "read-deliverable-documents",
+            "--deliverable-id",
+            &order,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.is_empty(), "{out}");
+
+    // Members: invite (exit 0, the member), a second invite of the same email (409: exit 5),
+    // deactivate (204), outbox.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "member",
+            "invite",
+            "--email",
+            "Ann@Example.com",
+            "--name",
+            "Ann",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let member = out.json();
+    assert_eq!(member["status"], "pending");
+    assert_eq!(member["appUser"]["email"], "ann@example.com");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["member", "invite", "--email", "ann@example.com"],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let out = run(&server, &api, p, &["member", "deactivate", &id(&member)]).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        api.read("organization-member", &id(&member)).await["status"],
+        "inactive"
+    );
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["member", "resend-invitation", &id(&member)],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["member", "outbox", "--kind", "invitation"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()[0]["recipient"], "ann@example.com");
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["member", "deactivate", &uuid::Uuid::new_v4().to_string()],
+    )
+    .await;
+    assert_eq!(out.code, 4, "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_action_command_has_help_with_an_example() {
+    for args in [
+        ["production", "produce"],
+        ["inventory", "stock"],
+        ["document", "upload"],
+        ["member", "invite"],
+        ["delivery", "receive"],
+        ["bom", "demand-rollup"],
+    ] {
+        let out = Command::cargo_bin("prodops")
+            .unwrap()
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success());
+        assert!(
+            text.contains(&format!("Example:\n  prodops {} {}", args[0], args[1])),
+            "{text}"
+        );
+    }
+}
