@@ -13,6 +13,7 @@
 //! Meanings where the specification says "not shown" are in `docs/deliverables.md`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 use serde_json::Value;
@@ -332,8 +333,9 @@ pub trait TreeStore {
     type Error;
     /// One node (archived or not).
     fn node(&mut self, id: Uuid) -> Result<Deliverable, Self::Error>;
-    /// The direct children of a node, in sibling order.
-    fn children(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Self::Error>;
+    /// The direct children of a node, in sibling order (shared: a store may hand out the
+    /// records it caches without copying them).
+    fn children(&mut self, id: Uuid) -> Result<Vec<Arc<Deliverable>>, Self::Error>;
     /// Every descendant of a node (not the node), parents before children.
     fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Self::Error>;
     /// The shop of a stage resource.
@@ -402,7 +404,7 @@ pub fn refresh<S: TreeStore>(
             None => None,
         };
         let children = store.children(change.id)?;
-        let refs: Vec<&Deliverable> = children.iter().collect();
+        let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
         if prepare(store, &mut node, parent.as_ref(), &refs, today)? {
             store.save(&node)?;
             saved += 1;
@@ -514,7 +516,7 @@ fn refresh_ancestors<S: TreeStore>(
             None => None,
         };
         let children = store.children(id)?;
-        let refs: Vec<&Deliverable> = children.iter().collect();
+        let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
         if !prepare(store, &mut node, parent.as_ref(), &refs, today)? {
             break;
         }

@@ -62,6 +62,13 @@ const STEPS: &[(i64, &str)] = &[
      CREATE INDEX IF NOT EXISTS ix_deliverable_tree_parent ON deliverable_tree (organization_id, parent_id, sort_key, id)",
     ),
     (
+        11,
+        // On SQLite, the rowid of each node's record (deliverables/tree.rs `records_join`): tree
+        // reads fetch records by rowid instead of a second index search by id. NULL on
+        // PostgreSQL; filled and repaired on start (`deliverables::backfill_tree`).
+        "ALTER TABLE deliverable_tree ADD COLUMN rid BIGINT",
+    ),
+    (
         20,
         // Stock on hand and reserved per organization, item and location, in millionths of the
         // item's base unit (exact integer sums); kept by `inventory::post` in the same

@@ -83,8 +83,8 @@ impl TreeStore for Mem {
     fn node(&mut self, id: Uuid) -> Result<Deliverable, Infallible> {
         Ok(self.nodes[&id].clone())
     }
-    fn children(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Infallible> {
-        Ok(self.kids(id))
+    fn children(&mut self, id: Uuid) -> Result<Vec<std::sync::Arc<Deliverable>>, Infallible> {
+        Ok(self.kids(id).into_iter().map(std::sync::Arc::new).collect())
     }
     fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Infallible> {
         Ok(self.descendants_of(id))

@@ -107,7 +107,7 @@ pub fn apply_progress(
     let mut parent_id = node.parent_id;
     while let Some(pid) = parent_id {
         let parent = store.node(pid)?;
-        let children: Vec<Deliverable> = store
+        let children: Vec<std::sync::Arc<Deliverable>> = store
             .children(pid)?
             .into_iter()
             .filter(|c| !c.is_archived)
@@ -189,12 +189,47 @@ fn load_plan(tx: &mut dyn Tx, ctx: &Ctx, root: &Deliverable) -> ApiResult<Loaded
             *p = Some(root.id);
         }
     }
-    let table = resource("dependency").table();
-    plan.deps = super::hooks::all_edges(tx, ctx, table, None)?
+    plan.deps = order_edges(tx, org, &row)?
         .into_iter()
         .filter(|(a, b)| ids.contains(a) && ids.contains(b))
         .collect();
     Ok(Loaded { plan, records })
+}
+
+/// The dependencies whose predecessor is in the tree of `root` (both ends of a dependency are
+/// under one root), as `(predecessor, successor)`: the tree's index range, each node's
+/// dependencies through the `(organization_id, predecessorId)` index, not the organization's.
+fn order_edges(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    root: &super::tree::TreeRow,
+) -> ApiResult<Vec<(Uuid, Uuid)>> {
+    let table = resource("dependency").table();
+    let expr = tx
+        .dialect()
+        .text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
+    let rows = tx.query(
+        &format!(
+            "SELECT data FROM {} t JOIN {table} x ON x.organization_id = t.organization_id AND {expr} = t.id \
+             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
+            super::tree::TREE
+        ),
+        &[
+            org.into(),
+            root.path.clone().into(),
+            super::tree::path_upper(&root.path).into(),
+        ],
+    )?;
+    let mut edges = Vec::with_capacity(rows.len());
+    for mut r in rows {
+        let Some(text) = r.pop().and_then(crate::store::SqlValue::into_string) else {
+            continue;
+        };
+        if let Ok(d) = serde_json::from_str::<prodops_core::minimal::Dependency>(&text) {
+            edges.push((d.predecessor_id, d.successor_id));
+        }
+    }
+    Ok(edges)
 }
 
 /// Writes the schedules (and durations) an action changed, checked against the resource's

@@ -105,7 +105,7 @@ fn prepare_candidate(
     } else {
         Vec::new()
     };
-    let refs: Vec<&Deliverable> = children.iter().collect();
+    let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
     let today = store.today();
     tree::prepare(&mut store, &mut node, parent, &refs, today)?;
     candidate.insert(

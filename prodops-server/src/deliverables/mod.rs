@@ -4,6 +4,7 @@
 //! `work_session`); handlers read the facts, ask core and write in one transaction.
 
 mod actions;
+mod buffers;
 pub mod hooks;
 mod reads;
 mod sessions;
@@ -116,11 +117,33 @@ pub fn extra_ddl(dialect: Dialect) -> Vec<String> {
             "CREATE INDEX IF NOT EXISTS ix_work_session_worker ON work_session (organization_id, {})",
             expr("workerId")
         ),
+        // A schedule action reads the dependencies of its order only (actions.rs `load_plan`).
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_dependency_predecessor ON dependency (organization_id, {})",
+            expr("predecessorId")
+        ),
     ]
 }
 
-/// Fills the tree index of databases that held deliverables before it existed.
+/// Fills the tree index of databases that held deliverables before it existed, and on SQLite
+/// the record rowids it holds (missing, or stale after a `VACUUM` renumbered the rows).
 pub fn backfill_tree(tx: &mut dyn Tx) -> crate::store::StoreResult<()> {
+    fill_tree(tx)?;
+    if tx.dialect() == Dialect::Sqlite {
+        let (t, d) = (tree::TREE, tree::TABLE);
+        tx.execute(
+            &format!(
+                "UPDATE {t} SET rid = (SELECT x.rowid FROM {d} x WHERE x.organization_id = {t}.organization_id AND x.id = {t}.id) \
+                 WHERE rid IS NULL OR NOT EXISTS (SELECT 1 FROM {d} x WHERE x.rowid = {t}.rid \
+                 AND x.organization_id = {t}.organization_id AND x.id = {t}.id)"
+            ),
+            &[],
+        )?;
+    }
+    Ok(())
+}
+
+fn fill_tree(tx: &mut dyn Tx) -> crate::store::StoreResult<()> {
     let has_tree = !tx
         .query(&format!("SELECT id FROM {} LIMIT 1", tree::TREE), &[])?
         .is_empty();

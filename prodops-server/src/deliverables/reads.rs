@@ -11,23 +11,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::resource;
-use super::tree::{TABLE, raw_records, tree_row};
+use super::tree::{TABLE, TREE, path_upper, subtree_text, tree_row};
+use super::{buffers, resource};
 use crate::app::{AppState, JsonBody};
 use crate::context::{Action, Auth};
 use crate::engine::{filter_conds, parse_body, parse_id};
 use crate::error::{ApiError, ApiResult};
 use crate::store::SqlValue;
 use crate::store::sql::FieldPath;
-
-fn json_response(body: String) -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
-}
 
 /// `GET /deliverable/{id}/hierarchy`: the node and its whole subtree (archived nodes
 /// included), parents before children, siblings in their order. The stored records are sent
@@ -44,26 +35,31 @@ pub async fn hierarchy(
         .store
         .read(move |tx| {
             let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
-            let rows = raw_records(tx, org, &row)?;
+            let sub = subtree_text(tx, org, &row, buffers::take(0))?;
             let entries: Vec<(Uuid, Option<Uuid>, i64)> =
-                rows.iter().map(|r| (r.0, r.1, r.2)).collect();
+                sub.nodes.iter().map(|r| (r.0, r.1, r.2)).collect();
             let order = hierarchy_order(id, &entries);
-            let mut body =
-                String::with_capacity(rows.iter().map(|r| r.4.len() + 1).sum::<usize>() + 64);
-            body.push_str("{\"values\":[");
+            let mut body = buffers::take(sub.text.len() + sub.nodes.len() + 64);
+            body.extend_from_slice(b"{\"values\":[");
             for (n, i) in order.iter().enumerate() {
                 if n > 0 {
-                    body.push(',');
+                    body.push(b',');
                 }
-                body.push_str(&rows[*i].4);
+                body.extend_from_slice(&sub.text[sub.nodes[*i].3.clone()]);
             }
-            body.push_str("],\"totalCount\":");
-            body.push_str(&order.len().to_string());
-            body.push('}');
+            body.extend_from_slice(b"],\"totalCount\":");
+            body.extend_from_slice(order.len().to_string().as_bytes());
+            body.push(b'}');
+            buffers::give(sub.text);
             Ok::<_, ApiError>(body)
         })
         .await?;
-    Ok(json_response(body))
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        buffers::body(body),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -204,35 +200,40 @@ pub async fn crew_time(
             let mut out = Map::new();
             for id in &ids {
                 let row = tree_row(tx, org, *id)?.ok_or_else(ApiError::not_found)?;
-                let nodes = super::tree::subtree_rows(tx, org, &row)?;
+                // The sessions of the whole subtree in one query: the subtree's index range,
+                // each node's sessions through the `(organization_id, deliverableId)` index.
+                let rows = tx.query(
+                    &format!(
+                        "SELECT data FROM {TREE} t JOIN {sessions_table} s \
+                         ON s.organization_id = t.organization_id AND {expr} = t.id \
+                         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?"
+                    ),
+                    &[
+                        org.into(),
+                        row.path.clone().into(),
+                        path_upper(&row.path).into(),
+                    ],
+                )?;
                 let mut per_worker: BTreeMap<Uuid, (i64, u64, bool)> = BTreeMap::new();
                 let mut total = 0i64;
                 let mut open = 0u64;
-                for n in nodes {
-                    let rows = tx.query(
-                        &format!(
-                            "SELECT data FROM {sessions_table} WHERE organization_id = ? AND {expr} = ?"
-                        ),
-                        &[org.into(), n.id.into()],
-                    )?;
-                    for mut r in rows {
-                        let Some(text) = r.pop().and_then(SqlValue::into_string) else {
-                            continue;
-                        };
-                        let s: prodops_core::work_session::WorkSession =
-                            serde_json::from_str(&text).map_err(ApiError::internal)?;
-                        if s.kind != prodops_core::work_session::WorkSessionKind::Session {
-                            continue;
-                        }
-                        let end = s.end_date.unwrap_or(now);
-                        let secs = (end - s.start_date).num_seconds().max(0);
-                        let e = per_worker.entry(s.worker_id).or_insert((0, 0, false));
-                        e.0 += secs;
-                        e.1 += 1;
-                        e.2 |= s.is_open();
-                        total += secs;
-                        open += u64::from(s.is_open());
+                for mut r in rows {
+                    let Some(text) = r.pop().and_then(SqlValue::into_string) else {
+                        continue;
+                    };
+                    let s: prodops_core::work_session::WorkSession =
+                        serde_json::from_str(&text).map_err(ApiError::internal)?;
+                    if s.kind != prodops_core::work_session::WorkSessionKind::Session {
+                        continue;
                     }
+                    let end = s.end_date.unwrap_or(now);
+                    let secs = (end - s.start_date).num_seconds().max(0);
+                    let e = per_worker.entry(s.worker_id).or_insert((0, 0, false));
+                    e.0 += secs;
+                    e.1 += 1;
+                    e.2 |= s.is_open();
+                    total += secs;
+                    open += u64::from(s.is_open());
                 }
                 let workers: Vec<Value> = per_worker
                     .into_iter()

@@ -129,6 +129,56 @@ pub trait Tx {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64>;
     /// Runs a query; every row as a vector of values in select order.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
+    /// Runs a query and hands each row to `f` as values borrowed from the database's own
+    /// buffers, in select order, without collecting them (large reads copy each text once).
+    fn for_each_row(
+        &mut self,
+        sql: &str,
+        params: &[SqlValue],
+        f: &mut dyn FnMut(&[CellRef<'_>]) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        for row in self.query(sql, params)? {
+            let cells: Vec<CellRef<'_>> = row.iter().map(CellRef::of).collect();
+            f(&cells)?;
+        }
+        Ok(())
+    }
+}
+
+/// A column value borrowed for the length of one row (see [`Tx::for_each_row`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CellRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    Bool(bool),
+}
+
+impl<'a> CellRef<'a> {
+    pub fn of(v: &'a SqlValue) -> Self {
+        match v {
+            SqlValue::Null => CellRef::Null,
+            SqlValue::Int(i) => CellRef::Int(*i),
+            SqlValue::Real(f) => CellRef::Real(*f),
+            SqlValue::Text(t) => CellRef::Text(t),
+            SqlValue::Bool(b) => CellRef::Bool(*b),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&'a str> {
+        match self {
+            CellRef::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            CellRef::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
 }
 
 /// Serializes the transactions that take the same `scope` until they end: for rules that read
