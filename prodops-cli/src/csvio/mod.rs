@@ -384,6 +384,15 @@ pub fn row_record(
             Err(e) => errors.push(e),
         }
     }
+    // A nested field whose cells are all empty (`progress.*` of a node without progress) is
+    // left out rather than written as an object of nulls; `data` keeps its nulls (they clear
+    // custom property values).
+    out.retain(|k, v| {
+        k == "data"
+            || !v
+                .as_object()
+                .is_some_and(|o| o.values().all(Value::is_null))
+    });
     if spec.tree
         && let (Some(id), Some(parent)) = (
             out.get("id").and_then(Value::as_str),
