@@ -206,10 +206,38 @@ impl<'de, F: FnMut(Value) -> Result<(), String>> Visitor<'de> for EachValue<'_, 
         f.write_str("a list of deliverables")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Value>()? {
-            (self.0)(v).map_err(serde::de::Error::custom)?;
+        while let Some(v) = seq.next_element::<Slim>()? {
+            (self.0)(Value::Object(v.0)).map_err(serde::de::Error::custom)?;
         }
         Ok(())
+    }
+}
+
+/// A record without its `computed` fields (never exported, and the bulk of a record): they are
+/// skipped while parsing.
+struct Slim(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for Slim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Slim, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Slim;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a deliverable")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slim, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "computed" {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        out.insert(key, map.next_value::<Value>()?);
+                    }
+                }
+                Ok(Slim(out))
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
