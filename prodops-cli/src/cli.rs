@@ -214,8 +214,13 @@ fn resource_command(d: &ResourceDesc) -> Command {
     }
     if d.path == "worker" {
         cmd = cmd
-            .subcommand(crate::workers::import_command())
-            .subcommand(crate::workers::export_command());
+            .subcommand(crate::csvio::worker::import_command())
+            .subcommand(crate::csvio::worker::export_command());
+    }
+    if d.path == "deliverable" {
+        cmd = cmd
+            .subcommand(crate::csvio::deliverable::import_command())
+            .subcommand(crate::csvio::deliverable::export_command());
     }
     cmd
 }

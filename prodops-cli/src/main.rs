@@ -8,10 +8,10 @@
 mod actions;
 mod cli;
 mod creds;
+mod csvio;
 mod fail;
 mod output;
 mod run;
-mod workers;
 
 use std::io::Write;
 

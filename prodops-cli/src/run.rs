@@ -116,6 +116,9 @@ async fn dispatch(ctx: &Ctx, name: &str, sub: &ArgMatches) -> CmdResult {
         return api(ctx, sub).await;
     }
     let (verb, args) = sub.subcommand().expect("a verb is required");
+    if name == "deliverable" && verb == "hierarchy" && ctx.format == crate::output::Format::Table {
+        return crate::csvio::deliverable::hierarchy_tree(ctx, args).await;
+    }
     if let Some(spec) = ACTIONS.iter().find(|a| a.command == name && a.verb == verb) {
         return action(ctx, spec, args).await;
     }
@@ -124,12 +127,12 @@ async fn dispatch(ctx: &Ctx, name: &str, sub: &ArgMatches) -> CmdResult {
         .map(|k| k.desc())
         .find(|d| resource_command_name(d.path) == name)
         .ok_or_else(|| Fail::usage(format!("unknown command {name}")))?;
-    if desc.path == "worker" {
-        match verb {
-            "import" => return crate::workers::import(ctx, args).await,
-            "export" => return crate::workers::export(ctx, args).await,
-            _ => {}
-        }
+    match (desc.path, verb) {
+        ("worker", "import") => return crate::csvio::worker::import(ctx, args).await,
+        ("worker", "export") => return crate::csvio::worker::export(ctx, args).await,
+        ("deliverable", "import") => return crate::csvio::deliverable::import(ctx, args).await,
+        ("deliverable", "export") => return crate::csvio::deliverable::export(ctx, args).await,
+        _ => {}
     }
     resource_verb(ctx, desc.path, verb, args).await
 }

@@ -1,0 +1,575 @@
+//! `prodops deliverable import FILE.csv`, `prodops deliverable export` and the tree view of
+//! `prodops deliverable hierarchy ID` (table output).
+//!
+//! The deliverable [`Spec`] is built at run time: its fixed columns, then one
+//! `data.properties.<key>` column per active custom property definition of the organization.
+//! Export walks trees with `GET /deliverable/{id}/hierarchy` (parents before children, siblings
+//! in their order), one root at a time, writing each record as the answer is parsed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Write;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use futures::TryStreamExt;
+use prodops_client::{ListParams, Method};
+use prodops_core::custom_property::CustomPropertyDefinition;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Column, Kind, RowWriter, Spec};
+use crate::fail::{CmdResult, Fail};
+use crate::run::Ctx;
+
+/// The fixed columns, in export order. `rootParentId` and `computed` are server-derived and not
+/// exported; `schedule` is exported but read past on import (only the schedule actions write
+/// it).
+pub fn fixed_columns() -> Vec<Column> {
+    use Kind::*;
+    [
+        ("id", Id),
+        ("identifier", Text),
+        ("name", Text),
+        ("type", OptionalText),
+        ("parentId", NullableUuid),
+        ("quantity", Int),
+        ("cycleTimeSec", Int),
+        ("durationSec", Int),
+        ("peopleNum", Int),
+        ("costCode", NullableText),
+        ("originTemplateId", NullableUuid),
+        ("data.stageId", OptionalText),
+        ("data.qcTemplateId", OptionalText),
+        ("data.projectId", OptionalText),
+        ("data.dueDate", OptionalText),
+        ("data.workerIds", JsonArray),
+        ("data.tags", JsonArray),
+        ("progress.status", OptionalText),
+        ("progress.completed", Number),
+        ("progress.wip", Number),
+        ("progress.percentage", Number),
+        ("progress.startedAt", Time),
+        ("progress.completedAt", Time),
+        ("progress.hasBeenReworked", Bool),
+        ("progress.updatedById", NullableUuid),
+        ("progress.updatedAt", Time),
+        ("schedule.startDate", ReadOnly),
+        ("schedule.endDate", ReadOnly),
+        ("isArchived", Bool),
+        ("createdAt", ReadOnly),
+        ("updatedAt", ReadOnly),
+    ]
+    .into_iter()
+    .map(|(n, k)| Column::new(n, k))
+    .collect()
+}
+
+/// The spec for an organization whose active definitions are `defs`.
+pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
+    let mut columns = fixed_columns();
+    let mut defs: Vec<&CustomPropertyDefinition> = defs.iter().filter(|d| !d.is_archived).collect();
+    defs.sort_by(|a, b| a.sort_order.cmp(&b.sort_order).then(a.key.cmp(&b.key)));
+    for d in defs {
+        columns.push(Column::new(
+            format!("data.properties.{}", d.key),
+            Kind::Property(d.data_type),
+        ));
+    }
+    Spec {
+        path: "deliverable",
+        noun: "deliverable",
+        columns,
+        ignored: &["organizationId", "rootParentId"],
+        key: Some("identifier"),
+        tree: true,
+        update_placeholders: &[("name", "-"), ("type", "order")],
+        create_needs: "name",
+    }
+}
+
+/// The organization's active custom property definitions.
+async fn active_definitions(ctx: &Ctx) -> CmdResult<Vec<CustomPropertyDefinition>> {
+    let params = ListParams::new().page_size(10_000);
+    let defs: Vec<CustomPropertyDefinition> = ctx
+        .client
+        .resource::<CustomPropertyDefinition>()
+        .list(params)
+        .try_collect()
+        .await?;
+    Ok(defs)
+}
+
+async fn org_spec(ctx: &Ctx) -> CmdResult<&'static Spec> {
+    let defs = active_definitions(ctx).await?;
+    // One spec per run of the command.
+    Ok(Box::leak(Box::new(spec(&defs))))
+}
+
+pub fn import_command() -> Command {
+    super::import_command(
+        "deliverable",
+        &["identifier"],
+        "Imports deliverables from CSV. The header row holds field names (nested fields dotted:\n\
+         progress.status, data.stageId, ...), as `deliverable export` writes them, plus one\n\
+         data.properties.<key> column per active custom property definition. Only the columns\n\
+         present are written. Rows are written parents before children whatever their order in\n\
+         the file (by id and parentId). Rows with an id (or, with --key identifier, a known\n\
+         identifier) update that deliverable, others create one, so running the same file twice\n\
+         changes nothing. Rejected rows are reported on stderr with their line numbers while the\n\
+         rest are written; the exit code is then 5."
+            .into(),
+        "prodops deliverable import orders.csv --key identifier",
+    )
+}
+
+pub fn export_command() -> Command {
+    super::export_args(
+        Command::new("export")
+            .about("Exports deliverable trees as CSV, parents before children")
+            .long_about(
+                "Exports every tree whose root matches the filters (all non-archived roots by\n\
+                 default), or the subtree of --root, parents before children and siblings in\n\
+                 their order. Archived nodes inside a tree are exported with isArchived=true.",
+            )
+            .arg(
+                Arg::new("root")
+                    .long("root")
+                    .value_name("ID")
+                    .help("Export only the subtree of this deliverable"),
+            )
+            .arg(
+                Arg::new("filter")
+                    .long("filter")
+                    .short('f')
+                    .value_name("FIELD=VALUE")
+                    .action(ArgAction::Append)
+                    .help("Equality filter on the roots (type=order, isArchived=true, ...)"),
+            )
+            .arg(
+                Arg::new("search")
+                    .long("search")
+                    .value_name("TEXT")
+                    .help("Substring of a root's name or identifier"),
+            ),
+    )
+    .after_help("Example:\n  prodops deliverable export --filter type=order -o orders.csv")
+}
+
+pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+    let spec = org_spec(ctx).await?;
+    super::import(ctx, spec, args).await
+}
+
+// ---- export ----------------------------------------------------------------------------------
+
+/// Calls `each` on every record of a hierarchy answer's `values` as it is parsed, so only one
+/// record is held as JSON at a time.
+struct ValuesSeed<'a, F>(&'a mut F);
+
+struct EachValue<'a, F>(&'a mut F);
+
+impl<'de, F: FnMut(Value) -> Result<(), String>> DeserializeSeed<'de> for ValuesSeed<'_, F> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, F: FnMut(Value) -> Result<(), String>> Visitor<'de> for ValuesSeed<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a hierarchy answer")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "values" {
+                map.next_value_seed(EachValue(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de, F: FnMut(Value) -> Result<(), String>> DeserializeSeed<'de> for EachValue<'_, F> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(Value) -> Result<(), String>> Visitor<'de> for EachValue<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of deliverables")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Slim>()? {
+            (self.0)(Value::Object(v.0)).map_err(serde::de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+/// A record without its `computed` fields (never exported, and the bulk of a record): they are
+/// skipped while parsing.
+struct Slim(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for Slim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Slim, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Slim;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a deliverable")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slim, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "computed" {
+                        map.next_value::<IgnoredAny>()?;
+                    } else {
+                        out.insert(key, map.next_value::<Value>()?);
+                    }
+                }
+                Ok(Slim(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// `GET /deliverable/{id}/hierarchy`, each record handed to `each` as it is parsed.
+async fn each_in_hierarchy(
+    ctx: &Ctx,
+    id: Uuid,
+    each: &mut dyn FnMut(Value) -> Result<(), String>,
+) -> CmdResult {
+    let body = ctx
+        .client
+        .send(Method::GET, &format!("/deliverable/{id}/hierarchy"), None)
+        .await?;
+    let mut de = serde_json::Deserializer::from_slice(&body);
+    let mut each = each;
+    ValuesSeed(&mut each)
+        .deserialize(&mut de)
+        .map_err(|e| Fail::usage(format!("reading the hierarchy of {id}: {e}")))
+}
+
+pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+    let root = args
+        .get_one::<String>("root")
+        .map(|r| {
+            Uuid::parse_str(r.trim()).map_err(|_| Fail::usage(format!("--root {r}: not a UUID")))
+        })
+        .transpose()?;
+    let spec = org_spec(ctx).await?;
+    let mut out = RowWriter::open(spec, args)?;
+    let mut failed: Option<Fail> = None;
+    let mut write = |v: Value| -> Result<(), String> {
+        match out.write(spec, &v) {
+            Ok(()) => Ok(()),
+            Err(f) => {
+                let msg = "writing the CSV failed".to_string();
+                failed = Some(f);
+                Err(msg)
+            }
+        }
+    };
+    let mut result = Ok(());
+    if let Some(root) = root {
+        result = each_in_hierarchy(ctx, root, &mut write).await;
+    } else {
+        let mut params = crate::run::list_params(args)?.filter("parentId", "null");
+        params.page_size = args.get_one::<u64>("page-size").copied();
+        params.prefetch = Some(1);
+        let mut pages = ctx.client.resource_at("deliverable").pages(params);
+        let mut pb = None;
+        let mut roots = 0u64;
+        'pages: while let Some(page) = pages.try_next().await? {
+            if pb.is_none() {
+                pb = Some(super::progress(
+                    page.total_count,
+                    "{spinner} exporting trees [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
+                ));
+            }
+            for r in &page.values {
+                let Some(id) = r
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|s| Uuid::parse_str(s).ok())
+                else {
+                    continue;
+                };
+                result = each_in_hierarchy(ctx, id, &mut write).await;
+                if result.is_err() {
+                    break 'pages;
+                }
+                roots += 1;
+                if let Some(Some(pb)) = &pb {
+                    pb.set_position(roots);
+                }
+            }
+        }
+        if let Some(Some(pb)) = &pb {
+            pb.finish_and_clear();
+        }
+    }
+    if let Some(f) = failed {
+        return Err(f);
+    }
+    result?;
+    out.finish(spec)
+}
+
+// ---- the tree view -----------------------------------------------------------------------------
+
+/// `deliverable hierarchy ID` in table output: one line per node, names indented by depth.
+pub async fn hierarchy_tree(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+    let raw = args
+        .get_one::<String>("id")
+        .ok_or_else(|| Fail::usage("the deliverable id is required"))?;
+    let id = Uuid::parse_str(raw.trim()).map_err(|_| Fail::usage(format!("{raw}: not a UUID")))?;
+    let mut nodes = Vec::new();
+    each_in_hierarchy(ctx, id, &mut |v| {
+        nodes.push(v);
+        Ok(())
+    })
+    .await?;
+    let text = tree_table(id, &nodes);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").map_err(|e| Fail::io("writing the table", e))
+}
+
+/// Renders a hierarchy (parents before children) as an indented tree table.
+pub fn tree_table(top: Uuid, nodes: &[Value]) -> String {
+    let text = |v: &Value, f: &str| {
+        super::get_path(v, f)
+            .map(|x| {
+                let mut s = String::new();
+                super::cell_text(Kind::Text, Some(x), &mut s);
+                s
+            })
+            .unwrap_or_default()
+    };
+    // Depth of each node: its parent's plus one (parents come first).
+    let mut depth: HashMap<String, usize> = HashMap::new();
+    // Whether each node is the last of its siblings, for the branch glyphs.
+    let mut last_child: HashMap<String, String> = HashMap::new();
+    for v in nodes {
+        if let (Some(id), Some(p)) = (
+            v.get("id").and_then(Value::as_str),
+            v.get("parentId").and_then(Value::as_str),
+        ) {
+            last_child.insert(p.to_string(), id.to_string());
+        }
+    }
+    // For each depth, whether the ancestor at that depth still has siblings below it.
+    let mut open: Vec<bool> = Vec::new();
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    t.set_header([
+        "name",
+        "type",
+        "identifier",
+        "qty",
+        "status",
+        "%",
+        "archived",
+        "id",
+    ]);
+    let top = top.to_string();
+    for v in nodes {
+        let id = text(v, "id");
+        let parent = text(v, "parentId");
+        let d = if id == top {
+            0
+        } else {
+            depth.get(&parent).map_or(1, |d| d + 1)
+        };
+        depth.insert(id.clone(), d);
+        let mut prefix = String::new();
+        if d > 0 {
+            open.truncate(d - 1);
+            for o in &open {
+                prefix.push_str(if *o { "│  " } else { "   " });
+            }
+            let is_last = last_child.get(&parent) == Some(&id);
+            prefix.push_str(if is_last { "└─ " } else { "├─ " });
+            open.push(!is_last);
+        } else {
+            open.clear();
+        }
+        t.add_row([
+            format!("{prefix}{}", text(v, "name")),
+            text(v, "type"),
+            text(v, "identifier"),
+            text(v, "quantity"),
+            text(v, "progress.status"),
+            text(v, "progress.percentage"),
+            if v.get("isArchived").and_then(Value::as_bool) == Some(true) {
+                "yes".into()
+            } else {
+                String::new()
+            },
+            id,
+        ]);
+    }
+    format!("{t}\n{} node(s)", nodes.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::csvio::row_record;
+
+    fn spec_with(defs: Vec<Value>) -> Spec {
+        let defs: Vec<CustomPropertyDefinition> = defs
+            .into_iter()
+            .map(|d| serde_json::from_value(d).unwrap())
+            .collect();
+        spec(&defs)
+    }
+
+    fn def(key: &str, data_type: &str, archived: bool) -> Value {
+        json!({"id": Uuid::now_v7(), "organizationId": Uuid::nil(), "key": key, "name": key,
+               "dataType": data_type, "isArchived": archived,
+               "createdAt": "2024-01-01T00:00:00Z", "updatedAt": "2024-01-01T00:00:00Z"})
+    }
+
+    #[test]
+    fn active_definitions_become_typed_columns() {
+        let s = spec_with(vec![
+            def("color", "select", false),
+            def("old", "text", true),
+            def("area", "number", false),
+        ]);
+        let h = s.headers();
+        assert!(h.contains(&"data.properties.color"));
+        assert!(h.contains(&"data.properties.area"));
+        assert!(
+            !h.contains(&"data.properties.old"),
+            "archived definitions are left out"
+        );
+        let cols: Vec<Option<&Column>> = [
+            "name",
+            "type",
+            "parentId",
+            "data.properties.area",
+            "progress.status",
+        ]
+        .iter()
+        .map(|n| s.column(n))
+        .collect();
+        let rec = row_record(
+            &s,
+            &cols,
+            &csv::StringRecord::from(vec!["Cut", "stage", "", "12.5", ""]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(rec),
+            json!({"name": "Cut", "type": "stage", "parentId": null, "data": {"properties": {"area": 12.5}}})
+        );
+        let bad = row_record(
+            &s,
+            &cols,
+            &csv::StringRecord::from(vec!["Cut", "stage", "", "wide", ""]),
+            false,
+        )
+        .unwrap_err();
+        assert!(bad[0].contains("data.properties.area"), "{bad:?}");
+    }
+
+    #[test]
+    fn core_rules_check_rows() {
+        let s = spec_with(vec![]);
+        let cols: Vec<Option<&Column>> = ["id", "name", "type", "quantity", "parentId"]
+            .iter()
+            .map(|n| s.column(n))
+            .collect();
+        let bad = |cells: Vec<&str>| {
+            row_record(&s, &cols, &csv::StringRecord::from(cells), false)
+                .unwrap_err()
+                .join(" ")
+        };
+        assert!(bad(vec!["", "A", "order", "-1", ""]).contains("quantity"));
+        assert!(bad(vec!["", "A", "widget", "1", ""]).contains("type"));
+        assert!(bad(vec!["", "", "order", "1", ""]).contains("name"));
+        assert!(bad(vec!["", "A", "order", "x", ""]).contains("quantity"));
+        let id = "0191c3a8-0000-7000-8000-000000000001";
+        assert!(bad(vec![id, "A", "phase", "1", id]).contains("own parent"));
+        // An update by id may leave out name and type.
+        let cols: Vec<Option<&Column>> = ["id", "quantity"].iter().map(|n| s.column(n)).collect();
+        assert!(row_record(&s, &cols, &csv::StringRecord::from(vec![id, "3"]), false).is_ok());
+    }
+
+    #[test]
+    fn exported_cells_read_back_to_the_same_json() {
+        let s = spec_with(vec![
+            def("tagsx", "multiselect", false),
+            def("ok", "boolean", false),
+        ]);
+        let record = json!({"id": "0191c3a8-0000-7000-8000-000000000001", "identifier": "D-1", "name": "Order, \"A\"",
+            "type": "order", "parentId": null, "quantity": 3, "cycleTimeSec": 0, "durationSec": 60, "peopleNum": 2,
+            "costCode": null, "originTemplateId": null,
+            "data": {"tags": ["a", "b"], "properties": {"tagsx": ["X", "Y"], "ok": true}},
+            "progress": {"status": "wip", "completed": 1.5, "wip": 1, "percentage": 50, "startedAt": "2024-01-01T00:00:00Z",
+                         "completedAt": null, "hasBeenReworked": false, "updatedById": null, "updatedAt": null},
+            "isArchived": false});
+        let cols: Vec<Option<&Column>> = s.columns.iter().map(Some).collect();
+        let cells: Vec<String> = s
+            .columns
+            .iter()
+            .map(|c| {
+                let mut b = String::new();
+                super::super::cell_text(c.kind, super::super::get_path(&record, &c.name), &mut b);
+                b
+            })
+            .collect();
+        let back = row_record(&s, &cols, &csv::StringRecord::from(cells), false).unwrap();
+        let back = Value::Object(back);
+        for f in [
+            "id",
+            "identifier",
+            "name",
+            "type",
+            "quantity",
+            "durationSec",
+            "peopleNum",
+            "isArchived",
+        ] {
+            assert_eq!(back[f], record[f], "{f}");
+        }
+        assert_eq!(back["data"]["tags"], record["data"]["tags"]);
+        assert_eq!(back["data"]["properties"], record["data"]["properties"]);
+        assert_eq!(back["progress"]["status"], "wip");
+        assert_eq!(back["progress"]["completed"], 1.5);
+        assert_eq!(back["progress"]["percentage"], 50);
+    }
+
+    #[test]
+    fn the_tree_view_indents_by_depth() {
+        let a = Uuid::now_v7();
+        let b = Uuid::now_v7();
+        let c = Uuid::now_v7();
+        let d = Uuid::now_v7();
+        let nodes = vec![
+            json!({"id": a, "parentId": null, "name": "Order", "type": "order"}),
+            json!({"id": b, "parentId": a, "name": "Phase", "type": "phase"}),
+            json!({"id": c, "parentId": b, "name": "Stage", "type": "stage"}),
+            json!({"id": d, "parentId": a, "name": "Last", "type": "phase"}),
+        ];
+        let t = tree_table(a, &nodes);
+        assert!(t.contains("├─ Phase"), "{t}");
+        assert!(t.contains("│  └─ Stage"), "{t}");
+        assert!(t.contains("└─ Last"), "{t}");
+        assert!(t.ends_with("4 node(s)"), "{t}");
+    }
+}

@@ -1,0 +1,1151 @@
+//! One CSV import/export mechanism for every resource that has one (decisions.md section 8).
+//!
+//! A resource describes its CSV in a [`Spec`]: the columns in export order with the kind of
+//! each cell, the field `--key` may match by, whether rows form a tree through `parentId`, and
+//! the placeholders core's rules need to check a partial row. The mechanism does the rest:
+//!
+//! - Import streams the file: a reader thread parses and checks every row with core's rules
+//!   (the server's own types and checks) and groups rows into batches. In a tree, a row waits
+//!   until its parent's row has been placed (parents before children, whatever the file's
+//!   order); a batch records the last earlier batch holding one of its parents and is sent only
+//!   once every batch up to that one is written. Batches go through `PUT /r/bulk`, several in
+//!   flight. A batch the server rejects is cut down to its good rows (the server names each
+//!   bad record's `index`) and sent again, so good rows are written and each bad row is
+//!   reported with its line number.
+//! - Export writes records as they stream in (the resource supplies them in order).
+
+pub mod deliverable;
+pub mod worker;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use prodops_client::{Error, Query};
+use prodops_core::custom_property::DataType;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use crate::fail::{CmdResult, Fail};
+use crate::run::Ctx;
+
+// ---- the description of a resource's CSV ----------------------------------------------------
+
+/// How a cell is read and written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The record id: a UUID; empty means "no id".
+    Id,
+    /// Text; an empty cell is the empty string.
+    Text,
+    /// Text; an empty cell is null.
+    NullableText,
+    /// A UUID; an empty cell is null.
+    NullableUuid,
+    /// Text that an empty cell leaves out (defaults on create, unchanged on update): enums.
+    OptionalText,
+    /// `true/false/1/0/yes/no`; an empty cell is left out.
+    Bool,
+    /// A whole number; an empty cell is left out.
+    Int,
+    /// A number; an empty cell is left out.
+    Number,
+    /// A date-time (or date) kept as text; an empty cell is null.
+    Time,
+    /// A JSON array; an empty cell is left out.
+    JsonArray,
+    /// A custom property value of that type; an empty cell clears the property (null).
+    Property(DataType),
+    /// Written on export, read past on import (server-managed).
+    ReadOnly,
+}
+
+/// One column: its header (the API field name, nested fields dotted) and kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub kind: Kind,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, kind: Kind) -> Column {
+        Column {
+            name: name.into(),
+            kind,
+        }
+    }
+}
+
+/// A resource's CSV.
+pub struct Spec {
+    /// The resource path (`worker`, `deliverable`).
+    pub path: &'static str,
+    /// What a row is, for messages (`worker`).
+    pub noun: &'static str,
+    /// Export columns, in order; an import accepts any subset.
+    pub columns: Vec<Column>,
+    /// Further headers an import reads past.
+    pub ignored: &'static [&'static str],
+    /// The field `--key` matches rows without an id by.
+    pub key: Option<&'static str>,
+    /// Rows form a tree through `parentId`: parents are written before children.
+    pub tree: bool,
+    /// Placeholders for required fields an update may leave out, so that core can check the
+    /// rest of a partial row (a row that turns out to create a record without them is refused
+    /// by the server and reported like any other).
+    pub update_placeholders: &'static [(&'static str, &'static str)],
+    /// The field a file needs (besides `id` or `--key`) to create records.
+    pub create_needs: &'static str,
+}
+
+impl Spec {
+    fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    pub fn headers(&self) -> Vec<&str> {
+        self.columns.iter().map(|c| c.name.as_str()).collect()
+    }
+}
+
+// ---- command line -----------------------------------------------------------------------------
+
+/// `import FILE.csv [--key F] [--dry-run] [--batch-size N] [--concurrency N]`.
+pub fn import_command(
+    path: &'static str,
+    keys: &'static [&'static str],
+    long_about: String,
+    example: &'static str,
+) -> Command {
+    let mut cmd = Command::new("import")
+        .about(format!(
+            "Imports {path} records from CSV through PUT /{path}/bulk (upsert by id, or by --key)"
+        ))
+        .long_about(long_about)
+        .arg(
+            Arg::new("file")
+                .required(true)
+                .value_name("FILE.csv")
+                .help("The CSV file (- for stdin)"),
+        );
+    if !keys.is_empty() {
+        cmd = cmd.arg(
+            Arg::new("key")
+                .long("key")
+                .value_name("FIELD")
+                .value_parser(keys.to_vec())
+                .help("Match rows without an id to existing records by this field"),
+        );
+    }
+    cmd.arg(
+        Arg::new("dry-run")
+            .long("dry-run")
+            .action(ArgAction::SetTrue)
+            .help("Check every row, write nothing"),
+    )
+    .arg(
+        Arg::new("batch-size")
+            .long("batch-size")
+            .value_name("N")
+            .default_value("5000")
+            .value_parser(clap::value_parser!(u64).range(1..=10_000))
+            .help(format!("Rows per PUT /{path}/bulk")),
+    )
+    .arg(
+        Arg::new("concurrency")
+            .long("concurrency")
+            .value_name("N")
+            .default_value("4")
+            .value_parser(clap::value_parser!(u64).range(1..=32))
+            .help("Batches in flight"),
+    )
+    .after_help(format!("Example:\n  {example}"))
+}
+
+/// The flags every export shares: `-o FILE`, `--page-size N`.
+pub fn export_args(cmd: Command) -> Command {
+    cmd.arg(
+        Arg::new("out")
+            .short('o')
+            .long("out")
+            .value_name("FILE")
+            .help("Write to FILE instead of stdout"),
+    )
+    .arg(
+        Arg::new("page-size")
+            .long("page-size")
+            .value_name("N")
+            .default_value("10000")
+            .value_parser(clap::value_parser!(u64).range(1..=10_000))
+            .help("Records per request"),
+    )
+}
+
+pub fn progress(len: u64, template: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(pb)
+}
+
+fn report(pb: &Option<ProgressBar>, line: String) {
+    match pb {
+        Some(pb) => pb.println(line),
+        None => eprintln!("{line}"),
+    }
+}
+
+// ---- cells to JSON ------------------------------------------------------------------------------
+
+pub fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// The JSON of one cell: `Ok(None)` leaves the field out.
+fn cell_value(kind: Kind, name: &str, raw: &str) -> Result<Option<Value>, String> {
+    let t = raw.trim();
+    Ok(Some(match kind {
+        Kind::ReadOnly => return Ok(None),
+        Kind::Id => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match Uuid::parse_str(t) {
+                Ok(id) => json!(id.to_string()),
+                Err(_) => return Err(format!("{name}: {t:?} is not a UUID")),
+            }
+        }
+        Kind::Text => json!(raw),
+        Kind::NullableText => {
+            if t.is_empty() {
+                Value::Null
+            } else {
+                json!(raw)
+            }
+        }
+        Kind::NullableUuid => {
+            if t.is_empty() {
+                Value::Null
+            } else {
+                match Uuid::parse_str(t) {
+                    Ok(id) => json!(id.to_string()),
+                    Err(_) => return Err(format!("{name}: {t:?} is not a UUID")),
+                }
+            }
+        }
+        Kind::OptionalText => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            json!(t)
+        }
+        Kind::Bool => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match parse_bool(t) {
+                Some(b) => json!(b),
+                None => return Err(format!("{name}: {raw:?} is not true or false")),
+            }
+        }
+        Kind::Int => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match t.parse::<i64>() {
+                Ok(n) => json!(n),
+                Err(_) => return Err(format!("{name}: {raw:?} is not a whole number")),
+            }
+        }
+        Kind::Number => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match number(t) {
+                Some(n) => n,
+                None => return Err(format!("{name}: {raw:?} is not a number")),
+            }
+        }
+        Kind::Time => {
+            if t.is_empty() {
+                Value::Null
+            } else {
+                json!(t)
+            }
+        }
+        Kind::JsonArray => {
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match serde_json::from_str::<Value>(t) {
+                Ok(v @ Value::Array(_)) => v,
+                _ => return Err(format!("{name}: {raw:?} is not a JSON array")),
+            }
+        }
+        Kind::Property(dt) => {
+            if t.is_empty() {
+                return Ok(Some(Value::Null));
+            }
+            match dt {
+                DataType::Number => match number(t) {
+                    Some(n) => n,
+                    None => return Err(format!("{name}: {raw:?} is not a number")),
+                },
+                DataType::Boolean => match parse_bool(t) {
+                    Some(b) => json!(b),
+                    None => return Err(format!("{name}: {raw:?} is not true or false")),
+                },
+                DataType::Multiselect => {
+                    if t.starts_with('[') {
+                        match serde_json::from_str::<Value>(t) {
+                            Ok(v @ Value::Array(_)) => v,
+                            _ => {
+                                return Err(format!(
+                                    "{name}: {raw:?} is not a JSON array of options"
+                                ));
+                            }
+                        }
+                    } else {
+                        json!([t])
+                    }
+                }
+                DataType::Text => json!(raw),
+                DataType::Date | DataType::Select => json!(t),
+            }
+        }
+    }))
+}
+
+fn number(t: &str) -> Option<Value> {
+    if let Ok(n) = t.parse::<i64>() {
+        return Some(json!(n));
+    }
+    t.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+}
+
+/// Sets a dotted field in a nested object.
+fn set_path(out: &mut Map<String, Value>, name: &str, value: Value) {
+    match name.split_once('.') {
+        None => {
+            out.insert(name.to_string(), value);
+        }
+        Some((head, rest)) => {
+            let inner = out
+                .entry(head.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !inner.is_object() {
+                *inner = Value::Object(Map::new());
+            }
+            if let Value::Object(m) = inner {
+                set_path(m, rest, value);
+            }
+        }
+    }
+}
+
+/// Reads a dotted field of a record.
+pub fn get_path<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
+    let mut v = record;
+    for part in name.split('.') {
+        v = v.get(part)?;
+    }
+    Some(v)
+}
+
+/// Turns a CSV row into the JSON sent for it, checked with core's rules for the resource.
+pub fn row_record(
+    spec: &Spec,
+    cols: &[Option<&Column>],
+    record: &csv::StringRecord,
+    key_mode: bool,
+) -> Result<Map<String, Value>, Vec<String>> {
+    let mut out = Map::new();
+    let mut errors = Vec::new();
+    for (col, raw) in cols.iter().zip(record.iter()) {
+        let Some(col) = col else { continue };
+        match cell_value(col.kind, &col.name, raw) {
+            Ok(Some(v)) => set_path(&mut out, &col.name, v),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    // A nested field whose cells are all empty (`progress.*` of a node without progress) is
+    // left out rather than written as an object of nulls; `data` keeps its nulls (they clear
+    // custom property values).
+    out.retain(|k, v| {
+        k == "data"
+            || !v
+                .as_object()
+                .is_some_and(|o| o.values().all(Value::is_null))
+    });
+    if spec.tree
+        && let (Some(id), Some(parent)) = (
+            out.get("id").and_then(Value::as_str),
+            out.get("parentId").and_then(Value::as_str),
+        )
+        && id == parent
+    {
+        errors.push(format!(
+            "parentId: a {} cannot be its own parent",
+            spec.noun
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // Core's rules, on the record as the server would complete it.
+    let mut candidate = out.clone();
+    let epoch = "1970-01-01T00:00:00Z";
+    candidate
+        .entry("id")
+        .or_insert_with(|| json!(Uuid::nil().to_string()));
+    candidate.insert("organizationId".into(), json!(Uuid::nil().to_string()));
+    candidate.insert("createdAt".into(), json!(epoch));
+    candidate.insert("updatedAt".into(), json!(epoch));
+    let keyed = key_mode
+        && spec.key.is_some_and(|k| {
+            out.get(k)
+                .and_then(Value::as_str)
+                .is_some_and(|k| !k.trim().is_empty())
+        });
+    if out.contains_key("id") || keyed {
+        for (field, placeholder) in spec.update_placeholders {
+            candidate
+                .entry(*field)
+                .or_insert_with(|| json!(placeholder));
+        }
+    }
+    let kind = prodops_core::registry::by_path(spec.path).expect("a registered resource");
+    match kind.check(Value::Object(candidate), None) {
+        Ok(_) => Ok(out),
+        Err(violations) => Err(violations
+            .into_iter()
+            .map(|v| match v.field {
+                Some(f) => format!("{f}: {}", v.message),
+                None => v.message,
+            })
+            .collect()),
+    }
+}
+
+// ---- import -------------------------------------------------------------------------------------
+
+/// One checked row: its line, its JSON, and what it is matched and ordered by.
+struct Row {
+    line: u64,
+    /// The JSON object sent for the row (kept serialized: memory stays small).
+    json: Vec<u8>,
+    id: Option<Uuid>,
+    parent: Option<Uuid>,
+    key: Option<String>,
+}
+
+/// A batch of rows ready to send, and the rows of its stretch of the file already rejected.
+struct Batch {
+    index: usize,
+    /// Every batch up to this one must be written before this one is sent.
+    after: Option<usize>,
+    rows: Vec<Row>,
+    rejected: Vec<(u64, String)>,
+}
+
+impl Batch {
+    fn new(index: usize, capacity: usize) -> Batch {
+        Batch {
+            index,
+            after: None,
+            rows: Vec::with_capacity(capacity),
+            rejected: Vec::new(),
+        }
+    }
+}
+
+fn open_input(path: &str) -> CmdResult<(Box<dyn std::io::Read + Send>, Option<u64>)> {
+    if path == "-" {
+        return Ok((Box::new(std::io::stdin()), None));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Fail::usage(format!("{path}: {e}")))?;
+    let len = file.metadata().ok().map(|m| m.len());
+    Ok((Box::new(file), len))
+}
+
+/// Places checked rows into batches: in a tree, a row goes in once its parent's row has
+/// (rows whose parent is not in the file go in at the end: the parent is on the server).
+struct Placer {
+    batch_size: usize,
+    tree: bool,
+    batch: Batch,
+    /// Rows of the file by id → the batch that holds them.
+    placed: HashMap<Uuid, usize>,
+    /// Every id the file gives a row.
+    seen: HashSet<Uuid>,
+    /// Rows waiting for their parent's row, by parent id.
+    waiting: HashMap<Uuid, Vec<Row>>,
+    /// Keys of the current batch, to refuse a key given twice.
+    keys_in_batch: HashMap<String, u64>,
+    key_name: &'static str,
+    tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
+}
+
+impl Placer {
+    /// Takes a row read from the file. Returns false when the importer has stopped.
+    fn take(&mut self, row: Row) -> bool {
+        if self.tree {
+            if let Some(id) = row.id {
+                self.seen.insert(id);
+            }
+            if let Some(p) = row.parent
+                && !self.placed.contains_key(&p)
+            {
+                self.waiting.entry(p).or_default().push(row);
+                return true;
+            }
+        }
+        self.place_with_children(row, false)
+    }
+
+    fn place_with_children(&mut self, row: Row, after_all: bool) -> bool {
+        let mut stack = vec![row];
+        while let Some(row) = stack.pop() {
+            let id = row.id;
+            if !self.place(row, after_all) {
+                return false;
+            }
+            if let Some(children) = id.and_then(|id| self.waiting.remove(&id)) {
+                // Children keep their file order.
+                stack.extend(children.into_iter().rev());
+            }
+        }
+        true
+    }
+
+    fn place(&mut self, row: Row, after_all: bool) -> bool {
+        if let Some(k) = &row.key {
+            if let Some(first) = self.keys_in_batch.get(k) {
+                self.batch.rejected.push((
+                    row.line,
+                    format!("{} {k:?} already appears on line {first}", self.key_name),
+                ));
+                return true;
+            }
+            self.keys_in_batch.insert(k.clone(), row.line);
+        }
+        let index = self.batch.index;
+        let dep = if after_all {
+            index.checked_sub(1)
+        } else {
+            row.parent
+                .and_then(|p| self.placed.get(&p).copied())
+                .filter(|b| *b < index)
+        };
+        if dep > self.batch.after {
+            self.batch.after = dep;
+        }
+        if self.tree
+            && let Some(id) = row.id
+        {
+            self.placed.insert(id, index);
+        }
+        self.batch.rows.push(row);
+        if self.batch.rows.len() >= self.batch_size {
+            return self.flush();
+        }
+        true
+    }
+
+    fn flush(&mut self) -> bool {
+        self.keys_in_batch.clear();
+        let next = Batch::new(self.batch.index + 1, self.batch_size);
+        let full = std::mem::replace(&mut self.batch, next);
+        self.tx.blocking_send(Ok(full)).is_ok()
+    }
+
+    /// End of file: rows whose parent is not in the file go in (after every earlier batch);
+    /// rows whose parents wait on each other (a cycle) are rejected.
+    fn finish(mut self, pb: &Option<ProgressBar>) {
+        let outside: Vec<Uuid> = self
+            .waiting
+            .keys()
+            .filter(|p| !self.seen.contains(p))
+            .copied()
+            .collect();
+        for p in outside {
+            if let Some(rows) = self.waiting.remove(&p) {
+                for row in rows {
+                    if !self.place_with_children(row, true) {
+                        return;
+                    }
+                }
+            }
+        }
+        let mut cyclic: Vec<u64> = self.waiting.values().flatten().map(|r| r.line).collect();
+        cyclic.sort_unstable();
+        for line in cyclic {
+            self.batch
+                .rejected
+                .push((line, "parentId: the rows' parents form a cycle".to_string()));
+        }
+        if let Some(pb) = pb {
+            pb.set_position(pb.length().unwrap_or(0));
+        }
+        if !self.batch.rows.is_empty() || !self.batch.rejected.is_empty() {
+            let _ = self.tx.blocking_send(Ok(self.batch));
+        }
+    }
+}
+
+/// Reads, checks and batches the file on its own thread.
+fn reader_thread(
+    spec: &'static Spec,
+    input: Box<dyn std::io::Read + Send>,
+    batch_size: usize,
+    key_mode: bool,
+    tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
+    pb: Option<ProgressBar>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let fail = |tx: &tokio::sync::mpsc::Sender<Result<Batch, Fail>>, f: Fail| {
+            let _ = tx.blocking_send(Err(f));
+        };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .buffer_capacity(1 << 20)
+            .from_reader(input);
+        let header = match reader.headers() {
+            Ok(h) => h.clone(),
+            Err(e) => {
+                return fail(&tx, Fail::rejected(format!("reading the header row: {e}")));
+            }
+        };
+        let mut cols: Vec<Option<&Column>> = Vec::new();
+        let mut unknown = Vec::new();
+        for name in header.iter() {
+            let name = name.trim();
+            match spec.column(name) {
+                Some(c) if cols.contains(&Some(c)) => {
+                    return fail(
+                        &tx,
+                        Fail::rejected(format!("line 1: column {name} appears twice")),
+                    );
+                }
+                Some(c) => cols.push(Some(c)),
+                None if spec.ignored.contains(&name) => cols.push(None),
+                None => unknown.push(name.to_string()),
+            }
+        }
+        if !unknown.is_empty() {
+            return fail(
+                &tx,
+                Fail::rejected(format!(
+                    "line 1: unknown column(s) {}; {} columns are {}",
+                    unknown.join(", "),
+                    spec.noun,
+                    spec.headers().join(", ")
+                )),
+            );
+        }
+        let has = |n: &str| cols.iter().flatten().any(|c| c.name == n);
+        if !has(spec.create_needs) && !has("id") && !key_mode {
+            return fail(
+                &tx,
+                Fail::rejected(format!(
+                    "line 1: the file needs a {} or an id column (or --key)",
+                    spec.create_needs
+                )),
+            );
+        }
+        if key_mode
+            && let Some(k) = spec.key
+            && !has(k)
+        {
+            return fail(
+                &tx,
+                Fail::rejected(format!("--key {k}: the file has no {k} column")),
+            );
+        }
+        let mut placer = Placer {
+            batch_size,
+            tree: spec.tree,
+            batch: Batch::new(0, batch_size),
+            placed: HashMap::new(),
+            seen: HashSet::new(),
+            waiting: HashMap::new(),
+            keys_in_batch: HashMap::new(),
+            key_name: spec.key.unwrap_or(""),
+            tx: tx.clone(),
+        };
+        let mut record = csv::StringRecord::new();
+        let mut n = 0u64;
+        loop {
+            match reader.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => {
+                    if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                        return fail(
+                            &tx,
+                            Fail::io("reading the file", std::io::Error::other(e.to_string())),
+                        );
+                    }
+                    // A broken quote or a short row: report it and read on.
+                    let line = e.position().map(|p| p.line()).unwrap_or(0);
+                    placer
+                        .batch
+                        .rejected
+                        .push((line, format!("unreadable row: {e}")));
+                    continue;
+                }
+            }
+            n += 1;
+            let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
+            match row_record(spec, &cols, &record, key_mode) {
+                Ok(rec) => {
+                    let uuid = |f: &str| {
+                        rec.get(f)
+                            .and_then(Value::as_str)
+                            .and_then(|s| Uuid::parse_str(s).ok())
+                    };
+                    let id = uuid("id");
+                    let key = match spec.key {
+                        Some(k) if key_mode && id.is_none() => rec
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .map(str::trim)
+                            .filter(|k| !k.is_empty())
+                            .map(str::to_string),
+                        _ => None,
+                    };
+                    let row = Row {
+                        line,
+                        id,
+                        parent: if spec.tree { uuid("parentId") } else { None },
+                        json: serde_json::to_vec(&rec).expect("json"),
+                        key,
+                    };
+                    if !placer.take(row) {
+                        return;
+                    }
+                }
+                Err(errors) => placer.batch.rejected.push((line, errors.join("; "))),
+            }
+            if n.is_multiple_of(4096)
+                && let Some(pb) = &pb
+            {
+                pb.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
+            }
+        }
+        placer.finish(&pb);
+    })
+}
+
+/// Finds the ids of the records carrying the batch's keys (active and archived ones).
+async fn resolve_keys(ctx: &Ctx, spec: &Spec, batch: &mut Batch) -> CmdResult {
+    let Some(key_field) = spec.key else {
+        return Ok(());
+    };
+    let keys: Vec<Value> = batch
+        .rows
+        .iter()
+        .filter_map(|r| r.key.clone())
+        .map(Value::String)
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let records = ctx.client.resource_at(spec.path);
+    let mut found: HashMap<String, Vec<String>> = HashMap::new();
+    for archived in [false, true] {
+        let mut page = 1;
+        loop {
+            let mut q = Query::new()
+                .filter(key_field, Value::Array(keys.clone()))
+                .filter("isArchived", json!(archived))
+                .select([key_field])
+                .page_size(10_000);
+            q.page = Some(page);
+            let answer = records.query_values(&q).await?;
+            let n = answer.values.len();
+            for v in answer.values {
+                if let (Some(id), Some(k)) = (
+                    v.get("id").and_then(Value::as_str),
+                    v.get(key_field).and_then(Value::as_str),
+                ) {
+                    found.entry(k.to_string()).or_default().push(id.to_string());
+                }
+            }
+            if n < 10_000 {
+                break;
+            }
+            page += 1;
+        }
+    }
+    let rows = std::mem::take(&mut batch.rows);
+    for mut row in rows {
+        match row.key.as_ref().and_then(|k| found.get(k)) {
+            Some(ids) if ids.len() > 1 => {
+                batch.rejected.push((
+                    row.line,
+                    format!(
+                        "{key_field} {:?} matches {} {}s; give the id instead",
+                        row.key.as_deref().unwrap_or(""),
+                        ids.len(),
+                        spec.noun
+                    ),
+                ));
+                continue;
+            }
+            Some(ids) => {
+                // The row's object gets the id as its first field.
+                let mut with_id = format!("{{\"id\":{},", json!(ids[0])).into_bytes();
+                if row.json.len() > 2 {
+                    with_id.extend_from_slice(&row.json[1..]);
+                } else {
+                    with_id.pop();
+                    with_id.push(b'}');
+                }
+                row.json = with_id;
+                row.id = Uuid::parse_str(&ids[0]).ok();
+            }
+            None => {}
+        }
+        batch.rows.push(row);
+    }
+    Ok(())
+}
+
+fn body_of(rows: &[Row]) -> bytes::Bytes {
+    let mut buf = Vec::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
+    buf.push(b'[');
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(&r.json);
+    }
+    buf.push(b']');
+    buf.into()
+}
+
+/// Sends a batch; rows the server rejects are taken out and the rest sent again.
+/// Returns (written, rejected rows in line order).
+async fn send_batch(
+    ctx: &Ctx,
+    spec: &Spec,
+    mut batch: Batch,
+    key_mode: bool,
+) -> CmdResult<(u64, Vec<(u64, String)>)> {
+    if key_mode {
+        resolve_keys(ctx, spec, &mut batch).await?;
+    }
+    let records = ctx.client.resource_at(spec.path);
+    let mut written = 0u64;
+    let mut pending: Vec<Vec<Row>> = vec![std::mem::take(&mut batch.rows)];
+    while let Some(rows) = pending.pop() {
+        if rows.is_empty() {
+            continue;
+        }
+        match records.bulk_put_raw(body_of(&rows)).await {
+            Ok(done) => written += done.count,
+            Err(Error::Api { status: 413, .. }) if rows.len() > 1 => {
+                // Halves keep their order: the first goes first (parents before children).
+                let mut rows = rows;
+                let second = rows.split_off(rows.len() / 2);
+                pending.push(second);
+                pending.push(rows);
+            }
+            Err(Error::Api {
+                status: 400 | 409,
+                message,
+                details,
+                ..
+            }) => {
+                let mut bad: std::collections::BTreeMap<usize, Vec<String>> =
+                    std::collections::BTreeMap::new();
+                for d in &details {
+                    if let Some(i) = d
+                        .index
+                        .and_then(|i| usize::try_from(i).ok())
+                        .filter(|i| *i < rows.len())
+                    {
+                        let field = d
+                            .field
+                            .as_deref()
+                            .map(|f| {
+                                f.trim_start_matches(|c: char| {
+                                    c == '[' || c.is_ascii_digit() || c == ']' || c == '.'
+                                })
+                            })
+                            .filter(|f| !f.is_empty());
+                        bad.entry(i).or_default().push(match field {
+                            Some(f) => format!("{f}: {}", d.message),
+                            None => d.message.clone(),
+                        });
+                    }
+                }
+                if bad.is_empty() {
+                    // The server named no record: the whole stretch is rejected.
+                    for r in &rows {
+                        batch.rejected.push((r.line, message.clone()));
+                    }
+                    continue;
+                }
+                let mut good = Vec::with_capacity(rows.len());
+                let mut dropped: HashSet<Uuid> = HashSet::new();
+                for (i, r) in rows.into_iter().enumerate() {
+                    match bad.get(&i) {
+                        Some(msgs) => {
+                            dropped.extend(r.id);
+                            batch.rejected.push((r.line, msgs.join("; ")))
+                        }
+                        // A child of a rejected row cannot be written either.
+                        None if r.parent.is_some_and(|p| dropped.contains(&p)) => {
+                            dropped.extend(r.id);
+                            batch
+                                .rejected
+                                .push((r.line, "parentId: the parent's row was rejected".into()));
+                        }
+                        None => good.push(r),
+                    }
+                }
+                pending.push(good);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    batch.rejected.sort_by_key(|(line, _)| *line);
+    Ok((written, batch.rejected))
+}
+
+/// Which batches are written: every batch below the watermark, and the ones in `done`.
+struct Written {
+    state: Mutex<(usize, BTreeSet<usize>)>,
+    notify: tokio::sync::Notify,
+}
+
+impl Written {
+    fn finish(&self, index: usize) {
+        let mut s = self.state.lock().expect("lock");
+        s.1.insert(index);
+        loop {
+            let next = s.0;
+            if !s.1.remove(&next) {
+                break;
+            }
+            s.0 += 1;
+        }
+        drop(s);
+        self.notify.notify_waiters();
+    }
+
+    /// Waits until every batch up to `index` is written.
+    async fn wait_through(&self, index: usize) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state.lock().expect("lock").0 > index {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// `import FILE.csv` for the resource `spec` describes.
+pub async fn import(ctx: &Ctx, spec: &'static Spec, args: &ArgMatches) -> CmdResult {
+    let path = args.get_one::<String>("file").expect("required").clone();
+    let key_mode = args.try_get_one::<String>("key").ok().flatten().is_some();
+    let dry_run = args.get_flag("dry-run");
+    let batch_size = *args.get_one::<u64>("batch-size").expect("default") as usize;
+    let concurrency = *args.get_one::<u64>("concurrency").expect("default") as usize;
+    let (input, len) = open_input(&path)?;
+    let pb = len.and_then(|l| {
+        progress(
+            l,
+            "{spinner} importing [{bar:40}] {bytes}/{total_bytes} {elapsed} eta {eta}",
+        )
+    });
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Batch, Fail>>(concurrency + 1);
+    let reader = reader_thread(spec, input, batch_size, key_mode, tx, pb.clone());
+    let batches =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+    let written_batches = Written {
+        state: Mutex::new((0, BTreeSet::new())),
+        notify: tokio::sync::Notify::new(),
+    };
+    let written_batches = &written_batches;
+    let mut rows_total = 0u64;
+    let mut written = 0u64;
+    let mut rejected = 0u64;
+    let mut warned = false;
+    let mut results = batches
+        .map(|batch| async move {
+            let batch = batch?;
+            let n = (batch.rows.len() + batch.rejected.len()) as u64;
+            if dry_run {
+                let mut rej = batch.rejected;
+                rej.sort_by_key(|(l, _)| *l);
+                return Ok((n, 0, rej, batch.rows.iter().any(|r| r.id.is_none())));
+            }
+            let without_id = batch.rows.iter().any(|r| r.id.is_none() && r.key.is_none());
+            if let Some(after) = batch.after {
+                written_batches.wait_through(after).await;
+            }
+            let index = batch.index;
+            let (w, rej) = send_batch(ctx, spec, batch, key_mode).await?;
+            written_batches.finish(index);
+            Ok::<_, Fail>((n, w, rej, without_id))
+        })
+        .buffered(concurrency)
+        .boxed_local();
+    let mut failure = None;
+    while let Some(result) = results.next().await {
+        match result {
+            Ok((n, w, rej, without_id)) => {
+                rows_total += n;
+                written += w;
+                rejected += rej.len() as u64;
+                for (line, msg) in rej {
+                    report(&pb, format!("line {line}: {msg}"));
+                }
+                if without_id && !key_mode && !warned {
+                    warned = true;
+                    let key = spec
+                        .key
+                        .map(|k| format!(" or --key {k}"))
+                        .unwrap_or_default();
+                    report(
+                        &pb,
+                        format!(
+                            "warning: rows without an id create new {}s on every run; use ids{key} to make re-runs change nothing",
+                            spec.noun
+                        ),
+                    );
+                }
+            }
+            Err(f) => {
+                failure = Some(f);
+                break;
+            }
+        }
+    }
+    drop(results);
+    let _ = reader.join();
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
+    if let Some(f) = failure {
+        if written > 0 {
+            eprintln!("{written} row(s) were written before the failure");
+        }
+        return Err(f);
+    }
+    let summary = json!({
+        "rows": rows_total,
+        "accepted": written,
+        "rejected": rejected,
+        "dryRun": dry_run,
+    });
+    crate::output::write_value(ctx.format, &summary, &[])?;
+    if rejected > 0 {
+        return Err(Fail::rejected(format!("{rejected} row(s) rejected")));
+    }
+    Ok(())
+}
+
+// ---- export ----------------------------------------------------------------------------------
+
+/// The text of one cell of an exported record.
+pub fn cell_text(kind: Kind, value: Option<&Value>, buf: &mut String) {
+    buf.clear();
+    let _ = kind;
+    match value {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => buf.push_str(s),
+        Some(Value::Bool(b)) => buf.push_str(if *b { "true" } else { "false" }),
+        Some(Value::Number(n)) => {
+            use std::fmt::Write as _;
+            let _ = write!(buf, "{n}");
+        }
+        Some(v) => buf.push_str(&v.to_string()),
+    }
+}
+
+/// Writes records as CSV rows of `spec`'s columns.
+pub struct RowWriter {
+    out: csv::Writer<Box<dyn Write>>,
+    cells: Vec<String>,
+    pub count: u64,
+    out_path: Option<PathBuf>,
+}
+
+pub fn csv_fail(e: csv::Error) -> Fail {
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Fail::io("writing the CSV", io),
+        other => Fail::usage(format!("writing the CSV: {other:?}")),
+    }
+}
+
+impl RowWriter {
+    /// Opens `-o FILE` (or stdout) and writes the header row.
+    pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
+        let out_path = args.get_one::<String>("out").map(PathBuf::from);
+        let sink: Box<dyn Write> = match &out_path {
+            Some(p) => Box::new(
+                std::fs::File::create(p)
+                    .map_err(|e| Fail::usage(format!("{}: {e}", p.display())))?,
+            ),
+            None => Box::new(std::io::stdout().lock()),
+        };
+        let mut out = csv::WriterBuilder::new()
+            .buffer_capacity(1 << 20)
+            .from_writer(sink);
+        out.write_record(spec.headers()).map_err(csv_fail)?;
+        Ok(RowWriter {
+            out,
+            cells: vec![String::new(); spec.columns.len()],
+            count: 0,
+            out_path,
+        })
+    }
+
+    pub fn write(&mut self, spec: &Spec, record: &Value) -> CmdResult {
+        for (col, cell) in spec.columns.iter().zip(self.cells.iter_mut()) {
+            cell_text(col.kind, get_path(record, &col.name), cell);
+        }
+        self.out.write_record(&self.cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn finish(mut self, spec: &Spec) -> CmdResult {
+        self.out
+            .flush()
+            .map_err(|e| Fail::io("writing the CSV", e))?;
+        if let Some(p) = self.out_path {
+            eprintln!(
+                "exported {} {}(s) to {}",
+                self.count,
+                spec.noun,
+                p.display()
+            );
+        }
+        Ok(())
+    }
+}
