@@ -49,6 +49,8 @@ pub struct TestServer {
     server: Option<RunningServer>,
     base_url: String,
     database_url: String,
+    // Document files: in the test's temporary directory, shared by every server on the database.
+    files: prodops_server::blob::FilesConfig,
     client: reqwest::Client,
     // Dropped last: the SQLite file must outlive the server.
     _dir: Option<tempfile::TempDir>,
@@ -66,26 +68,22 @@ impl TestServer {
 
     /// A server whose configuration `adjust` may change (rate limits, ...).
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
-        let (url, dir) = match shared_database_url() {
-            Some(url) => (url, None),
-            None => {
-                let dir = tempfile::tempdir().expect("temporary directory");
-                let path = dir.path().join("prodops.db");
-                (format!("sqlite://{}", path.display()), Some(dir))
-            }
-        };
-        Self::start_on(url, dir, adjust).await
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let files = prodops_server::blob::FilesConfig::Local(dir.path().join("files"));
+        let url = shared_database_url()
+            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("prodops.db").display()));
+        Self::start_on(url, files, Some(dir), adjust).await
     }
 
     /// A second server on this server's database (migrations run again on start), as another
     /// replica would be.
     pub async fn another(&self) -> TestServer {
-        Self::start_on(self.database_url.clone(), None, |_| {}).await
+        Self::start_on(self.database_url.clone(), self.files.clone(), None, |_| {}).await
     }
 
     /// Another server on the same database, with its configuration adjusted.
     pub async fn another_with(&self, adjust: impl FnOnce(&mut Config)) -> TestServer {
-        Self::start_on(self.database_url.clone(), None, adjust).await
+        Self::start_on(self.database_url.clone(), self.files.clone(), None, adjust).await
     }
 
     /// The database URL this server runs on.
@@ -95,10 +93,12 @@ impl TestServer {
 
     async fn start_on(
         url: String,
+        files: prodops_server::blob::FilesConfig,
         dir: Option<tempfile::TempDir>,
         adjust: impl FnOnce(&mut Config),
     ) -> TestServer {
         let mut config = Config::new(url);
+        config.files = Some(files.clone());
         adjust(&mut config);
         let database_url = config.database_url.clone();
         let server = {
@@ -120,6 +120,7 @@ impl TestServer {
             server: Some(server),
             base_url,
             database_url,
+            files,
             client,
             _dir: dir,
         }
