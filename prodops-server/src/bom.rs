@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,9 +19,10 @@ use prodops_core::production_actions::{planned_for_order, remaining};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
-use crate::engine::{create_record, parse_body, parse_id};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Ctx};
+use crate::engine::{create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::production::{
     deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
@@ -124,21 +124,15 @@ fn value_reply(value: &impl serde::Serialize) -> Reply {
 // ----- prepopulate ---------------------------------------------------------------------------
 
 async fn prepopulate(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    auth.require("BomLine", Action::Create)?;
-    auth.require("ProductionOutput", Action::Create)?;
-    let id = parse_id(&id)?;
+    call.require("BomLine", Action::Create)?;
+    call.require("ProductionOutput", Action::Create)?;
     let req: PrepopulateRequest = optional_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
-        Ok(value_reply(&prepopulate_in(tx, ctx, id, &req)?))
-    })
-    .await
+    call.write(move |tx, ctx| Ok(value_reply(&prepopulate_in(tx, ctx, id, &req)?)))
+        .await
 }
 
 /// Copies of `source_key` already on the order (archived ones included, so a re-run never
@@ -493,17 +487,13 @@ fn allocate_lines(
 }
 
 async fn allocate_order(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    auth.require("BomLine", Action::Update)?;
-    let id = parse_id(&id)?;
+    call.require("BomLine", Action::Update)?;
     let req: AllocateRequest = optional_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let order = order_by_path(tx, ctx, id)?;
         lock_owner(tx, ctx, id)?;
         let quantity = order_quantity(&order);
@@ -517,14 +507,11 @@ async fn allocate_order(
 }
 
 async fn allocate_project(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    auth.require("BomLine", Action::Update)?;
-    let id = parse_id(&id)?;
+    call.require("BomLine", Action::Update)?;
     if let Some(JsonBody(v)) = body
         && !(v.is_null() || v.as_object().is_some_and(Map::is_empty))
     {
@@ -532,8 +519,7 @@ async fn allocate_project(
             "POST /bom-line/project/{id}/allocate takes no body",
         ));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -582,13 +568,9 @@ fn is_open_order(order: &Value) -> bool {
             != Some("done")
 }
 
-async fn demand_rollup(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-) -> ApiResult<Response> {
-    auth.require("BomLine", Action::Read)?;
-    let ctx = Ctx::new(auth, None);
-    let rows = state.store.read(move |tx| demand_in(tx, &ctx)).await?;
+async fn demand_rollup(call: Call) -> ApiResult<Response> {
+    call.require("BomLine", Action::Read)?;
+    let rows = call.read(move |tx, ctx| demand_in(tx, ctx)).await?;
     Ok((StatusCode::OK, axum::Json(json!({ "value": rows }))).into_response())
 }
 
@@ -701,18 +683,9 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
     Ok(rows)
 }
 
-async fn materials_rollup(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    auth.require("BomLine", Action::Read)?;
-    let id = parse_id(&id)?;
-    let ctx = Ctx::new(auth, None);
-    let rollup = state
-        .store
-        .read(move |tx| materials_in(tx, &ctx, id))
-        .await?;
+async fn materials_rollup(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    call.require("BomLine", Action::Read)?;
+    let rollup = call.read(move |tx, ctx| materials_in(tx, ctx, id)).await?;
     Ok((StatusCode::OK, axum::Json(json!({ "value": rollup }))).into_response())
 }
 

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
@@ -22,8 +21,9 @@ use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Auth, Ctx};
 use crate::engine::{
     self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
 };
@@ -99,22 +99,16 @@ fn public_token() -> String {
 
 // ----- outbound create and planned times --------------------------------------------------------
 
-async fn create_outbound(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Create)?;
+async fn create_outbound(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Delivery", Action::Create)?;
     let req: OutboundCreate = parse_body(body)?;
     let v = req.validate();
     if !v.is_empty() {
         return Err(ApiError::violations(v));
     }
-    let component_cargo = auth.flag(COMPONENT_CARGO_FLAG);
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let component_cargo = call.flag(COMPONENT_CARGO_FLAG);
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let org = ctx.org();
         // Cargo eligibility, checked under a lock so two deliveries cannot take one deliverable.
         crate::store::lock_scope(tx, &format!("delivery-cargo:{org}"))?;
@@ -302,18 +296,14 @@ fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> 
 }
 
 async fn patch_outbound(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Update)?;
-    let id = parse_id(&id)?;
+    call.require("Delivery", Action::Update)?;
     let req: OutboundPatch = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (res, old, d) = load(tx, ctx.org(), id)?;
         if d.direction == DeliveryDirection::Inbound {
             return Err(ApiError::field(
@@ -392,26 +382,22 @@ fn transition(
 }
 
 async fn lifecycle(
-    state: Arc<AppState>,
-    auth: Auth,
-    idem: Option<Extension<Idempotency>>,
-    id: String,
+    call: Call,
+    id: Uuid,
     body: Option<JsonBody>,
     action: DeliveryAction,
 ) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Update)?;
+    call.require("Delivery", Action::Update)?;
     if action == DeliveryAction::Complete {
         // Completing an outbound delivery posts `ship` rows.
-        auth.require("Item", Action::Update)?;
+        call.require("Item", Action::Update)?;
     }
-    let id = parse_id(&id)?;
     let req: LifecycleRequest = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => LifecycleRequest::default(),
     };
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (mut record, _, updated) = transition(tx, ctx, id, action, req.reason.clone())?;
         if action == DeliveryAction::Complete {
             let mut rows = Vec::new();
@@ -442,13 +428,11 @@ async fn lifecycle(
 macro_rules! lifecycle_handler {
     ($name:ident, $action:expr) => {
         async fn $name(
-            State(state): State<Arc<AppState>>,
-            Extension(auth): Extension<Auth>,
-            idem: Option<Extension<Idempotency>>,
-            Path(id): Path<String>,
+            call: Call,
+            PathId(id): PathId,
             body: Option<JsonBody>,
         ) -> ApiResult<Response> {
-            lifecycle(state, auth, idem, id, body, $action).await
+            lifecycle(call, id, body, $action).await
         }
     };
 }
@@ -457,15 +441,8 @@ lifecycle_handler!(start, DeliveryAction::Start);
 lifecycle_handler!(complete, DeliveryAction::Complete);
 lifecycle_handler!(cancel, DeliveryAction::Cancel);
 
-async fn receive(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-    body: Option<JsonBody>,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
-    let id = parse_id(&id)?;
+async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
     let req: ReceiveRequest = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => ReceiveRequest::default(),
@@ -476,9 +453,8 @@ async fn receive(
             "an empty lines array receives nothing; omit it to receive everything outstanding",
         ));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let lines_res = engine::resource("delivery-manifest-line");
         let stored = related(tx, ctx.org(), "delivery-manifest-line", id)?;
         let (mut record, _, _) = transition(tx, ctx, id, DeliveryAction::Receive, None)?;
@@ -563,18 +539,10 @@ async fn receive(
 
 // ----- archive and restore -----------------------------------------------------------------------
 
-async fn set_archived(
-    state: Arc<AppState>,
-    auth: Auth,
-    idem: Option<Extension<Idempotency>>,
-    id: String,
-    archived: bool,
-) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Delete)?;
-    let id = parse_id(&id)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+async fn set_archived(call: Call, id: Uuid, archived: bool) -> ApiResult<Response> {
+    call.require("Delivery", Action::Delete)?;
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (res, old, d) = load(tx, ctx.org(), id)?;
         if archived && !can_archive(d.status) {
             return Err(ApiError::field(
@@ -591,35 +559,21 @@ async fn set_archived(
     .await
 }
 
-async fn archive(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    set_archived(state, auth, idem, id, true).await
+async fn archive(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    set_archived(call, id, true).await
 }
 
-async fn restore(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    set_archived(state, auth, idem, id, false).await
+async fn restore(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    set_archived(call, id, false).await
 }
 
 // ----- reads -------------------------------------------------------------------------------------
 
-async fn itinerary(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Read)?;
-    let id = parse_id(&id)?;
-    let org = auth.org;
-    let body = state
+async fn itinerary(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    call.require("Delivery", Action::Read)?;
+    let org = call.org();
+    let body = call
+        .state
         .store
         .read(move |tx| {
             load(tx, org, id)?;
@@ -631,15 +585,11 @@ async fn itinerary(
     Ok(axum::Json(body).into_response())
 }
 
-async fn cargo_plan(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    auth.require("Delivery", Action::Read)?;
-    let id = parse_id(&id)?;
-    let org = auth.org;
-    let body = state
+async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    call.require("Delivery", Action::Read)?;
+    let org = call.org();
+    let body = call
+        .state
         .store
         .read(move |tx| {
             load(tx, org, id)?;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, post};
@@ -32,9 +32,10 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, read_body, write_reply};
+use crate::app::{AppState, JsonBody, Reply, read_body};
 use crate::blob::{LinkError, is_key};
-use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Auth, Ctx};
 use crate::engine::{self, Resource, apply_server_change, create_record, parse_body, parse_id};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
@@ -110,16 +111,10 @@ fn deliverable_exists(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<bool> {
 
 // ----- upload and download ---------------------------------------------------------------------
 
-async fn upload(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    headers: HeaderMap,
-    body: Body,
-) -> ApiResult<Response> {
-    require_hub(&auth)?;
-    if auth.require("Document", Action::Create).is_err() {
-        auth.require("Document", Action::Update)?;
+async fn upload(call: Call, headers: HeaderMap, body: Body) -> ApiResult<Response> {
+    require_hub(&call.auth)?;
+    if call.require("Document", Action::Create).is_err() {
+        call.require("Document", Action::Update)?;
     }
     let bytes = read_body(body).await?;
     if bytes.is_empty() {
@@ -134,10 +129,9 @@ async fn upload(
         .filter(|v| !v.is_empty() && v.len() <= 255);
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let size_bytes = bytes.len() as i64;
-    let org = auth.org;
-    let key = state.files.put(org, bytes).await?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    let org = call.org();
+    let key = call.state.files.put(org, bytes).await?;
+    call.write(move |tx, ctx| {
         tx.execute(
             "INSERT INTO blobs (organization_id, document_key, size_bytes, mime_type, sha256, created_at) \
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -276,16 +270,9 @@ fn create_version(
     Ok(version)
 }
 
-async fn version_reply(
-    state: Arc<AppState>,
-    auth: Auth,
-    idem: Option<Extension<Idempotency>>,
-    document_id: Uuid,
-    req: VersionCreate,
-) -> ApiResult<Response> {
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+async fn version_reply(call: Call, document_id: Uuid, req: VersionCreate) -> ApiResult<Response> {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let mut version = create_version(tx, ctx, document_id, &req)?;
         present_file(&st, ctx.org(), &mut version);
         Ok(Reply::json(StatusCode::CREATED, &version))
@@ -298,30 +285,22 @@ fn version_auth(auth: &Auth) -> ApiResult<()> {
     auth.require("Document", Action::Update)
 }
 
-async fn create_version_body(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    version_auth(&auth)?;
+async fn create_version_body(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    version_auth(&call.auth)?;
     let req: VersionCreate = parse_body(body)?;
     let document_id = req
         .document_id
         .ok_or_else(|| ApiError::field("documentId", "documentId is required"))?;
     check_version(&req)?;
-    version_reply(state, auth, idem, document_id, req).await
+    version_reply(call, document_id, req).await
 }
 
 async fn create_version_path(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(document_id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    version_auth(&auth)?;
-    let document_id = parse_id(&id)?;
+    version_auth(&call.auth)?;
     let req: VersionCreate = parse_body(body)?;
     if req.document_id.is_some_and(|d| d != document_id) {
         return Err(ApiError::field(
@@ -330,7 +309,7 @@ async fn create_version_path(
         ));
     }
     check_version(&req)?;
-    version_reply(state, auth, idem, document_id, req).await
+    version_reply(call, document_id, req).await
 }
 
 /// The request rules a version create can be judged by before any read: a name and a file.
@@ -354,14 +333,9 @@ fn check_version(req: &VersionCreate) -> ApiResult<()> {
 
 // ----- Hub bulk upload ---------------------------------------------------------------------------
 
-async fn hub_bulk_upload(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    require_hub(&auth)?;
-    auth.require("Document", Action::Create)?;
+async fn hub_bulk_upload(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    require_hub(&call.auth)?;
+    call.require("Document", Action::Create)?;
     let req: HubBulkUpload = parse_body(body)?;
     if req.documents.is_empty() || req.documents.len() > MAX_HUB_UPLOAD {
         return Err(ApiError::field(
@@ -379,9 +353,8 @@ async fn hub_bulk_upload(
     if !violations.is_empty() {
         return Err(ApiError::violations(violations));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let docs = engine::resource("document");
         let mut out = Vec::with_capacity(req.documents.len());
         for (i, item) in req.documents.iter().enumerate() {
@@ -477,19 +450,11 @@ fn link_auth(auth: &Auth) -> ApiResult<()> {
     auth.require("Deliverable", Action::Update)
 }
 
-async fn link(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    link_auth(&auth)?;
-    let id = parse_id(&id)?;
+async fn link(call: Call, PathId(id): PathId, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    link_auth(&call.auth)?;
     let req: LinkRequest = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
         if !deliverable_exists(tx, ctx.org(), req.deliverable_id)? {
             return Err(ApiError::field("deliverableId", "no such deliverable"));
@@ -515,17 +480,14 @@ async fn link(
 }
 
 async fn unlink(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
+    call: Call,
     Path((id, deliverable)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    link_auth(&auth)?;
+    link_auth(&call.auth)?;
     let id = parse_id(&id)?;
     let deliverable = parse_id(&deliverable)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
         let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
         if !prodops_core::document::is_attached_to(&doc, deliverable) {
@@ -556,19 +518,15 @@ async fn unlink(
 }
 
 async fn copy_mode(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    require_hub(&auth)?;
-    auth.require("Document", Action::Update)?;
-    let id = parse_id(&id)?;
+    require_hub(&call.auth)?;
+    call.require("Document", Action::Update)?;
     let req: CopyModeRequest = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
         let mut changes = Map::new();
         changes.insert("copyMode".into(), json!(req.copy_mode));
@@ -581,19 +539,16 @@ async fn copy_mode(
 
 // ----- counts ------------------------------------------------------------------------------------
 
-async fn counts_by_deliverable(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Document", Action::Read)?;
+async fn counts_by_deliverable(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Document", Action::Read)?;
     let req: CountsByDeliverable = parse_body(body)?;
     let v = req.validate();
     if !v.is_empty() {
         return Err(ApiError::violations(v));
     }
-    let org = auth.org;
-    let values = state
+    let org = call.org();
+    let values = call
+        .state
         .store
         .read(move |tx| {
             let docs = engine::resource("document");

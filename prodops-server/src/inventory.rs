@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::extract::{Extension, RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post as post_route};
@@ -23,8 +23,9 @@ use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::Call;
+use crate::context::{Action, Ctx};
 use crate::engine::{self, Resource, create_record};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
@@ -306,13 +307,8 @@ pub fn routes() -> Router<Arc<AppState>> {
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs
 /// `Item.Update`. 201 with the stored row.
-async fn post_transaction(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
+async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
     let Value::Object(body) = body else {
         return Err(ApiError::validation(
             "the body of POST /inventory-transaction is one JSON object",
@@ -335,8 +331,7 @@ async fn post_transaction(
             ),
         ));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let mut stored = post(tx, ctx, vec![body.clone()])?;
         Ok(Reply::json(StatusCode::CREATED, &stored.remove(0)))
     })
@@ -345,14 +340,10 @@ async fn post_transaction(
 
 /// `GET /stock?itemId=&locationId=&shopId=&page=&pageSize=`: stock on hand per item and
 /// location, ordered by item then location. Needs `Item.Read`.
-async fn list_stock(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Read)?;
+async fn list_stock(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
+    call.require("Item", Action::Read)?;
     let mut conds = String::new();
-    let mut params: Vec<SqlValue> = vec![auth.org.into()];
+    let mut params: Vec<SqlValue> = vec![call.org().into()];
     let mut page = 1u64;
     let mut page_size = engine::DEFAULT_PAGE_SIZE;
     for (key, value) in form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
@@ -401,7 +392,8 @@ async fn list_stock(
             }
         }
     }
-    let body = state
+    let body = call
+        .state
         .store
         .read(move |tx| {
             let mut list_params = params.clone();

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod app;
 pub mod blob;
 pub mod bom;
+pub mod call;
 pub mod context;
 pub mod deliverables;
 pub mod deliveries;

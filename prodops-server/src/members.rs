@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -28,10 +28,9 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::app::{AppState, JsonBody, Reply, hash_key, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency, format_time};
-use crate::engine::{
-    self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
-};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Auth, Ctx, format_time};
+use crate::engine::{self, Resource, apply_server_change, create_server_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records;
@@ -183,19 +182,13 @@ fn account_for(
     Ok((id, text(1), status))
 }
 
-async fn invite(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    member_auth(&auth, Action::Create)?;
+async fn invite(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    member_auth(&call.auth, Action::Create)?;
     let req: InviteRequest = parse_body(body)?;
     let email = req
         .normalized_email()
         .map_err(|v| ApiError::violations(vec![v]))?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let res = engine::resource("organization-member");
         let (account, name, status) = account_for(tx, ctx, &email, req.name.as_deref())?;
         let mut body = Map::new();
@@ -334,22 +327,14 @@ async fn accept(
 }
 
 /// Runs a member action: loads the member, lets `f` change it, answers 204.
-async fn member_action<F>(
-    state: Arc<AppState>,
-    auth: Auth,
-    idem: Option<Extension<Idempotency>>,
-    id: String,
-    f: F,
-) -> ApiResult<Response>
+async fn member_action<F>(call: Call, id: Uuid, f: F) -> ApiResult<Response>
 where
     F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value, &OrganizationMember) -> ApiResult<()>
         + Send
         + 'static,
 {
-    member_auth(&auth, Action::Update)?;
-    let id = parse_id(&id)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    member_auth(&call.auth, Action::Update)?;
+    call.write(move |tx, ctx| {
         let res = engine::resource("organization-member");
         let old = records::get(tx, res.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
         let member: OrganizationMember =
@@ -373,26 +358,16 @@ fn set_status(
     Ok(())
 }
 
-async fn resend(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    member_action(state, auth, idem, id, |tx, ctx, _res, _old, member| {
+async fn resend(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    member_action(call, id, |tx, ctx, _res, _old, member| {
         can_resend(member).map_err(|v| ApiError::violations(vec![v]))?;
         send_invitation(tx, ctx, member)
     })
     .await
 }
 
-async fn deactivate(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    member_action(state, auth, idem, id, |tx, ctx, res, old, member| {
+async fn deactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    member_action(call, id, |tx, ctx, res, old, member| {
         tx.execute(
             "DELETE FROM invitations WHERE organization_id = ? AND member_id = ? AND used_at IS NULL",
             &[ctx.org().into(), member.id.into()],
@@ -402,13 +377,8 @@ async fn deactivate(
     .await
 }
 
-async fn reactivate(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    member_action(state, auth, idem, id, |tx, ctx, res, old, member| {
+async fn reactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    member_action(call, id, |tx, ctx, res, old, member| {
         if member.status != MemberStatus::Inactive {
             return Ok(());
         }
@@ -425,12 +395,8 @@ async fn reactivate(
 
 /// `GET /outbox?kind=&recipient=`: the organization's outgoing messages, oldest first
 /// (admin keys only).
-async fn outbox(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    if !auth.admin {
+async fn outbox(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
+    if !call.auth.admin {
         return Err(ApiError::forbidden(
             "the outbox is readable with an admin key only",
         ));
@@ -438,7 +404,7 @@ async fn outbox(
     let mut sql = String::from(
         "SELECT id, kind, recipient, subject, body, payload, created_at, sent_at FROM outbox WHERE organization_id = ?",
     );
-    let mut params: Vec<SqlValue> = vec![auth.org.into()];
+    let mut params: Vec<SqlValue> = vec![call.org().into()];
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match k.as_ref() {
             "kind" => {
@@ -458,7 +424,8 @@ async fn outbox(
         }
     }
     sql.push_str(" ORDER BY created_at, id LIMIT 10000");
-    let rows = state
+    let rows = call
+        .state
         .store
         .read(move |tx| Ok::<_, ApiError>(tx.query(&sql, &params)?))
         .await?;

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
@@ -20,8 +19,9 @@ use prodops_core::organization::OrganizationMember;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::Call;
+use crate::context::{Action, Ctx};
 use crate::engine::{self, Resource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
@@ -105,16 +105,10 @@ fn user_cond(user: Option<Uuid>) -> Option<Cond> {
     user.map(|u| field("appUserId", u.to_string()))
 }
 
-async fn read_channel_comments(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Notification", Action::Update)?;
+async fn read_channel_comments(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Notification", Action::Update)?;
     let body: ReadChannelComments = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let mut conds = vec![
             field("kind", "channel_comment".into()),
             field("channelId", body.channel_id.to_string()),
@@ -126,16 +120,10 @@ async fn read_channel_comments(
     .await
 }
 
-async fn read_deliverable_documents(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Notification", Action::Update)?;
+async fn read_deliverable_documents(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Notification", Action::Update)?;
     let body: ReadDeliverableDocuments = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let mut conds = vec![
             field("kind", "deliverable_document".into()),
             field("deliverableId", body.deliverable_id.to_string()),

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -28,9 +28,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
-use crate::engine::{self, Resource, create_record, parse_body, parse_id};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Ctx};
+use crate::engine::{self, Resource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
 use crate::store::records::{self, Select};
@@ -398,16 +399,10 @@ fn default_location(tx: &mut dyn Tx, ctx: &Ctx, field: &str, item_id: Uuid) -> A
     })
 }
 
-async fn produce(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
+async fn produce(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
     let req: ProduceRequest = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let result = produce_in(tx, ctx, &req)?;
         Ok(value_reply(&result))
     })
@@ -485,16 +480,10 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
     })
 }
 
-async fn consume(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
+async fn consume(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
     let req: ConsumeRequest = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let result = consume_in(tx, ctx, &req)?;
         Ok(value_reply(&result))
     })
@@ -558,17 +547,11 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     })
 }
 
-async fn adjust_actual(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
+async fn adjust_actual(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
     let req: AdjustActualRequest = parse_body(body)?;
     check_adjust_actual(&req).map_err(ApiError::violations)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let result = adjust_actual_in(tx, ctx, &req)?;
         Ok(value_reply(&result))
     })
@@ -695,21 +678,14 @@ fn order_postings(
     Ok((rows, total))
 }
 
-async fn order_status(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
-    let id = parse_id(&id)?;
-    let ctx = Ctx::new(auth, None);
-    let status = state
-        .store
-        .read(move |tx| {
-            let order = order_by_path(tx, &ctx, id)?;
+async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+    call.require("Item", Action::Update)?;
+    let status = call
+        .read(move |tx, ctx| {
+            let order = order_by_path(tx, ctx, id)?;
             let quantity = order_quantity(&order);
             let mut outputs = Vec::new();
-            for d in owned(tx, &ctx, outputs_res(), "orderDeliverableId", id)? {
+            for d in owned(tx, ctx, outputs_res(), "orderDeliverableId", id)? {
                 let d: ProductionOutput = typed(&d)?;
                 let planned = planned_output(&d, quantity);
                 outputs.push(OutputStatus {
@@ -723,7 +699,7 @@ async fn order_status(
                 });
             }
             let mut materials = Vec::new();
-            for l in owned(tx, &ctx, lines_res(), "orderDeliverableId", id)? {
+            for l in owned(tx, ctx, lines_res(), "orderDeliverableId", id)? {
                 let l: BomLine = typed(&l)?;
                 let planned = planned_for_order(&l, quantity);
                 materials.push(MaterialStatus {
@@ -736,7 +712,7 @@ async fn order_status(
                     unit_measure_id: l.unit_measure_id,
                 });
             }
-            let (_, entry_count) = order_postings(tx, &ctx, id, 0, 0)?;
+            let (_, entry_count) = order_postings(tx, ctx, id, 0, 0)?;
             Ok::<_, ApiError>(OrderStatus {
                 order_id: id,
                 order_quantity: quantity,
@@ -788,26 +764,17 @@ fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
 }
 
 async fn order_entries(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require("Item", Action::Update)?;
-    let id = parse_id(&id)?;
+    call.require("Item", Action::Update)?;
     let (page, page_size) = paging(query.as_deref())?;
-    let ctx = Ctx::new(auth, None);
-    let body = state
-        .store
-        .read(move |tx| {
-            order_by_path(tx, &ctx, id)?;
-            let (rows, total) = order_postings(
-                tx,
-                &ctx,
-                id,
-                page_size,
-                (page - 1).saturating_mul(page_size),
-            )?;
+    let body = call
+        .read(move |tx, ctx| {
+            order_by_path(tx, ctx, id)?;
+            let (rows, total) =
+                order_postings(tx, ctx, id, page_size, (page - 1).saturating_mul(page_size))?;
             let values = rows.iter().map(entry_of).collect::<ApiResult<Vec<_>>>()?;
             Ok::<_, ApiError>(json!({ "values": values, "totalCount": total }))
         })

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{patch, post};
@@ -19,9 +18,10 @@ use prodops_core::qc::{QcTemplateVersionCreate, next_version_number};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
-use crate::engine::{self, Resource, create_record, parse_body, parse_id};
+use crate::app::{AppState, JsonBody, Reply};
+use crate::call::{Call, PathId};
+use crate::context::{Action, Ctx};
+use crate::engine::{self, Resource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records::{self, Select};
@@ -41,16 +41,10 @@ fn field_cond(path: &str, value: String) -> Cond {
     }
 }
 
-async fn publish(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    auth.require("QcTemplate", Action::Create)?;
+async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    call.require("QcTemplate", Action::Create)?;
     let req: QcTemplateVersionCreate = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let res = engine::resource("qc-template");
         let template = req.qc_template_id.unwrap_or_else(Uuid::now_v7);
         // Numbering reads, then writes: concurrent publishes of one template take turns (the
@@ -91,22 +85,21 @@ async fn publish(
 
 /// PATCH is accepted and writes nothing (spec 4.10): the body must still be a JSON object.
 async fn patch_nothing(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
+    call: Call,
+    PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("QcTemplate", Action::Update)?;
-    let id = parse_id(&id)?;
+    call.require("QcTemplate", Action::Update)?;
     if !body.is_object() {
         return Err(ApiError::validation(
             "the request body must be a JSON object",
         ));
     }
     let res = engine::resource("qc-template");
-    let raw = state
+    let raw = call
+        .state
         .store
-        .get_raw(res.table(), auth.org, id)
+        .get_raw(res.table(), call.org(), id)
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok((
