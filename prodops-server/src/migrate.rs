@@ -111,6 +111,21 @@ const STEPS: &[(i64, &str)] = &[
         sent_at TEXT);
      CREATE INDEX IF NOT EXISTS ix_outbox_org ON outbox (organization_id, created_at)",
     ),
+    (
+        31,
+        // Counts in shards: on PostgreSQL each connection adds to its own shard of a table's
+        // count (`pg_backend_pid() % 16`), so concurrent inserts into one table of one
+        // organization no longer queue on a single count row until each commits. Readers sum
+        // the shards. SQLite has one writer and always uses shard 0.
+        // The triggers of step 2's table are replaced as resource tables are set up.
+        "CREATE TABLE IF NOT EXISTS record_count_shards (
+        table_name TEXT NOT NULL, organization_id TEXT NOT NULL, is_archived {bool} NOT NULL,
+        shard INTEGER NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (table_name, organization_id, is_archived, shard));
+     INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
+        SELECT table_name, organization_id, is_archived, 0, n FROM record_counts;
+     DROP TABLE record_counts",
+    ),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -172,17 +187,22 @@ fn collate_c(dialect: Dialect) -> &'static str {
     }
 }
 
-/// The PostgreSQL trigger function behind `record_counts`.
+/// The PostgreSQL trigger function behind `record_count_shards`. Each connection counts in its own
+/// shard (step 31), so a shard's `n` may go below zero (a row inserted through one connection
+/// and deleted through another); the sum over the shards is the count.
 const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_rows() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+  s integer := pg_backend_pid() % 16;
 BEGIN
   IF TG_OP = 'UPDATE' OR TG_OP = 'DELETE' THEN
-    UPDATE record_counts SET n = n - 1
-     WHERE table_name = TG_TABLE_NAME AND organization_id = OLD.organization_id AND is_archived = OLD.is_archived;
+    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
+    VALUES (TG_TABLE_NAME, OLD.organization_id, OLD.is_archived, s, -1)
+    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n - 1;
   END IF;
   IF TG_OP = 'UPDATE' OR TG_OP = 'INSERT' THEN
-    INSERT INTO record_counts (table_name, organization_id, is_archived, n)
-    VALUES (TG_TABLE_NAME, NEW.organization_id, NEW.is_archived, 1)
-    ON CONFLICT (table_name, organization_id, is_archived) DO UPDATE SET n = record_counts.n + 1;
+    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
+    VALUES (TG_TABLE_NAME, NEW.organization_id, NEW.is_archived, s, 1)
+    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + 1;
   END IF;
   RETURN NULL;
 END $body$";
@@ -200,13 +220,13 @@ fn seed_counts(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
         return Ok(());
     }
     tx.execute(
-        "DELETE FROM record_counts WHERE table_name = ?",
+        "DELETE FROM record_count_shards WHERE table_name = ?",
         &[table.into()],
     )?;
     tx.execute(
         &format!(
-            "INSERT INTO record_counts (table_name, organization_id, is_archived, n) \
-             SELECT ?, organization_id, is_archived, COUNT(*) FROM {table} GROUP BY organization_id, is_archived"
+            "INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n) \
+             SELECT ?, organization_id, is_archived, 0, COUNT(*) FROM {table} GROUP BY organization_id, is_archived"
         ),
         &[table.into()],
     )?;
@@ -217,34 +237,38 @@ fn seed_counts(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
     Ok(())
 }
 
-/// The triggers that keep `record_counts` true for one table.
+/// The triggers that keep `record_count_shards` true for one table.
 fn count_triggers(dialect: Dialect, t: &str) -> Vec<String> {
     match dialect {
         Dialect::Sqlite => {
             let plus = |row: &str| {
                 format!(
-                    "INSERT INTO record_counts (table_name, organization_id, is_archived, n) \
-                     VALUES ('{t}', {row}.organization_id, {row}.is_archived, 1) \
-                     ON CONFLICT (table_name, organization_id, is_archived) DO UPDATE SET n = n + 1;"
+                    "INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n) \
+                     VALUES ('{t}', {row}.organization_id, {row}.is_archived, 0, 1) \
+                     ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = n + 1;"
                 )
             };
             let minus = |row: &str| {
                 format!(
-                    "UPDATE record_counts SET n = n - 1 WHERE table_name = '{t}' \
-                     AND organization_id = {row}.organization_id AND is_archived = {row}.is_archived;"
+                    "UPDATE record_count_shards SET n = n - 1 WHERE table_name = '{t}' \
+                     AND organization_id = {row}.organization_id AND is_archived = {row}.is_archived AND shard = 0;"
                 )
             };
             vec![
+                // Step 2's triggers wrote to a table step 31 replaced.
+                format!("DROP TRIGGER IF EXISTS tr_{t}_count_insert"),
+                format!("DROP TRIGGER IF EXISTS tr_{t}_count_delete"),
+                format!("DROP TRIGGER IF EXISTS tr_{t}_count_archive"),
                 format!(
-                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_insert AFTER INSERT ON {t} BEGIN {} END",
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_shard_insert AFTER INSERT ON {t} BEGIN {} END",
                     plus("NEW")
                 ),
                 format!(
-                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_delete AFTER DELETE ON {t} BEGIN {} END",
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_shard_delete AFTER DELETE ON {t} BEGIN {} END",
                     minus("OLD")
                 ),
                 format!(
-                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_count_archive AFTER UPDATE OF is_archived ON {t} \
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_shard_archive AFTER UPDATE OF is_archived ON {t} \
                      WHEN OLD.is_archived <> NEW.is_archived BEGIN {} {} END",
                     minus("OLD"),
                     plus("NEW")

@@ -109,7 +109,7 @@ pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreRe
     };
     if let Some(archived) = archived {
         let mut sql = String::from(
-            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM record_counts \
+            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM record_count_shards \
              WHERE table_name = ? AND organization_id = ?",
         );
         let mut params: Vec<SqlValue> = vec![table.into(), org.into()];
