@@ -364,6 +364,23 @@ impl Client {
         Resource::new(self.clone(), path.trim_matches('/').to_string())
     }
 
+    /// The resource at `path` with its records read as `T`: any type they deserialize into,
+    /// such as a projection of the few fields a caller needs (reading a large list into
+    /// `serde_json::Value`s builds a map per record).
+    ///
+    /// ```
+    /// #[derive(serde::Deserialize)]
+    /// struct Name { name: String }
+    /// let client = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// assert_eq!(client.resource_as::<Name>("worker").path(), "worker");
+    /// ```
+    pub fn resource_as<T>(&self, path: &str) -> Resource<T>
+    where
+        T: serde::de::DeserializeOwned + Send + 'static,
+    {
+        Resource::new(self.clone(), path.trim_matches('/').to_string())
+    }
+
     /// The workers (`/worker`), typed, with their archive and restore actions.
     ///
     /// ```

@@ -182,6 +182,17 @@ pub trait ResourceKind: Send + Sync + 'static {
     /// the canonical JSON of the record, or every violation found.
     fn check(&self, candidate: Value, old: Option<&Value>) -> Result<Value, Vec<Violation>>;
 
+    /// [`check`](ResourceKind::check) of a new record (no `old`), answering the canonical JSON
+    /// as text, the form it is stored in, without building a `Value` of it first (the bulk
+    /// write path). The text is exactly `check(candidate, None)?.to_string()`.
+    fn check_new_text(&self, candidate: Value) -> Result<String, Vec<Violation>>;
+
+    /// [`check_new_text`](ResourceKind::check_new_text) of a candidate given as JSON text (an
+    /// object whose keys are unique), read straight into the record type. `None` when the text
+    /// does not read as the record: the caller then checks the candidate as a `Value` to name
+    /// what is wrong.
+    fn check_new_json(&self, candidate: &str) -> Option<Result<String, Vec<Violation>>>;
+
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
     fn schema(
         &self,
@@ -278,6 +289,26 @@ impl<T: Record> ResourceKind for Kind<T> {
             return Err(violations);
         }
         serde_json::to_value(&record).map_err(|e| vec![Violation::general(e.to_string())])
+    }
+
+    fn check_new_text(&self, candidate: Value) -> Result<String, Vec<Violation>> {
+        let mut record: T = parse(candidate).map_err(|v| vec![v])?;
+        record.normalize();
+        let violations = record.validate();
+        if !violations.is_empty() {
+            return Err(violations);
+        }
+        serde_json::to_string(&record).map_err(|e| vec![Violation::general(e.to_string())])
+    }
+
+    fn check_new_json(&self, candidate: &str) -> Option<Result<String, Vec<Violation>>> {
+        let mut record: T = serde_json::from_str(candidate).ok()?;
+        record.normalize();
+        let violations = record.validate();
+        if !violations.is_empty() {
+            return Some(Err(violations));
+        }
+        Some(serde_json::to_string(&record).map_err(|e| vec![Violation::general(e.to_string())]))
     }
 
     fn schema(

@@ -141,6 +141,7 @@ pub fn restored_name<E>(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
     use std::collections::HashSet;
     use std::convert::Infallible;
 
@@ -217,6 +218,38 @@ mod tests {
     }
 
     proptest! {
+        /// The bulk path's check (text straight into the type) agrees with the reference check
+        /// (a `Value`), accepting and refusing alike and storing the same text.
+        #[test]
+        fn checking_json_text_agrees_with_checking_a_value(
+            name in prop_oneof![Just(json!(" Ann ")), Just(json!("")), Just(json!(5)), Just(json!("Bo\"b"))],
+            status in prop_oneof![Just(None), Just(Some(json!("inactive"))), Just(Some(json!("retired")))],
+            archived in prop_oneof![Just(None), Just(Some(json!(true))), Just(Some(json!("yes")))],
+            team in prop_oneof![Just(None), Just(Some(json!(null))), Just(Some(json!("0191c3a8-0000-7000-8000-000000000001"))), Just(Some(json!("x")))],
+            created in prop_oneof![Just("2024-01-02T08:00:00.123Z"), Just("2024-01-02T08:00:00.000Z")],
+        ) {
+            use crate::resource::{Kind, ResourceKind};
+            let mut c = serde_json::Map::new();
+            c.insert("id".into(), json!(Uuid::nil()));
+            c.insert("organizationId".into(), json!(Uuid::nil()));
+            c.insert("name".into(), name);
+            for (k, v) in [("status", status), ("isArchived", archived), ("teamId", team)] {
+                if let Some(v) = v {
+                    c.insert(k.into(), v);
+                }
+            }
+            c.insert("createdAt".into(), json!(created));
+            c.insert("updatedAt".into(), json!(created));
+            let kind = Kind::<Worker>::new();
+            let text = serde_json::Value::Object(c.clone()).to_string();
+            let reference = kind.check(serde_json::Value::Object(c.clone()), None).map(|v| v.to_string());
+            prop_assert_eq!(kind.check_new_text(serde_json::Value::Object(c)), reference.clone());
+            match kind.check_new_json(&text) {
+                Some(got) => prop_assert_eq!(got, reference),
+                None => prop_assert!(reference.is_err(), "only a refused record fails to read"),
+            }
+        }
+
         #[test]
         fn strip_inverts_archive_for_any_name(base in ".{0,40}", n in 1u32..10_000) {
             let name = format!("{base}{}", archive_suffix(n));

@@ -159,6 +159,34 @@ impl<S: Send + Sync> OptionalFromRequest<S> for JsonBody {
     }
 }
 
+/// A JSON request body kept as its bytes, checked to be well-formed JSON (same limit and
+/// messages as [`JsonBody`]); for handlers that read it piece by piece (bulk PUT).
+pub struct RawJsonBody(pub Bytes);
+
+impl RawJsonBody {
+    /// The body's top-level JSON value, unparsed.
+    pub fn raw(&self) -> &serde_json::value::RawValue {
+        serde_json::from_slice(&self.0).expect("checked when extracted")
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for RawJsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let bytes = read_body(req.into_body()).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::validation(
+                "the request body is empty; send a JSON document",
+            ));
+        }
+        serde_json::from_slice::<&serde_json::value::RawValue>(&bytes).map_err(|e| {
+            ApiError::validation(format!("malformed JSON in the request body: {e}"))
+        })?;
+        Ok(RawJsonBody(bytes))
+    }
+}
+
 pub fn hash_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }

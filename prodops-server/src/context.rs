@@ -81,14 +81,18 @@ pub struct Ctx {
     /// One clock reading per request, in milliseconds, so every timestamp it writes agrees.
     pub now: DateTime<Utc>,
     pub idempotency: Option<Idempotency>,
+    /// `now` as the API writes it, formatted once (a bulk write stamps every record with it).
+    now_text: String,
 }
 
 impl Ctx {
     pub fn new(auth: Auth, idempotency: Option<Idempotency>) -> Self {
+        let now = Utc::now().trunc_subsecs(3);
         Ctx {
             auth,
-            now: Utc::now().trunc_subsecs(3),
+            now,
             idempotency,
+            now_text: format_time(now),
         }
     }
 
@@ -98,7 +102,8 @@ impl Ctx {
 
     /// The request time as the API writes it.
     pub fn now_text(&self) -> String {
-        format_time(self.now)
+        debug_assert_eq!(self.now_text, format_time(self.now));
+        self.now_text.clone()
     }
 }
 

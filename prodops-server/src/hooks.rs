@@ -79,6 +79,24 @@ pub trait Hooks: Send + Sync {
         Ok(DeleteAction::Proceed)
     }
 
+    /// Whether a bulk PUT may work per batch on this resource: look the batch's ids up at
+    /// once, and check and store its plain creates (see [`Hooks::plain_create`]) together in
+    /// multi-row inserts. Answering true promises that no hook of the resource writes a record
+    /// of its own table other than the one being written, so ids looked up at the start of
+    /// the batch stay true for every row the batch does not write itself.
+    fn batch_creates(&self) -> bool {
+        false
+    }
+
+    /// Whether creating this candidate (built, not yet checked; `field` reads its top-level
+    /// fields) needs none of `before_create`, `check_facts` and `after_write`: then a bulk PUT
+    /// only checks it with the resource's rules and stores it. Only asked when
+    /// [`Hooks::batch_creates`] is true.
+    fn plain_create(&self, field: &dyn Fn(&str) -> Option<Value>) -> bool {
+        let _ = field;
+        false
+    }
+
     /// The permission check of a standard call; by default the resource's
     /// `<Permission>.<Action>` (decisions.md section 2).
     fn authorize(&self, auth: &Auth, res: &Resource, action: Action) -> ApiResult<()> {
@@ -132,7 +150,15 @@ pub enum DeleteAction {
 }
 
 struct NoHooks;
-impl Hooks for NoHooks {}
+impl Hooks for NoHooks {
+    fn batch_creates(&self) -> bool {
+        true
+    }
+
+    fn plain_create(&self, _field: &dyn Fn(&str) -> Option<Value>) -> bool {
+        true
+    }
+}
 
 /// The hooks of the resource served at `path`.
 pub fn for_resource(path: &str) -> Arc<dyn Hooks> {
@@ -197,6 +223,16 @@ fn taken(
 struct WorkerHooks;
 
 impl Hooks for WorkerHooks {
+    // The hooks write the worker itself and work sessions (ending open work on archive).
+    fn batch_creates(&self) -> bool {
+        true
+    }
+
+    /// A worker created archived ends its open work (`after_write`); any other create is plain.
+    fn plain_create(&self, field: &dyn Fn(&str) -> Option<Value>) -> bool {
+        field("isArchived") != Some(Value::Bool(true))
+    }
+
     fn before_update(
         &self,
         tx: &mut dyn Tx,

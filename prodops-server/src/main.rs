@@ -14,6 +14,12 @@ use uuid::Uuid;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (milliseconds): keep freed memory for a second before
+/// returning it to the system (default 10 ms). A stream of bulk requests frees and reuses
+/// megabytes per request; returned at once, every request faulted them back in (zeroing huge
+/// pages was a tenth of a bulk import's time).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 const DEFAULT_DATABASE: &str = "sqlite://prodops.db";
 
 #[derive(Parser)]
@@ -287,6 +293,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: sets a process-wide allocator option before any other thread exists.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

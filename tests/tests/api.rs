@@ -8,6 +8,8 @@
 mod auth;
 #[path = "api/bom.rs"]
 mod bom;
+#[path = "api/bulk.rs"]
+mod bulk;
 #[path = "api/catalog.rs"]
 mod catalog;
 #[path = "api/counts.rs"]

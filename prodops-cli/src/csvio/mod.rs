@@ -206,10 +206,14 @@ fn report(pb: &Option<ProgressBar>, line: String) {
 // ---- cells to JSON ------------------------------------------------------------------------------
 
 pub fn parse_bool(raw: &str) -> Option<bool> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Some(true),
-        "false" | "0" | "no" => Some(false),
-        _ => None,
+    let t = raw.trim();
+    let is = |words: [&str; 3]| words.iter().any(|w| t.eq_ignore_ascii_case(w));
+    if is(["true", "1", "yes"]) {
+        Some(true)
+    } else if is(["false", "0", "no"]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -368,12 +372,26 @@ pub fn get_path<'a>(record: &'a Value, name: &str) -> Option<&'a Value> {
 }
 
 /// Turns a CSV row into the JSON sent for it, checked with core's rules for the resource.
+#[cfg(test)]
 pub fn row_record(
     spec: &Spec,
     cols: &[Option<&Column>],
     record: &csv::StringRecord,
     key_mode: bool,
 ) -> Result<Map<String, Value>, Vec<String>> {
+    row_json(spec, cols, record, key_mode).map(|(out, _)| out)
+}
+
+/// A checked row: its fields and their JSON text.
+pub type RowJson = (Map<String, Value>, Vec<u8>);
+
+/// [`row_record`], with the record's JSON text (what is sent).
+pub fn row_json(
+    spec: &Spec,
+    cols: &[Option<&Column>],
+    record: &csv::StringRecord,
+    key_mode: bool,
+) -> Result<RowJson, Vec<String>> {
     let mut out = Map::new();
     let mut errors = Vec::new();
     for (col, raw) in cols.iter().zip(record.iter()) {
@@ -408,31 +426,32 @@ pub fn row_record(
     if !errors.is_empty() {
         return Err(errors);
     }
-    // Core's rules, on the record as the server would complete it.
-    let mut candidate = out.clone();
-    let epoch = "1970-01-01T00:00:00Z";
-    candidate
-        .entry("id")
-        .or_insert_with(|| json!(Uuid::nil().to_string()));
-    candidate.insert("organizationId".into(), json!(Uuid::nil().to_string()));
-    candidate.insert("createdAt".into(), json!(epoch));
-    candidate.insert("updatedAt".into(), json!(epoch));
+    let json = serde_json::to_vec(&out).expect("a map of JSON values serializes");
+    // Core's rules, on the record as the server would complete it: the row's JSON with the
+    // server's fields (and the placeholders of an update) added, read straight into the
+    // resource's type. Only a row that does not read as the resource is checked again as a
+    // `Value`, for the messages that name the field.
     let keyed = key_mode
         && spec.key.is_some_and(|k| {
             out.get(k)
                 .and_then(Value::as_str)
                 .is_some_and(|k| !k.trim().is_empty())
         });
-    if out.contains_key("id") || keyed {
-        for (field, placeholder) in spec.update_placeholders {
-            candidate
-                .entry(*field)
-                .or_insert_with(|| json!(placeholder));
-        }
-    }
+    let update = out.contains_key("id") || keyed;
     let kind = prodops_core::registry::by_path(spec.path).expect("a registered resource");
-    match kind.check(Value::Object(candidate), None) {
-        Ok(_) => Ok(out),
+    let server_fields = ["organizationId", "createdAt", "updatedAt"];
+    let checked = if server_fields.iter().any(|f| out.contains_key(*f)) {
+        None
+    } else {
+        kind.check_new_json(&candidate_text(spec, &out, &json, update))
+            .map(|r| r.map(|_| ()))
+    };
+    let checked = checked.unwrap_or_else(|| {
+        kind.check(Value::Object(candidate_map(spec, &out, update)), None)
+            .map(|_| ())
+    });
+    match checked {
+        Ok(()) => Ok((out, json)),
         Err(violations) => Err(violations
             .into_iter()
             .map(|v| match v.field {
@@ -441,6 +460,59 @@ pub fn row_record(
             })
             .collect()),
     }
+}
+
+const EPOCH: &str = "1970-01-01T00:00:00Z";
+
+/// The record as the server would complete it, for core's check (the reference form).
+fn candidate_map(spec: &Spec, out: &Map<String, Value>, update: bool) -> Map<String, Value> {
+    let mut candidate = out.clone();
+    candidate
+        .entry("id")
+        .or_insert_with(|| json!(Uuid::nil().to_string()));
+    candidate.insert("organizationId".into(), json!(Uuid::nil().to_string()));
+    candidate.insert("createdAt".into(), json!(EPOCH));
+    candidate.insert("updatedAt".into(), json!(EPOCH));
+    if update {
+        for (field, placeholder) in spec.update_placeholders {
+            candidate
+                .entry(*field)
+                .or_insert_with(|| json!(placeholder));
+        }
+    }
+    candidate
+}
+
+/// [`candidate_map`] as JSON text, from the row's JSON (`out` serialized, which holds none of
+/// the server's fields): the added fields go after the row's own.
+fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bool) -> String {
+    let mut text = String::with_capacity(json.len() + 160);
+    text.push_str(std::str::from_utf8(&json[..json.len() - 1]).expect("JSON is UTF-8"));
+    let mut add = |key: &str, value: &str| {
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push('"');
+        text.push_str(key);
+        text.push_str("\":");
+        text.push_str(&Value::String(value.to_string()).to_string());
+    };
+    let nil = Uuid::nil().to_string();
+    if !out.contains_key("id") {
+        add("id", &nil);
+    }
+    add("organizationId", &nil);
+    add("createdAt", EPOCH);
+    add("updatedAt", EPOCH);
+    if update {
+        for (field, placeholder) in spec.update_placeholders {
+            if !out.contains_key(*field) {
+                add(field, placeholder);
+            }
+        }
+    }
+    text.push('}');
+    text
 }
 
 // ---- import -------------------------------------------------------------------------------------
@@ -714,8 +786,8 @@ fn reader_thread(
             }
             n += 1;
             let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
-            match row_record(spec, &cols, &record, key_mode) {
-                Ok(rec) => {
+            match row_json(spec, &cols, &record, key_mode) {
+                Ok((rec, json)) => {
                     let uuid = |f: &str| {
                         rec.get(f)
                             .and_then(Value::as_str)
@@ -735,7 +807,7 @@ fn reader_thread(
                         line,
                         id,
                         parent: if spec.tree { uuid("parentId") } else { None },
-                        json: serde_json::to_vec(&rec).expect("json"),
+                        json,
                         key,
                     };
                     if !placer.take(row) {
@@ -1087,6 +1159,134 @@ pub fn cell_text(kind: Kind, value: Option<&Value>, buf: &mut String) {
     }
 }
 
+/// A spec whose columns are all top-level fields, for [`Cells`].
+pub trait FlatSpec {
+    fn spec() -> &'static Spec;
+}
+
+/// A record read straight into the texts of its spec's cells (what [`cell_text`] gives for
+/// each column), without a map per record: exports of large lists read pages into these.
+pub struct Cells<S> {
+    pub cells: Vec<String>,
+    _spec: std::marker::PhantomData<fn() -> S>,
+}
+
+impl<'de, S: FlatSpec> serde::Deserialize<'de> for Cells<S> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, Visitor};
+        struct RecordVisitor<S>(std::marker::PhantomData<fn() -> S>);
+        impl<'de, S: FlatSpec> Visitor<'de> for RecordVisitor<S> {
+            type Value = Cells<S>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a record")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Cells<S>, A::Error> {
+                let columns = &S::spec().columns;
+                let mut cells = vec![String::new(); columns.len()];
+                while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
+                    match columns.iter().position(|c| c.name == key) {
+                        Some(i) => map.next_value_seed(CellSeed(&mut cells[i]))?,
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Cells {
+                    cells,
+                    _spec: std::marker::PhantomData,
+                })
+            }
+        }
+        d.deserialize_map(RecordVisitor(std::marker::PhantomData))
+    }
+}
+
+/// An object key, borrowed from the text when it has no escapes.
+struct FieldName<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> serde::de::Visitor<'de> for NameVisitor {
+            type Value = FieldName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<FieldName<'de>, E> {
+                Ok(FieldName(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<FieldName<'de>, E> {
+                Ok(FieldName(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
+}
+
+/// Reads one JSON value into the text [`cell_text`] writes for it.
+struct CellSeed<'b>(&'b mut String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CellSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.0.clear();
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CellSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.visit_number(serde_json::Number::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.visit_number(serde_json::Number::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        match serde_json::Number::from_f64(v) {
+            Some(n) => self.visit_number(n),
+            None => Ok(()),
+        }
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        use serde::Deserialize;
+        let v = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        use serde::Deserialize;
+        let v = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+}
+
+impl CellSeed<'_> {
+    fn visit_number<E>(self, n: serde_json::Number) -> Result<(), E> {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "{n}");
+        Ok(())
+    }
+}
+
 /// Writes records as CSV rows of `spec`'s columns.
 pub struct RowWriter {
     out: csv::Writer<Box<dyn Write>>,
@@ -1130,6 +1330,13 @@ impl RowWriter {
             cell_text(col.kind, get_path(record, &col.name), cell);
         }
         self.out.write_record(&self.cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes a record read as [`Cells`] of this writer's spec.
+    pub fn write_cells(&mut self, cells: &[String]) -> CmdResult {
+        self.out.write_record(cells).map_err(csv_fail)?;
         self.count += 1;
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use futures::TryStreamExt;
 
-use super::{Column, Kind, RowWriter, Spec};
+use super::{Cells, Column, FlatSpec, Kind, RowWriter, Spec};
 use crate::fail::CmdResult;
 use crate::run::Ctx;
 
@@ -74,13 +74,26 @@ pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
     super::import(ctx, &SPEC, args).await
 }
 
-/// Streams pages of the list (two fetched ahead) straight into the CSV writer.
+/// The worker spec's columns are all top-level fields: exports read records as [`Cells`].
+pub struct WorkerSpec;
+
+impl FlatSpec for WorkerSpec {
+    fn spec() -> &'static Spec {
+        &SPEC
+    }
+}
+
+/// Streams pages of the list (the next fetched while one is written) straight into the CSV
+/// writer, each record read into its cells.
 pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
     let mut params = crate::run::list_params(args)?;
     params.page_size = args.get_one::<u64>("page-size").copied();
     params.prefetch = Some(2);
     let mut out = RowWriter::open(&SPEC, args)?;
-    let mut pages = ctx.client.resource_at("worker").pages(params);
+    let mut pages = ctx
+        .client
+        .resource_as::<Cells<WorkerSpec>>("worker")
+        .pages(params);
     let mut pb = None;
     while let Some(page) = pages.try_next().await? {
         if pb.is_none() {
@@ -90,7 +103,7 @@ pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
             ));
         }
         for w in &page.values {
-            out.write(&SPEC, w)?;
+            out.write_cells(&w.cells)?;
         }
         if let Some(Some(pb)) = &pb {
             pb.set_position(out.count);
@@ -161,6 +174,31 @@ mod tests {
         let c = cols(&["id", "status"]);
         let r = csv::StringRecord::from(vec!["0191c3a8-0000-7000-8000-000000000001", "terminated"]);
         assert!(row_record(&SPEC, &c, &r, false).is_ok());
+    }
+
+    #[test]
+    fn cells_are_the_texts_the_value_path_writes() {
+        let record = json!({
+            "organizationId": "o", "id": "0191c3a8-0000-7000-8000-000000000001",
+            "name": "A \"quoted\", name", "customerIdentifier": "", "teamId": null,
+            "status": "active", "isArchived": true, "exemptFromAssignments": false,
+            "unionCode": 12.5, "qbBadgeLink": [1, {"x": "y"}], "createdAt": "2024-01-02T08:00:00.123Z",
+            "extra": {"ignored": true}
+        });
+        let cells: Cells<WorkerSpec> = serde_json::from_value(record.clone()).unwrap();
+        let mut buf = String::new();
+        for (col, cell) in SPEC.columns.iter().zip(&cells.cells) {
+            crate::csvio::cell_text(
+                col.kind,
+                crate::csvio::get_path(&record, &col.name),
+                &mut buf,
+            );
+            assert_eq!(cell, &buf, "{}", col.name);
+        }
+        assert!(
+            SPEC.columns.iter().all(|c| !c.name.contains('.')),
+            "a flat spec"
+        );
     }
 
     #[test]

@@ -10,13 +10,13 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
+use prodops_core::registry;
 use prodops_core::resource::{Allow, ResourceKind};
-use prodops_core::{Violation, registry};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, write_reply};
+use crate::app::{AppState, JsonBody, RawJsonBody, Reply, write_reply};
 use crate::context::{Action, Auth, Ctx, Idempotency};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{self, Hooks};
@@ -24,6 +24,7 @@ use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 
+mod bulk;
 pub(crate) mod params;
 mod pipeline;
 
@@ -653,44 +654,28 @@ async fn bulk_delete(
     bulk_apply(&state, res, auth, idem, query, op, delete_record).await
 }
 
-/// Creates or updates one record of a bulk PUT: with an `id` that exists, a merge like PATCH;
-/// otherwise a create (keeping the given `id`).
+/// Bulk PUT: creates or updates each record, in order (see `bulk.rs`): with an `id` that
+/// exists, a merge like PATCH; otherwise a create (keeping the given `id`).
 async fn bulk_put(
     State(state): State<Arc<AppState>>,
     Extension(res): Extension<Arc<Resource>>,
     Extension(auth): Extension<Auth>,
     idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
+    body: RawJsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.bulk_put, "bulk PUT")?;
     res.hooks.authorize(&auth, &res, Action::Create)?;
     res.hooks.authorize(&auth, &res, Action::Update)?;
-    let Value::Array(items) = body else {
+    if !body.raw().get().trim_start().starts_with('[') {
         return Err(ApiError::validation(
             "the body of a bulk PUT is a JSON array of records",
         ));
-    };
+    }
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {
-        let mut ids = Vec::with_capacity(items.len());
-        let mut details: Vec<Violation> = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            match upsert_record(tx, ctx, &res, item.clone()) {
-                Ok(record) => ids.push(record.get("id").cloned().unwrap_or(Value::Null)),
-                // Rules are checked before anything is written, so the transaction is still
-                // usable and every bad record can be reported; anything else ends the batch.
-                Err(e) if e.code == "VALIDATION_ERROR" => details.extend(e.with_index(i).details),
-                Err(e) => return Err(e.with_index(i)),
-            }
-        }
-        if !details.is_empty() {
-            let mut err = ApiError::violations(details);
-            err.message = format!(
-                "the batch was rejected and nothing was written: {}",
-                err.message
-            );
-            return Err(err);
-        }
+        let items: Vec<&serde_json::value::RawValue> =
+            serde_json::from_str(body.raw().get()).map_err(ApiError::internal)?;
+        let ids = bulk::bulk_put(tx, ctx, &res, &items)?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": ids.len(), "ids": ids }),

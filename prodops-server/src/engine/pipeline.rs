@@ -52,9 +52,22 @@ fn create_inner(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &Resource,
-    mut body: Map<String, Value>,
+    body: Map<String, Value>,
     server: bool,
 ) -> ApiResult<Value> {
+    let candidate = new_candidate(ctx, res, body, server)?;
+    create_candidate(tx, ctx, res, candidate)
+}
+
+/// The candidate of a new record: read-only fields dropped (all but the common ones when the
+/// server creates it), the id taken or generated, implied fields checked and set, server
+/// fields (`organizationId`, `createdAt`, `updatedAt`, `archivedAt`) set. Reads nothing.
+pub(crate) fn new_candidate(
+    ctx: &Ctx,
+    res: &Resource,
+    mut body: Map<String, Value>,
+    server: bool,
+) -> ApiResult<Map<String, Value>> {
     if server {
         for field in COMMON_READ_ONLY {
             body.remove(*field);
@@ -100,6 +113,16 @@ fn create_inner(
             if archived { now } else { Value::Null },
         );
     }
+    Ok(candidate)
+}
+
+/// The rest of a create once its candidate is built: hooks, rules, the write.
+pub(crate) fn create_candidate(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    mut candidate: Map<String, Value>,
+) -> ApiResult<Value> {
     res.hooks.before_create(tx, ctx, res, &mut candidate)?;
     let record = res
         .kind

@@ -232,6 +232,114 @@ pub fn insert(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreR
     Ok(())
 }
 
+/// The columns and text of a new record, ready for [`insert_rows`].
+#[derive(Debug, Clone)]
+pub struct NewRow {
+    pub id: String,
+    pub archived: bool,
+    pub created: String,
+    pub updated: String,
+    pub data: String,
+}
+
+impl NewRow {
+    /// The row of a record given as its stored JSON text: the same columns [`insert`] derives
+    /// from a `Value`, read from the text without building one.
+    pub fn of_text(data: String) -> StoreResult<NewRow> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Columns<'a> {
+            #[serde(borrow)]
+            id: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow)]
+            created_at: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow)]
+            updated_at: Option<std::borrow::Cow<'a, str>>,
+            is_archived: Option<bool>,
+        }
+        let c: Columns<'_> = serde_json::from_str(&data)
+            .map_err(|e| StoreError::Other(format!("record is not JSON: {e}")))?;
+        let id =
+            c.id.ok_or_else(|| StoreError::other("record without id"))?
+                .into_owned();
+        let created = c
+            .created_at
+            .ok_or_else(|| StoreError::other("record without createdAt"))?;
+        let updated = sortable_time(c.updated_at.as_deref().unwrap_or(&created))?;
+        let created = sortable_time(&created)?;
+        let archived = c.is_archived.unwrap_or(false);
+        Ok(NewRow {
+            id,
+            archived,
+            created,
+            updated,
+            data,
+        })
+    }
+}
+
+/// Rows per multi-row `INSERT`: 6 parameters each stays far below SQLite's 32,766 and
+/// PostgreSQL's 65,535 bound parameters.
+const INSERT_CHUNK: usize = 512;
+
+/// Inserts new records with multi-row `INSERT` statements (a few statements instead of one
+/// per row). Fails as a whole if any row is refused; the caller finds the row by inserting
+/// one at a time ([`insert_row`]).
+pub fn insert_rows(tx: &mut dyn Tx, table: &str, org: Uuid, rows: &[NewRow]) -> StoreResult<()> {
+    let org = org.to_string();
+    let mut params = Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * 6);
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        let sql = tx.dialect().insert_records_sql(table, chunk.len());
+        params.clear();
+        for r in chunk {
+            params.extend([
+                SqlValue::Text(org.clone()),
+                SqlValue::Text(r.id.clone()),
+                SqlValue::Bool(r.archived),
+                SqlValue::Text(r.created.clone()),
+                SqlValue::Text(r.updated.clone()),
+                SqlValue::Text(r.data.clone()),
+            ]);
+        }
+        tx.execute(&sql, &params)?;
+    }
+    Ok(())
+}
+
+/// Inserts one new record given as a [`NewRow`].
+pub fn insert_row(tx: &mut dyn Tx, table: &str, org: Uuid, row: &NewRow) -> StoreResult<()> {
+    insert_rows(tx, table, org, std::slice::from_ref(row))
+}
+
+/// The stored JSON text of the records among `ids` that exist, by id (looked up in chunks).
+pub fn get_many_raw(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    ids: &[Uuid],
+) -> StoreResult<std::collections::HashMap<Uuid, String>> {
+    let mut found = std::collections::HashMap::new();
+    let dialect = tx.dialect();
+    for chunk in ids.chunks(INSERT_CHUNK) {
+        let mut params = Vec::with_capacity(chunk.len() + 1);
+        let sql = format!(
+            "SELECT id, data FROM {table}{}",
+            dialect.where_clause(org, &[Cond::Ids(chunk.to_vec())], &mut params)
+        );
+        tx.for_each_row(&sql, &params, &mut |row| {
+            if let (Some(id), Some(data)) = (
+                row.first().and_then(|c| c.as_str()),
+                row.get(1).and_then(|c| c.as_str()),
+            ) {
+                let id = Uuid::parse_str(id).map_err(StoreError::other)?;
+                found.insert(id, data.to_string());
+            }
+            Ok(())
+        })?;
+    }
+    Ok(found)
+}
+
 pub fn update(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
     let (id, archived, _, updated) = columns_of(record)?;
     tx.execute(

@@ -235,6 +235,22 @@ impl Dialect {
         }
     }
 
+    /// `INSERT` of `rows` new records into a resource table, six parameters per row
+    /// (`organization_id, id, is_archived, created_at, updated_at, data`).
+    pub fn insert_records_sql(self, table: &str, rows: usize) -> String {
+        let mut sql = format!(
+            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at, data) VALUES "
+        );
+        sql.reserve(rows * 20);
+        for i in 0..rows {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str("(?, ?, ?, ?, ?, ?)");
+        }
+        sql
+    }
+
     /// `WHERE organization_id = ? AND ...` for the conditions.
     pub fn where_clause(self, org: Uuid, conds: &[Cond], params: &mut Vec<SqlValue>) -> String {
         let mut sql = String::from(" WHERE organization_id = ?");

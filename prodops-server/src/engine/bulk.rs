@@ -1,0 +1,444 @@
+//! `PUT /r/bulk`: many upserts in one transaction, with exactly the result of upserting the
+//! records one by one in input order ([`upsert_record`]): every validation failure reported by
+//! index and nothing written, or the first other failure (a unique key clash, ...) with its
+//! index, or every record written.
+//!
+//! Where the resource allows it ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)),
+//! the work is done per batch instead of per record:
+//!
+//! - the ids the records name are looked up in one query per chunk;
+//! - a plain create ([`Hooks::plain_create`](crate::hooks::Hooks::plain_create)) is built as
+//!   JSON text from the record's own text (the same candidate [`new_candidate`] builds), read
+//!   straight into core's record type and checked (`ResourceKind::check_new_json`), and its
+//!   stored text kept pending; pending creates are written with multi-row inserts;
+//! - anything else (an update, a create with hooks, a record naming an id the batch already
+//!   wrote, a record that does not read as the resource) goes through the one-by-one path,
+//!   after the pending creates are written, so it sees what the one-by-one order would have
+//!   shown it. A multi-row insert that fails is undone to its savepoint and redone one row at a
+//!   time, so the failure names the same record the one-by-one order stops at.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use prodops_core::Violation;
+use prodops_core::resource::{Archive, COMMON_READ_ONLY};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::Resource;
+use super::pipeline::upsert_record;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::store::records::{self, NewRow};
+use crate::store::{StoreError, Tx};
+
+/// Upserts `items` (the elements of the request's array, as written) in order; answers the
+/// id of each, in input order.
+pub(crate) fn bulk_put(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    items: &[&RawValue],
+) -> ApiResult<Vec<Uuid>> {
+    if res.hooks.batch_creates() {
+        Batch::new(res, ctx).run(tx, items)
+    } else {
+        one_by_one(tx, ctx, res, items)
+    }
+}
+
+/// The reference semantics: each record through the whole pipeline, in order.
+fn one_by_one(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &Resource,
+    items: &[&RawValue],
+) -> ApiResult<Vec<Uuid>> {
+    let mut ids = Vec::with_capacity(items.len());
+    let mut details: Vec<Violation> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match value_of(item).and_then(|item| upsert_record(tx, ctx, res, item)) {
+            Ok(record) => ids.push(id_of(&record)),
+            // Rules are checked before anything is written, so the transaction is still
+            // usable and every bad record can be reported; anything else ends the batch.
+            Err(e) if is_validation(&e) => details.extend(e.with_index(i).details),
+            Err(e) => return Err(e.with_index(i)),
+        }
+    }
+    rejected_or(details, ids)
+}
+
+fn value_of(item: &RawValue) -> ApiResult<Value> {
+    serde_json::from_str(item.get())
+        .map_err(|e| ApiError::validation(format!("malformed JSON in the request body: {e}")))
+}
+
+fn is_validation(e: &ApiError) -> bool {
+    e.code == "VALIDATION_ERROR"
+}
+
+fn id_of(record: &Value) -> Uuid {
+    record
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .unwrap_or_default()
+}
+
+fn rejected_or(details: Vec<Violation>, ids: Vec<Uuid>) -> ApiResult<Vec<Uuid>> {
+    if details.is_empty() {
+        return Ok(ids);
+    }
+    let mut err = ApiError::violations(details);
+    err.message = format!(
+        "the batch was rejected and nothing was written: {}",
+        err.message
+    );
+    Err(err)
+}
+
+// ---- a record's top-level fields as written --------------------------------------------------
+
+/// An object key: borrowed from the request when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The top-level fields of a JSON object: each key once, with its value's text. A repeated
+/// key keeps its first place and its last value, as a parsed `Map` does.
+struct Fields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut out: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(16);
+                while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+                    let v: &'de RawValue = map.next_value()?;
+                    match out.iter_mut().find(|(key, _)| *key == k) {
+                        Some(slot) => slot.1 = v,
+                        None => out.push((k, v)),
+                    }
+                }
+                Ok(Fields(out))
+            }
+        }
+        d.deserialize_map(FieldsVisitor)
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `item`, or `None` when it is not an object.
+    fn of(item: &'a RawValue) -> Option<Fields<'a>> {
+        serde_json::from_str(item.get()).ok()
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    fn remove(&mut self, key: &str) -> Option<&'a RawValue> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+}
+
+// ---- the batch -----------------------------------------------------------------------------------
+
+struct Batch<'r> {
+    res: &'r Resource,
+    ctx: &'r Ctx,
+    /// `"organizationId":"…"` and the request time as JSON, written into every new record.
+    org_text: String,
+    now_json: String,
+    /// Plain creates, checked, waiting to be written, and the index of each one's record.
+    pending: Vec<NewRow>,
+    pending_index: Vec<usize>,
+    /// Ids this batch has created or changed (or tried to): a later record naming one goes
+    /// through the one-by-one path, which reads the table as it now is.
+    touched: HashSet<Uuid>,
+    /// The candidate being built (reused).
+    buf: String,
+}
+
+/// What one record turns into.
+enum Step<'a> {
+    /// A plain create, checked: its id and row.
+    Create(Uuid, NewRow),
+    /// An update of a record stored before the batch: its id as given, and stored text.
+    Update(&'a str, &'a str),
+    /// Anything else: the one-by-one path, after the pending creates are written.
+    Slow,
+}
+
+impl<'r> Batch<'r> {
+    fn new(res: &'r Resource, ctx: &'r Ctx) -> Self {
+        Batch {
+            res,
+            ctx,
+            org_text: format!("\"organizationId\":\"{}\"", ctx.org()),
+            now_json: Value::String(ctx.now_text()).to_string(),
+            pending: Vec::new(),
+            pending_index: Vec::new(),
+            touched: HashSet::new(),
+            buf: String::new(),
+        }
+    }
+
+    fn run(mut self, tx: &mut dyn Tx, items: &[&RawValue]) -> ApiResult<Vec<Uuid>> {
+        let fields: Vec<Option<Fields<'_>>> = items.iter().map(|item| Fields::of(item)).collect();
+        let named: Vec<Uuid> = fields
+            .iter()
+            .flatten()
+            .filter_map(|f| serde_json::from_str::<Cow<'_, str>>(f.get("id")?.get()).ok())
+            .filter_map(|s| Uuid::parse_str(&s).ok())
+            .collect();
+        let stored = if named.is_empty() {
+            HashMap::new()
+        } else {
+            records::get_many_raw(tx, self.res.table(), self.ctx.org(), &named)?
+        };
+        let mut ids = Vec::with_capacity(items.len());
+        let mut details: Vec<Violation> = Vec::new();
+        for (i, (item, fields)) in items.iter().zip(fields).enumerate() {
+            // Errors of `flush` are final and already name their record; errors of this
+            // record are collected (validation) or end the batch.
+            let result = match self.step(&stored, fields) {
+                Ok(Step::Create(id, row)) => {
+                    self.pending.push(row);
+                    self.pending_index.push(i);
+                    Ok(id)
+                }
+                Ok(Step::Update(given, raw)) => {
+                    // Its hooks may read the table: the pending creates go in first.
+                    self.flush(tx)?;
+                    self.update(tx, given, raw, item)
+                }
+                Ok(Step::Slow) => {
+                    self.flush(tx)?;
+                    value_of(item)
+                        .and_then(|item| upsert_record(tx, self.ctx, self.res, item))
+                        .map(|record| {
+                            let id = id_of(&record);
+                            self.touched.insert(id);
+                            id
+                        })
+                }
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(id) => ids.push(id),
+                Err(e) if is_validation(&e) => details.extend(e.with_index(i).details),
+                Err(e) => {
+                    // Creates pending from earlier records come first: one of them may fail.
+                    self.flush(tx)?;
+                    return Err(e.with_index(i));
+                }
+            }
+        }
+        // A clash among the pending creates wins over validation failures, as it would have
+        // stopped the one-by-one order.
+        self.flush(tx)?;
+        rejected_or(details, ids)
+    }
+
+    /// Decides what a record is, building and checking a plain create; reads nothing.
+    fn step<'a>(
+        &mut self,
+        stored: &'a HashMap<Uuid, String>,
+        fields: Option<Fields<'a>>,
+    ) -> ApiResult<Step<'a>> {
+        let Some(mut fields) = fields else {
+            return Ok(Step::Slow);
+        };
+        let res = self.res;
+        let desc = res.desc();
+        if !res.implied.is_empty() {
+            return Ok(Step::Slow);
+        }
+        // As `new_candidate`: read-only fields dropped, the id taken or generated.
+        for field in COMMON_READ_ONLY.iter().chain(desc.read_only) {
+            fields.remove(field);
+        }
+        let id = match fields.remove("id") {
+            None => Uuid::now_v7(),
+            Some(raw) if raw.get() == "null" => Uuid::now_v7(),
+            Some(raw) => {
+                let Ok(given) = serde_json::from_str::<&str>(raw.get()) else {
+                    return Ok(Step::Slow);
+                };
+                let Ok(id) = Uuid::parse_str(given) else {
+                    return Ok(Step::Slow);
+                };
+                if self.touched.contains(&id) {
+                    return Ok(Step::Slow);
+                }
+                if let Some(text) = stored.get(&id) {
+                    self.touched.insert(id);
+                    return Ok(Step::Update(given, text));
+                }
+                id
+            }
+        };
+        self.touched.insert(id);
+        if desc.archive == Archive::Actions {
+            fields.remove("isArchived");
+        }
+        let archived = fields.get("isArchived").is_some_and(|v| v.get() == "true");
+        let now = &self.now_json;
+        let field = |name: &str| -> Option<Value> {
+            match name {
+                "id" => Some(Value::String(id.to_string())),
+                "organizationId" => Some(Value::String(self.ctx.org().to_string())),
+                "createdAt" | "updatedAt" => serde_json::from_str(now).ok(),
+                "archivedAt" if desc.archived_at => Some(if archived {
+                    serde_json::from_str(now).ok()?
+                } else {
+                    Value::Null
+                }),
+                _ => serde_json::from_str(fields.get(name)?.get()).ok(),
+            }
+        };
+        if !res.hooks.plain_create(&field) {
+            return Ok(Step::Slow);
+        }
+        let buf = &mut self.buf;
+        buf.clear();
+        let _ = write!(buf, "{{\"id\":\"{id}\",{}", self.org_text);
+        for (k, v) in &fields.0 {
+            buf.push(',');
+            match k {
+                Cow::Borrowed(k) => {
+                    // Borrowed keys had no escapes: their text is the key.
+                    buf.push('"');
+                    buf.push_str(k);
+                    buf.push('"');
+                }
+                Cow::Owned(k) => buf.push_str(&Value::String(k.clone()).to_string()),
+            }
+            buf.push(':');
+            buf.push_str(v.get());
+        }
+        let _ = write!(buf, ",\"createdAt\":{now},\"updatedAt\":{now}");
+        if desc.archived_at {
+            buf.push_str(",\"archivedAt\":");
+            buf.push_str(if archived { now } else { "null" });
+        }
+        buf.push('}');
+        match res.kind.check_new_json(buf) {
+            Some(Ok(text)) => Ok(Step::Create(id, NewRow::of_text(text)?)),
+            Some(Err(violations)) => Err(ApiError::violations(violations)),
+            // Not the resource's shape: the one-by-one path names what is wrong.
+            None => Ok(Step::Slow),
+        }
+    }
+
+    /// The update of a record stored before the batch, as [`upsert_record`] does it.
+    fn update(
+        &mut self,
+        tx: &mut dyn Tx,
+        given: &str,
+        stored: &str,
+        item: &RawValue,
+    ) -> ApiResult<Uuid> {
+        let Value::Object(patch) = value_of(item)? else {
+            return Err(ApiError::internal("an update that is not an object"));
+        };
+        let old: Value = serde_json::from_str(stored).map_err(ApiError::internal)?;
+        if !self.res.matches_implied(&old) {
+            return Err(ApiError::field(
+                "id",
+                format!("{given} is a record outside /{}", self.res.base),
+            ));
+        }
+        self.res.allow(self.res.desc().ops.update, "PATCH")?;
+        let record = super::update_record(tx, self.ctx, self.res, &old, patch)?;
+        Ok(id_of(&record))
+    }
+
+    /// Writes the pending creates. A refused multi-row insert is undone and redone one row at
+    /// a time: the first row refused is the record the one-by-one order would have stopped at.
+    fn flush(&mut self, tx: &mut dyn Tx) -> ApiResult<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let table = self.res.table();
+        let org = self.ctx.org();
+        let rows = std::mem::take(&mut self.pending);
+        let index = std::mem::take(&mut self.pending_index);
+        tx.execute("SAVEPOINT bulk_put", &[])?;
+        match records::insert_rows(tx, table, org, &rows) {
+            Ok(()) => {}
+            Err(StoreError::Retry) => return Err(StoreError::Retry.into()),
+            Err(_) => {
+                tx.execute("ROLLBACK TO SAVEPOINT bulk_put", &[])?;
+                for (row, i) in rows.iter().zip(index) {
+                    records::insert_row(tx, table, org, row)
+                        .map_err(|e| ApiError::from(e).with_index(i))?;
+                }
+            }
+        }
+        tx.execute("RELEASE SAVEPOINT bulk_put", &[])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    #[test]
+    fn fields_keep_first_place_and_last_value() {
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"a": 1, "b\u0041": [1, {"x": 2}], "a": "two"}"#).unwrap();
+        let f = Fields::of(&raw).unwrap();
+        let got: Vec<(String, String)> =
+            f.0.iter()
+                .map(|(k, v)| (k.to_string(), v.get().to_string()))
+                .collect();
+        assert_eq!(
+            got,
+            [
+                ("a".to_string(), "\"two\"".to_string()),
+                ("bA".to_string(), "[1, {\"x\": 2}]".to_string())
+            ]
+        );
+        let parsed: Map<String, Value> = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(
+            parsed.keys().collect::<Vec<_>>(),
+            ["a", "bA"],
+            "the same order a parsed map keeps"
+        );
+        let not_object: Box<RawValue> = serde_json::from_str("[1]").unwrap();
+        assert!(Fields::of(&not_object).is_none());
+    }
+}
