@@ -10,8 +10,8 @@
 #
 # Environment (all optional):
 #   BENCH_ROWS         rows per file (default 1000000)
-#   BENCH_BATCH        rows per PUT /worker/bulk (default 5000)
-#   BENCH_CONCURRENCY  batches in flight (default 4)
+#   BENCH_BATCH        rows per PUT /worker/bulk (default 10000, the CLI's default for workers)
+#   BENCH_CONCURRENCY  batches in flight (default 2, the CLI's default for workers)
 #   CARGO_TARGET_DIR   where cargo puts the binaries (default ./target)
 set -euo pipefail
 
@@ -20,8 +20,8 @@ cd "$ROOT"
 case "${1:-}" in -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 ROWS="${BENCH_ROWS:-1000000}"
-BATCH="${BENCH_BATCH:-5000}"
-CONCURRENCY="${BENCH_CONCURRENCY:-4}"
+BATCH="${BENCH_BATCH:-10000}"
+CONCURRENCY="${BENCH_CONCURRENCY:-2}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$ROOT/bench/results"
 

@@ -114,12 +114,24 @@ impl Spec {
 
 // ---- command line -----------------------------------------------------------------------------
 
-/// `import FILE.csv [--key F] [--dry-run] [--batch-size N] [--concurrency N]`.
+/// `import FILE.csv [--key F] [--dry-run] [--batch-size N] [--concurrency N]`, by default
+/// 5,000 rows per batch and 4 batches in flight.
 pub fn import_command(
     path: &'static str,
     keys: &'static [&'static str],
     long_about: String,
     example: &'static str,
+) -> Command {
+    import_command_with(path, keys, long_about, example, ("5000", "4"))
+}
+
+/// [`import_command`] with other defaults for `--batch-size` and `--concurrency`.
+pub fn import_command_with(
+    path: &'static str,
+    keys: &'static [&'static str],
+    long_about: String,
+    example: &'static str,
+    (batch_size, concurrency): (&'static str, &'static str),
 ) -> Command {
     let mut cmd = Command::new("import")
         .about(format!(
@@ -151,7 +163,7 @@ pub fn import_command(
         Arg::new("batch-size")
             .long("batch-size")
             .value_name("N")
-            .default_value("5000")
+            .default_value(batch_size)
             .value_parser(clap::value_parser!(u64).range(1..=10_000))
             .help(format!("Rows per PUT /{path}/bulk")),
     )
@@ -159,7 +171,7 @@ pub fn import_command(
         Arg::new("concurrency")
             .long("concurrency")
             .value_name("N")
-            .default_value("4")
+            .default_value(concurrency)
             .value_parser(clap::value_parser!(u64).range(1..=32))
             .help("Batches in flight"),
     )

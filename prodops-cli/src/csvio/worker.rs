@@ -32,8 +32,12 @@ pub static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec {
     create_needs: "name",
 });
 
+/// Worker imports send batches of 10,000 rows, two in flight: the server writes one batch at a
+/// time, and fewer, larger transactions rewrite fewer index pages (bench/README.md).
+const IMPORT_DEFAULTS: (&str, &str) = ("10000", "2");
+
 pub fn import_command() -> Command {
-    super::import_command(
+    super::import_command_with(
         "worker",
         &["customerIdentifier"],
         "Imports workers from CSV. The header row holds field names: id, name, customerIdentifier,\n\
@@ -45,6 +49,7 @@ pub fn import_command() -> Command {
          numbers while the rest are written; the exit code is then 5."
             .into(),
         "prodops worker import people.csv --key customerIdentifier",
+        IMPORT_DEFAULTS,
     )
 }
 
