@@ -608,10 +608,12 @@ where
     }
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(state, ctx, move |tx, ctx| {
+        let ctx = &ctx.deferring();
         let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
         for (i, old) in targets.iter().enumerate() {
             apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
         }
+        res.hooks.end_bulk(tx, ctx, &res)?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": targets.len() }),
@@ -672,6 +674,7 @@ async fn bulk_put(
     };
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {
+        let ctx = &ctx.deferring();
         let mut ids = Vec::with_capacity(items.len());
         let mut details: Vec<Violation> = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -691,6 +694,7 @@ async fn bulk_put(
             );
             return Err(err);
         }
+        res.hooks.end_bulk(tx, ctx, &res)?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": ids.len(), "ids": ids }),
