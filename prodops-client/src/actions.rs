@@ -241,6 +241,31 @@ impl Client {
             .await
     }
 
+    /// `GET /deliverable/{id}/hierarchy?select=...` read as it arrives (parents before
+    /// children, siblings in order): each record's JSON text in turn, only `id` and the
+    /// `select`ed fields (all fields when `select` is empty). For subtrees too large to hold.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, root: uuid::Uuid) -> prodops_client::Result<()> {
+    /// let mut nodes = c.deliverable_hierarchy_stream(root, &["name", "parentId"]).await?;
+    /// while let Some(text) = nodes.next_value().await? {
+    ///     let node: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn deliverable_hierarchy_stream(
+        &self,
+        id: Uuid,
+        select: &[&str],
+    ) -> Result<crate::ValuesStream> {
+        let mut path = format!("/deliverable/{id}/hierarchy");
+        if !select.is_empty() {
+            path.push_str("?select=");
+            path.push_str(&crate::encode(&select.join(",")));
+        }
+        self.values_stream(&path).await
+    }
+
     /// `POST /deliverable/groups` `{groupBy, filter?}` (`project`, `stage`, `people`, `root`,
     /// `tags`): `{"groupBy", "values": [{"groupId", "count", "deliverableIds"}]}`.
     ///

@@ -31,6 +31,7 @@ pub mod actions;
 mod config;
 mod error;
 mod resource;
+mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +45,7 @@ pub use config::{Config, ENV_API_KEY, ENV_BASE_URL};
 pub use error::{Error, ErrorDetail, Result};
 pub use reqwest::Method;
 pub use resource::{BulkPut, GroupCount, ListParams, Page, Query, Resource};
+pub use stream::{Framer, ValuesStream};
 
 /// The `User-Agent` every request carries.
 ///
@@ -223,6 +225,25 @@ impl Client {
         body: Option<Bytes>,
         content_type: &str,
     ) -> Result<RawResponse> {
+        let response = self.response(method, path, body, content_type).await?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.map_err(Error::Network)?;
+        Ok(RawResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// The answer to one request, its body not read yet, after the retries on 429 and 503.
+    async fn response(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> Result<reqwest::Response> {
         let url = format!("{}{}", self.inner.api_url, path);
         let idempotency_key =
             wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string());
@@ -244,21 +265,49 @@ impl Client {
             }
             let response = request.send().await.map_err(Error::Network)?;
             let status = response.status().as_u16();
-            let headers = response.headers().clone();
             let retryable = status == 429 || status == 503;
             if retryable && attempt < config.max_attempts {
+                let headers = response.headers().clone();
                 // Drain the body so the connection can be reused.
                 let _ = response.bytes().await;
                 tokio::time::sleep(retry_wait(&headers, attempt, config.max_retry_wait)).await;
                 continue;
             }
-            let body = response.bytes().await.map_err(Error::Network)?;
-            return Ok(RawResponse {
-                status,
-                headers,
-                body,
-            });
+            return Ok(response);
         }
+    }
+
+    /// `GET path` of an answer shaped `{"values": [...], ...}`, read as it arrives: each
+    /// value's JSON text in turn, so that a large answer (a deliverable hierarchy of 100,000
+    /// nodes) is never held whole. A status other than 2xx is [`Error::Api`]; an answer cut
+    /// short is an error, never a short list.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client, id: uuid::Uuid) -> prodops_client::Result<()> {
+    /// let mut values = client
+    ///     .values_stream(&format!("/deliverable/{id}/hierarchy?select=name,parentId"))
+    ///     .await?;
+    /// while let Some(text) = values.next_value().await? {
+    ///     let record: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    ///     println!("{}", record["name"]);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn values_stream(&self, path: &str) -> Result<ValuesStream> {
+        let response = self
+            .response(Method::GET, path, None, "application/json")
+            .await?;
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(ValuesStream::new(response));
+        }
+        let request_id = response
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.bytes().await.map_err(Error::Network)?;
+        Err(Error::from_response(status, request_id, &body))
     }
 
     /// Sends a request and returns the body of a 2xx answer; any other status becomes

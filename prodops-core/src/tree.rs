@@ -390,6 +390,11 @@ pub struct Change {
 /// schedule changed): the subtree of a node whose inherited part changed (a rename, a move, a
 /// new due date), and the ancestors of every changed node (old and new ones after a move).
 /// Returns how many records were saved.
+///
+/// `old` is the record as it was before the writes (`None` for a record created without any
+/// later change). The changes may also be a whole batch of writes whose refresh was put off
+/// until the batch's end ([`refresh_batch`]); then every affected ancestor is recomputed once
+/// for the batch, not once per written record.
 pub fn refresh<S: TreeStore>(
     store: &mut S,
     changes: &[Change],
@@ -430,10 +435,60 @@ pub fn refresh<S: TreeStore>(
             chains.push(p);
         }
     }
-    for start in chains {
-        saved += refresh_ancestors(store, start, today)?;
-    }
+    saved += refresh_ancestors(store, chains, today)?;
     Ok(saved)
+}
+
+/// The writes of one batch whose refresh waits for the batch's end: each written record with
+/// the record as the batch first saw it (before its first write, or as first created).
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    order: Vec<Uuid>,
+    first: HashMap<Uuid, Deliverable>,
+}
+
+impl Batch {
+    /// Notes a write of `new` (its record as written, computed fields prepared against the tree
+    /// as it was then), replacing `old` (`None` for a create).
+    pub fn note(&mut self, old: Option<&Deliverable>, new: &Deliverable) {
+        if !self.first.contains_key(&new.id) {
+            self.order.push(new.id);
+            self.first
+                .insert(new.id, old.cloned().unwrap_or_else(|| new.clone()));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// The changes to refresh: every written record against its first state. A record created
+    /// in the batch counts from its state as created, so that a later move or rename in the
+    /// same batch refreshes what the creation left stale.
+    pub fn changes(&self) -> Vec<Change> {
+        self.order
+            .iter()
+            .map(|id| Change {
+                id: *id,
+                old: self.first.get(id).cloned(),
+            })
+            .collect()
+    }
+}
+
+/// [`refresh`] once for a whole batch of writes (the bulk endpoints): the records themselves
+/// were prepared when written, each against the tree as it was at that moment; this makes
+/// every computed field of the tree true again, recomputing each affected ancestor once.
+pub fn refresh_batch<S: TreeStore>(
+    store: &mut S,
+    batch: &Batch,
+    today: NaiveDate,
+) -> Result<usize, S::Error> {
+    refresh(store, &batch.changes(), today)
 }
 
 /// Recomputes every descendant of `top` (whose record is current): inherited parts parents
@@ -501,15 +556,22 @@ fn refresh_subtree<S: TreeStore>(
     Ok(saved)
 }
 
-/// Recomputes `start` and its ancestors, stopping at the first node that does not change.
+/// Recomputes the nodes of `starts` and, while a node changes, its ancestors: deepest first,
+/// so that a node is recomputed once, after every changed node below it. (The inherited parts
+/// are current by now, so `computed.fullPath` gives each node's depth.)
 fn refresh_ancestors<S: TreeStore>(
     store: &mut S,
-    start: Uuid,
+    starts: Vec<Uuid>,
     today: NaiveDate,
 ) -> Result<usize, S::Error> {
+    use std::cmp::Reverse;
     let mut saved = 0;
-    let mut current = Some(start);
-    while let Some(id) = current {
+    let mut work: BTreeSet<(Reverse<usize>, Uuid)> = BTreeSet::new();
+    for id in starts {
+        let depth = store.node(id)?.computed.full_path.len();
+        work.insert((Reverse(depth), id));
+    }
+    while let Some((Reverse(depth), id)) = work.pop_first() {
         let mut node = store.node(id)?;
         let parent = match node.parent_id {
             Some(p) => Some(store.node(p)?),
@@ -518,11 +580,13 @@ fn refresh_ancestors<S: TreeStore>(
         let children = store.children(id)?;
         let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
         if !prepare(store, &mut node, parent.as_ref(), &refs, today)? {
-            break;
+            continue;
         }
         store.save(&node)?;
         saved += 1;
-        current = node.parent_id;
+        if let Some(p) = node.parent_id {
+            work.insert((Reverse(depth.saturating_sub(1)), p));
+        }
     }
     Ok(saved)
 }

@@ -1,8 +1,9 @@
 //! Who is asking, and the facts every handler needs: the key's organization and permissions,
 //! the clock reading of the request, its id and its idempotency key.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Map, Value};
@@ -83,6 +84,9 @@ pub struct Ctx {
     pub idempotency: Option<Idempotency>,
     /// `now` as the API writes it, formatted once (a bulk write stamps every record with it).
     now_text: String,
+    /// Set while a bulk write runs ([`Ctx::deferring`]): where hooks keep work they put off
+    /// until every record of the call is written (`Hooks::end_bulk`).
+    pub deferred: Option<Arc<Deferred>>,
 }
 
 impl Ctx {
@@ -93,6 +97,15 @@ impl Ctx {
             now,
             idempotency,
             now_text: format_time(now),
+            deferred: None,
+        }
+    }
+
+    /// The same request, for the records of one bulk write: hooks may defer work to its end.
+    pub fn deferring(&self) -> Ctx {
+        Ctx {
+            deferred: Some(Arc::new(Deferred::default())),
+            ..self.clone()
         }
     }
 
@@ -104,6 +117,32 @@ impl Ctx {
     pub fn now_text(&self) -> String {
         debug_assert_eq!(self.now_text, format_time(self.now));
         self.now_text.clone()
+    }
+}
+
+/// Work hooks put off until the end of a bulk write, in the same transaction: at most one value
+/// of each type (each hook keeps its own).
+#[derive(Debug, Default)]
+pub struct Deferred(Mutex<HashMap<TypeId, Box<dyn Any + Send>>>);
+
+impl Deferred {
+    /// Runs `f` on the deferred value of type `T`, made empty on first use.
+    pub fn with<T: Default + Send + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let value = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()));
+        f(value
+            .downcast_mut::<T>()
+            .expect("stored under its own type"))
+    }
+
+    /// Takes the deferred value of type `T`, if any.
+    pub fn take<T: Send + 'static>(&self) -> Option<T> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.remove(&TypeId::of::<T>())
+            .and_then(|b| b.downcast::<T>().ok())
+            .map(|b| *b)
     }
 }
 

@@ -67,6 +67,12 @@ pub trait Hooks: Send + Sync {
         Ok(())
     }
 
+    /// After every record of a bulk PUT, PATCH or DELETE was written, in the same transaction:
+    /// work the hooks put off while the call ran (`ctx.deferred`), done once for the batch.
+    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, res: &Resource) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// Before a DELETE archives or removes the record. `Handled` means the hook did what DELETE
     /// means for this record itself (deactivating a catalog entry that history references, ...).
     fn before_delete(

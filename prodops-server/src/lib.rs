@@ -26,6 +26,7 @@ pub mod openapi;
 pub mod production;
 pub mod qc;
 pub mod ratelimit;
+pub mod rawjson;
 pub mod store;
 
 use std::net::SocketAddr;

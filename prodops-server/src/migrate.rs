@@ -69,6 +69,13 @@ const STEPS: &[(i64, &str)] = &[
         "ALTER TABLE deliverable_tree ADD COLUMN rid BIGINT",
     ),
     (
+        12,
+        // The path index also covers `rid`, so that a hierarchy read orders a subtree from the
+        // index alone (without it, one row lookup per node for the rowid).
+        "DROP INDEX IF EXISTS ix_deliverable_tree_path;
+     CREATE INDEX IF NOT EXISTS ix_deliverable_tree_path ON deliverable_tree (organization_id, path, id, parent_id, sort_key, rid)",
+    ),
+    (
         20,
         // Stock on hand and reserved per organization, item and location, in millionths of the
         // item's base unit (exact integer sums); kept by `inventory::post` in the same

@@ -3,22 +3,21 @@
 //!
 //! The deliverable [`Spec`] is built at run time: its fixed columns, then one
 //! `data.properties.<key>` column per active custom property definition of the organization.
-//! Export walks trees with `GET /deliverable/{id}/hierarchy` (parents before children, siblings
-//! in their order), one root at a time, writing each record as the answer is parsed.
+//! Export walks trees with `GET /deliverable/{id}/hierarchy?select=...` (parents before
+//! children, siblings in their order; only the fields the columns read), one root at a time,
+//! writing each record as it arrives.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::io::Write;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use futures::TryStreamExt;
-use prodops_client::{ListParams, Method};
+use prodops_client::ListParams;
 use prodops_core::custom_property::CustomPropertyDefinition;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Column, Kind, RowWriter, Spec};
+use super::{Column, Kind, Layout, RowWriter, Spec};
 use crate::fail::{CmdResult, Fail};
 use crate::run::Ctx;
 
@@ -163,99 +162,19 @@ pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
 
 // ---- export ----------------------------------------------------------------------------------
 
-/// Calls `each` on every record of a hierarchy answer's `values` as it is parsed, so only one
-/// record is held as JSON at a time.
-struct ValuesSeed<'a, F>(&'a mut F);
-
-struct EachValue<'a, F>(&'a mut F);
-
-impl<'de, F: FnMut(Value) -> Result<(), String>> DeserializeSeed<'de> for ValuesSeed<'_, F> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de, F: FnMut(Value) -> Result<(), String>> Visitor<'de> for ValuesSeed<'_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a hierarchy answer")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "values" {
-                map.next_value_seed(EachValue(&mut *self.0))?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de, F: FnMut(Value) -> Result<(), String>> DeserializeSeed<'de> for EachValue<'_, F> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de, F: FnMut(Value) -> Result<(), String>> Visitor<'de> for EachValue<'_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of deliverables")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Slim>()? {
-            (self.0)(Value::Object(v.0)).map_err(serde::de::Error::custom)?;
-        }
-        Ok(())
-    }
-}
-
-/// A record without its `computed` fields (never exported, and the bulk of a record): they are
-/// skipped while parsing.
-struct Slim(serde_json::Map<String, Value>);
-
-impl<'de> serde::Deserialize<'de> for Slim {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Slim, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Slim;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a deliverable")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slim, A::Error> {
-                let mut out = serde_json::Map::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "computed" {
-                        map.next_value::<IgnoredAny>()?;
-                    } else {
-                        out.insert(key, map.next_value::<Value>()?);
-                    }
-                }
-                Ok(Slim(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// `GET /deliverable/{id}/hierarchy`, each record handed to `each` as it is parsed.
+/// `GET /deliverable/{id}/hierarchy?select=...`, each record's JSON text handed to `each` as
+/// it arrives (the answer is never held whole).
 async fn each_in_hierarchy(
     ctx: &Ctx,
     id: Uuid,
-    each: &mut dyn FnMut(Value) -> Result<(), String>,
+    select: &[&str],
+    each: &mut dyn FnMut(&[u8]) -> CmdResult,
 ) -> CmdResult {
-    let body = ctx
-        .client
-        .send(Method::GET, &format!("/deliverable/{id}/hierarchy"), None)
-        .await?;
-    let mut de = serde_json::Deserializer::from_slice(&body);
-    let mut each = each;
-    ValuesSeed(&mut each)
-        .deserialize(&mut de)
-        .map_err(|e| Fail::usage(format!("reading the hierarchy of {id}: {e}")))
+    let mut values = ctx.client.deliverable_hierarchy_stream(id, select).await?;
+    while let Some(text) = values.next_value().await? {
+        each(&text)?;
+    }
+    Ok(())
 }
 
 pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
@@ -266,26 +185,21 @@ pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
         })
         .transpose()?;
     let spec = org_spec(ctx).await?;
+    // Only the fields the columns read leave the server (not the computed fields, most of a
+    // record's bytes), and only those are parsed.
+    let layout = Layout::new(spec);
+    let select: Vec<&str> = layout.fields().collect();
     let mut out = RowWriter::open(spec, args)?;
-    let mut failed: Option<Fail> = None;
-    let mut write = |v: Value| -> Result<(), String> {
-        match out.write(spec, &v) {
-            Ok(()) => Ok(()),
-            Err(f) => {
-                let msg = "writing the CSV failed".to_string();
-                failed = Some(f);
-                Err(msg)
-            }
-        }
-    };
+    let mut write = |text: &[u8]| -> CmdResult { out.write_json(spec, &layout, text) };
     let mut result = Ok(());
     if let Some(root) = root {
-        result = each_in_hierarchy(ctx, root, &mut write).await;
+        result = each_in_hierarchy(ctx, root, &select, &mut write).await;
     } else {
-        let mut params = crate::run::list_params(args)?.filter("parentId", "null");
+        // The roots from the tree index (`GET /deliverable/roots`), not a scan of every node.
+        let mut params = crate::run::list_params(args)?;
         params.page_size = args.get_one::<u64>("page-size").copied();
         params.prefetch = Some(1);
-        let mut pages = ctx.client.resource_at("deliverable").pages(params);
+        let mut pages = ctx.client.resource_at("deliverable/roots").pages(params);
         let mut pb = None;
         let mut roots = 0u64;
         'pages: while let Some(page) = pages.try_next().await? {
@@ -303,7 +217,7 @@ pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
                 else {
                     continue;
                 };
-                result = each_in_hierarchy(ctx, id, &mut write).await;
+                result = each_in_hierarchy(ctx, id, &select, &mut write).await;
                 if result.is_err() {
                     break 'pages;
                 }
@@ -316,9 +230,6 @@ pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
         if let Some(Some(pb)) = &pb {
             pb.finish_and_clear();
         }
-    }
-    if let Some(f) = failed {
-        return Err(f);
     }
     result?;
     out.finish(spec)
@@ -333,8 +244,19 @@ pub async fn hierarchy_tree(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
         .ok_or_else(|| Fail::usage("the deliverable id is required"))?;
     let id = Uuid::parse_str(raw.trim()).map_err(|_| Fail::usage(format!("{raw}: not a UUID")))?;
     let mut nodes = Vec::new();
-    each_in_hierarchy(ctx, id, &mut |v| {
-        nodes.push(v);
+    let select = [
+        "parentId",
+        "name",
+        "type",
+        "identifier",
+        "quantity",
+        "progress",
+        "isArchived",
+    ];
+    each_in_hierarchy(ctx, id, &select, &mut |text| {
+        let node: Value = serde_json::from_slice(text)
+            .map_err(|e| Fail::usage(format!("reading the hierarchy of {id}: {e}")))?;
+        nodes.push(node);
         Ok(())
     })
     .await?;

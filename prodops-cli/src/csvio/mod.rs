@@ -1299,6 +1299,93 @@ impl CellSeed<'_> {
     }
 }
 
+/// How the columns of a [`Spec`] read a record's JSON text: the top-level fields they need
+/// (each parsed once; the others, such as a deliverable's `computed`, skipped while parsing)
+/// and each column's field and path inside it.
+pub struct Layout {
+    tops: Vec<String>,
+    cols: Vec<(usize, Vec<String>)>,
+}
+
+impl Layout {
+    pub fn new(spec: &Spec) -> Layout {
+        let mut tops: Vec<String> = Vec::new();
+        let cols = spec
+            .columns
+            .iter()
+            .map(|c| {
+                let mut parts = c.name.split('.').map(str::to_string);
+                let top = parts.next().unwrap_or_default();
+                let i = match tops.iter().position(|t| *t == top) {
+                    Some(i) => i,
+                    None => {
+                        tops.push(top);
+                        tops.len() - 1
+                    }
+                };
+                (i, parts.collect())
+            })
+            .collect();
+        Layout { tops, cols }
+    }
+
+    /// The top-level fields the columns read.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.tops.iter().map(String::as_str)
+    }
+}
+
+/// Parses the fields a [`Layout`] reads into `slots` (one per top-level field).
+struct Fields<'a> {
+    layout: &'a Layout,
+    slots: &'a mut [Option<Value>],
+}
+
+/// A key of a record: its position among the layout's fields, `None` for one it skips.
+struct KeyIndex<'a>(&'a Layout);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIndex<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeyIndex<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.tops.iter().position(|t| t == key))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Fields<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Fields<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a record")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(found) = map.next_key_seed(KeyIndex(self.layout))? {
+            match found {
+                Some(i) => self.slots[i] = Some(map.next_value()?),
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Writes records as CSV rows of `spec`'s columns.
 pub struct RowWriter {
     out: csv::Writer<Box<dyn Write>>,
@@ -1349,6 +1436,36 @@ impl RowWriter {
     /// Writes a record read as [`Cells`] of this writer's spec.
     pub fn write_cells(&mut self, cells: &[String]) -> CmdResult {
         self.out.write_record(cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes the record whose JSON text is `text`, parsing only the fields `layout` (made
+    /// from the same spec) reads.
+    pub fn write_json(&mut self, spec: &Spec, layout: &Layout, text: &[u8]) -> CmdResult {
+        let mut slots: Vec<Option<Value>> = vec![None; layout.tops.len()];
+        let mut de = serde_json::Deserializer::from_slice(text);
+        serde::de::DeserializeSeed::deserialize(
+            Fields {
+                layout,
+                slots: &mut slots,
+            },
+            &mut de,
+        )
+        .and_then(|()| de.end())
+        .map_err(|e| Fail::usage(format!("reading a {}: {e}", spec.noun)))?;
+        for ((col, (top, rest)), cell) in spec
+            .columns
+            .iter()
+            .zip(&layout.cols)
+            .zip(self.cells.iter_mut())
+        {
+            let value = slots[*top]
+                .as_ref()
+                .and_then(|v| rest.iter().try_fold(v, |v, k| v.get(k.as_str())));
+            cell_text(col.kind, value, cell);
+        }
+        self.out.write_record(&self.cells).map_err(csv_fail)?;
         self.count += 1;
         Ok(())
     }

@@ -2,13 +2,12 @@
 //!
 //! Building such a body in freshly allocated memory costs a page fault per 4 KiB page (and the
 //! allocator hands the pages back to the system when the body is freed): measured, that was a
-//! quarter of a hierarchy read. A few buffers are kept instead, and a response body hands its
-//! buffer back when the connection has sent it. At most [`KEPT`] buffers of at most
+//! quarter of a hierarchy read. A few buffers are kept instead, and a response body (or each part of a
+//! body sent in parts) hands its buffer back when the connection has sent it. At most [`KEPT`] buffers of at most
 //! [`MAX_KEPT_BYTES`] each are retained; larger ones are freed as usual.
 
 use std::sync::Mutex;
 
-use axum::body::Body;
 use bytes::Bytes;
 
 /// Buffers retained between requests.
@@ -68,9 +67,9 @@ impl Drop for Pooled {
     }
 }
 
-/// The body of a response made of `buf` (whose buffer returns to the pool afterwards).
-pub fn body(buf: Vec<u8>) -> Body {
-    Body::from(Bytes::from_owner(Pooled(buf)))
+/// The bytes of `buf`, whose buffer returns to the pool once they are dropped (sent).
+pub fn bytes(buf: Vec<u8>) -> Bytes {
+    Bytes::from_owner(Pooled(buf))
 }
 
 #[cfg(test)]
@@ -97,7 +96,7 @@ mod tests {
         let mut out = take(1 << 20);
         out.extend_from_slice(b"{\"values\":[]}");
         assert_eq!(POOL.lock().unwrap().len(), kept.saturating_sub(1));
-        drop(body(out));
+        drop(bytes(out));
         assert_eq!(POOL.lock().unwrap().len(), kept.max(1));
     }
 }

@@ -6,6 +6,10 @@
 //! and `rootParentId` are derived before it is written, and afterwards the tree index and the
 //! computed fields of the rest of the tree are brought up to date (core's `tree::refresh`).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prodops_core::custom_property::CustomPropertyDefinition;
 use prodops_core::deliverable::{Deliverable, DeliverableType};
 use prodops_core::minimal::Dependency;
 use prodops_core::tree::{self, Change, TreeStore};
@@ -25,6 +29,31 @@ use crate::store::{Tx, lock_scope};
 /// Deliverable hooks; `concept` enforces the concept rules (the `/concept/{type}` endpoints).
 pub struct DeliverableHooks {
     pub concept: bool,
+}
+
+/// What a bulk write of deliverables keeps until its end (`ctx.deferred`): the writes whose
+/// tree refresh waits for the end, and what its rows keep reading (their parents, the custom
+/// property definitions), each read once per call.
+#[derive(Default)]
+struct BulkState {
+    batch: tree::Batch,
+    /// Deliverables read as parents, as this call last wrote or read them.
+    records: HashMap<Uuid, Arc<Deliverable>>,
+    /// The organization's custom property definitions (dropped when a write changes one).
+    defs: Option<Arc<Vec<CustomPropertyDefinition>>>,
+}
+
+/// The organization's custom property definitions, read once per bulk call.
+fn definitions(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Arc<Vec<CustomPropertyDefinition>>> {
+    let Some(deferred) = &ctx.deferred else {
+        return Ok(Arc::new(custom_property_defs(tx, ctx)?));
+    };
+    if let Some(defs) = deferred.with(|s: &mut BulkState| s.defs.clone()) {
+        return Ok(defs);
+    }
+    let defs = Arc::new(custom_property_defs(tx, ctx)?);
+    deferred.with(|s: &mut BulkState| s.defs = Some(defs.clone()));
+    Ok(defs)
 }
 
 fn kind_of(candidate: &Map<String, Value>) -> Option<DeliverableType> {
@@ -52,9 +81,14 @@ fn write_properties(
     if supplied.is_none() {
         return Ok(());
     }
-    let defs = custom_property_defs(tx, ctx)?;
+    let defs = definitions(tx, ctx)?;
     let out =
         properties::apply_properties(kind, old, supplied, &defs).map_err(ApiError::violations)?;
+    if !out.new_options.is_empty()
+        && let Some(deferred) = &ctx.deferred
+    {
+        deferred.with(|s: &mut BulkState| s.defs = None);
+    }
     if out.values.is_empty() {
         data.remove("properties");
     } else {
@@ -116,17 +150,34 @@ fn prepare_candidate(
     Ok(())
 }
 
-fn load_parent(tx: &mut dyn Tx, ctx: &Ctx, id: Option<Uuid>) -> ApiResult<Option<Deliverable>> {
-    match id {
-        None => Ok(None),
-        Some(id) => match records::get(tx, TABLE, ctx.org(), id)? {
-            Some(v) => Ok(Some(parse_deliverable(&v)?)),
-            None => Err(ApiError::field(
+/// The parent a write names (400 when it does not exist); within a bulk call, each parent is
+/// read once (and kept as the call writes it).
+fn load_parent(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    id: Option<Uuid>,
+) -> ApiResult<Option<Arc<Deliverable>>> {
+    let Some(id) = id else {
+        return Ok(None);
+    };
+    if let Some(deferred) = &ctx.deferred
+        && let Some(known) = deferred.with(|s: &mut BulkState| s.records.get(&id).cloned())
+    {
+        return Ok(Some(known));
+    }
+    let parent = match records::get(tx, TABLE, ctx.org(), id)? {
+        Some(v) => Arc::new(parse_deliverable(&v)?),
+        None => {
+            return Err(ApiError::field(
                 "parentId",
                 format!("no deliverable {id} in this organization"),
-            )),
-        },
+            ));
+        }
+    };
+    if let Some(deferred) = &ctx.deferred {
+        deferred.with(|s: &mut BulkState| s.records.insert(id, parent.clone()));
     }
+    Ok(Some(parent))
 }
 
 /// The `parentId` of a candidate: `Ok(None)` for null or absent; malformed values are left for
@@ -151,7 +202,7 @@ impl Hooks for DeliverableHooks {
             candidate.insert("data".into(), Value::Object(data));
         }
         let parent = load_parent(tx, ctx, parent_id(candidate))?;
-        prepare_candidate(tx, ctx, candidate, parent.as_ref(), false)
+        prepare_candidate(tx, ctx, candidate, parent.as_deref(), false)
     }
 
     fn before_update(
@@ -202,16 +253,18 @@ impl Hooks for DeliverableHooks {
             .and_then(Value::as_str)
             .and_then(|s| Uuid::parse_str(s).ok());
         let parent = load_parent(tx, ctx, new_parent)?;
+        // The tree index, not the parent's breadcrumbs: within a bulk write those may wait for
+        // the batch's end, the index never does.
         if new_parent != old_parent
-            && let (Some(p), Some(id)) = (&parent, id)
-            && (p.id == id || tree::would_cycle(id, &p.computed.full_path))
+            && let (Some(p), Some(id)) = (new_parent, id)
+            && (p == id || under(tx, ctx, p, id)?)
         {
             return Err(ApiError::field(
                 "parentId",
                 "a deliverable cannot be moved under itself or one of its descendants",
             ));
         }
-        prepare_candidate(tx, ctx, candidate, parent.as_ref(), true)
+        prepare_candidate(tx, ctx, candidate, parent.as_deref(), true)
     }
 
     fn check_facts(
@@ -236,12 +289,7 @@ impl Hooks for DeliverableHooks {
                 node.schedule = None;
             }
         }
-        let parent = match node.parent_id {
-            Some(p) => records::get(tx, TABLE, ctx.org(), p)?
-                .map(|v| parse_deliverable(&v))
-                .transpose()?,
-            None => None,
-        };
+        let parent = load_parent(tx, ctx, node.parent_id)?;
         let mut violations = node.concept_violations(parent.as_ref().map(|p| p.kind));
         if node.kind == DeliverableType::Stage
             && let Some(stage) = tree::data_uuid(&node, "stageId")
@@ -276,11 +324,40 @@ impl Hooks for DeliverableHooks {
             }
             Some(_) => {}
         }
+        if let Some(deferred) = &ctx.deferred {
+            // A bulk write: the rest of the tree is refreshed once at its end (`end_bulk`).
+            deferred.with(|s: &mut BulkState| {
+                s.batch.note(old.as_ref(), &node);
+                s.records.insert(node.id, Arc::new(node));
+            });
+            return Ok(());
+        }
         let mut store = TxTree::new(tx, ctx);
         let today = store.today();
         tree::refresh(&mut store, &[Change { id: node.id, old }], today)?;
         Ok(())
     }
+
+    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, _res: &Resource) -> ApiResult<()> {
+        let Some(state) = ctx.deferred.as_ref().and_then(|d| d.take::<BulkState>()) else {
+            return Ok(());
+        };
+        if state.batch.is_empty() {
+            return Ok(());
+        }
+        // Each record changed by the refresh is written once, at the end.
+        let mut store = TxTree::deferred(tx, ctx);
+        let today = store.today();
+        tree::refresh_batch(&mut store, &state.batch, today)?;
+        store.flush()
+    }
+}
+
+/// Whether `node` is `ancestor` or one of its descendants, by the tree index.
+fn under(tx: &mut dyn Tx, ctx: &Ctx, node: Uuid, ancestor: Uuid) -> ApiResult<bool> {
+    let ancestor = ancestor.to_string();
+    Ok(super::tree::tree_row(tx, ctx.org(), node)?
+        .is_some_and(|row| row.path.split('/').any(|seg| seg == ancestor)))
 }
 
 /// Dependencies (decisions.md section 5): finish-to-start between deliverables under the same

@@ -75,6 +75,7 @@ fn concept_resources() -> Vec<Arc<Resource>> {
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new()
         .route("/api/v2/deliverable/{id}/hierarchy", get(reads::hierarchy))
+        .route("/api/v2/deliverable/roots", get(reads::roots))
         .route("/api/v2/deliverable/groups", post(reads::groups))
         .route("/api/v2/deliverable/crew-time", get(reads::crew_time))
         .route("/api/v2/deliverable/reorder", post(actions::reorder))

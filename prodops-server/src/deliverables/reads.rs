@@ -3,61 +3,253 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use prodops_core::tree::hierarchy_order;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::tree::{TABLE, TREE, path_upper, subtree_text, tree_row};
+use super::tree::{IndexNode, TABLE, TREE, path_upper, records_of, subtree_index, tree_row};
 use super::{buffers, resource};
 use crate::app::{AppState, JsonBody};
 use crate::context::{Action, Auth};
-use crate::engine::{filter_conds, parse_body, parse_id};
+use crate::engine::{filter_conds, flattened_name, parse_body, parse_id, parse_list_params};
 use crate::error::{ApiError, ApiResult};
+use crate::rawjson::{Projection, Selected};
 use crate::store::SqlValue;
+use crate::store::Tx;
 use crate::store::sql::FieldPath;
 
-/// `GET /deliverable/{id}/hierarchy`: the node and its whole subtree (archived nodes
-/// included), parents before children, siblings in their order. The stored records are sent
-/// as they are, without parsing them.
+/// Nodes whose records one query of a hierarchy read fetches.
+const FETCH_NODES: usize = 512;
+/// A hierarchy body is sent in parts of about this size as it is read.
+const PART_BYTES: usize = 256 << 10;
+
+/// One part of a hierarchy body; `Last` when the body is complete.
+enum Part {
+    More(bytes::Bytes),
+    Last(bytes::Bytes),
+}
+
+/// The `select` of a hierarchy read: `?select=a,b.c` (repeatable), fields as `POST /r/query`
+/// selects them. `None` without one.
+fn hierarchy_select(query: Option<&str>) -> ApiResult<Option<Projection>> {
+    let res = resource("deliverable");
+    let mut fields: Option<Vec<Selected>> = None;
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "select" => {
+                let list = fields.get_or_insert_with(Vec::new);
+                for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    res.field_path(part)?;
+                    list.push(Selected::new(flattened_name(part), part));
+                }
+            }
+            other => {
+                return Err(ApiError::field(other, "unknown parameter; use select"));
+            }
+        }
+    }
+    match fields {
+        Some(f) if f.is_empty() => Err(ApiError::field(
+            "select",
+            "select names no field; give field names separated by commas",
+        )),
+        f => Ok(f.map(Projection::new)),
+    }
+}
+
+/// `GET /deliverable/{id}/hierarchy[?select=...]`: the node and its whole subtree (archived
+/// nodes included), parents before children, siblings in their order; with `select`, each
+/// record as `id` and the selected fields. The order comes from the tree index alone; the
+/// records are then read in that order a few hundred at a time and the body is sent in parts
+/// as they are read (a large subtree is never held whole; the socket is written while the
+/// database is read). The stored records are sent as they are, or projected without parsing.
 pub async fn hierarchy(
     State(state): State<Arc<AppState>>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     auth.require("Deliverable", Action::Read)?;
     let id = parse_id(&id)?;
+    let projection = hierarchy_select(query.as_deref())?;
+    let org = auth.org;
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<Part>>(4);
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        let parts = sender.clone();
+        let read = store
+            .read(move |tx| {
+                let mut sent = false;
+                match write_hierarchy(tx, org, id, projection.as_ref(), &parts, &mut sent) {
+                    // Part of the answer is out: the read cannot be run again.
+                    Err(e) if sent => Err(ApiError::internal(format!(
+                        "a hierarchy read failed while sending: {}",
+                        e.message
+                    ))),
+                    r => r,
+                }
+            })
+            .await;
+        if let Err(e) = read {
+            let _ = sender.send(Err(e)).await;
+        }
+    });
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    match receiver.recv().await {
+        None => Err(ApiError::internal(
+            "the hierarchy read ended without an answer",
+        )),
+        Some(Err(e)) => Err(e),
+        Some(Ok(Part::Last(body))) => Ok((StatusCode::OK, json, Body::from(body)).into_response()),
+        Some(Ok(Part::More(first))) => {
+            // The rest as it comes; a failure now can only cut the body short.
+            let rest = futures::stream::unfold(receiver, |mut r| async move {
+                let item = match r.recv().await? {
+                    Ok(Part::More(b) | Part::Last(b)) => Ok(b),
+                    Err(e) => Err(std::io::Error::other(e.message)),
+                };
+                Some((item, r))
+            });
+            let body = futures::stream::once(async move { Ok(first) }).chain(rest);
+            Ok((StatusCode::OK, json, Body::from_stream(body)).into_response())
+        }
+    }
+}
+
+/// Reads a hierarchy and hands its body to `parts` as it is written (see [`hierarchy`]);
+/// `sent` tells whether any part went out. A closed channel (the client left) ends the read.
+fn write_hierarchy(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    id: Uuid,
+    projection: Option<&Projection>,
+    parts: &tokio::sync::mpsc::Sender<ApiResult<Part>>,
+    sent: &mut bool,
+) -> ApiResult<()> {
+    let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
+    let nodes = subtree_index(tx, org, &row)?;
+    let entries: Vec<(Uuid, Option<Uuid>, i64)> = nodes
+        .iter()
+        .map(|n| (n.id, n.parent_id, n.sort_key))
+        .collect();
+    let order = hierarchy_order(id, &entries);
+    let mut body = buffers::take(PART_BYTES + (64 << 10));
+    body.extend_from_slice(b"{\"values\":[");
+    let mut count = 0usize;
+    // One batch of records in hierarchy order: each record's text (or projection) and where.
+    let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES);
+    let mut texts: Vec<u8> = Vec::new();
+    let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(FETCH_NODES);
+    for group in order.chunks(FETCH_NODES) {
+        batch.clear();
+        batch.extend(group.iter().map(|&i| nodes[i]));
+        texts.clear();
+        spans.clear();
+        spans.resize(batch.len(), None);
+        records_of(tx, org, &batch, &mut |slot, data| {
+            let start = texts.len();
+            match projection {
+                Some(p) => p.write(data, &mut texts),
+                None => texts.extend_from_slice(data.as_bytes()),
+            }
+            spans[slot] = Some(start..texts.len());
+        })?;
+        for span in spans.iter().flatten() {
+            if count > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(&texts[span.clone()]);
+            count += 1;
+            if body.len() >= PART_BYTES {
+                let full = std::mem::replace(&mut body, buffers::take(PART_BYTES + (64 << 10)));
+                if parts
+                    .blocking_send(Ok(Part::More(buffers::bytes(full))))
+                    .is_err()
+                {
+                    return Ok(());
+                }
+                *sent = true;
+            }
+        }
+    }
+    body.extend_from_slice(b"],\"totalCount\":");
+    body.extend_from_slice(count.to_string().as_bytes());
+    body.push(b'}');
+    let _ = parts.blocking_send(Ok(Part::Last(buffers::bytes(body))));
+    Ok(())
+}
+
+/// `GET /deliverable/roots?<list parameters>`: the deliverables without a parent (the tops of
+/// the trees), with the standard list's filters, `search`, `sort`, `page` and `pageSize`, as
+/// `{values, totalCount}`. The roots come from the tree index, so the read costs the number of
+/// trees, not of nodes (a `parentId=null` filter on the list reads every deliverable).
+pub async fn roots(
+    State(state): State<Arc<AppState>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    auth.require("Deliverable", Action::Read)?;
+    let res = resource("deliverable");
+    let params = parse_list_params(res, query.as_deref(), true)?;
+    if params.cursor.is_some() {
+        return Err(ApiError::field(
+            "cursor",
+            "the roots are paged with page and pageSize",
+        ));
+    }
     let org = auth.org;
     let body = state
         .store
         .read(move |tx| {
-            let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
-            let sub = subtree_text(tx, org, &row, buffers::take(0))?;
-            let entries: Vec<(Uuid, Option<Uuid>, i64)> =
-                sub.nodes.iter().map(|r| (r.0, r.1, r.2)).collect();
-            let order = hierarchy_order(id, &entries);
-            let mut body = buffers::take(sub.text.len() + sub.nodes.len() + 64);
-            body.extend_from_slice(b"{\"values\":[");
-            for (n, i) in order.iter().enumerate() {
-                if n > 0 {
-                    body.push(b',');
-                }
-                body.extend_from_slice(&sub.text[sub.nodes[*i].3.clone()]);
-            }
-            body.extend_from_slice(b"],\"totalCount\":");
-            body.extend_from_slice(order.len().to_string().as_bytes());
-            body.push(b'}');
-            buffers::give(sub.text);
+            let dialect = tx.dialect();
+            let select = params.select();
+            let mut args = Vec::new();
+            let mut filter = dialect.where_clause(org, &select.conds, &mut args);
+            // The index of children by parent holds the roots first (parent NULL).
+            filter.push_str(&format!(
+                " AND id IN (SELECT id FROM {TREE} WHERE organization_id = ? AND parent_id IS NULL)"
+            ));
+            args.push(org.into());
+            let mut page_args = args.clone();
+            page_args.push(SqlValue::Int(select.limit as i64));
+            page_args.push(SqlValue::Int(select.offset as i64));
+            let values: Vec<String> = tx
+                .query(
+                    &format!(
+                        "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
+                        dialect.order_by(&select.sort)
+                    ),
+                    &page_args,
+                )?
+                .into_iter()
+                .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
+                .collect();
+            let total = tx
+                .query(&format!("SELECT COUNT(*) FROM {TABLE}{filter}"), &args)?
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0);
+            let mut body =
+                String::with_capacity(values.iter().map(String::len).sum::<usize>() + 64);
+            body.push_str("{\"values\":[");
+            body.push_str(&values.join(","));
+            body.push_str("],\"totalCount\":");
+            body.push_str(&total.to_string());
+            body.push('}');
             Ok::<_, ApiError>(body)
         })
         .await?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        buffers::body(body),
+        body,
     )
         .into_response())
 }

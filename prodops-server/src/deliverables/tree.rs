@@ -236,68 +236,134 @@ pub fn set_sort_key(tx: &mut dyn Tx, org: Uuid, id: Uuid, key: i64) -> ApiResult
     Ok(())
 }
 
-/// The stored records of a node's subtree, the node included, for a hierarchy read: every
-/// record's JSON text one after the other in `text` (copied once from the database, nothing
-/// parsed but the ids), and per node `(id, parent, sort key, range of its text)`, in any order.
-pub struct SubtreeText {
-    pub text: Vec<u8>,
-    pub nodes: Vec<(Uuid, Option<Uuid>, i64, std::ops::Range<usize>)>,
+/// A node of a subtree's index range, as a hierarchy read orders and fetches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexNode {
+    pub id: Uuid,
+    pub parent_id: Option<Uuid>,
+    pub sort_key: i64,
+    /// On SQLite, the rowid of the node's record (a hint, see [`records_join`]).
+    pub rid: Option<i64>,
 }
 
-/// Reads [`SubtreeText`] into `text` (cleared first; a reused buffer).
-pub fn subtree_text(
-    tx: &mut dyn Tx,
-    org: Uuid,
-    top: &TreeRow,
-    text: Vec<u8>,
-) -> ApiResult<SubtreeText> {
+/// The index rows of a node's subtree, the node included, in any order (one index range; no
+/// record is read).
+pub fn subtree_index(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<IndexNode>> {
     let sql = format!(
-        "SELECT t.id, t.parent_id, t.sort_key, d.data FROM {TREE} t {} \
-         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
-        records_join(tx.dialect())
+        "SELECT id, parent_id, sort_key, rid FROM {TREE} \
+         WHERE organization_id = ? AND path >= ? AND path < ?"
     );
     let params = [
         org.into(),
         top.path.clone().into(),
         path_upper(&top.path).into(),
     ];
-    let mut out = SubtreeText {
-        text,
-        nodes: Vec::new(),
-    };
-    out.text.clear();
-    let mut missing = Vec::new();
+    let mut out = Vec::new();
     tx.for_each_row(&sql, &params, &mut |row| {
-        let Some(id) = row
-            .first()
-            .and_then(|c| c.as_str())
-            .and_then(|s| Uuid::parse_str(s).ok())
-        else {
-            return Ok(());
+        let uuid = |i: usize| {
+            row.get(i)
+                .and_then(|c| c.as_str())
+                .and_then(|s| Uuid::parse_str(s).ok())
         };
-        let parent = row
-            .get(1)
-            .and_then(|c| c.as_str())
-            .and_then(|s| Uuid::parse_str(s).ok());
-        let key = row.get(2).and_then(|c| c.as_i64()).unwrap_or(0);
-        match row.get(3).and_then(|c| c.as_str()) {
-            Some(data) => {
-                let start = out.text.len();
-                out.text.extend_from_slice(data.as_bytes());
-                out.nodes.push((id, parent, key, start..out.text.len()));
-            }
-            None => missing.push((id, parent, key)),
+        if let Some(id) = uuid(0) {
+            out.push(IndexNode {
+                id,
+                parent_id: uuid(1),
+                sort_key: row.get(2).and_then(|c| c.as_i64()).unwrap_or(0),
+                rid: row.get(3).and_then(|c| c.as_i64()),
+            });
         }
         Ok(())
     })?;
-    for (id, parent, key) in missing {
-        if let Some(data) = record_text(tx, org, id)? {
-            let start = out.text.len();
-            out.text.extend_from_slice(data.as_bytes());
-            out.nodes.push((id, parent, key, start..out.text.len()));
+    Ok(out)
+}
+
+/// Reads the stored records of `nodes` with one query per call, handing each record's JSON text
+/// to `each` with the node's position in `nodes`, in any order (a node whose record is missing
+/// is left out). On SQLite the records are looked up by the rowids the index holds, checked
+/// against the ids (a stale one is read by id); on PostgreSQL by id.
+pub fn records_of(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    nodes: &[IndexNode],
+    each: &mut dyn FnMut(usize, &str),
+) -> ApiResult<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let mut params: Vec<SqlValue> = Vec::with_capacity(nodes.len() + 1);
+    let mut slots: HashMap<i64, usize> = HashMap::new();
+    let mut by_id: HashMap<Uuid, usize> = HashMap::new();
+    let sql = match tx.dialect() {
+        Dialect::Sqlite => {
+            for (i, n) in nodes.iter().enumerate() {
+                if let Some(rid) = n.rid
+                    && slots.insert(rid, i).is_none()
+                {
+                    params.push(rid.into());
+                }
+            }
+            // The rowids alone drive the search: `+` keeps the planner from scanning the
+            // organization's index instead (measured: 3 s instead of 0.3 s for 100,000 nodes).
+            let sql = format!(
+                "SELECT rowid, id, data FROM {TABLE} WHERE rowid IN ({}) AND +organization_id = ?",
+                placeholders(params.len())
+            );
+            params.push(org.into());
+            sql
+        }
+        Dialect::Postgres => {
+            params.push(org.into());
+            for (i, n) in nodes.iter().enumerate() {
+                by_id.insert(n.id, i);
+                params.push(n.id.into());
+            }
+            format!(
+                "SELECT CAST(NULL AS BIGINT), id, data FROM {TABLE} WHERE organization_id = ? AND id IN ({})",
+                placeholders(params.len() - 1)
+            )
+        }
+    };
+    let mut found = vec![false; nodes.len()];
+    if params.len() > 1 {
+        tx.for_each_row(&sql, &params, &mut |row| {
+            let id = row
+                .get(1)
+                .and_then(|c| c.as_str())
+                .and_then(|s| Uuid::parse_str(s).ok());
+            let slot = match row.first().and_then(|c| c.as_i64()) {
+                Some(rid) => slots.get(&rid).copied(),
+                None => id.and_then(|id| by_id.get(&id).copied()),
+            };
+            // A rowid now naming another record is a stale hint: that node is read by id.
+            if let (Some(slot), Some(id), Some(data)) =
+                (slot, id, row.get(2).and_then(|c| c.as_str()))
+                && nodes[slot].id == id
+            {
+                found[slot] = true;
+                each(slot, data);
+            }
+            Ok(())
+        })?;
+    }
+    // Nodes without a rowid, or whose rowid named another record: by id.
+    for slot in (0..nodes.len()).filter(|i| !found[*i]) {
+        if let Some(data) = record_text(tx, org, nodes[slot].id)? {
+            each(slot, &data);
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+fn placeholders(n: usize) -> String {
+    let mut s = String::with_capacity(n * 3);
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push('?');
+    }
+    s
 }
 
 /// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
@@ -617,7 +683,16 @@ mod tests {
                         .all(|(rid, real)| rid.is_some() && rid == real)
                 );
                 let top = tree_row(tx, org, a)?.unwrap();
-                let fresh = subtree_text(tx, org, &top, Vec::new())?;
+                let read = |tx: &mut dyn Tx| -> ApiResult<Vec<(Uuid, Value)>> {
+                    let nodes = subtree_index(tx, org, &top)?;
+                    let mut got = Vec::new();
+                    records_of(tx, org, &nodes, &mut |slot, data| {
+                        got.push((nodes[slot].id, serde_json::from_str(data).unwrap()));
+                    })?;
+                    got.sort_by_key(|g| g.0);
+                    Ok(got)
+                };
+                let fresh = read(tx)?;
                 // Stale (as after a VACUUM) and missing rowids.
                 tx.execute(
                     &format!("UPDATE {TREE} SET rid = rid + 1000 WHERE id = ?"),
@@ -627,14 +702,19 @@ mod tests {
                     &format!("UPDATE {TREE} SET rid = NULL WHERE id = ?"),
                     &[c.into()],
                 )?;
-                let stale = subtree_text(tx, org, &top, Vec::new())?;
-                for sub in [&fresh, &stale] {
-                    let mut got: Vec<(Uuid, Value)> = sub
-                        .nodes
-                        .iter()
-                        .map(|n| (n.0, serde_json::from_slice(&sub.text[n.3.clone()]).unwrap()))
-                        .collect();
-                    got.sort_by_key(|g| g.0);
+                // A stale rowid naming another node's record.
+                let rid_of_c: i64 = tx.query(
+                    &format!("SELECT rowid FROM {TABLE} WHERE id = ?"),
+                    &[c.into()],
+                )?[0][0]
+                    .as_i64()
+                    .unwrap();
+                tx.execute(
+                    &format!("UPDATE {TREE} SET rid = ? WHERE id = ?"),
+                    &[rid_of_c.into(), a.into()],
+                )?;
+                let stale = read(tx)?;
+                for got in [&fresh, &stale] {
                     let mut want = vec![(a, None), (b, Some(a)), (c, Some(b))];
                     want.sort_by_key(|w| w.0);
                     assert_eq!(got.len(), 3);
@@ -663,6 +743,33 @@ mod tests {
                     rids(tx)
                         .iter()
                         .all(|(rid, real)| rid.is_some() && rid == real)
+                );
+                Ok::<_, ApiError>(())
+            })
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn record_reads_by_rowid_search_the_table_by_rowid() {
+        let store = crate::store::Store::open("sqlite::memory:").await.unwrap();
+        store
+            .read(move |tx| {
+                let sql = format!(
+                    "EXPLAIN QUERY PLAN SELECT rowid, id, data FROM {TABLE} WHERE rowid IN ({}) AND +organization_id = ?",
+                    placeholders(512)
+                );
+                let mut params: Vec<SqlValue> = (0..512).map(SqlValue::Int).collect();
+                params.push(Uuid::nil().into());
+                let plan: Vec<String> = tx
+                    .query(&sql, &params)?
+                    .into_iter()
+                    .filter_map(|r| r.last().and_then(|c| c.as_str()).map(str::to_string))
+                    .collect();
+                assert!(
+                    plan.iter().any(|p| p.contains("INTEGER PRIMARY KEY"))
+                        && !plan.iter().any(|p| p.contains("INDEX")),
+                    "{plan:?}"
                 );
                 Ok::<_, ApiError>(())
             })

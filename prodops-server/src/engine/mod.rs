@@ -609,10 +609,12 @@ where
     }
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(state, ctx, move |tx, ctx| {
+        let ctx = &ctx.deferring();
         let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
         for (i, old) in targets.iter().enumerate() {
             apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
         }
+        res.hooks.end_bulk(tx, ctx, &res)?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": targets.len() }),
@@ -673,9 +675,11 @@ async fn bulk_put(
     }
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {
+        let ctx = &ctx.deferring();
         let items: Vec<&serde_json::value::RawValue> =
             serde_json::from_str(body.raw().get()).map_err(ApiError::internal)?;
         let ids = bulk::bulk_put(tx, ctx, &res, &items)?;
+        res.hooks.end_bulk(tx, ctx, &res)?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": ids.len(), "ids": ids }),
