@@ -1424,15 +1424,6 @@ impl RowWriter {
         })
     }
 
-    pub fn write(&mut self, spec: &Spec, record: &Value) -> CmdResult {
-        for (col, cell) in spec.columns.iter().zip(self.cells.iter_mut()) {
-            cell_text(col.kind, get_path(record, &col.name), cell);
-        }
-        self.out.write_record(&self.cells).map_err(csv_fail)?;
-        self.count += 1;
-        Ok(())
-    }
-
     /// Writes a record read as [`Cells`] of this writer's spec.
     pub fn write_cells(&mut self, cells: &[String]) -> CmdResult {
         self.out.write_record(cells).map_err(csv_fail)?;

@@ -72,9 +72,6 @@ fn map_err(e: rusqlite::Error) -> StoreError {
     StoreError::other(e)
 }
 
-/// The writer connection's page cache, in KiB (a negative `cache_size`).
-const WRITER_CACHE_KIB: i64 = -(64 << 10);
-
 /// Settings every connection gets, reader or writer.
 fn tune(conn: &Connection) -> StoreResult<()> {
     conn.busy_timeout(Duration::from_secs(10))
@@ -104,7 +101,9 @@ fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
             .map_err(map_err)?;
     }
     // The writer's page cache (the default is 2 MB): inserts at random places in a large index
-    // (client-chosen UUIDv4 ids) otherwise read most index pages back from the OS per row.
+    // (client-chosen UUIDv4 ids) otherwise read most index pages back from the OS per row, and a
+    // large write transaction (a bulk PUT of 5,000 deliverables and the refresh of their
+    // ancestors) spills dirty pages to the WAL before it commits.
     conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
         .map_err(map_err)?;
     // Statement journals (a multi-row insert, a row with a counting trigger) and savepoints
@@ -149,13 +148,6 @@ impl SqliteStore {
             Connection::open(path).map_err(map_err)?
         };
         configure(&writer, memory)?;
-        // The writer's page cache (SQLite's default is 2 MB): a large write transaction (a bulk
-        // PUT of 5,000 deliverables and the refresh of their ancestors) otherwise spills dirty
-        // pages to the WAL before it commits and reads recently written pages back from it.
-        // Readers read through the memory map and keep the default.
-        writer
-            .pragma_update(None, "cache_size", WRITER_CACHE_KIB)
-            .map_err(map_err)?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: if memory {
