@@ -608,12 +608,47 @@ fn deliverable_extras(
             HttpMethod::Get,
             operation(
                 "deliverable_hierarchy",
-                "The node and its whole subtree, parents before children",
+                "The node and its whole subtree, parents before children, siblings in their \
+                 order (archived nodes included). Large subtrees are sent in parts as they are \
+                 read (chunked).",
             )
             .parameter(id_param())
+            .parameter(query_param(
+                "select",
+                "fields, comma separated (repeatable), as POST /deliverable/query selects \
+                 them: each value is then `id` and the selected fields, nested paths under \
+                 flattened names (`data.properties.area` as `dataPropertiesArea`); an unknown \
+                 field is 400",
+            ))
             .response(
                 "200",
-                response("The subtree", Some(page_of(deliverable.clone()))),
+                response(
+                    "The subtree (with `select`: `id` and the selected fields of each node)",
+                    Some(page_of(deliverable.clone())),
+                ),
+            ),
+        ),
+        (
+            "/api/v2/deliverable/roots".into(),
+            HttpMethod::Get,
+            operation(
+                "deliverable_roots",
+                "The deliverables without a parent (the tops of the trees), from the tree \
+                 index; takes the list's filters, search, sort, page and pageSize",
+            )
+            .parameter(query_param(
+                "search",
+                "case-insensitive substring over the search columns",
+            ))
+            .parameter(query_param(
+                "sort",
+                "fields, comma separated; `-` for descending",
+            ))
+            .parameter(query_param("page", "1-based page"))
+            .parameter(query_param("pageSize", "1 to 10000, default 100"))
+            .response(
+                "200",
+                response("A page of roots", Some(page_of(deliverable.clone()))),
             ),
         ),
         (

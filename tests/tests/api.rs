@@ -20,6 +20,8 @@ mod custom_property;
 mod deliverable;
 #[path = "api/deliverable_actions.rs"]
 mod deliverable_actions;
+#[path = "api/deliverable_bulk.rs"]
+mod deliverable_bulk;
 #[path = "api/deliverable_properties.rs"]
 mod deliverable_properties;
 #[path = "api/deliverable_sessions.rs"]

@@ -530,6 +530,7 @@ async fn openapi_lists_the_deliverable_endpoints() {
     let paths = resp.body["paths"].as_object().unwrap();
     for path in [
         "/api/v2/deliverable/{id}/hierarchy",
+        "/api/v2/deliverable/roots",
         "/api/v2/deliverable/groups",
         "/api/v2/deliverable/crew-time",
         "/api/v2/deliverable/reorder",
@@ -544,6 +545,13 @@ async fn openapi_lists_the_deliverable_endpoints() {
     ] {
         assert!(paths.contains_key(path), "openapi.json lacks {path}");
     }
+    let params = paths["/api/v2/deliverable/{id}/hierarchy"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    assert!(
+        params.iter().any(|p| p["name"] == "select"),
+        "the hierarchy's select is documented"
+    );
     let schemas = resp.body["components"]["schemas"].as_object().unwrap();
     for schema in [
         "ProgressAction",

@@ -1,0 +1,411 @@
+//! Deliverables at size: bulk writes refresh the tree once per batch and leave exactly the
+//! computed fields writes one by one leave; `GET /deliverable/{id}/hierarchy` with `select`,
+//! sent in parts for large subtrees, in hierarchy order; `GET /deliverable/roots`.
+
+use std::collections::HashMap;
+
+use prodops_tests::*;
+use serde_json::Value;
+
+use crate::deliverable::{D, node};
+
+/// A shop and a stage resource with fixed ids, so that two organizations hold the same ones.
+async fn fixed_stage(api: &Api, stage: &str, shop: &str) {
+    api.create("shop", json!({"id": shop, "name": "Shop"}))
+        .await;
+    api.create("stage", json!({"id": stage, "name": "Cut", "shopId": shop}))
+        .await;
+}
+
+/// An order tree as a list of records, parents before children: an order, two phases, three
+/// components each, two stages per component (linked to `stage`), two steps per stage, with
+/// workers, tags, due dates and a project spread over it.
+fn tree(stage: &str) -> Vec<Value> {
+    let id = |n: u32| format!("0191c3a8-0000-7000-8000-{n:012x}");
+    let mut out = vec![json!({"id": id(1), "name": "Order", "type": "order",
+        "data": {"dueDate": "2030-01-01", "projectId": id(9999)}})];
+    let mut n = 10;
+    for p in 0..2 {
+        let phase = id(n);
+        n += 1;
+        out.push(
+            json!({"id": phase, "name": format!("Phase {p}"), "type": "phase", "parentId": id(1),
+            "data": {"tags": [format!("t{p}")]}}),
+        );
+        for c in 0..3 {
+            let comp = id(n);
+            n += 1;
+            out.push(json!({"id": comp, "name": format!("Comp {p}.{c}"), "type": "component", "parentId": phase}));
+            for s in 0..2 {
+                let st = id(n);
+                n += 1;
+                out.push(json!({"id": st, "name": format!("Stage {p}.{c}.{s}"), "type": "stage", "parentId": comp,
+                    "data": {"stageId": stage, "workerIds": [id(5000 + s)]}}));
+                for k in 0..2 {
+                    out.push(json!({"id": id(n), "name": format!("Step {k}"), "type": "step", "parentId": st,
+                        "quantity": 1 + k, "data": {"dueDate": "2020-01-01"}}));
+                    n += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every deliverable of the organization by id, without the fields that differ between two
+/// organizations or two moments (`organizationId`, timestamps).
+async fn snapshot(api: &Api) -> HashMap<String, Value> {
+    api.list(D, "pageSize=10000&isArchived=false")
+        .await
+        .into_iter()
+        .chain(api.list(D, "pageSize=10000&isArchived=true").await)
+        .map(|mut v| {
+            let m = v.as_object_mut().unwrap();
+            for f in ["organizationId", "createdAt", "updatedAt"] {
+                m.remove(f);
+            }
+            (m["id"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_write_leaves_the_computed_fields_of_writes_one_by_one() {
+    let server = TestServer::start().await;
+    let one = server.org("One by one").await;
+    let bulk = server.org("Bulk").await;
+    let (stage, shop) = (
+        "0191c3a8-0000-7000-8000-00000000aaaa",
+        "0191c3a8-0000-7000-8000-00000000bbbb",
+    );
+    fixed_stage(&one, stage, shop).await;
+    fixed_stage(&bulk, stage, shop).await;
+    let records = tree(stage);
+    let id = |n: u32| format!("0191c3a8-0000-7000-8000-{n:012x}");
+    // Phase 0 is id(10) (ids 10..=31 are its subtree: component id(11), its first stage id(12)
+    // with steps id(13) and id(14), ...), phase 1 is id(32). After the tree, in the same batch:
+    // a rename of phase 0 (its subtree's breadcrumbs follow), a move of component id(11) with
+    // its stages and steps to phase 1, a step archived, a new step under a stage created in the
+    // batch, progress on a step.
+    let later = vec![
+        json!({"id": id(10), "name": "Phase 0 renamed"}),
+        json!({"id": id(11), "parentId": id(32)}),
+        json!({"id": id(14), "isArchived": true}),
+        json!({"id": id(7000), "name": "Late step", "type": "step", "parentId": id(12)}),
+        json!({"id": id(13), "progress": {"status": "done", "completed": 1, "percentage": 100}}),
+    ];
+
+    // One by one: a POST per record, then a POST or PATCH per change.
+    for r in &records {
+        let resp = one.post(&format!("/{D}"), r.clone()).await;
+        assert_eq!(resp.status, 201, "{resp}");
+    }
+    for change in &later {
+        let resp = if change.get("type").is_some() {
+            one.post(&format!("/{D}"), change.clone()).await
+        } else {
+            let mut patch = change.clone();
+            let id = patch.as_object_mut().unwrap().remove("id").unwrap();
+            one.patch(&format!("/{D}/{}", id.as_str().unwrap()), patch)
+                .await
+        };
+        assert!(resp.status == 200 || resp.status == 201, "{resp}");
+    }
+
+    // In bulk: the whole tree and the changes in one PUT.
+    let mut all = records.clone();
+    all.extend(later.iter().cloned());
+    let r = bulk
+        .put(&format!("/{D}/bulk"), Value::Array(all.clone()))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+
+    let (a, b) = (snapshot(&one).await, snapshot(&bulk).await);
+    assert_eq!(a.len(), records.len() + 1);
+    assert_eq!(
+        a.keys().collect::<std::collections::BTreeSet<_>>(),
+        b.keys().collect()
+    );
+    for (id, want) in &a {
+        assert_eq!(&b[id], want, "node {id}");
+    }
+    // The batch did what it says (not two equally wrong trees).
+    assert_eq!(b[&id(11)]["parentId"], json!(id(32)));
+    assert_eq!(
+        b[&id(7000)]["computed"]["fullName"],
+        json!(["Order", "Phase 1", "Comp 0.0", "Stage 0.0.0", "Late step"])
+    );
+    assert_eq!(b[&id(20)]["computed"]["fullName"][1], "Phase 0 renamed");
+    assert_eq!(b[&id(12)]["computed"]["isLeaf"], false);
+    assert_eq!(
+        b[&id(10)]["computed"]["currentChildren"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        b[&id(32)]["computed"]["currentChildren"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let order = &b[&id(1)];
+    assert_eq!(order["computed"]["containedStageIds"], json!([stage]));
+    assert_eq!(order["computed"]["combinedTagIds"], json!(["t0", "t1"]));
+    assert_eq!(order["computed"]["isLate"], true);
+
+    // The same batch again renames and moves back and forth within itself: the tree ends as
+    // it was.
+    let r = bulk.put(&format!("/{D}/bulk"), Value::Array(all)).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(snapshot(&bulk).await, b);
+
+    // A bulk PATCH (deferred the same way) renames every phase: the breadcrumbs follow.
+    let r = bulk
+        .patch(&format!("/{D}/bulk?type=phase"), json!({"name": "P"}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let step = bulk.read(D, &id(7000)).await;
+    assert_eq!(step["computed"]["fullName"][1], "P");
+    let order = bulk.read(D, &id(1)).await;
+    assert_eq!(order["computed"]["currentChildren"][0]["name"], "P");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_move_under_its_own_subtree_is_refused() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let o = node(&api, "O", "order", None).await;
+    let a = node(&api, "A", "phase", Some(&o)).await;
+    let b = node(&api, "B", "phase", Some(&a)).await;
+    // In one batch: C created under B, then A moved under C (a cycle through nodes whose
+    // breadcrumbs the batch has not refreshed yet).
+    let c = uuid::Uuid::now_v7().to_string();
+    let r = api
+        .put(
+            &format!("/{D}/bulk"),
+            json!([{"id": c, "name": "C", "type": "phase", "parentId": b},
+                   {"id": a, "parentId": c}]),
+        )
+        .await;
+    let details = assert_error_details(&r, 400, "VALIDATION_ERROR");
+    assert_eq!(details[0]["index"], 1);
+    assert_eq!(details[0]["field"], "parentId");
+    assert_eq!(
+        api.count(D, &format!("id={c}")).await,
+        0,
+        "nothing was written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hierarchy_select_answers_id_and_the_selected_fields_in_order() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    api.create(
+        "custom-property",
+        json!({"key": "area", "name": "Area", "dataType": "number"}),
+    )
+    .await;
+    let o = api
+        .create(
+            D,
+            json!({"name": "O", "type": "order", "data": {"properties": {"area": 12.5}}}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a = node(&api, "A", "phase", Some(&o)).await;
+    let b = node(&api, "B", "phase", Some(&o)).await;
+    let a1 = node(&api, "A1", "component", Some(&a)).await;
+    let full = api.get(&format!("/{D}/{o}/hierarchy")).await;
+    assert_eq!(full.status, 200, "{full}");
+
+    let r = api
+        .get(&format!(
+            "/{D}/{o}/hierarchy?select=name,parentId,data.properties.area,progress.status"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(r.body["totalCount"], 4);
+    let values = r.body["values"].as_array().unwrap();
+    assert_eq!(
+        ids_of(values),
+        ids_of(full.body["values"].as_array().unwrap())
+    );
+    assert_eq!(
+        ids_of(values),
+        [o.as_str(), a.as_str(), a1.as_str(), b.as_str()]
+    );
+    assert_eq!(
+        values[0],
+        json!({"id": o, "name": "O", "parentId": null, "dataPropertiesArea": 12.5, "progressStatus": null})
+    );
+    assert_eq!(
+        values[2],
+        json!({"id": a1, "name": "A1", "parentId": a, "dataPropertiesArea": null, "progressStatus": null})
+    );
+    // Keys in the order selected, `id` first; a whole nested object as it is stored; `id`
+    // selected again answers once; a repeated parameter adds fields.
+    let r = api
+        .get(&format!(
+            "/{D}/{a}/hierarchy?select=data,id,type&select=computed.fullName"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let first = r.body["values"][0].as_object().unwrap();
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        ["id", "data", "type", "computedFullName"]
+    );
+    assert_eq!(first["computedFullName"], json!(["O", "A"]));
+    let stored = api.read(D, &a).await;
+    assert_eq!(first["data"], stored["data"]);
+    // The same selection as POST /deliverable/query answers.
+    let q = api
+        .post(
+            &format!("/{D}/query"),
+            json!({"id": [a], "select": ["data", "type", "computed.fullName"]}),
+        )
+        .await;
+    assert_eq!(Value::Object(first.clone()), q.body["values"][0]);
+
+    // Unknown fields and parameters, an empty select: 400 naming them.
+    let r = api
+        .get(&format!("/{D}/{o}/hierarchy?select=name,bogus"))
+        .await;
+    assert_validation_names(&r, "bogus");
+    let r = api.get(&format!("/{D}/{o}/hierarchy?select=")).await;
+    assert_validation_names(&r, "select");
+    let r = api.get(&format!("/{D}/{o}/hierarchy?fields=name")).await;
+    assert_validation_names(&r, "fields");
+    // Not found stays 404 with a select.
+    let r = api
+        .get(&format!(
+            "/{D}/{}/hierarchy?select=name",
+            uuid::Uuid::now_v7()
+        ))
+        .await;
+    assert_error(&r, 404, "NOT_FOUND");
+}
+
+/// A subtree larger than one part of the body (about 256 KiB) and than one batch of record
+/// reads (512 nodes), with siblings reordered so that no storage order matches the hierarchy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_hierarchy_is_sent_in_parts_in_hierarchy_order() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let o = uuid::Uuid::now_v7().to_string();
+    let mut records = vec![json!({"id": o, "name": "O", "type": "order"})];
+    let mut kids: HashMap<String, Vec<String>> = HashMap::new();
+    let mut phases = Vec::new();
+    for p in 0..30 {
+        let pid = uuid::Uuid::new_v4().to_string();
+        records.push(json!({"id": pid, "name": format!("P{p}"), "type": "phase", "parentId": o}));
+        kids.entry(o.clone()).or_default().push(pid.clone());
+        phases.push(pid.clone());
+        for c in 0..40 {
+            let cid = uuid::Uuid::new_v4().to_string();
+            records.push(
+                json!({"id": cid, "name": format!("C{p}.{c}"), "type": "component",
+                "parentId": pid, "data": {"tags": ["x".repeat(200)]}}),
+            );
+            kids.entry(pid.clone()).or_default().push(cid);
+        }
+    }
+    let r = api.put(&format!("/{D}/bulk"), Value::Array(records)).await;
+    assert_eq!(r.status, 200, "{r}");
+    // The phases in reverse order.
+    phases.reverse();
+    let r = api
+        .post(
+            &format!("/{D}/reorder"),
+            json!({"rootParentId": o, "orderedDeliverableIds": phases}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    kids.insert(o.clone(), phases.clone());
+    let mut want = Vec::new();
+    let mut stack = vec![o.clone()];
+    while let Some(n) = stack.pop() {
+        want.push(n.clone());
+        if let Some(ks) = kids.get(&n) {
+            stack.extend(ks.iter().rev().cloned());
+        }
+    }
+    let r = api.get(&format!("/{D}/{o}/hierarchy")).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert!(r.text.len() > 1 << 20, "large enough to go in parts");
+    assert!(
+        r.header("content-length").is_none(),
+        "sent in parts (chunked), not as one buffer"
+    );
+    assert_eq!(r.body["totalCount"], 1231);
+    assert_eq!(ids_of(r.body["values"].as_array().unwrap()), want);
+    let r = api
+        .get(&format!("/{D}/{o}/hierarchy?select=parentId"))
+        .await;
+    assert_eq!(ids_of(r.body["values"].as_array().unwrap()), want);
+    // A small hierarchy is one buffer with its length.
+    let r = api.get(&format!("/{D}/{}/hierarchy", phases[0])).await;
+    assert_eq!(r.body["totalCount"], 41);
+    assert!(r.header("content-length").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_are_the_tops_of_the_trees_with_the_list_parameters() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let o1 = node(&api, "Order 1", "order", None).await;
+    let o2 = node(&api, "Order 2", "order", None).await;
+    let route = node(&api, "Route", "route", None).await;
+    let _p = node(&api, "Phase", "phase", Some(&o1)).await;
+    let gone = node(&api, "Gone", "order", None).await;
+    assert_eq!(api.delete(&format!("/{D}/{gone}")).await.status, 204);
+    let stranger = server.org("Stranger").await;
+    node(&stranger, "Theirs", "order", None).await;
+
+    let r = api.get(&format!("/{D}/roots")).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_list_shape(&r);
+    assert_eq!(r.body["totalCount"], 3);
+    assert_eq!(
+        ids_of(r.body["values"].as_array().unwrap()),
+        [o1.as_str(), o2.as_str(), route.as_str()]
+    );
+    let r = api.get(&format!("/{D}/roots?type=order")).await;
+    assert_eq!(
+        ids_of(r.body["values"].as_array().unwrap()),
+        [o1.as_str(), o2.as_str()]
+    );
+    let r = api.get(&format!("/{D}/roots?isArchived=true")).await;
+    assert_eq!(
+        ids_of(r.body["values"].as_array().unwrap()),
+        [gone.as_str()]
+    );
+    let r = api.get(&format!("/{D}/roots?search=route")).await;
+    assert_eq!(
+        ids_of(r.body["values"].as_array().unwrap()),
+        [route.as_str()]
+    );
+    let r = api
+        .get(&format!("/{D}/roots?pageSize=2&page=2&sort=-name"))
+        .await;
+    assert_eq!(r.body["totalCount"], 3);
+    assert_eq!(ids_of(r.body["values"].as_array().unwrap()), [o1.as_str()]);
+    // A moved node is a root no more; a node moved to the top is one.
+    let r = api
+        .patch(&format!("/{D}/{o2}"), json!({"parentId": route}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let r = api.get(&format!("/{D}/roots")).await;
+    assert_eq!(
+        ids_of(r.body["values"].as_array().unwrap()),
+        [o1.as_str(), route.as_str()]
+    );
+    let r = api.get(&format!("/{D}/roots?bogus=1")).await;
+    assert_validation_names(&r, "bogus");
+}
