@@ -128,22 +128,31 @@ pub async fn read_body(body: Body) -> ApiResult<Bytes> {
 /// A JSON request body (any JSON value), parsed with a size limit and a clear error.
 pub struct JsonBody(pub Value);
 
-fn parse_json(bytes: &[u8]) -> ApiResult<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::validation(format!("malformed JSON in the request body: {e}")))
+fn malformed(e: serde_json::Error) -> ApiError {
+    ApiError::validation(format!("malformed JSON in the request body: {e}"))
+}
+
+/// The body's bytes (size-limited), or `None` when it is empty or only whitespace.
+async fn nonblank_body(req: Request) -> ApiResult<Option<Bytes>> {
+    let bytes = read_body(req.into_body()).await?;
+    Ok((!bytes.iter().all(u8::is_ascii_whitespace)).then_some(bytes))
+}
+
+/// The body's bytes; an empty body is refused.
+async fn required_body(req: Request) -> ApiResult<Bytes> {
+    nonblank_body(req)
+        .await?
+        .ok_or_else(|| ApiError::validation("the request body is empty; send a JSON document"))
 }
 
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = read_body(req.into_body()).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::validation(
-                "the request body is empty; send a JSON document",
-            ));
-        }
-        parse_json(&bytes).map(JsonBody)
+        let bytes = required_body(req).await?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(malformed)
     }
 }
 
@@ -151,11 +160,12 @@ impl<S: Send + Sync> OptionalFromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Option<Self>, ApiError> {
-        let bytes = read_body(req.into_body()).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(None);
+        match nonblank_body(req).await? {
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(|v| Some(JsonBody(v)))
+                .map_err(malformed),
+            None => Ok(None),
         }
-        parse_json(&bytes).map(|v| Some(JsonBody(v)))
     }
 }
 
@@ -174,15 +184,8 @@ impl<S: Send + Sync> FromRequest<S> for RawJsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = read_body(req.into_body()).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::validation(
-                "the request body is empty; send a JSON document",
-            ));
-        }
-        serde_json::from_slice::<&serde_json::value::RawValue>(&bytes).map_err(|e| {
-            ApiError::validation(format!("malformed JSON in the request body: {e}"))
-        })?;
+        let bytes = required_body(req).await?;
+        serde_json::from_slice::<&serde_json::value::RawValue>(&bytes).map_err(malformed)?;
         Ok(RawJsonBody(bytes))
     }
 }
