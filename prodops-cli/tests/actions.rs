@@ -1,34 +1,13 @@
 //! The action commands of the real `prodops` binary against a real in-process server
 //! (prodops-tests harness; `PRODOPS_TEST_DATABASE_URL` for PostgreSQL): exit codes and outputs.
 
+mod common;
+use common::Out;
 use std::time::Duration;
 
 use assert_cmd::Command;
 use prodops_tests::*;
 use serde_json::Value;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {self}"))
-    }
-}
 
 /// Runs `prodops ARGS` as this organization, off the async runtime (the server lives on it).
 async fn run(server: &TestServer, api: &Api, dir: &std::path::Path, args: &[&str]) -> Out {
@@ -39,16 +18,8 @@ async fn run(server: &TestServer, api: &Api, dir: &std::path::Path, args: &[&str
         .env("PRODOPS_BASE_URL", server.base_url())
         .env("PRODOPS_API_KEY", api.key().unwrap())
         .timeout(Duration::from_secs(120))
-        .args(["--output", "json"])
-        .args(args);
-    let out = tokio::task::spawn_blocking(move || cmd.output().expect("prodops runs"))
-        .await
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .args(["--output", "json"]);
+    common::run(cmd, args).await
 }
 
 fn id(v: &Value) -> String {

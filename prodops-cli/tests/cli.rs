@@ -2,6 +2,8 @@
 //! output formats, exit codes, auth precedence, worker CSV import and export, rate limits.
 //! Every test uses its own config directory and the file credential store, never the user's.
 
+mod common;
+use common::{Out, run};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,29 +17,6 @@ struct Env {
     server: TestServer,
     api: Api,
     dir: tempfile::TempDir,
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {self}"))
-    }
 }
 
 impl Env {
@@ -83,19 +62,6 @@ impl Env {
         cmd.env("PRODOPS_BASE_URL", self.server.base_url())
             .env("PRODOPS_API_KEY", api.key().unwrap());
         cmd
-    }
-}
-
-/// Runs a command off the async runtime (the server lives on it).
-async fn run(mut cmd: Command, args: &[&str]) -> Out {
-    cmd.args(args);
-    let out = tokio::task::spawn_blocking(move || cmd.output().expect("prodops runs"))
-        .await
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

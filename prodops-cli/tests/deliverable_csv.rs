@@ -2,6 +2,8 @@
 //! binary against a real server started in-process (SQLite by default, PostgreSQL with
 //! PRODOPS_TEST_DATABASE_URL).
 
+mod common;
+use common::run;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,29 +12,6 @@ use assert_cmd::Command;
 use prodops_tests::*;
 use serde_json::Value;
 use uuid::Uuid;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {self}"))
-    }
-}
 
 fn cmd(server: &TestServer, api: &Api, dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("prodops").unwrap();
@@ -43,18 +22,6 @@ fn cmd(server: &TestServer, api: &Api, dir: &Path) -> Command {
         .env("HOME", dir.join("home"))
         .timeout(Duration::from_secs(300));
     cmd
-}
-
-async fn run(mut cmd: Command, args: &[&str]) -> Out {
-    cmd.args(args);
-    let out = tokio::task::spawn_blocking(move || cmd.output().expect("prodops runs"))
-        .await
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 fn write(path: PathBuf, text: &str) -> String {
