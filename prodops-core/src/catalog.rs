@@ -37,8 +37,10 @@ pub struct CatalogEntry {
     #[serde(default)]
     pub sort_order: i64,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

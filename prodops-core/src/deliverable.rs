@@ -180,8 +180,10 @@ impl AlertType {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Schedule {
     /// Scheduled start.
+    #[serde(with = "crate::time::iso")]
     pub start_date: DateTime<Utc>,
     /// Scheduled end.
+    #[serde(with = "crate::time::iso")]
     pub end_date: DateTime<Utc>,
 }
 
@@ -198,14 +200,17 @@ pub struct Progress {
     /// 0 to 100.
     pub percentage: f64,
     /// When work first started.
+    #[serde(default, with = "crate::time::iso_opt")]
     pub started_at: Option<DateTime<Utc>>,
     /// When it reached done.
+    #[serde(default, with = "crate::time::iso_opt")]
     pub completed_at: Option<DateTime<Utc>>,
     /// Server-managed; becomes true on entering rework and stays true.
     pub has_been_reworked: bool,
     /// Server-managed; user who last updated progress; null for waiting transitions.
     pub updated_by_id: Option<Uuid>,
     /// Server-managed; null for waiting transitions.
+    #[serde(default, with = "crate::time::iso_opt")]
     pub updated_at: Option<DateTime<Utc>>,
 }
 
@@ -338,8 +343,10 @@ pub struct Deliverable {
     #[serde(default)]
     pub is_archived: bool,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

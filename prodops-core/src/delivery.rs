@@ -200,9 +200,11 @@ pub struct Delivery {
     pub receiver_contact_id: Option<Uuid>,
     /// Planned start, projected from the paired group; edited through `PATCH /delivery/{id}/outbound`.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_start_at: Option<DateTime<Utc>>,
     /// Planned end, after the start; edited through `PATCH /delivery/{id}/outbound`.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_end_at: Option<DateTime<Utc>>,
     /// Token of the public tracking page.
     #[serde(default)]
@@ -242,10 +244,13 @@ pub struct Delivery {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -346,9 +351,11 @@ pub struct OutboundCreate {
     pub destination_address: Option<String>,
     /// Planned start.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_start_at: Option<DateTime<Utc>>,
     /// Planned end; after the start.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_end_at: Option<DateTime<Utc>>,
 }
 
@@ -358,9 +365,11 @@ pub struct OutboundCreate {
 pub struct OutboundPatch {
     /// Planned start; omitted keeps it.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_start_at: Option<DateTime<Utc>>,
     /// Planned end; omitted keeps it.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_end_at: Option<DateTime<Utc>>,
 }
 
@@ -542,8 +551,10 @@ pub struct ManifestLine {
     #[serde(default)]
     pub notes: Option<String>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -597,13 +608,17 @@ pub struct Stop {
     pub address: Option<String>,
     /// Planned time at the stop.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_at: Option<DateTime<Utc>>,
     /// When the truck left (pickup) or arrived (dropoff).
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub actual_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -633,19 +648,25 @@ pub struct Leg {
     pub to_stop_id: Uuid,
     /// Planned departure.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_start_at: Option<DateTime<Utc>>,
     /// Planned arrival.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub planned_end_at: Option<DateTime<Utc>>,
     /// Actual departure (start).
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub started_at: Option<DateTime<Utc>>,
     /// Actual arrival (complete).
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub completed_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -678,8 +699,10 @@ pub struct CargoSpan {
     /// `planned`, `loaded`, `delivered` or `cancelled`, following the delivery.
     pub status: String,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

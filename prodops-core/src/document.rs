@@ -113,10 +113,13 @@ pub struct Document {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -207,6 +210,7 @@ pub struct DocumentVersion {
     pub mime_type: Option<String>,
     /// When the file itself was last modified.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub last_modified_at: Option<DateTime<Utc>>,
     /// Free-form key-value data.
     #[serde(default)]
@@ -219,10 +223,13 @@ pub struct DocumentVersion {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -306,6 +313,7 @@ pub struct VersionCreate {
     pub mime_type: Option<String>,
     /// When the file itself was last modified.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub last_modified_at: Option<DateTime<Utc>>,
     /// Free-form key-value data.
     #[serde(default)]

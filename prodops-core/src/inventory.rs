@@ -161,8 +161,10 @@ pub struct InventoryTransaction {
     #[serde(default)]
     pub metadata: Map<String, Value>,
     /// Posting time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Equal to `createdAt`: rows never change.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -22,6 +22,7 @@ pub mod qc;
 pub mod registry;
 pub mod resource;
 pub mod schedule;
+pub mod time;
 pub mod tree;
 pub mod vendor;
 pub mod violation;

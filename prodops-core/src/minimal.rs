@@ -38,10 +38,13 @@ macro_rules! named_resource {
             pub is_archived: bool,
             /// When the record was archived; kept by the engine.
             #[serde(default)]
+            #[serde(with = "crate::time::iso_opt")]
             pub archived_at: Option<DateTime<Utc>>,
             /// Creation time.
+            #[serde(with = "crate::time::iso")]
             pub created_at: DateTime<Utc>,
             /// Last update time.
+            #[serde(with = "crate::time::iso")]
             pub updated_at: DateTime<Utc>,
         }
 
@@ -172,10 +175,13 @@ pub struct Code {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -214,8 +220,10 @@ pub struct Dependency {
     /// The deliverable that starts after it.
     pub successor_id: Uuid,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -256,8 +264,10 @@ pub struct Comment {
     #[serde(default)]
     pub author_app_user_id: Option<Uuid>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -290,8 +300,10 @@ pub struct Note {
     /// The text; required.
     pub body: String,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -331,8 +343,10 @@ pub struct Timesheet {
     #[serde(default)]
     pub pay_types: Vec<String>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -50,10 +50,13 @@ pub struct Notification {
     pub is_read: bool,
     /// When it was read.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub read_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -82,8 +82,10 @@ pub struct OrganizationMember {
     #[serde(default)]
     pub name: Option<String>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -283,8 +285,10 @@ pub struct Role {
     #[serde(default)]
     pub role_type: Option<String>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

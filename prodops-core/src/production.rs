@@ -162,10 +162,13 @@ pub struct ProductionOutput {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -325,10 +328,13 @@ pub struct BomLine {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -42,8 +42,10 @@ pub struct QcTemplateVersion {
     #[serde(default)]
     pub is_draft: bool,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -134,8 +136,10 @@ pub struct QcSet {
     #[serde(default)]
     pub answers: Vec<Value>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -193,6 +193,11 @@ pub trait ResourceKind: Send + Sync + 'static {
     /// what is wrong.
     fn check_new_json(&self, candidate: &str) -> Option<Result<String, Vec<Violation>>>;
 
+    /// [`check_new_json`](ResourceKind::check_new_json) without writing the canonical text:
+    /// for a caller that only needs to know whether the record would be accepted (a client
+    /// checking rows before it sends them).
+    fn validate_new_json(&self, candidate: &str) -> Option<Result<(), Vec<Violation>>>;
+
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
     fn schema(
         &self,
@@ -309,6 +314,17 @@ impl<T: Record> ResourceKind for Kind<T> {
             return Some(Err(violations));
         }
         Some(serde_json::to_string(&record).map_err(|e| vec![Violation::general(e.to_string())]))
+    }
+
+    fn validate_new_json(&self, candidate: &str) -> Option<Result<(), Vec<Violation>>> {
+        let mut record: T = serde_json::from_str(candidate).ok()?;
+        record.normalize();
+        let violations = record.validate();
+        Some(if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        })
     }
 
     fn schema(

@@ -98,10 +98,13 @@ pub struct Vendor {
     pub is_archived: bool,
     /// When the record was archived; kept by the engine.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub archived_at: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -37,13 +37,17 @@ pub struct WorkSession {
     #[serde(default)]
     pub kind: WorkSessionKind,
     /// Start time.
+    #[serde(with = "crate::time::iso")]
     pub start_date: DateTime<Utc>,
     /// End time; null while open.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub end_date: Option<DateTime<Utc>>,
     /// Creation time.
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -83,6 +87,7 @@ pub struct SaveRequest {
     pub shop_id: Uuid,
     /// When the added sessions start and the removed ones end; default now.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub start_date: Option<DateTime<Utc>>,
     /// Whether the request is the whole crew of the shop: open sessions and plans in the shop of
     /// workers not named are stopped too.
@@ -100,6 +105,7 @@ pub struct StopRequest {
     pub worker_ids: Vec<Uuid>,
     /// When the sessions end; default now.
     #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
     pub end_date: Option<DateTime<Utc>>,
 }
 

@@ -42,7 +42,9 @@ pub struct Worker {
     /// Badge link of an external integration.
     #[serde(default)]
     pub qb_badge_link: Option<String>,
+    #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -244,6 +246,11 @@ mod tests {
             let text = serde_json::Value::Object(c.clone()).to_string();
             let reference = kind.check(serde_json::Value::Object(c.clone()), None).map(|v| v.to_string());
             prop_assert_eq!(kind.check_new_text(serde_json::Value::Object(c)), reference.clone());
+            prop_assert_eq!(
+                kind.validate_new_json(&text),
+                kind.check_new_json(&text).map(|r| r.map(|_| ())),
+                "validating agrees with checking"
+            );
             match kind.check_new_json(&text) {
                 Some(got) => prop_assert_eq!(got, reference),
                 None => prop_assert!(reference.is_err(), "only a refused record fails to read"),
