@@ -169,14 +169,15 @@ impl<S: Send + Sync> OptionalFromRequest<S> for JsonBody {
     }
 }
 
-/// A JSON request body kept as its bytes, checked to be well-formed JSON (same limit and
-/// messages as [`JsonBody`]); for handlers that read it piece by piece (bulk PUT).
+/// A JSON request body kept as its bytes (same limit as [`JsonBody`]), for handlers that
+/// read it piece by piece (bulk PUT), off the async workers: [`RawJsonBody::parse`] reads it
+/// and answers malformed JSON as [`JsonBody`] does. It is parsed once, where it is used.
 pub struct RawJsonBody(pub Bytes);
 
 impl RawJsonBody {
-    /// The body's top-level JSON value, unparsed.
-    pub fn raw(&self) -> &serde_json::value::RawValue {
-        serde_json::from_slice(&self.0).expect("checked when extracted")
+    /// The body read as `T` (borrowing from it, as `&RawValue`s do).
+    pub fn parse<'a, T: serde::Deserialize<'a>>(&'a self) -> ApiResult<T> {
+        serde_json::from_slice(&self.0).map_err(malformed)
     }
 }
 
@@ -184,9 +185,7 @@ impl<S: Send + Sync> FromRequest<S> for RawJsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = required_body(req).await?;
-        serde_json::from_slice::<&serde_json::value::RawValue>(&bytes).map_err(malformed)?;
-        Ok(RawJsonBody(bytes))
+        Ok(RawJsonBody(required_body(req).await?))
     }
 }
 

@@ -30,23 +30,24 @@ use uuid::Uuid;
 
 use super::Resource;
 use super::pipeline::upsert_record;
+use crate::app::RawJsonBody;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::store::records::{self, NewRow};
 use crate::store::{StoreError, Tx};
 
-/// Upserts `items` (the elements of the request's array, as written) in order; answers the
-/// id of each, in input order.
+/// Upserts the records of `prepared` (the elements of the request's array) in order; answers
+/// the id of each, in input order.
 pub(crate) fn bulk_put(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &Resource,
-    items: &[&RawValue],
+    prepared: &Prepared,
 ) -> ApiResult<Vec<Uuid>> {
     if res.hooks.batch_creates() {
-        Batch::new(res, ctx).run(tx, items)
+        Batch::new(res, ctx).run(tx, prepared)
     } else {
-        one_by_one(tx, ctx, res, items)
+        one_by_one(tx, ctx, res, prepared)
     }
 }
 
@@ -55,11 +56,11 @@ fn one_by_one(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &Resource,
-    items: &[&RawValue],
+    prepared: &Prepared,
 ) -> ApiResult<Vec<Uuid>> {
-    let mut ids = Vec::with_capacity(items.len());
+    let mut ids = Vec::with_capacity(prepared.len());
     let mut details: Vec<Violation> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in prepared.texts().enumerate() {
         match value_of(item).and_then(|item| upsert_record(tx, ctx, res, item)) {
             Ok(record) => ids.push(id_of(&record)),
             // Rules are checked before anything is written, so the transaction is still
@@ -71,8 +72,8 @@ fn one_by_one(
     rejected_or(details, ids)
 }
 
-fn value_of(item: &RawValue) -> ApiResult<Value> {
-    serde_json::from_str(item.get())
+fn value_of(item: &str) -> ApiResult<Value> {
+    serde_json::from_str(item)
         .map_err(|e| ApiError::validation(format!("malformed JSON in the request body: {e}")))
 }
 
@@ -171,118 +172,121 @@ impl<'a> Fields<'a> {
     }
 }
 
-// ---- the batch -----------------------------------------------------------------------------------
+// ---- the body, prepared -------------------------------------------------------------------
 
-struct Batch<'r> {
+/// A bulk PUT's body and everything made of its records that needs no database: each record's
+/// place in the body, the id it names, and each plain create built and checked. Made before the
+/// write transaction ([`Prepared::new`]), so that while one request holds the database's
+/// writer, the next one prepares; the transaction then only looks ids up and writes.
+pub(crate) struct Prepared {
+    /// The body: a JSON array (checked when the request was read), hence UTF-8.
+    body: bytes::Bytes,
+    items: Vec<Item>,
+}
+
+/// One record of the body.
+struct Item {
+    /// Where its text is in the body.
+    span: std::ops::Range<usize>,
+    /// The id it names, as written and parsed (`None`: no id, or one that does not parse,
+    /// which the one-by-one path reports).
+    named: Option<(String, Uuid)>,
+    /// The record as a plain create (with the named id, or a new one), when it is one.
+    create: Option<Create>,
+}
+
+/// A plain create, built from a record's own text and checked.
+enum Create {
+    Checked(Uuid, NewRow),
+    /// Broken rules: reported for the record unless it turns out to be an update.
+    Invalid(Uuid, ApiError),
+}
+
+impl Prepared {
+    /// Splits `body` (a JSON array) into its records and, where the resource allows it
+    /// ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)), builds each plain create.
+    pub(crate) fn new(res: &Resource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
+        let records: Vec<&RawValue> = body.parse()?;
+        let base = body.0.as_ptr() as usize;
+        let span_of = |item: &RawValue| {
+            let start = item.get().as_ptr() as usize - base;
+            start..start + item.get().len()
+        };
+        let items = if res.hooks.batch_creates() {
+            let mut builder = CreateBuilder::new(res, ctx);
+            records
+                .iter()
+                .map(|item| builder.item(item, span_of(item)))
+                .collect()
+        } else {
+            records
+                .iter()
+                .map(|item| Item {
+                    span: span_of(item),
+                    named: None,
+                    create: None,
+                })
+                .collect()
+        };
+        Ok(Prepared {
+            body: body.0,
+            items,
+        })
+    }
+
+    fn text(&self, item: &Item) -> &str {
+        // In bounds and on character boundaries: the spans are those of the parsed body.
+        std::str::from_utf8(&self.body[item.span.clone()]).unwrap_or("null")
+    }
+
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().map(|item| self.text(item))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
+/// Builds plain creates as JSON text from records' own text (the candidate `new_candidate`
+/// would build from a parsed record) and checks them (`ResourceKind::check_new_json`).
+struct CreateBuilder<'r> {
     res: &'r Resource,
     ctx: &'r Ctx,
     /// `"organizationId":"…"` and the request time as JSON, written into every new record.
     org_text: String,
     now_json: String,
-    /// Plain creates, checked, waiting to be written, and the index of each one's record.
-    pending: Vec<NewRow>,
-    pending_index: Vec<usize>,
-    /// Ids this batch has created or changed (or tried to): a later record naming one goes
-    /// through the one-by-one path, which reads the table as it now is.
-    touched: HashSet<Uuid>,
+    /// The request time as the table's `created_at` and `updated_at` columns hold it.
+    now_column: Result<String, ApiError>,
     /// The candidate being built (reused).
     buf: String,
 }
 
-/// What one record turns into.
-enum Step<'a> {
-    /// A plain create, checked: its id and row.
-    Create(Uuid, NewRow),
-    /// An update of a record stored before the batch: its id as given, and stored text.
-    Update(&'a str, &'a str),
-    /// Anything else: the one-by-one path, after the pending creates are written.
-    Slow,
-}
-
-impl<'r> Batch<'r> {
+impl<'r> CreateBuilder<'r> {
     fn new(res: &'r Resource, ctx: &'r Ctx) -> Self {
-        Batch {
+        CreateBuilder {
             res,
             ctx,
             org_text: format!("\"organizationId\":\"{}\"", ctx.org()),
             now_json: Value::String(ctx.now_text()).to_string(),
-            pending: Vec::new(),
-            pending_index: Vec::new(),
-            touched: HashSet::new(),
+            now_column: records::sortable_time(&ctx.now_text()).map_err(ApiError::from),
             buf: String::new(),
         }
     }
 
-    fn run(mut self, tx: &mut dyn Tx, items: &[&RawValue]) -> ApiResult<Vec<Uuid>> {
-        let fields: Vec<Option<Fields<'_>>> = items.iter().map(|item| Fields::of(item)).collect();
-        let named: Vec<Uuid> = fields
-            .iter()
-            .flatten()
-            .filter_map(|f| serde_json::from_str::<Cow<'_, str>>(f.get("id")?.get()).ok())
-            .filter_map(|s| Uuid::parse_str(&s).ok())
-            .collect();
-        let stored = if named.is_empty() {
-            HashMap::new()
-        } else {
-            records::get_many_raw(tx, self.res.table(), self.ctx.org(), &named)?
+    fn item(&mut self, item: &RawValue, span: std::ops::Range<usize>) -> Item {
+        let mut out = Item {
+            span,
+            named: None,
+            create: None,
         };
-        let mut ids = Vec::with_capacity(items.len());
-        let mut details: Vec<Violation> = Vec::new();
-        for (i, (item, fields)) in items.iter().zip(fields).enumerate() {
-            // Errors of `flush` are final and already name their record; errors of this
-            // record are collected (validation) or end the batch.
-            let result = match self.step(&stored, fields) {
-                Ok(Step::Create(id, row)) => {
-                    self.pending.push(row);
-                    self.pending_index.push(i);
-                    Ok(id)
-                }
-                Ok(Step::Update(given, raw)) => {
-                    // Its hooks may read the table: the pending creates go in first.
-                    self.flush(tx)?;
-                    self.update(tx, given, raw, item)
-                }
-                Ok(Step::Slow) => {
-                    self.flush(tx)?;
-                    value_of(item)
-                        .and_then(|item| upsert_record(tx, self.ctx, self.res, item))
-                        .map(|record| {
-                            let id = id_of(&record);
-                            self.touched.insert(id);
-                            id
-                        })
-                }
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(id) => ids.push(id),
-                Err(e) if is_validation(&e) => details.extend(e.with_index(i).details),
-                Err(e) => {
-                    // Creates pending from earlier records come first: one of them may fail.
-                    self.flush(tx)?;
-                    return Err(e.with_index(i));
-                }
-            }
-        }
-        // A clash among the pending creates wins over validation failures, as it would have
-        // stopped the one-by-one order.
-        self.flush(tx)?;
-        rejected_or(details, ids)
-    }
-
-    /// Decides what a record is, building and checking a plain create; reads nothing.
-    fn step<'a>(
-        &mut self,
-        stored: &'a HashMap<Uuid, String>,
-        fields: Option<Fields<'a>>,
-    ) -> ApiResult<Step<'a>> {
-        let Some(mut fields) = fields else {
-            return Ok(Step::Slow);
+        let Some(mut fields) = Fields::of(item) else {
+            return out;
         };
         let res = self.res;
         let desc = res.desc();
         if !res.implied.is_empty() {
-            return Ok(Step::Slow);
+            return out;
         }
         // As `new_candidate`: read-only fields dropped, the id taken or generated.
         for field in COMMON_READ_ONLY.iter().chain(desc.read_only) {
@@ -292,23 +296,23 @@ impl<'r> Batch<'r> {
             None => Uuid::now_v7(),
             Some(raw) if raw.get() == "null" => Uuid::now_v7(),
             Some(raw) => {
-                let Ok(given) = serde_json::from_str::<&str>(raw.get()) else {
-                    return Ok(Step::Slow);
+                let Ok(given) = serde_json::from_str::<Cow<'_, str>>(raw.get()) else {
+                    return out;
                 };
-                let Ok(id) = Uuid::parse_str(given) else {
-                    return Ok(Step::Slow);
+                let Ok(id) = Uuid::parse_str(&given) else {
+                    return out;
                 };
-                if self.touched.contains(&id) {
-                    return Ok(Step::Slow);
-                }
-                if let Some(text) = stored.get(&id) {
-                    self.touched.insert(id);
-                    return Ok(Step::Update(given, text));
-                }
+                out.named = Some((given.into_owned(), id));
                 id
             }
         };
-        self.touched.insert(id);
+        out.create = self.create(id, fields);
+        out
+    }
+
+    fn create(&mut self, id: Uuid, mut fields: Fields<'_>) -> Option<Create> {
+        let res = self.res;
+        let desc = res.desc();
         if desc.archive == Archive::Actions {
             fields.remove("isArchived");
         }
@@ -328,7 +332,7 @@ impl<'r> Batch<'r> {
             }
         };
         if !res.hooks.plain_create(&field) {
-            return Ok(Step::Slow);
+            return None;
         }
         let buf = &mut self.buf;
         buf.clear();
@@ -354,10 +358,159 @@ impl<'r> Batch<'r> {
         }
         buf.push('}');
         match res.kind.check_new_json(buf) {
-            Some(Ok(text)) => Ok(Step::Create(id, NewRow::of_text(text)?)),
-            Some(Err(violations)) => Err(ApiError::violations(violations)),
+            // The columns are known without reading the text back: the id and time written
+            // above, and `isArchived` as given (a record whose `isArchived` is not a boolean
+            // does not read as the resource).
+            Some(Ok(text)) => Some(match &self.now_column {
+                Ok(now) => {
+                    let row = NewRow {
+                        id: id.to_string(),
+                        archived,
+                        created: now.clone(),
+                        updated: now.clone(),
+                        data: text,
+                    };
+                    debug_assert_eq!(
+                        format!("{row:?}"),
+                        NewRow::of_text(row.data.clone())
+                            .map(|r| format!("{r:?}"))
+                            .unwrap_or_default(),
+                        "the columns are those of the stored text"
+                    );
+                    Create::Checked(id, row)
+                }
+                Err(e) => Create::Invalid(id, e.clone()),
+            }),
+            Some(Err(violations)) => Some(Create::Invalid(id, ApiError::violations(violations))),
             // Not the resource's shape: the one-by-one path names what is wrong.
-            None => Ok(Step::Slow),
+            None => None,
+        }
+    }
+}
+
+// ---- the batch -----------------------------------------------------------------------------------
+
+struct Batch<'r> {
+    res: &'r Resource,
+    ctx: &'r Ctx,
+    /// Plain creates, checked, waiting to be written, and the index of each one's record.
+    pending: Vec<&'r NewRow>,
+    pending_index: Vec<usize>,
+    /// Ids this batch has created or changed (or tried to): a later record naming one goes
+    /// through the one-by-one path, which reads the table as it now is.
+    touched: HashSet<Uuid>,
+}
+
+/// What one record turns into.
+enum Step<'a, 'p> {
+    /// A plain create, checked: its id and row.
+    Create(Uuid, &'p NewRow),
+    /// An update of a record stored before the batch: its id as given, and stored text.
+    Update(&'a str, &'a str),
+    /// Anything else: the one-by-one path, after the pending creates are written.
+    Slow,
+}
+
+impl<'r> Batch<'r> {
+    fn new(res: &'r Resource, ctx: &'r Ctx) -> Self {
+        Batch {
+            res,
+            ctx,
+            pending: Vec::new(),
+            pending_index: Vec::new(),
+            touched: HashSet::new(),
+        }
+    }
+
+    fn run(mut self, tx: &mut dyn Tx, prepared: &'r Prepared) -> ApiResult<Vec<Uuid>> {
+        let named: Vec<Uuid> = prepared
+            .items
+            .iter()
+            .filter_map(|item| item.named.as_ref().map(|(_, id)| *id))
+            .collect();
+        let stored = if named.is_empty() {
+            HashMap::new()
+        } else {
+            records::get_many_raw(tx, self.res.table(), self.ctx.org(), &named)?
+        };
+        let mut ids = Vec::with_capacity(prepared.len());
+        let mut details: Vec<Violation> = Vec::new();
+        for (i, item) in prepared.items.iter().enumerate() {
+            let text = prepared.text(item);
+            // Errors of `flush` are final and already name their record; errors of this
+            // record are collected (validation) or end the batch.
+            let result = match self.step(&stored, item) {
+                Ok(Step::Create(id, row)) => {
+                    self.pending.push(row);
+                    self.pending_index.push(i);
+                    Ok(id)
+                }
+                Ok(Step::Update(given, raw)) => {
+                    // Its hooks may read the table: the pending creates go in first.
+                    self.flush(tx)?;
+                    self.update(tx, given, raw, text)
+                }
+                Ok(Step::Slow) => {
+                    self.flush(tx)?;
+                    value_of(text)
+                        .and_then(|item| upsert_record(tx, self.ctx, self.res, item))
+                        .map(|record| {
+                            let id = id_of(&record);
+                            self.touched.insert(id);
+                            id
+                        })
+                }
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(id) => ids.push(id),
+                Err(e) if is_validation(&e) => details.extend(e.with_index(i).details),
+                Err(e) => {
+                    // Creates pending from earlier records come first: one of them may fail.
+                    self.flush(tx)?;
+                    return Err(e.with_index(i));
+                }
+            }
+        }
+        // A clash among the pending creates wins over validation failures, as it would have
+        // stopped the one-by-one order.
+        self.flush(tx)?;
+        rejected_or(details, ids)
+    }
+
+    /// Decides what a record is from what was prepared and what is stored; reads nothing.
+    fn step<'a>(
+        &mut self,
+        stored: &'a HashMap<Uuid, String>,
+        item: &'r Item,
+    ) -> ApiResult<Step<'a, 'r>>
+    where
+        'r: 'a,
+    {
+        if let Some((given, id)) = &item.named {
+            if self.touched.contains(id) {
+                return Ok(Step::Slow);
+            }
+            if let Some(text) = stored.get(id) {
+                self.touched.insert(*id);
+                return Ok(Step::Update(given, text));
+            }
+        }
+        match &item.create {
+            Some(Create::Checked(id, row)) => {
+                self.touched.insert(*id);
+                Ok(Step::Create(*id, row))
+            }
+            Some(Create::Invalid(id, e)) => {
+                self.touched.insert(*id);
+                Err(e.clone())
+            }
+            None => {
+                if let Some((_, id)) = &item.named {
+                    self.touched.insert(*id);
+                }
+                Ok(Step::Slow)
+            }
         }
     }
 
@@ -367,7 +520,7 @@ impl<'r> Batch<'r> {
         tx: &mut dyn Tx,
         given: &str,
         stored: &str,
-        item: &RawValue,
+        item: &str,
     ) -> ApiResult<Uuid> {
         let Value::Object(patch) = value_of(item)? else {
             return Err(ApiError::internal("an update that is not an object"));

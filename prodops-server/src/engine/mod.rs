@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::app::{AppState, JsonBody, RawJsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
+use crate::call::Call;
+use crate::context::{Action, Auth, Ctx};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{self, Hooks};
 use crate::store::Tx;
@@ -497,18 +498,15 @@ async fn group_and_count(
 // ----- write handlers --------------------------------------------------------------------------
 
 async fn create(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.create, "POST")?;
-    res.hooks.authorize(&auth, &res, Action::Create)?;
+    res.hooks.authorize(&call.auth, &res, Action::Create)?;
     let body = body_object(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let mut record = create_record(tx, ctx, &res, body.clone())?;
         if res.hooks.presents() {
             res.hooks.present(&st, tx, &ctx.auth, &mut record)?;
@@ -519,20 +517,17 @@ async fn create(
 }
 
 async fn update(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.update, "PATCH")?;
-    res.hooks.authorize(&auth, &res, Action::Update)?;
+    res.hooks.authorize(&call.auth, &res, Action::Update)?;
     let id = parse_id(&id)?;
     let patch = body_object(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    let st = state.clone();
-    write_reply(&state, ctx, move |tx, ctx| {
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
         let mut record = update_record(tx, ctx, &res, &old, patch.clone())?;
         if res.hooks.presents() {
@@ -544,17 +539,14 @@ async fn update(
 }
 
 async fn delete_one(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.delete, "DELETE")?;
-    res.hooks.authorize(&auth, &res, Action::Delete)?;
+    res.hooks.authorize(&call.auth, &res, Action::Delete)?;
     let id = parse_id(&id)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
         delete_record(tx, ctx, &res, &old)?;
         Ok(Reply::empty(StatusCode::NO_CONTENT))
@@ -588,10 +580,8 @@ fn bulk_targets(
 /// Bulk PATCH and DELETE: `apply` runs on every record the filter matches, in one transaction,
 /// so one refused record leaves every record as it was. A call without any filter is refused.
 async fn bulk_apply<F>(
-    state: &AppState,
+    call: Call,
     res: Arc<Resource>,
-    auth: Auth,
-    idem: Option<Extension<Idempotency>>,
     query: Option<String>,
     (allow, what, action): (Allow, &str, Action),
     apply: F,
@@ -600,15 +590,14 @@ where
     F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value) -> ApiResult<()> + Send + 'static,
 {
     res.allow(allow, what)?;
-    res.hooks.authorize(&auth, &res, action)?;
+    res.hooks.authorize(&call.auth, &res, action)?;
     let params = parse_list_params(&res, query.as_deref(), false)?;
     if !params.filtered {
         return Err(ApiError::validation(format!(
             "a {what} needs at least one filter; nothing was changed"
         )));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let ctx = &ctx.deferring();
         let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
         for (i, old) in targets.iter().enumerate() {
@@ -624,61 +613,55 @@ where
 }
 
 async fn bulk_patch(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     RawQuery(query): RawQuery,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let patch = body_object(body)?;
     let op = (res.desc().ops.bulk_patch, "bulk PATCH", Action::Update);
-    bulk_apply(
-        &state,
-        res,
-        auth,
-        idem,
-        query,
-        op,
-        move |tx, ctx, res, old| update_record(tx, ctx, res, old, patch.clone()).map(|_| ()),
-    )
+    bulk_apply(call, res, query, op, move |tx, ctx, res, old| {
+        update_record(tx, ctx, res, old, patch.clone()).map(|_| ())
+    })
     .await
 }
 
 async fn bulk_delete(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     let op = (res.desc().ops.bulk_delete, "bulk DELETE", Action::Delete);
-    bulk_apply(&state, res, auth, idem, query, op, delete_record).await
+    bulk_apply(call, res, query, op, delete_record).await
 }
 
 /// Bulk PUT: creates or updates each record, in order (see `bulk.rs`): with an `id` that
 /// exists, a merge like PATCH; otherwise a create (keeping the given `id`).
 async fn bulk_put(
-    State(state): State<Arc<AppState>>,
+    call: Call,
     Extension(res): Extension<Arc<Resource>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
     body: RawJsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.bulk_put, "bulk PUT")?;
-    res.hooks.authorize(&auth, &res, Action::Create)?;
-    res.hooks.authorize(&auth, &res, Action::Update)?;
-    if !body.raw().get().trim_start().starts_with('[') {
+    res.hooks.authorize(&call.auth, &res, Action::Create)?;
+    res.hooks.authorize(&call.auth, &res, Action::Update)?;
+    if body.0.trim_ascii_start().first() != Some(&b'[') {
         return Err(ApiError::validation(
             "the body of a bulk PUT is a JSON array of records",
         ));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    // One context for both steps: the records are stamped with its time when prepared.
+    let ctx = Ctx::new(call.auth, call.idempotency);
+    // Outside the write transaction, so that requests prepare while another one writes.
+    let prepared = {
+        let (res, ctx) = (res.clone(), ctx.clone());
+        tokio::task::spawn_blocking(move || bulk::Prepared::new(&res, &ctx, body))
+            .await
+            .map_err(ApiError::internal)??
+    };
+    write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
-        let items: Vec<&serde_json::value::RawValue> =
-            serde_json::from_str(body.raw().get()).map_err(ApiError::internal)?;
-        let ids = bulk::bulk_put(tx, ctx, &res, &items)?;
+        let ids = bulk::bulk_put(tx, ctx, &res, &prepared)?;
         res.hooks.end_bulk(tx, ctx, &res)?;
         Ok(Reply::json(
             StatusCode::OK,

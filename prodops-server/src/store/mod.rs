@@ -129,6 +129,14 @@ pub trait Tx {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64>;
     /// Runs a query; every row as a vector of values in select order.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
+    /// Turns this connection's triggers off (`on == false`) or back on, answering whether it
+    /// could: SQLite can, per connection; on PostgreSQL triggers stay on (`false`). Only
+    /// [`records::insert_rows`](records::insert_rows) uses it, for large batches whose
+    /// record counts it then keeps itself.
+    fn set_triggers(&mut self, on: bool) -> StoreResult<bool> {
+        let _ = on;
+        Ok(false)
+    }
     /// Runs a query and hands each row to `f` as values borrowed from the database's own
     /// buffers, in select order, without collecting them (large reads copy each text once).
     fn for_each_row(
@@ -151,7 +159,10 @@ pub enum CellRef<'a> {
     Null,
     Int(i64),
     Real(f64),
-    Text(&'a str),
+    /// Text as stored: checked to be UTF-8 only when read as a `str` ([`CellRef::as_str`]), so
+    /// that text passed on as bytes (a hierarchy read sends records as stored) is not
+    /// scanned for it.
+    Text(&'a [u8]),
     Bool(bool),
 }
 
@@ -161,12 +172,21 @@ impl<'a> CellRef<'a> {
             SqlValue::Null => CellRef::Null,
             SqlValue::Int(i) => CellRef::Int(*i),
             SqlValue::Real(f) => CellRef::Real(*f),
-            SqlValue::Text(t) => CellRef::Text(t),
+            SqlValue::Text(t) => CellRef::Text(t.as_bytes()),
             SqlValue::Bool(b) => CellRef::Bool(*b),
         }
     }
 
+    /// The text, when it is text (and UTF-8, as everything this server writes is).
     pub fn as_str(&self) -> Option<&'a str> {
+        match self {
+            CellRef::Text(t) => std::str::from_utf8(t).ok(),
+            _ => None,
+        }
+    }
+
+    /// The text's bytes, unchecked.
+    pub fn as_bytes(&self) -> Option<&'a [u8]> {
         match self {
             CellRef::Text(t) => Some(t),
             _ => None,

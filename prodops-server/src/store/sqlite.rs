@@ -207,6 +207,10 @@ impl SqliteStore {
     {
         if write || self.inner.path.is_none() {
             let conn = self.lock_writer();
+            // Triggers are only ever off inside `records::insert_rows`; should a panic have
+            // left them off, they are on again before anything else writes (a no-op when on).
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, true)
+                .map_err(map_err)?;
             run_in_transaction(
                 &conn,
                 if write { "BEGIN IMMEDIATE" } else { "BEGIN" },
@@ -330,6 +334,13 @@ impl Tx for SqliteTx<'_> {
         Ok(out)
     }
 
+    fn set_triggers(&mut self, on: bool) -> StoreResult<bool> {
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, on)
+            .map_err(map_err)?;
+        Ok(true)
+    }
+
     fn for_each_row(
         &mut self,
         sql: &str,
@@ -348,12 +359,7 @@ impl Tx for SqliteTx<'_> {
                     ValueRef::Null => CellRef::Null,
                     ValueRef::Integer(n) => CellRef::Int(n),
                     ValueRef::Real(x) => CellRef::Real(x),
-                    // This server only writes UTF-8; anything else is a damaged database.
-                    ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        CellRef::Text(std::str::from_utf8(t).map_err(|e| {
-                            StoreError::Other(format!("stored text is not UTF-8: {e}"))
-                        })?)
-                    }
+                    ValueRef::Text(t) | ValueRef::Blob(t) => CellRef::Text(t),
                 });
             }
             f(&cells)?;

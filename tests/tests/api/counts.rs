@@ -161,3 +161,36 @@ async fn concurrent_writers_keep_the_total_exact() {
     assert_counts_agree(&api, "comment", None).await;
     second.shutdown().await;
 }
+
+/// Large bulk batches keep their counts per batch rather than per row (records::insert_rows):
+/// the totals stay exact through such batches, mixed with archived creates, a batch refused
+/// whole for a duplicate, and single writes after them (whose counting triggers must be on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_bulk_batches_keep_the_counts_exact() {
+    let server = TestServer::start().await;
+    let api = server.org("Large batches").await;
+    let other = server.org("Other large").await;
+    let workers = |from: usize, n: usize| -> Vec<serde_json::Value> {
+        (from..from + n)
+            .map(|i| json!({ "name": format!("Worker {i}"), "customerIdentifier": format!("E{i}"), "isArchived": i % 3 == 0 }))
+            .collect()
+    };
+    api.bulk_put("worker", workers(0, 700)).await;
+    other.bulk_put("worker", workers(0, 130)).await;
+    // A bad record at the end: the whole batch, its first 199 rows (written before the bad
+    // one is met) included, is refused.
+    let mut refused = workers(700, 199);
+    refused.push(json!({ "name": "  " }));
+    let r = api.put("/worker/bulk", json!(refused)).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    // Single writes after the batches still count (the triggers are back on).
+    let r = api.post("/worker", json!({ "name": "Single" })).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    for archived in [None, Some(true), Some(false)] {
+        assert_counts_agree(&api, "worker", archived).await;
+        assert_counts_agree(&other, "worker", archived).await;
+    }
+    assert_eq!(api.list_total("worker", "isArchived=true").await, 234);
+    assert_eq!(api.list_total("worker", "isArchived=false").await, 467);
+    assert_eq!(other.list_total("worker", "isArchived=false").await, 86);
+}
