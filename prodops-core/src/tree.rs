@@ -695,6 +695,43 @@ pub fn hierarchy_order(top: Uuid, entries: &[(Uuid, Option<Uuid>, i64)]) -> Vec<
     out
 }
 
+/// [`hierarchy_order`] of a subtree given in path order (a node's materialized path is its
+/// ancestors' ids and its own, so sorting by path lists `top` first and every subtree as one
+/// stretch right after its node, siblings by id): `entries` are `(depth, sort_key)`, the first
+/// being `top`. Only siblings are reordered, by sort key (a stable sort keeps their id order
+/// among equal keys), without looking ids up: what a hierarchy read of a large subtree needs.
+pub fn hierarchy_order_of_paths(entries: &[(usize, i64)]) -> Vec<usize> {
+    let n = entries.len();
+    // Where the stretch of each node's subtree ends (the next node no deeper than it).
+    let mut end = vec![n; n];
+    let mut open: Vec<usize> = Vec::new();
+    for (i, &(depth, _)) in entries.iter().enumerate() {
+        while let Some(&j) = open.last() {
+            if entries[j].0 < depth {
+                break;
+            }
+            end[j] = i;
+            open.pop();
+        }
+        open.push(i);
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut stack: Vec<usize> = if n > 0 { vec![0] } else { Vec::new() };
+    let mut children: Vec<usize> = Vec::new();
+    while let Some(i) = stack.pop() {
+        out.push(i);
+        children.clear();
+        let mut j = i + 1;
+        while j < end[i] {
+            children.push(j);
+            j = end[j];
+        }
+        children.sort_by_key(|&c| entries[c].1);
+        stack.extend(children.iter().rev());
+    }
+    out
+}
+
 /// Whether making `new_parent` the parent of `node` would put a node under itself, given the
 /// new parent's breadcrumb of ids (`computed.fullPath`, which ends with its own id).
 pub fn would_cycle(node: Uuid, new_parent_path: &[String]) -> bool {

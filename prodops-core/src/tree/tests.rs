@@ -231,6 +231,52 @@ fn hierarchy_order_is_preorder_in_sibling_order() {
     assert_eq!(order, [id(1), id(3), id(4), id(2), id(5)]);
 }
 
+proptest! {
+    /// The path-ordered form agrees with the general one on any tree: parents given as
+    /// indexes of earlier nodes, sort keys from a small range so that ties happen.
+    #[test]
+    fn hierarchy_order_of_paths_agrees(
+        parents in proptest::collection::vec((any::<prop::sample::Index>(), 0i64..4), 0..60),
+        top_pick in any::<prop::sample::Index>(),
+    ) {
+        let ids: Vec<Uuid> = (0..=parents.len()).map(|_| Uuid::new_v4()).collect();
+        let mut parent: Vec<Option<usize>> = vec![None];
+        let mut keys = vec![0i64];
+        for (p, k) in &parents {
+            parent.push(Some(p.index(parent.len())));
+            keys.push(*k);
+        }
+        let path = |mut i: usize| {
+            let mut parts = vec![ids[i].to_string()];
+            while let Some(p) = parent[i] {
+                parts.push(ids[p].to_string());
+                i = p;
+            }
+            parts.reverse();
+            parts.iter().map(|p| format!("{p}/")).collect::<String>()
+        };
+        let top = top_pick.index(ids.len());
+        let top_path = path(top);
+        let mut subtree: Vec<(String, usize)> = (0..ids.len())
+            .map(|i| (path(i), i))
+            .filter(|(p, _)| p.starts_with(&top_path))
+            .collect();
+        subtree.sort();
+        let entries: Vec<(Uuid, Option<Uuid>, i64)> = subtree
+            .iter()
+            .map(|(_, i)| (ids[*i], parent[*i].map(|p| ids[p]), keys[*i]))
+            .collect();
+        let by_paths: Vec<(usize, i64)> = subtree
+            .iter()
+            .map(|(p, i)| (p.matches('/').count(), keys[*i]))
+            .collect();
+        prop_assert_eq!(
+            hierarchy_order_of_paths(&by_paths),
+            hierarchy_order(ids[top], &entries)
+        );
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Add { parent: usize, kind: usize },

@@ -8,7 +8,7 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use prodops_core::tree::hierarchy_order;
+use prodops_core::tree::hierarchy_order_of_paths;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -134,11 +134,8 @@ fn write_hierarchy(
 ) -> ApiResult<()> {
     let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
     let nodes = subtree_index(tx, org, &row)?;
-    let entries: Vec<(Uuid, Option<Uuid>, i64)> = nodes
-        .iter()
-        .map(|n| (n.id, n.parent_id, n.sort_key))
-        .collect();
-    let order = hierarchy_order(id, &entries);
+    let entries: Vec<(usize, i64)> = nodes.iter().map(|n| (n.depth, n.sort_key)).collect();
+    let order = hierarchy_order_of_paths(&entries);
     let mut body = buffers::take(PART_BYTES + (64 << 10));
     body.extend_from_slice(b"{\"values\":[");
     let mut count = 0usize;
@@ -155,8 +152,9 @@ fn write_hierarchy(
         records_of(tx, org, &batch, &mut |slot, data| {
             let start = texts.len();
             match projection {
-                Some(p) => p.write(data, &mut texts),
-                None => texts.extend_from_slice(data.as_bytes()),
+                // What a projection reads must be text; the stored records always are.
+                Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), &mut texts),
+                None => texts.extend_from_slice(data),
             }
             spans[slot] = Some(start..texts.len());
         })?;
