@@ -410,20 +410,24 @@ where
             .await
     }
 
-    /// The page of `GET /r` after the row `cursor` names (a `nextCursor` of an earlier page).
-    async fn fetch_after(&self, params: &ListParams, cursor: &str, size: u64) -> Result<Page<T>> {
+    /// The answer of `GET /r` after the row `cursor` names (a `nextCursor` of an earlier page),
+    /// as its bytes.
+    async fn fetch_after(&self, params: &ListParams, cursor: &str, size: u64) -> Result<Bytes> {
         let mut query = params.query_string(true);
         if !query.is_empty() {
             query.push('&');
         }
         query.push_str(&format!("cursor={}&pageSize={size}", encode(cursor)));
-        self.call(Method::GET, self.url(&format!("?{query}")), None)
+        self.client
+            .send(Method::GET, &self.url(&format!("?{query}")), None)
             .await
     }
 
     /// The pages after `first` by keyset: each request names the previous page's `nextCursor`,
-    /// so no page makes the server skip rows. The next page is fetched on a task of its own
-    /// while the caller consumes the current one.
+    /// so no page makes the server skip rows. A task of its own fetches the pages ahead: it
+    /// reads only the head of each answer (the cursor, with the records skipped over unparsed)
+    /// and asks for the next page at once, so the server prepares page N+1 while the caller
+    /// parses and consumes page N. At most `prefetch` answers wait, as bytes.
     fn keyset_pages(
         self,
         params: ListParams,
@@ -431,41 +435,54 @@ where
         size: u64,
         wanted: u64,
     ) -> BoxStream<'static, Result<Page<T>>> {
-        type Pending<T> = Option<tokio::task::JoinHandle<Result<Page<T>>>>;
-        let spawn_next =
-            move |this: &Self, params: &ListParams, page: &Page<T>, left: u64| -> Pending<T> {
-                let cursor = page.next_cursor.clone()?;
-                if left == 0 || page.values.is_empty() {
-                    return None;
-                }
-                let (this, params) = (this.clone(), params.clone());
-                Some(tokio::spawn(async move {
-                    this.fetch_after(&params, &cursor, size).await
-                }))
-            };
-        let left = wanted.saturating_sub(first.values.len() as u64);
-        let pending = spawn_next(&self, &params, &first, left);
-        let rest = stream::unfold(
-            (self, params, pending, left),
-            move |(this, params, pending, left)| async move {
-                let handle = pending?;
-                let page = match handle.await {
-                    Ok(Ok(page)) => page,
-                    Ok(Err(e)) => return Some((Err(e), (this, params, None, 0))),
-                    Err(e) => {
-                        let e =
-                            Error::Decode(format!("the task fetching the next page failed: {e}"));
-                        return Some((Err(e), (this, params, None, 0)));
+        /// A page's answer, read past its records.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Head<'a> {
+            #[serde(borrow)]
+            values: Vec<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            next_cursor: Option<String>,
+        }
+        let prefetch = params.prefetch.unwrap_or(1).max(1);
+        let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Bytes>>(prefetch);
+        let mut left = wanted.saturating_sub(first.values.len() as u64);
+        let mut cursor = first
+            .next_cursor
+            .clone()
+            .filter(|_| left > 0 && !first.values.is_empty());
+        let this = self;
+        tokio::spawn(async move {
+            while let Some(c) = cursor.take() {
+                let answer = this.fetch_after(&params, &c, size).await;
+                if let Ok(bytes) = &answer {
+                    match serde_json::from_slice::<Head<'_>>(bytes) {
+                        Ok(head) if !head.values.is_empty() => {
+                            left = left.saturating_sub(head.values.len() as u64);
+                            cursor = head.next_cursor.filter(|_| left > 0);
+                        }
+                        // An empty page ends the list; an unreadable one is reported by
+                        // the caller's parse.
+                        _ => {}
                     }
-                };
-                if page.values.is_empty() {
-                    return None;
                 }
-                let left = left.saturating_sub(page.values.len() as u64);
-                let next = spawn_next(&this, &params, &page, left);
-                Some((Ok(page), (this, params, next, left)))
-            },
-        );
+                if sender.send(answer).await.is_err() {
+                    return; // The caller stopped reading.
+                }
+            }
+        });
+        let rest = stream::unfold(receiver, |mut receiver| async move {
+            let page = match receiver.recv().await? {
+                // Parsed on a blocking thread: the runtime's thread stays free to send the
+                // next request and read its answer meanwhile (the CLI runs one thread).
+                Ok(bytes) => tokio::task::spawn_blocking(move || decode::<Page<T>>(&bytes))
+                    .await
+                    .unwrap_or_else(|e| Err(Error::Decode(format!("parsing a page failed: {e}")))),
+                Err(e) => Err(e),
+            };
+            Some((page, receiver))
+        })
+        .try_take_while(|page| std::future::ready(Ok(!page.values.is_empty())));
         stream::once(async move { Ok(first) }).chain(rest).boxed()
     }
 

@@ -404,7 +404,7 @@ pub fn row_json(
     record: &csv::StringRecord,
     key_mode: bool,
 ) -> Result<RowJson, Vec<String>> {
-    let mut out = Map::new();
+    let mut out = Map::with_capacity(cols.len());
     let mut errors = Vec::new();
     for (col, raw) in cols.iter().zip(record.iter()) {
         let Some(col) = col else { continue };
@@ -455,8 +455,7 @@ pub fn row_json(
     let checked = if server_fields.iter().any(|f| out.contains_key(*f)) {
         None
     } else {
-        kind.check_new_json(&candidate_text(spec, &out, &json, update))
-            .map(|r| r.map(|_| ()))
+        kind.validate_new_json(&candidate_text(spec, &out, &json, update))
     };
     let checked = checked.unwrap_or_else(|| {
         kind.check(Value::Object(candidate_map(spec, &out, update)), None)
@@ -507,13 +506,13 @@ fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bo
         text.push('"');
         text.push_str(key);
         text.push_str("\":");
-        text.push_str(&Value::String(value.to_string()).to_string());
+        push_json_string(&mut text, value);
     };
-    let nil = Uuid::nil().to_string();
+    const NIL: &str = "00000000-0000-0000-0000-000000000000";
     if !out.contains_key("id") {
-        add("id", &nil);
+        add("id", NIL);
     }
-    add("organizationId", &nil);
+    add("organizationId", NIL);
     add("createdAt", EPOCH);
     add("updatedAt", EPOCH);
     if update {
@@ -525,6 +524,18 @@ fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bo
     }
     text.push('}');
     text
+}
+
+/// Appends `value` as a JSON string (escaped only when it needs it: this runs for every
+/// field the check adds to every row).
+fn push_json_string(text: &mut String, value: &str) {
+    if value.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        text.push('"');
+        text.push_str(value);
+        text.push('"');
+    } else {
+        text.push_str(&Value::String(value.to_string()).to_string());
+    }
 }
 
 // ---- import -------------------------------------------------------------------------------------
