@@ -136,51 +136,110 @@ fn write_hierarchy(
     let nodes = subtree_index(tx, org, &row)?;
     let entries: Vec<(usize, i64)> = nodes.iter().map(|n| (n.depth, n.sort_key)).collect();
     let order = hierarchy_order_of_paths(&entries);
-    let mut body = buffers::take(PART_BYTES + (64 << 10));
-    body.extend_from_slice(b"{\"values\":[");
-    let mut count = 0usize;
-    // One batch of records in hierarchy order: each record's text (or projection) and where.
+    let mut out = Parts {
+        body: buffers::take(PART_BYTES + (64 << 10)),
+        count: 0,
+        parts,
+        sent: false,
+        closed: false,
+    };
+    out.body.extend_from_slice(b"{\"values\":[");
+    // One batch of nodes in hierarchy order. Records arrive in rowid order: each one that is
+    // the next in hierarchy order goes straight into the body (with any kept ones it frees);
+    // others are kept, with where their text is, until their turn.
     let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES);
-    let mut texts: Vec<u8> = Vec::new();
+    let mut kept: Vec<u8> = Vec::new();
     let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(FETCH_NODES);
+    let write = |data: &[u8], into: &mut Vec<u8>| match projection {
+        // What a projection reads must be text; the stored records always are.
+        Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
+        None => into.extend_from_slice(data),
+    };
     for group in order.chunks(FETCH_NODES) {
         batch.clear();
         batch.extend(group.iter().map(|&i| nodes[i]));
-        texts.clear();
+        kept.clear();
         spans.clear();
         spans.resize(batch.len(), None);
-        records_of(tx, org, &batch, &mut |slot, data| {
-            let start = texts.len();
-            match projection {
-                // What a projection reads must be text; the stored records always are.
-                Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), &mut texts),
-                None => texts.extend_from_slice(data),
+        let mut next = 0usize;
+        let read = records_of(tx, org, &batch, &mut |slot, data| {
+            if out.closed {
+                return;
             }
-            spans[slot] = Some(start..texts.len());
-        })?;
-        for span in spans.iter().flatten() {
-            if count > 0 {
-                body.push(b',');
+            if slot != next {
+                let start = kept.len();
+                write(data, &mut kept);
+                spans[slot] = Some(start..kept.len());
+                return;
             }
-            body.extend_from_slice(&texts[span.clone()]);
-            count += 1;
-            if body.len() >= PART_BYTES {
-                let full = std::mem::replace(&mut body, buffers::take(PART_BYTES + (64 << 10)));
-                if parts
-                    .blocking_send(Ok(Part::More(buffers::bytes(full))))
-                    .is_err()
-                {
-                    return Ok(());
-                }
-                *sent = true;
+            out.comma();
+            write(data, &mut out.body);
+            out.done();
+            next += 1;
+            while let Some(Some(span)) = spans.get(next) {
+                out.comma();
+                out.body.extend_from_slice(&kept[span.clone()]);
+                out.done();
+                next += 1;
             }
+        });
+        *sent = out.sent;
+        read?;
+        // Records that never came (missing) leave the rest kept: in order, without them.
+        for span in spans[next.min(spans.len())..].iter().flatten() {
+            out.comma();
+            out.body.extend_from_slice(&kept[span.clone()]);
+            out.done();
+        }
+        if out.closed {
+            return Ok(());
         }
     }
+    let Parts {
+        mut body, count, ..
+    } = out;
     body.extend_from_slice(b"],\"totalCount\":");
     body.extend_from_slice(count.to_string().as_bytes());
     body.push(b'}');
     let _ = parts.blocking_send(Ok(Part::Last(buffers::bytes(body))));
     Ok(())
+}
+
+/// The body of a hierarchy read as it is written, sent in parts of [`PART_BYTES`].
+struct Parts<'a> {
+    body: Vec<u8>,
+    count: usize,
+    parts: &'a tokio::sync::mpsc::Sender<ApiResult<Part>>,
+    /// Whether a part went out.
+    sent: bool,
+    /// Whether the client left (the channel is closed): the read stops.
+    closed: bool,
+}
+
+impl Parts<'_> {
+    /// Before a record: the comma after the previous one.
+    fn comma(&mut self) {
+        if self.count > 0 {
+            self.body.push(b',');
+        }
+    }
+
+    /// After a record: counted, and the body sent as a part once it is large enough.
+    fn done(&mut self) {
+        self.count += 1;
+        if self.body.len() >= PART_BYTES && !self.closed {
+            let full = std::mem::replace(&mut self.body, buffers::take(PART_BYTES + (64 << 10)));
+            if self
+                .parts
+                .blocking_send(Ok(Part::More(buffers::bytes(full))))
+                .is_err()
+            {
+                self.closed = true;
+            } else {
+                self.sent = true;
+            }
+        }
+    }
 }
 
 /// `GET /deliverable/roots?<list parameters>`: the deliverables without a parent (the tops of
