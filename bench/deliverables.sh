@@ -225,6 +225,6 @@ print(row("GET /worker?pageSize=10000, 10,000 workers", worker_t))
 print(f"  response sizes: hierarchy {len(hier_body) / 1e6:.1f} MB ({len(hier_body) // hier_count} bytes per node), "
       f"workers {len(worker_body) / 1e6:.1f} MB ({len(worker_body) // 10000} bytes per worker)")
 print(f"  ratio {hier_ratio:.2f} (target <= 2): {'PASS' if hier_ratio <= 2 else 'FAIL'}")
-print("deliverable export vs worker export rate: not measured (needs the prodops CLI)")
+print("deliverable export vs worker export rate: see bench/deliverable-import-export.sh")
 PY
 log "results written to $OUT"
