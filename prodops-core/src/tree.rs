@@ -670,35 +670,10 @@ pub fn recompute_all(
 }
 
 /// The order of a hierarchy read: `top` first, then parents before children, siblings by
-/// their sort key (then id). `entries` are `(id, parent_id, sort_key)` of the subtree.
-pub fn hierarchy_order(top: Uuid, entries: &[(Uuid, Option<Uuid>, i64)]) -> Vec<usize> {
-    let mut kids: HashMap<Uuid, Vec<usize>> = HashMap::new();
-    let mut top_index = None;
-    for (i, (id, parent, _)) in entries.iter().enumerate() {
-        if *id == top {
-            top_index = Some(i);
-        } else if let Some(p) = parent {
-            kids.entry(*p).or_default().push(i);
-        }
-    }
-    for list in kids.values_mut() {
-        list.sort_by_key(|&i| (entries[i].2, entries[i].0));
-    }
-    let mut out = Vec::with_capacity(entries.len());
-    let mut stack: Vec<usize> = top_index.into_iter().collect();
-    while let Some(i) = stack.pop() {
-        out.push(i);
-        if let Some(ks) = kids.get(&entries[i].0) {
-            stack.extend(ks.iter().rev());
-        }
-    }
-    out
-}
-
-/// [`hierarchy_order`] of a subtree given in path order (a node's materialized path is its
-/// ancestors' ids and its own, so sorting by path lists `top` first and every subtree as one
-/// stretch right after its node, siblings by id): `entries` are `(depth, sort_key)`, the first
-/// being `top`. Only siblings are reordered, by sort key (a stable sort keeps their id order
+/// their sort key (then id); of a subtree given in path order (a node's materialized path is
+/// its ancestors' ids and its own, so sorting by path lists `top` first and every subtree as
+/// one stretch right after its node, siblings by id): `entries` are `(depth, sort_key)`, the
+/// first being `top`. Only siblings are reordered, by sort key (a stable sort keeps their id order
 /// among equal keys), without looking ids up: what a hierarchy read of a large subtree needs.
 pub fn hierarchy_order_of_paths(entries: &[(usize, i64)]) -> Vec<usize> {
     let n = entries.len();

@@ -54,6 +54,20 @@ pub(crate) fn id_param() -> utoipa::openapi::path::Parameter {
         .build()
 }
 
+/// The query parameters every list takes besides its filters.
+fn list_params(op: OperationBuilder) -> OperationBuilder {
+    op.parameter(query_param(
+        "search",
+        "case-insensitive substring over the search columns",
+    ))
+    .parameter(query_param(
+        "sort",
+        "fields, comma separated; `-` for descending",
+    ))
+    .parameter(query_param("page", "1-based page"))
+    .parameter(query_param("pageSize", "1 to 10000, default 100"))
+}
+
 fn query_param(name: &str, description: &str) -> utoipa::openapi::path::Parameter {
     ParameterBuilder::new()
         .name(name)
@@ -306,17 +320,7 @@ pub fn document() -> Vec<u8> {
 
         let mut collection = PathItemBuilder::new().operation(
             HttpMethod::Get,
-            op(*kind, "list", format!("List {what} records"))
-                .parameter(query_param(
-                    "search",
-                    "case-insensitive substring over the search columns",
-                ))
-                .parameter(query_param(
-                    "sort",
-                    "fields, comma separated; `-` for descending",
-                ))
-                .parameter(query_param("page", "1-based page"))
-                .parameter(query_param("pageSize", "1 to 10000, default 100"))
+            list_params(op(*kind, "list", format!("List {what} records")))
                 .response(
                     "200",
                     response("A page of records", Some(page_of(record.clone()))),
@@ -631,21 +635,11 @@ fn deliverable_extras(
         (
             "/api/v2/deliverable/roots".into(),
             HttpMethod::Get,
-            operation(
+            list_params(operation(
                 "deliverable_roots",
                 "The deliverables without a parent (the tops of the trees), from the tree \
                  index; takes the list's filters, search, sort, page and pageSize",
-            )
-            .parameter(query_param(
-                "search",
-                "case-insensitive substring over the search columns",
             ))
-            .parameter(query_param(
-                "sort",
-                "fields, comma separated; `-` for descending",
-            ))
-            .parameter(query_param("page", "1-based page"))
-            .parameter(query_param("pageSize", "1 to 10000, default 100"))
             .response(
                 "200",
                 response("A page of roots", Some(page_of(deliverable.clone()))),

@@ -214,6 +214,32 @@ fn alerts() {
     assert_eq!(m.scratch(), m.nodes);
 }
 
+/// The reference order of a hierarchy read, from parent links: `top` first, then parents before children, siblings by
+/// their sort key (then id). `entries` are `(id, parent_id, sort_key)` of the subtree.
+fn hierarchy_order(top: Uuid, entries: &[(Uuid, Option<Uuid>, i64)]) -> Vec<usize> {
+    let mut kids: HashMap<Uuid, Vec<usize>> = HashMap::new();
+    let mut top_index = None;
+    for (i, (id, parent, _)) in entries.iter().enumerate() {
+        if *id == top {
+            top_index = Some(i);
+        } else if let Some(p) = parent {
+            kids.entry(*p).or_default().push(i);
+        }
+    }
+    for list in kids.values_mut() {
+        list.sort_by_key(|&i| (entries[i].2, entries[i].0));
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    let mut stack: Vec<usize> = top_index.into_iter().collect();
+    while let Some(i) = stack.pop() {
+        out.push(i);
+        if let Some(ks) = kids.get(&entries[i].0) {
+            stack.extend(ks.iter().rev());
+        }
+    }
+    out
+}
+
 #[test]
 fn hierarchy_order_is_preorder_in_sibling_order() {
     let id = Uuid::from_u128;

@@ -213,7 +213,7 @@ impl Prepared {
             start..start + item.get().len()
         };
         let items = if res.hooks.batch_creates() {
-            let mut builder = CreateBuilder::new(res, ctx);
+            let mut builder = CreateBuilder::new(res, ctx)?;
             records
                 .iter()
                 .map(|item| builder.item(item, span_of(item)))
@@ -257,21 +257,21 @@ struct CreateBuilder<'r> {
     org_text: String,
     now_json: String,
     /// The request time as the table's `created_at` and `updated_at` columns hold it.
-    now_column: Result<String, ApiError>,
+    now_column: String,
     /// The candidate being built (reused).
     buf: String,
 }
 
 impl<'r> CreateBuilder<'r> {
-    fn new(res: &'r Resource, ctx: &'r Ctx) -> Self {
-        CreateBuilder {
+    fn new(res: &'r Resource, ctx: &'r Ctx) -> ApiResult<Self> {
+        Ok(CreateBuilder {
             res,
             ctx,
             org_text: format!("\"organizationId\":\"{}\"", ctx.org()),
             now_json: Value::String(ctx.now_text()).to_string(),
-            now_column: records::sortable_time(&ctx.now_text()).map_err(ApiError::from),
+            now_column: records::sortable_time(&ctx.now_text())?,
             buf: String::new(),
-        }
+        })
     }
 
     fn item(&mut self, item: &RawValue, span: std::ops::Range<usize>) -> Item {
@@ -361,26 +361,23 @@ impl<'r> CreateBuilder<'r> {
             // The columns are known without reading the text back: the id and time written
             // above, and `isArchived` as given (a record whose `isArchived` is not a boolean
             // does not read as the resource).
-            Some(Ok(text)) => Some(match &self.now_column {
-                Ok(now) => {
-                    let row = NewRow {
-                        id: id.to_string(),
-                        archived,
-                        created: now.clone(),
-                        updated: now.clone(),
-                        data: text,
-                    };
-                    debug_assert_eq!(
-                        format!("{row:?}"),
-                        NewRow::of_text(row.data.clone())
-                            .map(|r| format!("{r:?}"))
-                            .unwrap_or_default(),
-                        "the columns are those of the stored text"
-                    );
-                    Create::Checked(id, row)
-                }
-                Err(e) => Create::Invalid(id, e.clone()),
-            }),
+            Some(Ok(text)) => {
+                let row = NewRow {
+                    id: id.to_string(),
+                    archived,
+                    created: self.now_column.clone(),
+                    updated: self.now_column.clone(),
+                    data: text,
+                };
+                debug_assert_eq!(
+                    format!("{row:?}"),
+                    NewRow::of_text(row.data.clone())
+                        .map(|r| format!("{r:?}"))
+                        .unwrap_or_default(),
+                    "the columns are those of the stored text"
+                );
+                Some(Create::Checked(id, row))
+            }
             Some(Err(violations)) => Some(Create::Invalid(id, ApiError::violations(violations))),
             // Not the resource's shape: the one-by-one path names what is wrong.
             None => None,
