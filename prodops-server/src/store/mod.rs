@@ -127,6 +127,13 @@ pub trait Tx {
     fn dialect(&self) -> Dialect;
     /// Runs a statement; returns the number of rows it changed.
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64>;
+    /// [`Tx::execute`] with parameters borrowed instead of owned, for statements with many
+    /// large ones (a multi-row insert binds each record's text where it already is, instead of
+    /// copying it into a [`SqlValue`] first). The default copies, then executes.
+    fn execute_refs(&mut self, sql: &str, params: &[CellRef<'_>]) -> StoreResult<u64> {
+        let owned: Vec<SqlValue> = params.iter().map(CellRef::to_value).collect();
+        self.execute(sql, &owned)
+    }
     /// Runs a query; every row as a vector of values in select order.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
     /// Turns this connection's triggers off (`on == false`) or back on, answering whether it
@@ -174,6 +181,17 @@ impl<'a> CellRef<'a> {
             SqlValue::Real(f) => CellRef::Real(*f),
             SqlValue::Text(t) => CellRef::Text(t.as_bytes()),
             SqlValue::Bool(b) => CellRef::Bool(*b),
+        }
+    }
+
+    /// The value, owned.
+    pub fn to_value(&self) -> SqlValue {
+        match *self {
+            CellRef::Null => SqlValue::Null,
+            CellRef::Int(i) => SqlValue::Int(i),
+            CellRef::Real(f) => SqlValue::Real(f),
+            CellRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+            CellRef::Bool(b) => SqlValue::Bool(b),
         }
     }
 

@@ -4,7 +4,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::sql::{Cond, Sort};
-use super::{KeyRow, SqlValue, StoreError, StoreResult, Tx};
+use super::{CellRef, KeyRow, SqlValue, StoreError, StoreResult, Tx};
 
 /// What a list read asks for.
 #[derive(Debug, Clone, Default)]
@@ -332,22 +332,22 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     rows: &[R],
 ) -> StoreResult<()> {
     let org = org.to_string();
-    let mut params = Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * 6);
+    let mut params: Vec<CellRef<'_>> = Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * 6);
     for chunk in rows.chunks(INSERT_CHUNK) {
         let sql = tx.dialect().insert_records_sql(table, chunk.len());
         params.clear();
         for r in chunk {
             let r = r.borrow();
             params.extend([
-                SqlValue::Text(org.clone()),
-                SqlValue::Text(r.id.clone()),
-                SqlValue::Bool(r.archived),
-                SqlValue::Text(r.created.clone()),
-                SqlValue::Text(r.updated.clone()),
-                SqlValue::Text(r.data.clone()),
+                CellRef::Text(org.as_bytes()),
+                CellRef::Text(r.id.as_bytes()),
+                CellRef::Bool(r.archived),
+                CellRef::Text(r.created.as_bytes()),
+                CellRef::Text(r.updated.as_bytes()),
+                CellRef::Text(r.data.as_bytes()),
             ]);
         }
-        tx.execute(&sql, &params)?;
+        tx.execute_refs(&sql, &params)?;
     }
     Ok(())
 }

@@ -15,8 +15,14 @@ use super::{CellRef, Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxE
 
 const MAX_IDLE_READERS: usize = 16;
 const MMAP_BYTES: i64 = 1 << 30;
-/// WAL pages between automatic checkpoints (4 KiB pages: 64 MiB).
-const WAL_CHECKPOINT_PAGES: i64 = 16 * 1024;
+/// The page size of a new database file. 16 KiB rather than SQLite's 4 KiB: records are
+/// JSON texts of a few hundred bytes, so a 4 KiB table page held eight of them and a bulk insert
+/// split a page, wrote a WAL frame and copied it back at a checkpoint every eight rows; with
+/// 16 KiB pages a 1,000,000-worker import takes a quarter less time. Existing files keep theirs
+/// (`VACUUM` after `PRAGMA page_size` changes it).
+const PAGE_SIZE: i64 = 16 * 1024;
+/// WAL bytes between automatic checkpoints.
+const WAL_CHECKPOINT_BYTES: i64 = 64 << 20;
 /// The writer's page cache, in KiB (a negative `cache_size` is KiB).
 const WRITER_CACHE_KIB: i64 = -128 * 1024;
 
@@ -41,6 +47,18 @@ impl ToSql for SqlValue {
             SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             SqlValue::Bool(b) => ToSqlOutput::Owned(RValue::Integer(*b as i64)),
         })
+    }
+}
+
+impl ToSql for CellRef<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match *self {
+            CellRef::Null => ValueRef::Null,
+            CellRef::Int(i) => ValueRef::Integer(i),
+            CellRef::Real(f) => ValueRef::Real(f),
+            CellRef::Text(t) => ValueRef::Text(t),
+            CellRef::Bool(b) => ValueRef::Integer(b as i64),
+        }))
     }
 }
 
@@ -91,14 +109,24 @@ fn tune(conn: &Connection) -> StoreResult<()> {
 fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
     tune(conn)?;
     if !memory {
+        // Only takes effect on a file without tables yet, and before WAL mode is on.
+        conn.pragma_update(None, "page_size", PAGE_SIZE)
+            .map_err(map_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(map_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(map_err)?;
         // Checkpoint every 64 MiB of WAL instead of every 4 MiB: a page that several
         // transactions change in between (index pages of bulk writes) is copied back once.
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
+        let page_size: i64 = conn
+            .pragma_query_value(None, "page_size", |row| row.get(0))
             .map_err(map_err)?;
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            WAL_CHECKPOINT_BYTES / page_size.max(512),
+        )
+        .map_err(map_err)?;
     }
     // The writer's page cache (the default is 2 MB): inserts at random places in a large index
     // (client-chosen UUIDv4 ids) otherwise read most index pages back from the OS per row, and a
@@ -129,9 +157,61 @@ fn configure_library() {
                 rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
                 0 as std::os::raw::c_int,
             );
+            // SQLite's own allocations (a copy of every bound text, every record it builds,
+            // page buffers) through mimalloc rather than the C library's allocator, which was a
+            // twentieth of a bulk insert's time.
+            // SAFETY: as above; the methods live for the whole process and SQLite copies them.
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MALLOC,
+                &MIMALLOC_METHODS.0 as *const rusqlite::ffi::sqlite3_mem_methods,
+            );
         }
     });
 }
+
+/// SQLite's allocator methods: mimalloc's functions (see `configure_library`).
+struct MemMethods(rusqlite::ffi::sqlite3_mem_methods);
+// SAFETY: the methods are plain functions and the app-data pointer is null; nothing is shared.
+unsafe impl Sync for MemMethods {}
+
+static MIMALLOC_METHODS: MemMethods = {
+    use libmimalloc_sys as mi;
+    use std::ffi::{c_int, c_void};
+    unsafe extern "C" fn malloc(n: c_int) -> *mut c_void {
+        // SAFETY: SQLite asks for a positive size.
+        unsafe { mi::mi_malloc(n as usize) }
+    }
+    unsafe extern "C" fn free(p: *mut c_void) {
+        // SAFETY: `p` came from `malloc` or `realloc` here (or is null).
+        unsafe { mi::mi_free(p) }
+    }
+    unsafe extern "C" fn realloc(p: *mut c_void, n: c_int) -> *mut c_void {
+        // SAFETY: as for `free`.
+        unsafe { mi::mi_realloc(p, n as usize) }
+    }
+    unsafe extern "C" fn size(p: *mut c_void) -> c_int {
+        // SAFETY: as for `free`.
+        unsafe { mi::mi_usable_size(p) as c_int }
+    }
+    unsafe extern "C" fn roundup(n: c_int) -> c_int {
+        // SAFETY: a pure function of the size.
+        unsafe { mi::mi_good_size(n as usize) as c_int }
+    }
+    unsafe extern "C" fn init(_: *mut c_void) -> c_int {
+        rusqlite::ffi::SQLITE_OK
+    }
+    unsafe extern "C" fn shutdown(_: *mut c_void) {}
+    MemMethods(rusqlite::ffi::sqlite3_mem_methods {
+        xMalloc: Some(malloc),
+        xFree: Some(free),
+        xRealloc: Some(realloc),
+        xSize: Some(size),
+        xRoundup: Some(roundup),
+        xInit: Some(init),
+        xShutdown: Some(shutdown),
+        pAppData: std::ptr::null_mut(),
+    })
+};
 
 impl SqliteStore {
     pub fn open(path: &str) -> StoreResult<Self> {
@@ -311,6 +391,13 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
+        stmt.execute(rusqlite::params_from_iter(params.iter()))
+            .map(|n| n as u64)
+            .map_err(map_err)
+    }
+
+    fn execute_refs(&mut self, sql: &str, params: &[CellRef<'_>]) -> StoreResult<u64> {
         let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
         stmt.execute(rusqlite::params_from_iter(params.iter()))
             .map(|n| n as u64)
