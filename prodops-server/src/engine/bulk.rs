@@ -19,7 +19,6 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 
 use prodops_core::Violation;
 use prodops_core::resource::{Archive, COMMON_READ_ONLY};
@@ -334,9 +333,15 @@ impl<'r> CreateBuilder<'r> {
         if !res.hooks.plain_create(&field) {
             return None;
         }
+        // The id's text without the formatting machinery (this runs for every record).
+        let mut id_buf = Uuid::encode_buffer();
+        let id_text: &str = id.hyphenated().encode_lower(&mut id_buf);
         let buf = &mut self.buf;
         buf.clear();
-        let _ = write!(buf, "{{\"id\":\"{id}\",{}", self.org_text);
+        buf.push_str("{\"id\":\"");
+        buf.push_str(id_text);
+        buf.push_str("\",");
+        buf.push_str(&self.org_text);
         for (k, v) in &fields.0 {
             buf.push(',');
             match k {
@@ -351,7 +356,10 @@ impl<'r> CreateBuilder<'r> {
             buf.push(':');
             buf.push_str(v.get());
         }
-        let _ = write!(buf, ",\"createdAt\":{now},\"updatedAt\":{now}");
+        buf.push_str(",\"createdAt\":");
+        buf.push_str(now);
+        buf.push_str(",\"updatedAt\":");
+        buf.push_str(now);
         if desc.archived_at {
             buf.push_str(",\"archivedAt\":");
             buf.push_str(if archived { now } else { "null" });
@@ -363,7 +371,7 @@ impl<'r> CreateBuilder<'r> {
             // does not read as the resource).
             Some(Ok(text)) => {
                 let row = NewRow {
-                    id: id.to_string(),
+                    id: id_text.to_string(),
                     archived,
                     created: self.now_column.clone(),
                     updated: self.now_column.clone(),
