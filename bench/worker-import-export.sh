@@ -11,7 +11,7 @@
 # Environment (all optional):
 #   BENCH_ROWS         rows per file (default 1000000)
 #   BENCH_BATCH        rows per PUT /worker/bulk (default 10000, the CLI's default for workers)
-#   BENCH_CONCURRENCY  batches in flight (default 2, the CLI's default for workers)
+#   BENCH_CONCURRENCY  batches in flight (default 4, the CLI's default for workers)
 #   CARGO_TARGET_DIR   where cargo puts the binaries (default ./target)
 set -euo pipefail
 
@@ -21,7 +21,7 @@ case "${1:-}" in -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0
 
 ROWS="${BENCH_ROWS:-1000000}"
 BATCH="${BENCH_BATCH:-10000}"
-CONCURRENCY="${BENCH_CONCURRENCY:-2}"
+CONCURRENCY="${BENCH_CONCURRENCY:-4}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$ROOT/bench/results"
 

@@ -229,104 +229,142 @@ pub fn parse_bool(raw: &str) -> Option<bool> {
     }
 }
 
-/// The JSON of one cell: `Ok(None)` leaves the field out.
-fn cell_value(kind: Kind, name: &str, raw: &str) -> Result<Option<Value>, String> {
+/// One cell, read: what its column's field gets.
+enum Cell<'a> {
+    /// Left out of the record.
+    Skip,
+    Null,
+    /// A string, as it goes into the JSON.
+    Str(&'a str),
+    Uuid(Uuid),
+    Bool(bool),
+    /// Anything else (a number, an array).
+    Json(Value),
+}
+
+impl Cell<'_> {
+    fn into_value(self) -> Option<Value> {
+        Some(match self {
+            Cell::Skip => return None,
+            Cell::Null => Value::Null,
+            Cell::Str(s) => Value::String(s.to_string()),
+            Cell::Uuid(id) => Value::String(id.to_string()),
+            Cell::Bool(b) => Value::Bool(b),
+            Cell::Json(v) => v,
+        })
+    }
+
+    /// Appends the cell's JSON (not for [`Cell::Skip`]).
+    fn write_json(&self, out: &mut String) {
+        match self {
+            Cell::Skip | Cell::Null => out.push_str("null"),
+            Cell::Str(s) => push_json_string(out, s),
+            Cell::Uuid(id) => {
+                out.push('"');
+                out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+                out.push('"');
+            }
+            Cell::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Cell::Json(v) => out.push_str(&v.to_string()),
+        }
+    }
+}
+
+/// Reads one cell of a column of `kind`.
+fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell<'a>, String> {
     let t = raw.trim();
-    Ok(Some(match kind {
-        Kind::ReadOnly => return Ok(None),
+    let uuid = |t: &str| Uuid::parse_str(t).map_err(|_| format!("{name}: {t:?} is not a UUID"));
+    Ok(match kind {
+        Kind::ReadOnly => Cell::Skip,
         Kind::Id => {
             if t.is_empty() {
-                return Ok(None);
-            }
-            match Uuid::parse_str(t) {
-                Ok(id) => json!(id.to_string()),
-                Err(_) => return Err(format!("{name}: {t:?} is not a UUID")),
+                Cell::Skip
+            } else {
+                Cell::Uuid(uuid(t)?)
             }
         }
-        Kind::Text => json!(raw),
+        Kind::Text => Cell::Str(raw),
         Kind::NullableText => {
             if t.is_empty() {
-                Value::Null
+                Cell::Null
             } else {
-                json!(raw)
+                Cell::Str(raw)
             }
         }
         Kind::NullableUuid => {
             if t.is_empty() {
-                Value::Null
+                Cell::Null
             } else {
-                match Uuid::parse_str(t) {
-                    Ok(id) => json!(id.to_string()),
-                    Err(_) => return Err(format!("{name}: {t:?} is not a UUID")),
-                }
+                Cell::Uuid(uuid(t)?)
             }
         }
         Kind::OptionalText => {
             if t.is_empty() {
-                return Ok(None);
+                Cell::Skip
+            } else {
+                Cell::Str(t)
             }
-            json!(t)
         }
         Kind::Bool => {
             if t.is_empty() {
-                return Ok(None);
+                return Ok(Cell::Skip);
             }
             match parse_bool(t) {
-                Some(b) => json!(b),
+                Some(b) => Cell::Bool(b),
                 None => return Err(format!("{name}: {raw:?} is not true or false")),
             }
         }
         Kind::Int => {
             if t.is_empty() {
-                return Ok(None);
+                return Ok(Cell::Skip);
             }
             match t.parse::<i64>() {
-                Ok(n) => json!(n),
+                Ok(n) => Cell::Json(json!(n)),
                 Err(_) => return Err(format!("{name}: {raw:?} is not a whole number")),
             }
         }
         Kind::Number => {
             if t.is_empty() {
-                return Ok(None);
+                return Ok(Cell::Skip);
             }
             match number(t) {
-                Some(n) => n,
+                Some(n) => Cell::Json(n),
                 None => return Err(format!("{name}: {raw:?} is not a number")),
             }
         }
         Kind::Time => {
             if t.is_empty() {
-                Value::Null
+                Cell::Null
             } else {
-                json!(t)
+                Cell::Str(t)
             }
         }
         Kind::JsonArray => {
             if t.is_empty() {
-                return Ok(None);
+                return Ok(Cell::Skip);
             }
             match serde_json::from_str::<Value>(t) {
-                Ok(v @ Value::Array(_)) => v,
+                Ok(v @ Value::Array(_)) => Cell::Json(v),
                 _ => return Err(format!("{name}: {raw:?} is not a JSON array")),
             }
         }
         Kind::Property(dt) => {
             if t.is_empty() {
-                return Ok(Some(Value::Null));
+                return Ok(Cell::Null);
             }
             match dt {
                 DataType::Number => match number(t) {
-                    Some(n) => n,
+                    Some(n) => Cell::Json(n),
                     None => return Err(format!("{name}: {raw:?} is not a number")),
                 },
                 DataType::Boolean => match parse_bool(t) {
-                    Some(b) => json!(b),
+                    Some(b) => Cell::Bool(b),
                     None => return Err(format!("{name}: {raw:?} is not true or false")),
                 },
                 DataType::Multiselect => {
                     if t.starts_with('[') {
                         match serde_json::from_str::<Value>(t) {
-                            Ok(v @ Value::Array(_)) => v,
+                            Ok(v @ Value::Array(_)) => Cell::Json(v),
                             _ => {
                                 return Err(format!(
                                     "{name}: {raw:?} is not a JSON array of options"
@@ -334,14 +372,14 @@ fn cell_value(kind: Kind, name: &str, raw: &str) -> Result<Option<Value>, String
                             }
                         }
                     } else {
-                        json!([t])
+                        Cell::Json(json!([t]))
                     }
                 }
-                DataType::Text => json!(raw),
-                DataType::Date | DataType::Select => json!(t),
+                DataType::Text => Cell::Str(raw),
+                DataType::Date | DataType::Select => Cell::Str(t),
             }
         }
-    }))
+    })
 }
 
 fn number(t: &str) -> Option<Value> {
@@ -391,43 +429,54 @@ pub fn row_record(
     record: &csv::StringRecord,
     key_mode: bool,
 ) -> Result<Map<String, Value>, Vec<String>> {
-    row_json(spec, cols, record, key_mode).map(|(out, _)| out)
+    row_json(spec, cols, record, key_mode)
+        .map(|row| serde_json::from_slice(&row.json).expect("the row's JSON reads back"))
 }
 
-/// A checked row: its fields and their JSON text.
-pub type RowJson = (Map<String, Value>, Vec<u8>);
+/// A checked row: its JSON text (what is sent) and what it is matched and ordered by.
+pub struct CheckedRow {
+    pub json: Vec<u8>,
+    pub id: Option<Uuid>,
+    pub parent: Option<Uuid>,
+    /// The `--key` field's value (trimmed, not empty), in key mode.
+    pub key: Option<String>,
+}
 
-/// [`row_record`], with the record's JSON text (what is sent).
+/// The top-level fields a row gives, as the check needs them.
+#[derive(Default)]
+struct Given<'a> {
+    names: Vec<&'a str>,
+    id: Option<Uuid>,
+    parent: Option<Uuid>,
+    /// The `--key` field's text, when it is a string.
+    key: Option<&'a str>,
+}
+
+impl Given<'_> {
+    fn has(&self, name: &str) -> bool {
+        self.names.contains(&name)
+    }
+}
+
+/// [`row_record`], as the row's JSON text and what it is matched by. A file of top-level fields
+/// only (workers) is written straight to JSON; one with dotted (nested) columns is gathered
+/// into a map first.
 pub fn row_json(
     spec: &Spec,
     cols: &[Option<&Column>],
     record: &csv::StringRecord,
     key_mode: bool,
-) -> Result<RowJson, Vec<String>> {
-    let mut out = Map::with_capacity(cols.len());
+) -> Result<CheckedRow, Vec<String>> {
     let mut errors = Vec::new();
-    for (col, raw) in cols.iter().zip(record.iter()) {
-        let Some(col) = col else { continue };
-        match cell_value(col.kind, &col.name, raw) {
-            Ok(Some(v)) => set_path(&mut out, &col.name, v),
-            Ok(None) => {}
-            Err(e) => errors.push(e),
-        }
-    }
-    // A nested field whose cells are all empty (`progress.*` of a node without progress) is
-    // left out rather than written as an object of nulls; `data` keeps its nulls (they clear
-    // custom property values).
-    out.retain(|k, v| {
-        k == "data"
-            || !v
-                .as_object()
-                .is_some_and(|o| o.values().all(Value::is_null))
-    });
+    let mut text = String::with_capacity(record.as_slice().len() + 64 * cols.len());
+    let mut map = Map::new();
+    let given = if cols.iter().flatten().any(|c| c.name.contains('.')) {
+        gather_by_map(spec, cols, record, &mut map, &mut errors, &mut text)
+    } else {
+        gather_flat(spec, cols, record, &mut errors, &mut text)
+    };
     if spec.tree
-        && let (Some(id), Some(parent)) = (
-            out.get("id").and_then(Value::as_str),
-            out.get("parentId").and_then(Value::as_str),
-        )
+        && let (Some(id), Some(parent)) = (given.id, given.parent)
         && id == parent
     {
         errors.push(format!(
@@ -438,31 +487,40 @@ pub fn row_json(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let json = serde_json::to_vec(&out).expect("a map of JSON values serializes");
     // Core's rules, on the record as the server would complete it: the row's JSON with the
     // server's fields (and the placeholders of an update) added, read straight into the
     // resource's type. Only a row that does not read as the resource is checked again as a
     // `Value`, for the messages that name the field.
-    let keyed = key_mode
-        && spec.key.is_some_and(|k| {
-            out.get(k)
-                .and_then(Value::as_str)
-                .is_some_and(|k| !k.trim().is_empty())
-        });
-    let update = out.contains_key("id") || keyed;
+    let key = match spec.key {
+        Some(_) if key_mode => given.key.map(str::trim).filter(|k| !k.is_empty()),
+        _ => None,
+    };
+    let update = given.has("id") || key.is_some();
     let kind = prodops_core::registry::by_path(spec.path).expect("a registered resource");
     let server_fields = ["organizationId", "createdAt", "updatedAt"];
-    let checked = if server_fields.iter().any(|f| out.contains_key(*f)) {
+    let checked = if server_fields.iter().any(|f| given.has(f)) {
         None
     } else {
-        kind.validate_new_json(&candidate_text(spec, &out, &json, update))
+        kind.validate_new_json(&candidate_text(spec, &given, &text, update))
     };
     let checked = checked.unwrap_or_else(|| {
+        let out: Map<String, Value> =
+            serde_json::from_str(&text).expect("the row's JSON reads back");
         kind.check(Value::Object(candidate_map(spec, &out, update)), None)
             .map(|_| ())
     });
     match checked {
-        Ok(()) => Ok((out, json)),
+        Ok(()) => Ok(CheckedRow {
+            id: given.id,
+            parent: if spec.tree { given.parent } else { None },
+            key: if given.id.is_none() {
+                key.map(str::to_string)
+            } else {
+                None
+            },
+            // An exact copy: the row waits in its batch, and `text` was sized generously.
+            json: text.as_bytes().to_vec(),
+        }),
         Err(violations) => Err(violations
             .into_iter()
             .map(|v| match v.field {
@@ -471,6 +529,93 @@ pub fn row_json(
             })
             .collect()),
     }
+}
+
+/// Gathers a row's fields in a map (dotted columns nest), then writes its JSON to `text`.
+fn gather_by_map<'m>(
+    spec: &Spec,
+    cols: &[Option<&Column>],
+    record: &csv::StringRecord,
+    map: &'m mut Map<String, Value>,
+    errors: &mut Vec<String>,
+    text: &mut String,
+) -> Given<'m> {
+    for (col, raw) in cols.iter().zip(record.iter()) {
+        let Some(col) = col else { continue };
+        match read_cell(col.kind, &col.name, raw) {
+            Ok(cell) => {
+                if let Some(v) = cell.into_value() {
+                    set_path(map, &col.name, v)
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    // A nested field whose cells are all empty (`progress.*` of a node without progress) is
+    // left out rather than written as an object of nulls; `data` keeps its nulls (they clear
+    // custom property values).
+    map.retain(|k, v| {
+        k == "data"
+            || !v
+                .as_object()
+                .is_some_and(|o| o.values().all(Value::is_null))
+    });
+    text.push_str(&serde_json::to_string(&*map).expect("a map of JSON values serializes"));
+    let map: &'m Map<String, Value> = map;
+    let uuid = |name: &str| {
+        map.get(name)
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+    };
+    Given {
+        names: map.keys().map(String::as_str).collect(),
+        id: uuid("id"),
+        parent: uuid("parentId"),
+        key: spec.key.and_then(|k| map.get(k)).and_then(Value::as_str),
+    }
+}
+
+/// Writes a row of top-level fields only straight to JSON in `text`, in column order (the
+/// order [`gather_by_map`] gives them).
+fn gather_flat<'a>(
+    spec: &Spec,
+    cols: &[Option<&'a Column>],
+    record: &'a csv::StringRecord,
+    errors: &mut Vec<String>,
+    text: &mut String,
+) -> Given<'a> {
+    let mut given = Given::default();
+    text.push('{');
+    for (col, raw) in cols.iter().zip(record.iter()) {
+        let Some(col) = col else { continue };
+        let cell = match read_cell(col.kind, &col.name, raw) {
+            Ok(Cell::Skip) => continue,
+            Ok(cell) => cell,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if text.len() > 1 {
+            text.push(',');
+        }
+        // Column names are the spec's field names: nothing in them to escape.
+        debug_assert!(!needs_escape(col.name.as_bytes()));
+        text.push('"');
+        text.push_str(&col.name);
+        text.push_str("\":");
+        cell.write_json(text);
+        let name = col.name.as_str();
+        given.names.push(name);
+        match (&cell, name) {
+            (Cell::Uuid(id), "id") => given.id = Some(*id),
+            (Cell::Uuid(id), "parentId") => given.parent = Some(*id),
+            (Cell::Str(s), _) if Some(name) == spec.key => given.key = Some(s),
+            _ => {}
+        }
+    }
+    text.push('}');
+    given
 }
 
 const EPOCH: &str = "1970-01-01T00:00:00Z";
@@ -494,11 +639,11 @@ fn candidate_map(spec: &Spec, out: &Map<String, Value>, update: bool) -> Map<Str
     candidate
 }
 
-/// [`candidate_map`] as JSON text, from the row's JSON (`out` serialized, which holds none of
-/// the server's fields): the added fields go after the row's own.
-fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bool) -> String {
+/// [`candidate_map`] as JSON text, from the row's JSON (which holds none of the server's
+/// fields): the added fields go after the row's own.
+fn candidate_text(spec: &Spec, given: &Given<'_>, json: &str, update: bool) -> String {
     let mut text = String::with_capacity(json.len() + 160);
-    text.push_str(std::str::from_utf8(&json[..json.len() - 1]).expect("JSON is UTF-8"));
+    text.push_str(&json[..json.len() - 1]);
     let mut add = |key: &str, value: &str| {
         if text.len() > 1 {
             text.push(',');
@@ -509,7 +654,7 @@ fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bo
         push_json_string(&mut text, value);
     };
     const NIL: &str = "00000000-0000-0000-0000-000000000000";
-    if !out.contains_key("id") {
+    if !given.has("id") {
         add("id", NIL);
     }
     add("organizationId", NIL);
@@ -517,7 +662,7 @@ fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bo
     add("updatedAt", EPOCH);
     if update {
         for (field, placeholder) in spec.update_placeholders {
-            if !out.contains_key(*field) {
+            if !given.has(field) {
                 add(field, placeholder);
             }
         }
@@ -527,15 +672,37 @@ fn candidate_text(spec: &Spec, out: &Map<String, Value>, json: &[u8], update: bo
 }
 
 /// Appends `value` as a JSON string (escaped only when it needs it: this runs for every
-/// field the check adds to every row).
+/// field of every row).
 fn push_json_string(text: &mut String, value: &str) {
-    if value.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if needs_escape(value.as_bytes()) {
+        text.push_str(&Value::String(value.to_string()).to_string());
+    } else {
         text.push('"');
         text.push_str(value);
         text.push('"');
-    } else {
-        text.push_str(&Value::String(value.to_string()).to_string());
     }
+}
+
+/// Whether `s` holds a byte a JSON string escapes (`"`, `\` or a control character), looked
+/// for eight bytes at a time: each test below is non-zero exactly when some byte of the word
+/// matches ("determine if a word has a byte less than n", Bit Twiddling Hacks).
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    let less_than = |word: u64, n: u8| word.wrapping_sub(ONES * n as u64) & !word & HIGH;
+    let mut words = s.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
+        let quote = less_than(word ^ (ONES * b'"' as u64), 1);
+        let backslash = less_than(word ^ (ONES * b'\\' as u64), 1);
+        if less_than(word, 0x20) | quote | backslash != 0 {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 // ---- import -------------------------------------------------------------------------------------
@@ -810,28 +977,13 @@ fn reader_thread(
             n += 1;
             let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
             match row_json(spec, &cols, &record, key_mode) {
-                Ok((rec, json)) => {
-                    let uuid = |f: &str| {
-                        rec.get(f)
-                            .and_then(Value::as_str)
-                            .and_then(|s| Uuid::parse_str(s).ok())
-                    };
-                    let id = uuid("id");
-                    let key = match spec.key {
-                        Some(k) if key_mode && id.is_none() => rec
-                            .get(k)
-                            .and_then(Value::as_str)
-                            .map(str::trim)
-                            .filter(|k| !k.is_empty())
-                            .map(str::to_string),
-                        _ => None,
-                    };
+                Ok(checked) => {
                     let row = Row {
                         line,
-                        id,
-                        parent: if spec.tree { uuid("parentId") } else { None },
-                        json,
-                        key,
+                        id: checked.id,
+                        parent: checked.parent,
+                        json: checked.json,
+                        key: checked.key,
                     };
                     if !placer.take(row) {
                         return;
@@ -1076,7 +1228,9 @@ pub async fn import(ctx: &Ctx, spec: &'static Spec, args: &ArgMatches) -> CmdRes
             "{spinner} importing [{bar:40}] {bytes}/{total_bytes} {elapsed} eta {eta}",
         )
     });
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Batch, Fail>>(concurrency + 1);
+    // The reader stays one batch ahead of the senders, no more: every batch held costs memory
+    // (the rows and, once sent, the body), and the senders rarely wait for a batch.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Batch, Fail>>(1);
     let reader = reader_thread(spec, input, batch_size, key_mode, tx, pb.clone());
     let batches =
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
@@ -1485,5 +1639,80 @@ impl RowWriter {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Cells as files hold them: valid and invalid UUIDs, booleans, text with quotes,
+    /// backslashes, control characters and non-ASCII letters, blanks.
+    fn cell() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("  ".to_string()),
+            Just("true".to_string()),
+            Just(" No ".to_string()),
+            Just("maybe".to_string()),
+            Just("active".to_string()),
+            Just("0190b6a4-4a57-7c3e-8a4e-1f6f1f2b2c3d".to_string()),
+            Just(" 0190B6A4-4A57-7C3E-8A4E-1F6F1F2B2C3D ".to_string()),
+            Just("not-a-uuid".to_string()),
+            "[ -~]{0,12}",
+            "[a-zé\"\\\\\n\t\u{1}ß😀 ]{0,8}",
+        ]
+    }
+
+    #[test]
+    fn needs_escape_finds_every_byte_at_every_place() {
+        for b in 0..=255u8 {
+            for at in 0..17 {
+                let mut s = vec![b'a'; 17];
+                s[at] = b;
+                let escaped = b < 0x20 || b == b'"' || b == b'\\';
+                assert_eq!(needs_escape(&s), escaped, "byte {b:#x} at {at}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn needs_escape_finds_exactly_what_json_escapes(
+            s in prop_oneof!["(?s).{0,40}", r#"[a-z"\\\x00-\x1f\x7f]{0,24}"#],
+        ) {
+            let slow = s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+            prop_assert_eq!(needs_escape(s.as_bytes()), slow);
+            let mut text = String::new();
+            push_json_string(&mut text, &s);
+            prop_assert_eq!(text, Value::String(s.clone()).to_string());
+        }
+
+        /// A file of top-level columns is written straight to JSON with exactly the text and
+        /// fields the map path gives.
+        #[test]
+        fn flat_rows_read_as_the_map_path_reads_them(
+            picks in proptest::sample::subsequence((0..crate::csvio::worker::SPEC.columns.len()).collect::<Vec<_>>(), 0..=11),
+            cells in proptest::collection::vec(cell(), 11),
+        ) {
+            let spec = &*crate::csvio::worker::SPEC;
+            let cols: Vec<Option<&Column>> = picks.iter().map(|&i| Some(&spec.columns[i])).collect();
+            let record = csv::StringRecord::from(cells[..cols.len()].to_vec());
+            let (mut flat_text, mut map_text) = (String::new(), String::new());
+            let (mut flat_errors, mut map_errors) = (Vec::new(), Vec::new());
+            let mut map = Map::new();
+            let flat = gather_flat(spec, &cols, &record, &mut flat_errors, &mut flat_text);
+            let by_map = gather_by_map(spec, &cols, &record, &mut map, &mut map_errors, &mut map_text);
+            prop_assert_eq!(&flat_errors, &map_errors);
+            if flat_errors.is_empty() {
+                prop_assert_eq!(&flat_text, &map_text);
+                prop_assert_eq!(&flat.names, &by_map.names);
+                prop_assert_eq!(flat.id, by_map.id);
+                prop_assert_eq!(flat.parent, by_map.parent);
+                prop_assert_eq!(flat.key, by_map.key);
+            }
+        }
     }
 }
