@@ -429,17 +429,8 @@ pub fn row_record(
     record: &csv::StringRecord,
     key_mode: bool,
 ) -> Result<Map<String, Value>, Vec<String>> {
-    row_json(spec, cols, record, key_mode)
+    row_json(spec, cols, record, 0, key_mode)
         .map(|row| serde_json::from_slice(&row.json).expect("the row's JSON reads back"))
-}
-
-/// A checked row: its JSON text (what is sent) and what it is matched and ordered by.
-pub struct CheckedRow {
-    pub json: Vec<u8>,
-    pub id: Option<Uuid>,
-    pub parent: Option<Uuid>,
-    /// The `--key` field's value (trimmed, not empty), in key mode.
-    pub key: Option<String>,
 }
 
 /// The top-level fields a row gives, as the check needs them.
@@ -458,15 +449,16 @@ impl Given<'_> {
     }
 }
 
-/// [`row_record`], as the row's JSON text and what it is matched by. A file of top-level fields
-/// only (workers) is written straight to JSON; one with dotted (nested) columns is gathered
-/// into a map first.
-pub fn row_json(
+/// [`row_record`], as the [`Row`] sent for line `line`. A file of top-level fields only
+/// (workers) is written straight to JSON; one with dotted (nested) columns is gathered into a
+/// map first.
+fn row_json(
     spec: &Spec,
     cols: &[Option<&Column>],
     record: &csv::StringRecord,
+    line: u64,
     key_mode: bool,
-) -> Result<CheckedRow, Vec<String>> {
+) -> Result<Row, Vec<String>> {
     let mut errors = Vec::new();
     let mut text = String::with_capacity(record.as_slice().len() + 64 * cols.len());
     let mut map = Map::new();
@@ -510,7 +502,8 @@ pub fn row_json(
             .map(|_| ())
     });
     match checked {
-        Ok(()) => Ok(CheckedRow {
+        Ok(()) => Ok(Row {
+            line,
             id: given.id,
             parent: if spec.tree { given.parent } else { None },
             key: if given.id.is_none() {
@@ -713,7 +706,9 @@ struct Row {
     /// The JSON object sent for the row (kept serialized: memory stays small).
     json: Vec<u8>,
     id: Option<Uuid>,
+    /// Its `parentId`, for a tree's rows.
     parent: Option<Uuid>,
+    /// The `--key` field's value (trimmed, not empty), in key mode, for a row without an id.
     key: Option<String>,
 }
 
@@ -976,15 +971,8 @@ fn reader_thread(
             }
             n += 1;
             let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
-            match row_json(spec, &cols, &record, key_mode) {
-                Ok(checked) => {
-                    let row = Row {
-                        line,
-                        id: checked.id,
-                        parent: checked.parent,
-                        json: checked.json,
-                        key: checked.key,
-                    };
+            match row_json(spec, &cols, &record, line, key_mode) {
+                Ok(row) => {
                     if !placer.take(row) {
                         return;
                     }

@@ -367,6 +367,14 @@ where
     }
 }
 
+/// Runs a cached statement with owned or borrowed parameters.
+fn execute<P: ToSql>(conn: &Connection, sql: &str, params: &[P]) -> StoreResult<u64> {
+    let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
+    stmt.execute(rusqlite::params_from_iter(params.iter()))
+        .map(|n| n as u64)
+        .map_err(map_err)
+}
+
 struct SqliteTx<'c> {
     conn: &'c Connection,
 }
@@ -391,17 +399,11 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
-        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
-        stmt.execute(rusqlite::params_from_iter(params.iter()))
-            .map(|n| n as u64)
-            .map_err(map_err)
+        execute(self.conn, sql, params)
     }
 
     fn execute_refs(&mut self, sql: &str, params: &[CellRef<'_>]) -> StoreResult<u64> {
-        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
-        stmt.execute(rusqlite::params_from_iter(params.iter()))
-            .map(|n| n as u64)
-            .map_err(map_err)
+        execute(self.conn, sql, params)
     }
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
