@@ -2,7 +2,9 @@
 # The whole test suite: every test on SQLite (the embedded default), then every database-backed
 # test again on PostgreSQL. PostgreSQL is expected at PRODOPS_TEST_PG_URL (default
 # postgres://postgres@127.0.0.1:5432/test); if it does not answer, this fails loudly. Only an
-# explicit PRODOPS_SKIP_POSTGRES=1 (never set in CI) skips that half.
+# explicit PRODOPS_SKIP_POSTGRES=1 (never set in CI) skips that half. Last, the outside fuzzer
+# (scripts/fuzz.sh, docs/contract.md) holds a release server to its OpenAPI document on both
+# databases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,8 @@ cargo test --workspace --locked
 
 if [[ "${PRODOPS_SKIP_POSTGRES:-0}" == "1" && "${CI:-}" != "true" ]]; then
   echo "== PostgreSQL skipped (PRODOPS_SKIP_POSTGRES=1)"
+  echo "== the outside fuzzer on SQLite only (scripts/fuzz.sh)"
+  PRODOPS_FUZZ_ONLY=sqlite bash scripts/fuzz.sh
   exit 0
 fi
 
@@ -26,3 +30,6 @@ fi
 
 echo "== database-backed tests on PostgreSQL ($host:$port)"
 PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo test --locked -p prodops-server -p prodops-tests -p prodops-cli -p prodops-client
+
+echo "== the outside fuzzer (scripts/fuzz.sh)"
+bash scripts/fuzz.sh

@@ -14,14 +14,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 fn cmd(server: &TestServer, api: &Api, dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("prodops").unwrap();
-    cmd.env("PRODOPS_BASE_URL", server.base_url())
-        .env("PRODOPS_API_KEY", api.key().unwrap())
-        .env("PRODOPS_CONFIG_DIR", dir.join("config"))
-        .env("PRODOPS_CREDENTIAL_STORE", "file")
-        .env("HOME", dir.join("home"))
-        .timeout(Duration::from_secs(300));
-    cmd
+    common::prodops_in(server, api, dir, Duration::from_secs(300))
 }
 
 fn write(path: PathBuf, text: &str) -> String {
@@ -509,4 +502,76 @@ async fn a_large_tree_round_trips_with_the_same_computed_fields() {
             a["name"]
         );
     }
+}
+
+/// Records made through the API get generated identifiers (`D-000001`, ...), so an import
+/// keyed by identifier finds them: it updates them, creates nothing, and a second run changes
+/// nothing. Search finds them by identifier too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_by_identifier_updates_deliverables_made_through_the_api() {
+    let server = TestServer::start().await;
+    let api = server.org("Keyed").await;
+    let dir = tempfile::tempdir().unwrap();
+    let order = api
+        .create("deliverable", json!({"name": "Order", "type": "order"}))
+        .await;
+    let phase = api
+        .create(
+            "deliverable",
+            json!({"name": "Phase", "type": "phase", "parentId": order["id"]}),
+        )
+        .await;
+    assert_eq!(order["identifier"], "D-000001");
+    assert_eq!(phase["identifier"], "D-000002");
+    let found = api.list("deliverable", "search=D-000002").await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["id"], phase["id"]);
+
+    let keyed = write(
+        dir.path().join("keyed.csv"),
+        "identifier,name,quantity\nD-000001,Order renamed,5\nD-000002,Phase,7\n",
+    );
+    let mut stamps = Vec::new();
+    for run_no in 0..2 {
+        let out = run(
+            cmd(&server, &api, dir.path()),
+            &["deliverable", "import", &keyed, "--key", "identifier"],
+        )
+        .await;
+        assert_eq!(out.code, 0, "run {run_no}: {out}");
+        assert_eq!(out.json()["accepted"], 2, "{out}");
+        let now = api.read("deliverable", order["id"].as_str().unwrap()).await;
+        stamps.push(now["updatedAt"].clone());
+    }
+    assert_eq!(stamps[0], stamps[1], "the second run changed nothing");
+    assert_eq!(api.count("deliverable", "").await, 2, "nothing created");
+    let order_now = api.read("deliverable", order["id"].as_str().unwrap()).await;
+    assert_eq!(order_now["name"], "Order renamed");
+    assert_eq!(order_now["quantity"], 5);
+    assert_eq!(order_now["identifier"], "D-000001");
+    let phase_now = api.read("deliverable", phase["id"].as_str().unwrap()).await;
+    assert_eq!(phase_now["quantity"], 7);
+    assert_eq!(phase_now["parentId"], order["id"]);
+    // An export carries the generated identifiers, and its re-import changes nothing.
+    let file = dir.path().join("export.csv");
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["deliverable", "export", "-o", &file.display().to_string()],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("D-000001") && text.contains("D-000002"),
+        "{text}"
+    );
+    let stamp = order_now["updatedAt"].clone();
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["deliverable", "import", &file.display().to_string()],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let again = api.read("deliverable", order["id"].as_str().unwrap()).await;
+    assert_eq!(again["updatedAt"], stamp, "a re-import changes nothing");
 }

@@ -24,8 +24,10 @@ pub struct CatalogEntry {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// Which list the entry belongs to (lowercase snake_case, `pay_type`); cannot change.
+    #[schema(pattern = r"^\s*[a-z][a-z0-9_]*\s*$")]
     pub catalog: String,
     /// The value records store; unique within the catalog, case-insensitively; trimmed.
+    #[schema(pattern = r"\S")]
     pub code: String,
     /// Human-readable name.
     #[serde(default)]
@@ -35,6 +37,7 @@ pub struct CatalogEntry {
     pub is_active: bool,
     /// Display order; ties break on `code`.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole")]
     pub sort_order: i64,
     /// Creation time.
     #[serde(with = "crate::time::iso")]

@@ -20,6 +20,7 @@ pub struct Contact {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// Full name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Human identifier.
     #[serde(default)]

@@ -53,8 +53,10 @@ pub struct CustomPropertyDefinition {
     pub organization_id: Uuid,
     /// Key of the values under `data.properties`; letters and digits, starting with a letter,
     /// at most 64 characters; immutable; unique case-insensitively, archived definitions included.
+    #[schema(pattern = r"^\s*[A-Za-z][A-Za-z0-9]{0,63}\s*$")]
     pub key: String,
     /// Display name; unique case-insensitively among active definitions.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Human identifier.
     #[serde(default)]
@@ -78,6 +80,7 @@ pub struct CustomPropertyDefinition {
     pub allows_ad_hoc_options: bool,
     /// Display order.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole")]
     pub sort_order: i64,
     /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
     #[serde(default)]

@@ -198,6 +198,7 @@ pub struct Progress {
     /// Work-in-progress quantity.
     pub wip: f64,
     /// 0 to 100.
+    #[schema(minimum = 0, maximum = 100)]
     pub percentage: f64,
     /// When work first started.
     #[serde(default, with = "crate::time::iso_opt")]
@@ -299,12 +300,15 @@ pub struct Deliverable {
     #[serde(default)]
     pub identifier: String,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// The concept this node implements.
     #[serde(rename = "type")]
     pub kind: DeliverableType,
     /// Default 1.
     #[serde(default = "default_one")]
+    #[serde(deserialize_with = "crate::number::whole")]
+    #[schema(minimum = 0)]
     pub quantity: i64,
     /// Parent deliverable.
     #[serde(default)]
@@ -317,12 +321,18 @@ pub struct Deliverable {
     pub origin_template_id: Option<Uuid>,
     /// Cycle time in seconds.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole")]
+    #[schema(minimum = 0)]
     pub cycle_time_sec: i64,
     /// Duration in seconds.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole")]
+    #[schema(minimum = 0)]
     pub duration_sec: i64,
     /// Crew size; default 1.
     #[serde(default = "default_one")]
+    #[serde(deserialize_with = "crate::number::whole")]
+    #[schema(minimum = 0)]
     pub people_num: i64,
     /// Extensible key-value store: `stageId`, `qcTemplateId`, `properties`.
     #[serde(default)]

@@ -173,6 +173,7 @@ pub struct Delivery {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Human identifier.
     #[serde(default)]
@@ -229,6 +230,7 @@ pub struct Delivery {
     pub destination_address: Option<String>,
     /// Number of cargo spans.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole")]
     pub cargo_count: i64,
     /// Whether the delivery is late.
     #[serde(default)]
@@ -312,6 +314,7 @@ impl Record for Delivery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutboundCreate {
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// `outbound` (default) or `transfer`.
     #[serde(default)]
@@ -537,6 +540,7 @@ pub struct ManifestLine {
     /// The item.
     pub item_id: Uuid,
     /// Quantity expected (inbound) or shipped (outbound); positive.
+    #[schema(exclusive_minimum = 0)]
     pub quantity_expected: f64,
     /// Quantity received so far; written by `receive`.
     #[serde(default)]
@@ -597,6 +601,7 @@ pub struct Stop {
     /// The delivery.
     pub delivery_id: Uuid,
     /// Order in the itinerary, from 1.
+    #[serde(deserialize_with = "crate::number::whole")]
     pub sequence: i64,
     /// `pickup` or `dropoff`.
     pub kind: String,
@@ -641,6 +646,7 @@ pub struct Leg {
     /// The delivery.
     pub delivery_id: Uuid,
     /// Order in the itinerary, from 1.
+    #[serde(deserialize_with = "crate::number::whole")]
     pub sequence: i64,
     /// Where the leg starts.
     pub from_stop_id: Uuid,
@@ -691,6 +697,7 @@ pub struct CargoSpan {
     /// The cargo deliverable.
     pub deliverable_id: Uuid,
     /// Its quantity.
+    #[serde(deserialize_with = "crate::number::whole")]
     pub quantity: i64,
     /// Loaded at.
     pub from_stop_id: Uuid,

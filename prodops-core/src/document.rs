@@ -63,6 +63,7 @@ pub struct Document {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// File name.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Deliverable the file is attached to.
     #[serde(default)]
@@ -78,6 +79,7 @@ pub struct Document {
     pub mime_type: Option<String>,
     /// Size of the current version in bytes.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole_opt")]
     pub size_bytes: Option<i64>,
     /// Copy behaviour; takes precedence over the legacy booleans (see [`effective_copy_mode`]).
     #[serde(default)]
@@ -198,6 +200,7 @@ pub struct DocumentVersion {
     #[serde(default)]
     pub version_label: Option<String>,
     /// File name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Durable storage key.
     #[serde(default)]
@@ -301,6 +304,7 @@ pub struct VersionCreate {
     #[serde(default)]
     pub version_label: Option<String>,
     /// File name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Key of uploaded bytes (`POST /document/upload`).
     #[serde(default)]
@@ -325,8 +329,10 @@ pub struct VersionCreate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HubUploadItem {
     /// File name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Key of uploaded bytes (`POST /document/upload`); required.
+    #[schema(pattern = r"\S")]
     pub document_key: String,
     /// MIME type; defaults to the upload's.
     #[serde(default)]

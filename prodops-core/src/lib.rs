@@ -13,6 +13,7 @@ pub mod document;
 pub mod inventory;
 pub mod minimal;
 pub mod notification;
+pub mod number;
 pub mod organization;
 pub mod production;
 pub mod production_actions;

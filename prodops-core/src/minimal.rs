@@ -31,6 +31,7 @@ macro_rules! named_resource {
             /// Owning organization, from the API key.
             pub organization_id: Uuid,
             /// Display name; required.
+            #[schema(pattern = r"\S")]
             pub name: String,
             $( $(#[$field_meta])* pub $field: $field_ty, )*
             /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
@@ -163,6 +164,7 @@ pub struct Code {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// The code; required, trimmed.
+    #[schema(pattern = r"\S")]
     pub code: String,
     /// Human-readable meaning.
     #[serde(default)]
@@ -259,6 +261,7 @@ pub struct Comment {
     #[serde(default)]
     pub deliverable_id: Option<Uuid>,
     /// The text; required.
+    #[schema(pattern = r"\S")]
     pub body: String,
     /// The author; set by the server.
     #[serde(default)]
@@ -298,6 +301,7 @@ pub struct Note {
     #[serde(default)]
     pub deliverable_id: Option<Uuid>,
     /// The text; required.
+    #[schema(pattern = r"\S")]
     pub body: String,
     /// Creation time.
     #[serde(with = "crate::time::iso")]

@@ -80,6 +80,7 @@ pub struct OrganizationMember {
     /// `appUser.name` (which the server writes to the account) and clears it, so records
     /// always read back `null` here.
     #[serde(default)]
+    #[schema(pattern = r"\S")]
     pub name: Option<String>,
     /// Creation time.
     #[serde(with = "crate::time::iso")]
@@ -138,6 +139,7 @@ pub struct InviteRequest {
     pub email: String,
     /// Name of a brand-new account; ignored when the account exists.
     #[serde(default)]
+    #[schema(pattern = r"\S")]
     pub name: Option<String>,
     /// Role of the member.
     #[serde(default)]
@@ -277,6 +279,7 @@ pub struct Role {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Permissions granted: `admin` or `<Resource>.<Action>` names.
     #[serde(default)]

@@ -26,8 +26,11 @@ pub struct QcTemplateVersion {
     pub qc_template_id: Uuid,
     /// Revision number, from 1.
     #[serde(default = "default_one")]
+    #[serde(deserialize_with = "crate::number::whole")]
+    #[schema(minimum = 1)]
     pub version_number: i64,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Description.
     #[serde(default)]
@@ -97,6 +100,7 @@ pub struct QcTemplateVersionCreate {
     #[serde(default)]
     pub qc_template_id: Option<Uuid>,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Description.
     #[serde(default)]

@@ -198,6 +198,18 @@ pub trait ResourceKind: Send + Sync + 'static {
     /// checking rows before it sends them).
     fn validate_new_json(&self, candidate: &str) -> Option<Result<(), Vec<Violation>>>;
 
+    /// Checks a PATCH body before any record is read (a bulk PATCH checks its body before it
+    /// looks for matches): every field it names must be a field of the record, holding a value
+    /// of that field's type. With `rules`, the record's own rules are also checked on the fields
+    /// the body sets, against a stand-in record (the body over placeholder values of the
+    /// required fields it does not name); only violations naming a field of the body count, so
+    /// a placeholder never causes one. Read-only fields are the caller's to drop first.
+    fn check_patch(
+        &self,
+        patch: &serde_json::Map<String, Value>,
+        rules: bool,
+    ) -> Result<(), Vec<Violation>>;
+
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
     fn schema(
         &self,
@@ -327,6 +339,14 @@ impl<T: Record> ResourceKind for Kind<T> {
         })
     }
 
+    fn check_patch(
+        &self,
+        patch: &serde_json::Map<String, Value>,
+        rules: bool,
+    ) -> Result<(), Vec<Violation>> {
+        check_patch::<T>(patch, rules)
+    }
+
     fn schema(
         &self,
     ) -> (
@@ -345,5 +365,199 @@ impl<T: Record> ResourceKind for Kind<T> {
     ) {
         out.push(self.schema());
         T::schemas(out);
+    }
+}
+
+/// Values tried, in order, for a required field a PATCH body does not name, when a stand-in
+/// record is built around the body ([`ResourceKind::check_patch`]).
+const PLACEHOLDERS: &[&str] = &[
+    "\"\"",
+    "0",
+    "false",
+    "\"00000000-0000-0000-0000-000000000000\"",
+    "\"1970-01-01T00:00:00Z\"",
+    "\"1970-01-01\"",
+    "[]",
+    "{}",
+];
+
+/// One attempt at reading `probe` as `T`: the record, or where and why it does not read.
+fn read_probe<T: DeserializeOwned>(
+    probe: &serde_json::Map<String, Value>,
+) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(Value::Object(probe.clone())).map_err(|err| {
+        let path = err.path().to_string();
+        (path, err.into_inner().to_string())
+    })
+}
+
+/// The field named by serde's `missing field `x`` message.
+fn missing_field(message: &str) -> Option<&str> {
+    message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+}
+
+/// The first segment of a violation's or an error's field path (`data.x` → `data`).
+fn top_field(path: &str) -> &str {
+    path.split(['.', '[']).next().unwrap_or(path)
+}
+
+/// The first value an enum's "expected one of `a`, `b`" message offers.
+fn offered_variant(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("expected")?;
+    let start = rest.find('`')? + 1;
+    let end = start + rest[start..].find('`')?;
+    Some(rest[start..end].to_string())
+}
+
+fn check_patch<T: Record>(
+    patch: &serde_json::Map<String, Value>,
+    rules: bool,
+) -> Result<(), Vec<Violation>> {
+    let refused = |path: String, message: String| {
+        let field = (!path.is_empty() && path != ".").then_some(path);
+        Err(vec![Violation {
+            field,
+            index: None,
+            message,
+        }])
+    };
+    let mut probe = patch.clone();
+    let mut read = read_probe::<T>(&probe);
+    // Each round names one missing required field (serde reports the fields present first,
+    // so any error of the body's own fields comes before).
+    for _ in 0..128 {
+        let (path, message) = match read {
+            Ok(mut record) => {
+                if !rules {
+                    return Ok(());
+                }
+                record.normalize();
+                let violations: Vec<Violation> = record
+                    .validate()
+                    .into_iter()
+                    .filter(|v| {
+                        v.field
+                            .as_deref()
+                            .is_some_and(|f| patch.contains_key(top_field(f)))
+                    })
+                    .collect();
+                return if violations.is_empty() {
+                    Ok(())
+                } else {
+                    Err(violations)
+                };
+            }
+            Err(e) => e,
+        };
+        let missing = (path.is_empty() || path == ".")
+            .then(|| missing_field(&message))
+            .flatten()
+            .filter(|f| !patch.contains_key(*f))
+            .map(str::to_string);
+        let Some(missing) = missing else {
+            // An error inside the body's own fields (the placeholders read by construction).
+            return if patch.contains_key(top_field(&path)) || path.is_empty() || path == "." {
+                refused(path, message)
+            } else {
+                Ok(())
+            };
+        };
+        if !rules {
+            return Ok(());
+        }
+        // The body reads; fill the missing field with the first placeholder it takes (an
+        // enum's first variant, from its error, when none of the usual ones does).
+        let mut candidates: Vec<Value> = PLACEHOLDERS
+            .iter()
+            .filter_map(|t| serde_json::from_str(t).ok())
+            .collect();
+        let mut filled = None;
+        let mut i = 0;
+        while let Some(value) = candidates.get(i).cloned() {
+            i += 1;
+            let mut trial = probe.clone();
+            trial.insert(missing.clone(), value);
+            let result = read_probe::<T>(&trial);
+            match &result {
+                Err((p, m)) if top_field(p) == missing => {
+                    if i == 1
+                        && let Some(v) = offered_variant(m)
+                    {
+                        candidates.push(Value::String(v));
+                    }
+                }
+                _ => {
+                    filled = Some((trial, result));
+                    break;
+                }
+            }
+        }
+        let Some((trial, result)) = filled else {
+            // No placeholder fits: the body's fields read, which is all that can be said.
+            return Ok(());
+        };
+        probe = trial;
+        read = result;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod patch_tests {
+    use super::*;
+    use crate::catalog::CatalogEntry;
+    use crate::deliverable::Deliverable;
+    use crate::worker::Worker;
+    use serde_json::json;
+
+    fn check<T: Record>(body: Value, rules: bool) -> Result<(), Vec<String>> {
+        let body = body.as_object().cloned().expect("an object");
+        Kind::<T>::new()
+            .check_patch(&body, rules)
+            .map_err(|v| v.into_iter().map(|v| v.field.unwrap_or_default()).collect())
+    }
+
+    #[test]
+    fn a_patch_body_is_judged_without_a_record() {
+        // Fields a record can take, whatever the record.
+        assert_eq!(check::<Worker>(json!({}), true), Ok(()));
+        assert_eq!(
+            check::<Worker>(json!({"status": "inactive", "name": " Bo "}), true),
+            Ok(())
+        );
+        assert_eq!(
+            check::<Deliverable>(json!({"quantity": 2, "data": {"x": 1}}), true),
+            Ok(())
+        );
+        // Types and unknown fields, with or without the rules.
+        assert_eq!(
+            check::<Worker>(json!({"status": "bogus"}), false),
+            Err(vec!["status".into()])
+        );
+        assert!(check::<Worker>(json!({"nickname": "x"}), false).is_err());
+        assert_eq!(
+            check::<Deliverable>(json!({"type": "bogus"}), true),
+            Err(vec!["type".into()])
+        );
+        // The record's rules, on the body's fields only (placeholders never count).
+        assert_eq!(
+            check::<Worker>(json!({"name": "  "}), true),
+            Err(vec!["name".into()])
+        );
+        assert_eq!(check::<Worker>(json!({"name": "  "}), false), Ok(()));
+        assert_eq!(
+            check::<Deliverable>(json!({"quantity": -1}), true),
+            Err(vec!["quantity".into()])
+        );
+        assert_eq!(
+            check::<CatalogEntry>(json!({"code": ""}), true),
+            Err(vec!["code".into()])
+        );
+        assert_eq!(
+            check::<CatalogEntry>(json!({"description": "x"}), true),
+            Ok(())
+        );
     }
 }

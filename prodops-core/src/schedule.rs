@@ -22,30 +22,41 @@ pub const MAX_EPOCH: i64 = 253_402_300_799;
 pub enum ScheduleAction {
     /// Places the node to start at `newStart`, for its duration.
     #[serde(rename_all = "camelCase")]
-    Schedule { new_start: i64 },
+    Schedule {
+        #[serde(deserialize_with = "crate::number::whole")]
+        new_start: i64,
+    },
     /// Moves the node keeping its length: to start at `newStart` or to finish at `newFinish`.
     #[serde(rename_all = "camelCase")]
     Drag {
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_start: Option<i64>,
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_finish: Option<i64>,
     },
     /// Makes the node shorter: `newDuration` seconds from `newStart` (or up to `newFinish`).
     #[serde(rename_all = "camelCase")]
     Shrink {
+        #[serde(deserialize_with = "crate::number::whole")]
         new_duration: i64,
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_start: Option<i64>,
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_finish: Option<i64>,
     },
     /// Makes the node longer: `newDuration` seconds up to `newFinish` (or from `newStart`).
     #[serde(rename_all = "camelCase")]
     Expand {
+        #[serde(deserialize_with = "crate::number::whole")]
         new_duration: i64,
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_start: Option<i64>,
+        #[serde(deserialize_with = "crate::number::whole_opt")]
         #[serde(default)]
         new_finish: Option<i64>,
     },

@@ -53,6 +53,7 @@ pub struct Vendor {
     /// Owning organization, from the API key.
     pub organization_id: Uuid,
     /// Display name; required.
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// Human identifier.
     #[serde(default)]
@@ -89,6 +90,8 @@ pub struct Vendor {
     pub country: Option<Country>,
     /// Usual lead time in days; not negative.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::number::whole_opt")]
+    #[schema(minimum = 0)]
     pub default_lead_time_days: Option<i64>,
     /// Free-form key-value data.
     #[serde(default)]

@@ -24,6 +24,7 @@ pub struct Worker {
     /// The value used as `workerId` elsewhere.
     pub id: Uuid,
     pub organization_id: Uuid,
+    #[schema(pattern = r"\S")]
     pub name: String,
     /// External identifier.
     #[serde(default)]

@@ -175,19 +175,8 @@ pub async fn create_key(
         .await
 }
 
-/// Tells every server sharing a PostgreSQL database to forget the keys it cached (SQLite servers
-/// cache none). Sent inside the transaction, so it is delivered when the change commits.
-fn announce_key_change(tx: &mut dyn crate::store::Tx) -> Result<(), StoreError> {
-    if tx.dialect() == crate::store::Dialect::Postgres {
-        tx.query(
-            &format!("SELECT pg_notify('{}', '')", crate::store::AUTH_CHANNEL),
-            &[],
-        )?;
-    }
-    Ok(())
-}
-
-/// Revokes a key; it stops working with the next request.
+/// Revokes a key; it stops working with the next request of every server process sharing the
+/// database (servers look keys up on every request and cache none).
 pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
     let now = format_time(chrono::Utc::now());
     let changed = store
@@ -198,14 +187,13 @@ pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
             )
         })
         .await?;
-    store.forget_cached_keys();
     if changed == 0 {
         return Err(Error::Invalid(format!("no active key {key_id}")));
     }
     Ok(())
 }
 
-/// Sets an organization feature flag.
+/// Sets an organization feature flag; the next request of every server sees it.
 pub async fn set_flag(store: &Store, org: Uuid, flag: &str, value: bool) -> Result<(), Error> {
     let (flag, _) = parse_flag(flag)?;
     store
@@ -227,10 +215,7 @@ pub async fn set_flag(store: &Store, org: Uuid, flag: &str, value: bool) -> Resu
                 "UPDATE organizations SET flags = ? WHERE id = ?",
                 &[Value::Object(flags).to_string().into(), org.into()],
             )?;
-            announce_key_change(tx)?;
             Ok(())
         })
-        .await?;
-    store.forget_cached_keys();
-    Ok(())
+        .await
 }

@@ -132,10 +132,15 @@ fn malformed(e: serde_json::Error) -> ApiError {
     ApiError::validation(format!("malformed JSON in the request body: {e}"))
 }
 
-/// The body's bytes (size-limited), or `None` when it is empty or only whitespace.
+/// The body's bytes (size-limited), or `None` when it is empty or only whitespace. Text with
+/// U+0000 or a lone surrogate is refused here, for every JSON body (`text::check_json`).
 async fn nonblank_body(req: Request) -> ApiResult<Option<Bytes>> {
     let bytes = read_body(req.into_body()).await?;
-    Ok((!bytes.iter().all(u8::is_ascii_whitespace)).then_some(bytes))
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    crate::text::check_json(&bytes)?;
+    Ok(Some(bytes))
 }
 
 /// The body's bytes; an empty body is refused.
@@ -292,6 +297,10 @@ async fn admit(
             req.extensions_mut().insert(a);
         }
         None => {}
+    }
+    // Path and query text: no U+0000, UTF-8 only, for every endpoint (text.rs).
+    if let Err(e) = crate::text::check_uri(req.uri()) {
+        return (e.into_response(), Some(standing));
     }
     if matches!(
         *req.method(),

@@ -17,6 +17,7 @@ use object_store::path::Path as BlobPath;
 use uuid::Uuid;
 
 use crate::Error;
+use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{SqlValue, Store, StoreError};
 
@@ -82,6 +83,8 @@ pub struct Files {
     pub ttl: Duration,
     /// `http://HOST:PORT` (no `/api/v2`) that links start with.
     pub public_url: String,
+    /// What links expire against.
+    clock: Clock,
 }
 
 /// Why a download link was refused.
@@ -120,7 +123,18 @@ impl Files {
             secret: secret.into(),
             ttl,
             public_url: public_url.trim_end_matches('/').to_string(),
+            clock: Clock::system(),
         })
+    }
+
+    /// The same store, with links made and checked against `clock`.
+    pub fn with_clock(self, clock: Clock) -> Files {
+        Files { clock, ..self }
+    }
+
+    /// Now, in Unix seconds, on the clock links expire against.
+    pub fn now(&self) -> i64 {
+        self.clock.now_secs()
     }
 
     fn location(org: Uuid, key: &str) -> BlobPath {
@@ -235,6 +249,7 @@ mod tests {
             secret: secret.into(),
             ttl: Duration::from_secs(60),
             public_url: "http://h".into(),
+            clock: Clock::system(),
         }
     }
 

@@ -177,7 +177,7 @@ async fn download(
     let (Some(expires), Some(signature)) = (expires, signature) else {
         return Err(refused());
     };
-    let now = chrono::Utc::now().timestamp();
+    let now = state.files.now();
     match state.files.verify(org, &key, expires, &signature, now) {
         Ok(()) => {}
         Err(LinkError::Expired) => {
@@ -611,7 +611,7 @@ fn present_file(state: &AppState, org: Uuid, record: &mut Value) {
         .filter(|k| !k.is_empty())
         .map(str::to_string);
     let url = match key {
-        Some(key) => json!(state.files.link(org, &key, chrono::Utc::now().timestamp())),
+        Some(key) => json!(state.files.link(org, &key, state.files.now())),
         None => obj
             .get("externalUrl")
             .or_else(|| obj.get("documentUrl"))

@@ -163,6 +163,19 @@ impl From<StoreError> for ApiError {
                     "the database is busy; retry",
                 )
             },
+            // Decisions §3: 503 `INTERNAL`, without SQL; the client may retry later.
+            StoreError::Timeout => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "INTERNAL",
+                "the request took longer than the server's statement timeout and was stopped; \
+                 narrow it (filters, page size) or retry later",
+            ),
+            // Nobody reads this answer: the client is gone.
+            StoreError::Cancelled => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "INTERNAL",
+                "the request was abandoned",
+            ),
             StoreError::Other(cause) => ApiError::internal(cause),
         }
     }

@@ -103,6 +103,13 @@ pub trait Hooks: Send + Sync {
         false
     }
 
+    /// Whether `before_update` fills fields of the record from other records (a name or unit
+    /// taken from the item when left empty, ...): then a PATCH body's fields cannot be judged
+    /// by the record's rules before a record is read (`engine::pipeline::check_patch_body`).
+    fn fills_on_update(&self) -> bool {
+        false
+    }
+
     /// The permission check of a standard call; by default the resource's
     /// `<Permission>.<Action>` (decisions.md section 2).
     fn authorize(&self, auth: &Auth, res: &Resource, action: Action) -> ApiResult<()> {

@@ -9,6 +9,7 @@ pub mod app;
 pub mod blob;
 pub mod bom;
 pub mod call;
+pub mod clock;
 pub mod context;
 pub mod deliverables;
 pub mod deliveries;
@@ -28,6 +29,7 @@ pub mod qc;
 pub mod ratelimit;
 pub mod rawjson;
 pub mod store;
+pub mod text;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -76,6 +78,12 @@ pub struct Config {
     /// The address links start with (`https://prodops.example.com`); `None` for
     /// `http://<bound address>`.
     pub public_url: Option<String>,
+    /// The clock document links and rate-limit windows run on: the system clock, or (tests) a
+    /// [`clock::Clock::manual`] one.
+    pub clock: clock::Clock,
+    /// How long one statement may run or wait for a lock before it is stopped and the request
+    /// answers 503 (docs/operations.md); zero: no limit.
+    pub statement_timeout: Duration,
 }
 
 impl Config {
@@ -89,6 +97,8 @@ impl Config {
             files: None,
             document_link_ttl: Duration::from_secs(3600),
             public_url: None,
+            clock: clock::Clock::system(),
+            statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
         }
     }
 }
@@ -104,7 +114,7 @@ pub struct RunningServer {
 
 /// Opens the database (running migrations), binds and serves in the background.
 pub async fn start(config: Config) -> Result<RunningServer, Error> {
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open_with(&config.database_url, config.statement_timeout).await?;
     let listener = TcpListener::bind(config.bind).await?;
     serve_on(listener, store, &config).await
 }
@@ -124,12 +134,14 @@ pub async fn serve_on(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let files =
-        blob::Files::open(&files_config, &store, config.document_link_ttl, public_url).await?;
+    let files = blob::Files::open(&files_config, &store, config.document_link_ttl, public_url)
+        .await?
+        .with_clock(config.clock.clone());
     let state = Arc::new(AppState {
         files,
         store: store.clone(),
-        limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window),
+        limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window)
+            .with_clock(config.clock.clone()),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
     });

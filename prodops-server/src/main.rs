@@ -72,6 +72,10 @@ enum Command {
         /// The rate limit window, in seconds.
         #[arg(long, env = "PRODOPS_RATE_LIMIT_WINDOW", default_value_t = 60)]
         rate_limit_window: u64,
+        /// Seconds one database statement may run or wait for a lock before it is stopped and
+        /// the request answers 503 (0: no limit).
+        #[arg(long, env = "PRODOPS_STATEMENT_TIMEOUT", default_value_t = 30)]
+        statement_timeout: u64,
         #[command(flatten)]
         files: FilesArgs,
     },
@@ -209,9 +213,11 @@ async fn serve(
     database: String,
     rate_limit: u32,
     window: u64,
+    statement_timeout: u64,
     files: FilesArgs,
 ) -> Result<(), Error> {
-    let store = Store::open(&database).await?;
+    let statement_timeout = Duration::from_secs(statement_timeout);
+    let store = Store::open_with(&database, statement_timeout).await?;
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let addr = listener.local_addr()?;
     let first_start = !store.read(|tx| migrate::has_organizations(tx)).await?;
@@ -239,6 +245,8 @@ async fn serve(
             .transpose()?,
         document_link_ttl: Duration::from_secs(files.document_link_ttl.max(1)),
         public_url: files.public_url,
+        clock: prodops_server::clock::Clock::system(),
+        statement_timeout,
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
     let stop = shutdown_signal()?;
@@ -256,8 +264,19 @@ async fn run(cli: Cli) -> Result<(), Error> {
             db,
             rate_limit,
             rate_limit_window,
+            statement_timeout,
             files,
-        } => serve(bind, db.database, rate_limit, rate_limit_window, files).await,
+        } => {
+            serve(
+                bind,
+                db.database,
+                rate_limit,
+                rate_limit_window,
+                statement_timeout,
+                files,
+            )
+            .await
+        }
         Command::Org(OrgCommand::Create { name, flags, db }) => {
             let store = Store::open(&db.database).await?;
             let flags: Vec<&str> = flags.iter().map(String::as_str).collect();

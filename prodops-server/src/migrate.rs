@@ -133,6 +133,29 @@ const STEPS: &[(i64, &str)] = &[
         SELECT table_name, organization_id, is_archived, 0, n FROM record_counts;
      DROP TABLE record_counts",
     ),
+    (
+        40,
+        // The counters behind generated identifiers (deliverables/identifiers.rs): the next
+        // number of each organization and scope, moved in the write transaction that uses it.
+        "CREATE TABLE IF NOT EXISTS identifier_counters (
+        organization_id TEXT NOT NULL, scope TEXT NOT NULL, next BIGINT NOT NULL,
+        PRIMARY KEY (organization_id, scope))",
+    ),
+    (
+        42,
+        // Named facts about the schema; `resource_ddl` holds the digest of the resource set-up
+        // statements last applied in full (see `run`).
+        "CREATE TABLE IF NOT EXISTS schema_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+];
+
+/// A migration step done by code.
+type CodeStep = fn(&mut dyn Tx) -> StoreResult<()>;
+
+/// Steps done by code, once, after the resource tables exist: (version, step).
+const CODE_STEPS: &[(i64, CodeStep)] = &[
+    // Deliverables stored before identifiers were generated get one (and their counters).
+    (41, crate::deliverables::identifiers::backfill),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -170,6 +193,64 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
             ],
         )?;
     }
+    set_up_resources(tx)?;
+    crate::deliverables::backfill_tree(tx)?;
+    for (version, step) in CODE_STEPS {
+        if applied.contains(version) {
+            continue;
+        }
+        step(tx)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+            &[
+                SqlValue::Int(*version),
+                SqlValue::Text(chrono::Utc::now().to_rfc3339()),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// The statements that set up the resource tables, their count triggers and the extra indexes,
+/// in the order they run. All are idempotent.
+fn resource_statements(dialect: Dialect) -> Vec<String> {
+    let mut all = Vec::new();
+    if dialect == Dialect::Postgres {
+        all.push(PG_COUNT_FUNCTION.to_string());
+    }
+    for kind in registry::resources() {
+        all.extend(resource_ddl(dialect, kind.desc()));
+    }
+    all.extend(crate::deliverables::extra_ddl(dialect));
+    all
+}
+
+/// Runs the resource set-up unless the database already holds all of it, which the digest of
+/// its statements (`schema_state.resource_ddl`), stored after a complete run, tells. Skipping
+/// matters on PostgreSQL: DDL takes table locks that wait for every open write on the table
+/// and, while waiting, hold up every writer that comes after, so a server process starting
+/// during another's long bulk write would stall the whole shop (and wait for it to finish).
+fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
+    use sha2::{Digest, Sha256};
+    let dialect = tx.dialect();
+    let mut hasher = Sha256::new();
+    for statement in resource_statements(dialect) {
+        hasher.update(statement.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hex::encode(hasher.finalize());
+    let stored = tx.query(
+        "SELECT value FROM schema_state WHERE name = 'resource_ddl'",
+        &[],
+    )?;
+    if stored
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        == Some(digest.as_str())
+    {
+        return Ok(());
+    }
     if dialect == Dialect::Postgres {
         tx.execute(PG_COUNT_FUNCTION, &[])?;
     }
@@ -179,10 +260,34 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         }
         seed_counts(tx, kind.desc().table)?;
     }
-    for statement in crate::deliverables::extra_ddl(dialect) {
-        tx.execute(&statement, &[])?;
+    if dialect == Dialect::Postgres {
+        // The row-level function of step 31; its triggers were dropped above.
+        tx.execute("DROP FUNCTION IF EXISTS prodops_count_rows()", &[])?;
     }
-    crate::deliverables::backfill_tree(tx)?;
+    let mut complete = true;
+    for statement in crate::deliverables::extra_ddl(dialect) {
+        // These indexes only speed reads up: one the stored data cannot take (an index row
+        // past PostgreSQL's limit, from text stored before the limits of docs/limits.md) must
+        // not stop the server from starting. It is tried again on the next start (the digest
+        // is not stored).
+        tx.execute("SAVEPOINT extra_ddl", &[])?;
+        match tx.execute(&statement, &[]) {
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("index not created, reads stay correct but slower: {e}");
+                tx.execute("ROLLBACK TO SAVEPOINT extra_ddl", &[])?;
+                complete = false;
+            }
+        }
+        tx.execute("RELEASE SAVEPOINT extra_ddl", &[])?;
+    }
+    if complete {
+        tx.execute(
+            "INSERT INTO schema_state (name, value) VALUES ('resource_ddl', ?) \
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            &[SqlValue::Text(digest)],
+        )?;
+    }
     Ok(())
 }
 
@@ -194,22 +299,35 @@ fn collate_c(dialect: Dialect) -> &'static str {
     }
 }
 
-/// The PostgreSQL trigger function behind `record_count_shards`. Each connection counts in its own
-/// shard (step 31), so a shard's `n` may go below zero (a row inserted through one connection
-/// and deleted through another); the sum over the shards is the count.
-const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_rows() RETURNS trigger LANGUAGE plpgsql AS $body$
+/// The PostgreSQL trigger function behind `record_count_shards`, run once per statement over
+/// its transition tables: a bulk write of N rows adds one row per organization and archived
+/// flag, where a row-level trigger updated the same shard row N times (each update a new row
+/// version that the next one had to step over, so a 100,000-row bulk write took minutes).
+/// Each connection counts in its own shard (step 31), so a shard's `n` may go below zero (a
+/// row inserted through one connection and deleted through another); the sum over the shards
+/// is the count.
+const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_statement() RETURNS trigger LANGUAGE plpgsql AS $body$
 DECLARE
   s integer := pg_backend_pid() % 16;
 BEGIN
-  IF TG_OP = 'UPDATE' OR TG_OP = 'DELETE' THEN
+  IF TG_OP = 'INSERT' THEN
     INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
-    VALUES (TG_TABLE_NAME, OLD.organization_id, OLD.is_archived, s, -1)
-    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n - 1;
-  END IF;
-  IF TG_OP = 'UPDATE' OR TG_OP = 'INSERT' THEN
+    SELECT TG_TABLE_NAME, organization_id, is_archived, s, count(*) FROM new_rows
+    GROUP BY organization_id, is_archived
+    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
+  ELSIF TG_OP = 'DELETE' THEN
     INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
-    VALUES (TG_TABLE_NAME, NEW.organization_id, NEW.is_archived, s, 1)
-    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + 1;
+    SELECT TG_TABLE_NAME, organization_id, is_archived, s, -count(*) FROM old_rows
+    GROUP BY organization_id, is_archived
+    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
+  ELSE
+    -- An update moves a row between counts only when its archived flag changes.
+    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
+    SELECT TG_TABLE_NAME, organization_id, is_archived, s, sum(d) FROM (
+      SELECT organization_id, is_archived, 1 AS d FROM new_rows
+      UNION ALL SELECT organization_id, is_archived, -1 AS d FROM old_rows
+    ) moved GROUP BY organization_id, is_archived HAVING sum(d) <> 0
+    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
   END IF;
   RETURN NULL;
 END $body$";
@@ -283,13 +401,22 @@ fn count_triggers(dialect: Dialect, t: &str) -> Vec<String> {
             ]
         }
         Dialect::Postgres => vec![
+            // The row-level triggers of step 31, replaced by statement-level ones.
+            format!("DROP TRIGGER IF EXISTS tr_{t}_count ON {t}"),
+            format!("DROP TRIGGER IF EXISTS tr_{t}_count_archive ON {t}"),
+            // Transition tables allow one event per trigger and no column list.
             format!(
-                "CREATE OR REPLACE TRIGGER tr_{t}_count AFTER INSERT OR DELETE ON {t} \
-                 FOR EACH ROW EXECUTE FUNCTION prodops_count_rows()"
+                "CREATE OR REPLACE TRIGGER tr_{t}_count_insert AFTER INSERT ON {t} \
+                 REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION prodops_count_statement()"
             ),
             format!(
-                "CREATE OR REPLACE TRIGGER tr_{t}_count_archive AFTER UPDATE OF is_archived ON {t} \
-                 FOR EACH ROW WHEN (OLD.is_archived IS DISTINCT FROM NEW.is_archived) EXECUTE FUNCTION prodops_count_rows()"
+                "CREATE OR REPLACE TRIGGER tr_{t}_count_delete AFTER DELETE ON {t} \
+                 REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION prodops_count_statement()"
+            ),
+            format!(
+                "CREATE OR REPLACE TRIGGER tr_{t}_count_update AFTER UPDATE ON {t} \
+                 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT \
+                 EXECUTE FUNCTION prodops_count_statement()"
             ),
         ],
     }

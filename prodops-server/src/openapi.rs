@@ -1,51 +1,1885 @@
-//! The OpenAPI 3.1 document, generated at start from the same resource descriptions and wire
-//! types that drive the engine, so every served endpoint is in it.
+//! The OpenAPI 3.1 document, generated at start from the same resource descriptions, engine
+//! routes and wire types that drive the server, so that it says exactly what the server does
+//! (docs/contract.md): every served path and method and no other (an undeclared method is 405
+//! with an `Allow` header naming the documented ones), every status an operation can answer,
+//! request schemas as strict as the server (`additionalProperties: false` where unknown fields
+//! are refused, `required` lists of what must be sent, `minimum`/`maximum` on paging, patterns
+//! for field paths and nonblank text), and in each operation's description the rules a schema
+//! cannot say. `scripts/fuzz.sh` holds the server to it with schemathesis.
+//!
+//! Record schemas come from core's types (`utoipa::ToSchema`); the request forms are derived
+//! from them here: the create form (`<Record>Input`) without the server-managed fields'
+//! requirements, the PATCH form (`<Record>Patch`) with nothing required and without the fields
+//! a PATCH may not name.
 
 use prodops_core::registry;
-use prodops_core::resource::{Allow, ResourceKind};
-use utoipa::openapi::content::ContentBuilder;
-use utoipa::openapi::path::{
-    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItemBuilder,
-};
-use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{
-    ComponentsBuilder, InfoBuilder, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, Schema,
-};
+use prodops_core::resource::{Allow, Archive, COMMON_READ_ONLY, ResourceKind};
+use serde_json::{Map, Value, json};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
 
-pub(crate) fn object() -> RefOr<Schema> {
-    ObjectBuilder::new().schema_type(Type::Object).into()
+use crate::engine::{MAX_BULK_RECORDS, MAX_PAGE, MAX_PAGE_SIZE, routed};
+
+/// Unicode White_Space, what Rust's `trim` removes, spelled out: `\s` means different sets in
+/// different regex dialects (Python's includes U+001C to U+001F, ECMA-262's U+FEFF), so a
+/// pattern built on it would not say what the server does.
+const WS_CHARS: &str = r"\t\n\x0B\f\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000";
+
+/// A pattern that text which is not blank matches: one character that is not White_Space.
+pub fn nonblank_pattern() -> String {
+    format!("[^{WS_CHARS}]")
 }
 
-fn json_content(schema: RefOr<Schema>) -> utoipa::openapi::Content {
-    ContentBuilder::new().schema(Some(schema)).build()
+fn ws_char() -> String {
+    format!("[{WS_CHARS}]")
 }
 
+fn ws() -> String {
+    format!("{}*", ws_char())
+}
+
+/// The field path grammar of filters, sort, select and group-by (`FieldPath::parse`): a field
+/// of the record, then up to seven `.segment`s of 1 to 64 ASCII letters, digits or `_`.
+fn field_path(fields: &[String]) -> String {
+    format!("(?:{})(?:\\.[A-Za-z0-9_]{{1,64}}){{0,7}}", fields.join("|"))
+}
+
+/// `sort`: comma-separated field paths, each optionally `-` (descending) or `+`; items are
+/// trimmed and empty ones skipped.
+fn sort_pattern(fields: &[String]) -> String {
+    let ws = ws();
+    let item = format!("{ws}(?:[-+]?{}{ws})?", field_path(fields));
+    format!("^{item}(?:,{item})*$")
+}
+
+/// A comma-separated list of field paths naming at least one (hierarchy `select`).
+fn select_list_pattern(fields: &[String]) -> String {
+    let ws = ws();
+    let item = format!("{ws}{}{ws}", field_path(fields));
+    format!("^(?:{ws},)*{item}(?:,(?:{item}|{ws}))*$")
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn to_value(schema: &RefOr<Schema>) -> Value {
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
+fn uuid() -> Value {
+    json!({ "type": "string", "format": "uuid" })
+}
+
+fn path_param(name: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "schema": schema })
+}
+
+fn query_param(name: &str, description: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description, "schema": schema })
+}
+
+fn json_body(schema: Value, required: bool) -> Value {
+    json!({ "required": required, "content": { "application/json": { "schema": schema } } })
+}
+
+fn page_schema(record: Value, cursor: bool) -> Value {
+    let mut page = json!({
+        "type": "object",
+        "required": ["values", "totalCount"],
+        "properties": {
+            "values": { "type": "array", "items": record },
+            "totalCount": { "type": "integer", "minimum": 0 }
+        }
+    });
+    if cursor {
+        page["properties"]["nextCursor"] = json!({
+            "type": ["string", "null"],
+            "description": "The `cursor` of the next page in the default order; null on the last page"
+        });
+    }
+    page
+}
+
+fn paging_params() -> Vec<Value> {
+    vec![
+        query_param(
+            "page",
+            "1-based page",
+            json!({ "type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1 }),
+        ),
+        query_param(
+            "pageSize",
+            "records per page",
+            json!({ "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": 100 }),
+        ),
+    ]
+}
+
+/// What the document needs to know about a served resource.
+struct Res {
+    kind: &'static dyn ResourceKind,
+    /// Path under `/api/v2`.
+    base: String,
+    /// Operation id prefix.
+    id: String,
+    tag: String,
+    /// The record schema's name.
+    record: String,
+    /// Its top-level fields, sorted.
+    fields: Vec<String>,
+    /// `type` under `/concept/<type>`.
+    implied: Option<&'static str>,
+}
+
+impl Res {
+    fn new(kind: &'static dyn ResourceKind, implied: Option<&'static str>) -> Res {
+        let (record, schema) = kind.schema();
+        let mut fields: Vec<String> = match to_value(&schema)["properties"].as_object() {
+            Some(props) => props.keys().cloned().collect(),
+            None => Vec::new(),
+        };
+        fields.sort();
+        let base = match implied {
+            Some(t) => format!("concept/{t}"),
+            None => kind.desc().path.to_string(),
+        };
+        Res {
+            kind,
+            id: base.replace(['/', '-'], "_"),
+            tag: match implied {
+                Some(_) => "concept".to_string(),
+                None => kind.desc().path.to_string(),
+            },
+            base,
+            record,
+            fields,
+            implied,
+        }
+    }
+
+    fn input_name(&self) -> String {
+        match self.implied {
+            Some(t) => format!("Concept{}Input", camel(t)),
+            None => format!("{}Input", self.record),
+        }
+    }
+
+    fn patch_name(&self) -> String {
+        match self.implied {
+            Some(t) => format!("Concept{}Patch", camel(t)),
+            None => format!("{}Patch", self.record),
+        }
+    }
+
+    fn archivable(&self) -> bool {
+        self.kind.desc().archive.is_archivable()
+    }
+
+    /// Fields the server sets and ignores in request bodies.
+    fn server_managed(&self) -> Vec<&'static str> {
+        COMMON_READ_ONLY
+            .iter()
+            .chain(self.kind.desc().read_only)
+            .copied()
+            .collect()
+    }
+}
+
+fn camel(s: &str) -> String {
+    s.split('-')
+        .map(|part| {
+            let mut c = part.chars();
+            match c.next() {
+                Some(first) => first.to_uppercase().chain(c).collect(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The create form of a record: its schema, with the server-managed fields accepted as
+/// anything and ignored, `id` optional, and the implied `type` of a concept endpoint.
+fn input_schema(res: &Res, record: &Value) -> Value {
+    let mut schema = record.clone();
+    let managed = res.server_managed();
+    let desc = res.kind.desc();
+    if let Some(props) = schema["properties"].as_object_mut() {
+        for field in &managed {
+            if props.contains_key(*field) {
+                props.insert(
+                    field.to_string(),
+                    json!({ "description": "set by the server; ignored in a request" }),
+                );
+            }
+        }
+        if desc.archive == Archive::Actions {
+            // Set by the archive and restore actions only.
+            props.remove("isArchived");
+            props.remove("archivedAt");
+        }
+        if props.contains_key("id") {
+            props.insert(
+                "id".into(),
+                json!({
+                    "type": ["string", "null"],
+                    "format": "uuid",
+                    "description": "the new record's id; generated when omitted or null"
+                }),
+            );
+        }
+        if let Some(t) = res.implied {
+            props.insert(
+                "type".into(),
+                json!({ "enum": [t, null], "description": "implied by the path" }),
+            );
+        }
+        // Text the database indexes (docs/limits.md).
+        for field in crate::text::indexed_fields(desc) {
+            if let Some(p) = props.get_mut(field).filter(|p| p.get("type").is_some()) {
+                p["maxLength"] = json!(crate::text::MAX_INDEXED_TEXT);
+            }
+        }
+    }
+    if let Some(required) = schema["required"].as_array_mut() {
+        required.retain(|f| {
+            let f = f.as_str().unwrap_or_default();
+            f != "id" && !managed.contains(&f) && (res.implied.is_none() || f != "type")
+        });
+    }
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("description");
+        obj.insert(
+            "description".into(),
+            json!(format!(
+                "The body that creates a {} record (server-managed fields are ignored)",
+                res.base
+            )),
+        );
+    }
+    schema
+}
+
+/// The PATCH form: the fields a PATCH may name, none required.
+fn patch_schema(res: &Res, input: &Value) -> Value {
+    let desc = res.kind.desc();
+    let mut schema = input.clone();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("required");
+        obj.insert(
+            "description".into(),
+            json!(format!(
+                "The fields a PATCH of a {} record changes; the rest keep their values",
+                res.base
+            )),
+        );
+    }
+    if let Some(props) = schema["properties"].as_object_mut() {
+        if !desc.patch_only.is_empty() {
+            props.retain(|k, _| desc.patch_only.contains(&k.as_str()));
+        }
+        // A change of an immutable field is refused; the stored value may be repeated, which
+        // a schema cannot say, so these fields are left out.
+        for field in desc.immutable {
+            props.remove(*field);
+        }
+        if desc.archive == Archive::Actions {
+            props.remove("isArchived");
+            props.remove("archivedAt");
+        }
+        if props.contains_key("id") {
+            props.insert(
+                "id".into(),
+                json!({ "description": "ignored (the path names the record)" }),
+            );
+        }
+        if let Some(t) = res.implied {
+            props.insert(
+                "type".into(),
+                json!({ "enum": [t], "description": "implied by the path; cannot change" }),
+            );
+        }
+    }
+    schema
+}
+
+/// The query parameters that filter a list, one per field of the record: `?field=value`
+/// (repeat a parameter to match any of its values), `isArchived=true|false`, and with
+/// `search`, the search text. Each is a plain string parameter, so a fuzzer re-validates what
+/// it sent (an exploded object parameter could not be re-validated after serialization, and
+/// gave schemathesis false findings). Bulk PATCH and DELETE need at least one of them; OpenAPI
+/// cannot say "one of these optional parameters", so the operation's description says it (and
+/// scripts/fuzz-exceptions.toml names the rule).
+fn filter_params(res: &Res, with_search: bool) -> Vec<Value> {
+    let archivable = res.archivable();
+    let mut params: Vec<Value> = res
+        .fields
+        .iter()
+        .filter(|f| !(archivable && f.as_str() == "isArchived"))
+        .map(|f| {
+            query_param(
+                f,
+                "equals (in the stored value's JSON type: `5`, `true`); repeat to match any; \
+                 `field.key` filters inside an object",
+                json!({ "type": "string" }),
+            )
+        })
+        .collect();
+    if archivable {
+        params.push(query_param(
+            "isArchived",
+            "archived records are left out unless this is given",
+            json!({ "type": "string", "enum": ["true", "false"] }),
+        ));
+    }
+    if with_search {
+        params.extend(search_param(res));
+    }
+    params
+}
+
+fn search_param(res: &Res) -> Option<Value> {
+    let cols = res.kind.desc().search_columns;
+    (!cols.is_empty()).then(|| {
+        query_param(
+            "search",
+            &format!("case-insensitive substring of {}", cols.join(", ")),
+            json!({ "type": "string", "maxLength": crate::text::MAX_SEARCH_TEXT }),
+        )
+    })
+}
+
+fn sort_param(res: &Res) -> Value {
+    query_param(
+        "sort",
+        "fields (or dotted paths), comma separated; `-` before a field sorts it descending",
+        json!({ "type": "string", "pattern": sort_pattern(&res.fields) }),
+    )
+}
+
+/// The filter of a JSON body (`query`, `count`, `group-and-count`): field → value or values.
+fn body_filter(res: &Res) -> Value {
+    let scalar = json!({ "type": ["string", "number", "boolean", "null"] });
+    let value = json!({ "anyOf": [scalar, { "type": "array", "items": scalar }] });
+    let mut pattern_props = Map::new();
+    pattern_props.insert(format!("^{}$", field_path(&res.fields)), value);
+    let mut schema = json!({
+        "type": "object",
+        "description": "Equality filters: a field (or dotted path) and a value or a list of \
+            values (any of them matches). Archived records are left out unless `isArchived` \
+            is given.",
+        "patternProperties": pattern_props,
+        "additionalProperties": false
+    });
+    if res.archivable() {
+        schema["properties"] = json!({ "isArchived": { "type": "boolean" } });
+    }
+    schema
+}
+
+fn query_body(res: &Res) -> Value {
+    let path = json!({ "type": "string", "pattern": format!("^{}$", field_path(&res.fields)) });
+    let mut props = json!({
+        "id": { "type": ["array", "null"], "items": uuid(), "description": "only these records" },
+        "select": {
+            "type": ["array", "null"],
+            "items": path,
+            "description": "answer `id` and these fields (dotted paths under flattened names)"
+        },
+        "filter": nullable(body_filter(res)),
+        "sort": { "type": ["string", "null"], "pattern": sort_pattern(&res.fields) },
+        "page": { "type": ["integer", "null"], "minimum": 1, "maximum": MAX_PAGE },
+        "pageSize": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": MAX_PAGE_SIZE,
+            "description": "default 100, or the number of ids given"
+        }
+    });
+    if !res.kind.desc().search_columns.is_empty() {
+        props["search"] = json!({
+            "type": ["string", "null"],
+            "maxLength": crate::text::MAX_SEARCH_TEXT
+        });
+    }
+    json!({ "type": "object", "properties": props, "additionalProperties": false })
+}
+
+fn nullable(schema: Value) -> Value {
+    json!({ "anyOf": [schema, { "type": "null" }] })
+}
+
+/// One operation under construction.
+struct Op {
+    method: &'static str,
+    path: String,
+    value: Value,
+}
+
+fn op(method: &'static str, path: String, id: &str, tag: &str, summary: &str) -> Op {
+    Op {
+        method,
+        path,
+        value: json!({
+            "operationId": id,
+            "tags": [tag],
+            "summary": summary,
+            "responses": {}
+        }),
+    }
+}
+
+impl Op {
+    fn describe(mut self, description: impl Into<String>) -> Op {
+        self.value["description"] = json!(description.into());
+        self
+    }
+    fn param(mut self, p: Value) -> Op {
+        match self.value["parameters"].as_array_mut() {
+            Some(list) => list.push(p),
+            None => self.value["parameters"] = json!([p]),
+        }
+        self
+    }
+    fn params(self, ps: impl IntoIterator<Item = Value>) -> Op {
+        ps.into_iter().fold(self, Op::param)
+    }
+    fn body(mut self, schema: Value, required: bool) -> Op {
+        self.value["requestBody"] = json_body(schema, required);
+        self
+    }
+    fn ok(mut self, status: &str, description: &str, schema: Option<Value>) -> Op {
+        let mut r = json!({ "description": description });
+        if let Some(s) = schema {
+            r["content"] = json!({ "application/json": { "schema": s } });
+        }
+        self.value["responses"][status] = r;
+        self
+    }
+    fn open(mut self) -> Op {
+        self.value["security"] = json!([]);
+        self
+    }
+    /// Refused with 403 on every call (the resource forbids it, decisions.md 4).
+    fn forbidden(mut self, why: &str) -> Op {
+        self.value["description"] = json!(format!("Always refused with 403 `FORBIDDEN`: {why}"));
+        self.value["x-prodops-forbidden"] = json!(true);
+        self
+    }
+}
+
+/// The standard operations of one resource, as the engine routes them.
+fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
+    let desc = res.kind.desc();
+    let base = format!("/api/v2/{}", res.base);
+    let what = &res.base;
+    let record = schema_ref(&res.record);
+    let mk = |method, path: String, verb: &str, summary: String| {
+        op(
+            method,
+            path,
+            &format!("{}_{verb}", res.id),
+            &res.tag,
+            &summary,
+        )
+    };
+    let forbidden = |o: Op, allow: Allow, what: &str| {
+        if allow == Allow::Forbidden {
+            o.forbidden(what)
+        } else {
+            o
+        }
+    };
+
+    // GET /r
+    let mut list = mk("get", base.clone(), "list", format!("List {what} records"))
+        .describe(
+            "A page of records in the resource's default order (or `sort`), with `totalCount`. \
+             In the default order the answer also carries `nextCursor`; `?cursor=<nextCursor>` \
+             (without `sort` or `page`) continues after that record without an offset. The \
+             cursor is opaque, so it is described here rather than as a parameter.",
+        )
+        .params(filter_params(res, false));
+    if let Some(p) = search_param(res) {
+        list = list.param(p);
+    }
+    list = list.param(sort_param(res)).params(paging_params()).ok(
+        "200",
+        "A page of records",
+        Some(page_schema(record.clone(), true)),
+    );
+    ops.push(list);
+
+    // POST /r
+    if routed(desc.ops.create) {
+        let create = mk(
+            "post",
+            base.clone(),
+            "create",
+            format!("Create a {what} record"),
+        )
+        .body(schema_ref(&res.input_name()), true)
+        .ok("201", "The created record", Some(record.clone()));
+        ops.push(forbidden(
+            create,
+            desc.ops.create,
+            "records are not created here",
+        ));
+    }
+
+    let item = format!("{base}/{{id}}");
+    let mut get = mk(
+        "get",
+        item.clone(),
+        "get",
+        format!("Read one {what} record"),
+    )
+    .param(path_param("id", uuid()));
+    for (field, value) in desc.default_filters {
+        get = get.param(query_param(
+            field,
+            &format!("without it, only records with {field}={value} are found"),
+            json!({ "type": "string" }),
+        ));
+    }
+    ops.push(get.ok("200", "The record", Some(record.clone())));
+    if routed(desc.ops.update) {
+        let patch = mk(
+            "patch",
+            item.clone(),
+            "update",
+            format!("Update a {what} record"),
+        )
+        .param(path_param("id", uuid()))
+        .body(schema_ref(&res.patch_name()), true)
+        .ok("200", "The updated record", Some(record.clone()));
+        let patch = if desc.immutable.is_empty() {
+            patch
+        } else {
+            patch.describe(format!(
+                "{} cannot change after creation (a PATCH may repeat the stored value).",
+                desc.immutable.join(", ")
+            ))
+        };
+        ops.push(forbidden(patch, desc.ops.update, "records do not change"));
+    }
+    if routed(desc.ops.delete) {
+        let summary = match desc.archive {
+            Archive::OnDelete => format!("Archive a {what} record"),
+            _ => format!("Delete a {what} record"),
+        };
+        let delete = mk("delete", item.clone(), "delete", summary)
+            .param(path_param("id", uuid()))
+            .ok("204", "Deleted or archived", None);
+        ops.push(forbidden(
+            delete,
+            desc.ops.delete,
+            "archive with PATCH {\"isArchived\": true} instead",
+        ));
+    }
+
+    ops.push(
+        mk(
+            "post",
+            format!("{base}/query"),
+            "query",
+            format!("Query {what} records"),
+        )
+        .describe("Ids, filter, search, sort, paging and select in one body.")
+        .body(query_body(res), true)
+        .ok(
+            "200",
+            "A page of records",
+            Some(page_schema(json!({ "type": "object" }), false)),
+        ),
+    );
+    let count = json!({
+        "type": "object",
+        "required": ["count"],
+        "properties": { "count": { "type": "integer", "minimum": 0 } }
+    });
+    let mut count_get = mk(
+        "get",
+        format!("{base}/count"),
+        "count_get",
+        format!("Count {what} records"),
+    )
+    .params(filter_params(res, false));
+    if let Some(p) = search_param(res) {
+        count_get = count_get.param(p);
+    }
+    ops.push(count_get.ok("200", "The count", Some(count.clone())));
+    ops.push(
+        mk(
+            "post",
+            format!("{base}/count"),
+            "count",
+            format!("Count {what} records matching a filter"),
+        )
+        .describe(
+            "The body is optional: without one, every record (archived ones left out) is counted.",
+        )
+        .body(
+            json!({
+                "type": ["object", "null"],
+                "properties": { "filter": nullable(body_filter(res)) },
+                "additionalProperties": false
+            }),
+            false,
+        )
+        .ok("200", "The count", Some(count)),
+    );
+    ops.push(
+        mk(
+            "post",
+            format!("{base}/group-and-count"),
+            "group_and_count",
+            format!("Count {what} records by the value of a field"),
+        )
+        .body(
+            json!({
+                "type": "object",
+                "required": ["groupByField"],
+                "properties": {
+                    "groupByField": {
+                        "type": "string",
+                        "pattern": format!("^{}$", field_path(&res.fields))
+                    },
+                    "filter": nullable(body_filter(res))
+                },
+                "additionalProperties": false
+            }),
+            true,
+        )
+        .ok(
+            "200",
+            "Groups, largest first",
+            Some(json!({
+                "type": "object",
+                "required": ["values"],
+                "properties": {
+                    "values": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["groupId", "count"],
+                            "properties": {
+                                "groupId": {},
+                                "count": { "type": "integer", "minimum": 0 }
+                            }
+                        }
+                    }
+                }
+            })),
+        ),
+    );
+
+    let bulk = format!("{base}/bulk");
+    let counted = json!({
+        "type": "object",
+        "required": ["count"],
+        "properties": { "count": { "type": "integer", "minimum": 0 } }
+    });
+    if routed(desc.ops.bulk_put) {
+        let o = mk(
+            "put",
+            bulk.clone(),
+            "bulk_put",
+            format!("Create or update a batch of {what} records, all or nothing"),
+        )
+        .describe(
+            "Each record with the `id` of a stored record changes it as a PATCH would; any \
+                 other creates a record (keeping a given `id`). One refused record refuses the \
+                 whole batch, naming its `index`.",
+        )
+        .body(
+            json!({
+                "type": "array",
+                "maxItems": MAX_BULK_RECORDS,
+                "items": schema_ref(&res.input_name())
+            }),
+            true,
+        )
+        .ok(
+            "200",
+            "The count and the ids, in the order of the body",
+            Some(json!({
+                "type": "object",
+                "required": ["count", "ids"],
+                "properties": {
+                    "count": { "type": "integer", "minimum": 0 },
+                    "ids": { "type": "array", "items": uuid() }
+                }
+            })),
+        );
+        ops.push(forbidden(
+            o,
+            desc.ops.bulk_put,
+            "bulk writes are refused here",
+        ));
+    }
+    if routed(desc.ops.bulk_patch) {
+        let o = mk(
+            "patch",
+            bulk.clone(),
+            "bulk_patch",
+            format!("Update every {what} record a filter matches"),
+        )
+        .describe(format!(
+            "Needs at least one filter parameter (or `search`); without one the answer is 400. Applies the body to every matching \
+                 record in one transaction; one refused record refuses all. A filter matching \
+                 more than {MAX_BULK_RECORDS} records is refused."
+        ))
+        .params(filter_params(res, true))
+        .body(schema_ref(&res.patch_name()), true)
+        .ok("200", "How many records matched", Some(counted.clone()));
+        ops.push(forbidden(
+            o,
+            desc.ops.bulk_patch,
+            "bulk changes are refused here",
+        ));
+    }
+    if routed(desc.ops.bulk_delete) {
+        let o = mk(
+            "delete",
+            bulk.clone(),
+            "bulk_delete",
+            format!("Delete (or archive) every {what} record a filter matches"),
+        )
+        .describe(format!(
+            "Needs at least one filter parameter (or `search`); without one the answer is 400. A filter matching more than \
+                 {MAX_BULK_RECORDS} records is refused."
+        ))
+        .params(filter_params(res, true))
+        .ok("200", "How many records matched", Some(counted));
+        ops.push(forbidden(
+            o,
+            desc.ops.bulk_delete,
+            "bulk deletes are refused here",
+        ));
+    }
+}
+
+/// The operations served by resource modules, beside the engine's.
+fn action_ops(schemas: &mut Vec<(String, RefOr<Schema>)>, ops: &mut Vec<Op>) {
+    use prodops_core::deliverable::DeliverableType;
+    use utoipa::ToSchema;
+    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> Value {
+        T::schemas(schemas);
+        schemas.push((T::name().into_owned(), T::schema()));
+        schema_ref(&T::name())
+    }
+    let object = || json!({ "type": "object" });
+    let v2 = |p: &str| format!("/api/v2/{p}");
+    let id = || path_param("id", uuid());
+
+    // ----- deliverables (docs/deliverables.md)
+    use prodops_core::progress::{ProgressAction, ProgressResult};
+    use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
+    use prodops_core::work_session::{SaveRequest, StopRequest};
+    let deliverable = schema_ref("Deliverable");
+    let deliverable_res = Res::new(
+        registry::by_path("deliverable").expect("deliverable is registered"),
+        None,
+    );
+    ops.push(
+        op(
+            "get",
+            v2("deliverable/{id}/hierarchy"),
+            "deliverable_hierarchy",
+            "deliverable",
+            "The node and its whole subtree",
+        )
+        .describe(
+            "Parents before children, siblings in their order (archived nodes included). Large \
+             subtrees are sent in parts as they are read (chunked). No other parameter is taken.",
+        )
+        .param(id())
+        .param(query_param(
+            "select",
+            "fields, comma separated, as POST /deliverable/query selects them: each value is \
+             then `id` and the selected fields, nested paths under flattened names \
+             (`data.properties.area` as `dataPropertiesArea`)",
+            json!({ "type": "string", "pattern": select_list_pattern(&deliverable_res.fields) }),
+        ))
+        .ok(
+            "200",
+            "The subtree",
+            Some(page_schema(json!({ "type": "object" }), false)),
+        ),
+    );
+    let mut roots = op("get", v2("deliverable/roots"), "deliverable_roots", "deliverable",
+        "The deliverables without a parent (the tops of the trees)")
+        .describe("From the tree index; takes the list's filters, search, sort, page and pageSize (no cursor).")
+        .params(filter_params(&deliverable_res, false));
+    if let Some(p) = search_param(&deliverable_res) {
+        roots = roots.param(p);
+    }
+    ops.push(
+        roots
+            .param(sort_param(&deliverable_res))
+            .params(paging_params())
+            .ok(
+                "200",
+                "A page of roots",
+                Some(page_schema(deliverable.clone(), false)),
+            ),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/groups"),
+            "deliverable_groups",
+            "deliverable",
+            "Deliverables grouped by project, stage, people, root or tags",
+        )
+        .body(
+            json!({
+                "type": "object",
+                "required": ["groupBy"],
+                "properties": {
+                    "groupBy": { "enum": ["project", "stage", "people", "root", "tags"] },
+                    "filter": nullable(body_filter(&deliverable_res))
+                },
+                "additionalProperties": false
+            }),
+            true,
+        )
+        .ok("200", "Groups, largest first", Some(object())),
+    );
+    ops.push(
+        op(
+            "get",
+            v2("deliverable/crew-time"),
+            "deliverable_crew_time",
+            "deliverable",
+            "Work-session time per worker on deliverables and their subtrees",
+        )
+        .describe("`deliverableId` may also hold several ids separated by commas.")
+        .param(json!({
+            "name": "deliverableId",
+            "in": "query",
+            "required": true,
+            "style": "form",
+            "explode": true,
+            "schema": { "type": "array", "minItems": 1, "items": uuid() }
+        }))
+        .ok("200", "Time keyed by deliverable id", Some(object())),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/reorder"),
+            "deliverable_reorder",
+            "deliverable",
+            "Sets the order of siblings under a root",
+        )
+        .describe("Every listed node must be under the root and listed once.")
+        .body(
+            json!({
+                "type": "object",
+                "required": ["rootParentId", "orderedDeliverableIds"],
+                "properties": {
+                    "rootParentId": uuid(),
+                    "orderedDeliverableIds": { "type": "array", "items": uuid() }
+                },
+                "additionalProperties": false
+            }),
+            true,
+        )
+        .ok("204", "Done", None),
+    );
+    let progress = add::<ProgressAction>(schemas);
+    let progress_result = add::<ProgressResult>(schemas);
+    let schedule = add::<ScheduleAction>(schemas);
+    let batch_item = add::<ScheduleBatchItem>(schemas);
+    let save = add::<SaveRequest>(schemas);
+    let stop = add::<StopRequest>(schemas);
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/root/{rootId}/progress/{id}"),
+            "deliverable_progress",
+            "deliverable",
+            "A progress action on a node of an order",
+        )
+        .param(path_param("rootId", uuid()))
+        .param(id())
+        .body(progress, true)
+        .ok("200", "The kicked workers", Some(progress_result)),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/root/{rootId}/schedule/{id}"),
+            "deliverable_schedule",
+            "deliverable",
+            "A schedule action on a node of an order",
+        )
+        .param(path_param("rootId", uuid()))
+        .param(id())
+        .body(schedule, true)
+        .ok("204", "Done", None),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/schedule/batch"),
+            "deliverable_schedule_batch",
+            "deliverable",
+            "Schedule actions in order, all or nothing",
+        )
+        .body(json!({ "type": "array", "items": batch_item }), true)
+        .ok("204", "Done", None),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/work-sessions/save"),
+            "work_sessions_save",
+            "deliverable",
+            "Saves the assignments of workers, diffed against open sessions",
+        )
+        .body(save, true)
+        .ok("204", "Done", None),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("deliverable/work-sessions/stop"),
+            "work_sessions_stop",
+            "deliverable",
+            "Stops open sessions and plans by deliverable or worker",
+        )
+        .describe("Needs deliverableIds or workerIds (there is no stop-everything form).")
+        .body(stop, true)
+        .ok("204", "Done", None),
+    );
+    for t in DeliverableType::ALL {
+        let res = Res::new(
+            registry::by_path("deliverable").expect("deliverable is registered"),
+            Some(t.as_str()),
+        );
+        standard_ops(&res, ops);
+    }
+
+    // ----- documents (docs/documents.md)
+    use prodops_core::document::{
+        CopyModeRequest, CountsByDeliverable, HubBulkUpload, LinkRequest, VersionCreate,
+    };
+    let document = schema_ref("Document");
+    let version = schema_ref("DocumentVersion");
+    let hub = "Needs the organization's documentsHubEnabled flag (403 without it).";
+    ops.push(
+        op(
+            "post",
+            v2("document/upload"),
+            "post_document_upload",
+            "document",
+            "Upload a file's bytes; answers its documentKey",
+        )
+        .describe(format!(
+            "The body is the file, at least one byte. Any `Content-Type` is taken and kept as \
+             the file's `mimeType` (`application/octet-stream` is the documented one). {hub}"
+        ))
+        .value_body_bytes()
+        .ok(
+            "201",
+            "The stored file",
+            Some(json!({
+                "type": "object",
+                "required": ["documentKey", "sizeBytes", "sha256"],
+                "properties": {
+                    "documentKey": { "type": "string" },
+                    "sizeBytes": { "type": "integer" },
+                    "mimeType": { "type": ["string", "null"] },
+                    "sha256": { "type": "string" }
+                }
+            })),
+        ),
+    );
+    ops.push(
+        op("get", v2("document/file/{org}/{key}"), "get_document_file", "document",
+            "Download through a signed link (no API key)")
+        .describe("The link's signature and expiry are its credentials: a link that is not valid, or has expired, is 403.")
+        .open()
+        .param(path_param("org", uuid()))
+        .param(path_param("key", json!({ "type": "string" })))
+        .param(query_param("expires", "from the link", json!({ "type": "integer" })))
+        .param(query_param("signature", "from the link", json!({ "type": "string" })))
+        .ok_bytes("200", "The file"),
+    );
+    let version_create = add::<VersionCreate>(schemas);
+    ops.push(
+        op(
+            "post",
+            v2("document-version"),
+            "document_version_create",
+            "document-version",
+            "Create a version of a document and make it current",
+        )
+        .describe("`documentId` is required here.")
+        .body(
+            json!({
+                "allOf": [
+                    version_create.clone(),
+                    { "required": ["documentId"], "properties": { "documentId": uuid() } }
+                ]
+            }),
+            true,
+        )
+        .ok("201", "The version", Some(version.clone())),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("document/{id}/versions"),
+            "post_document_id_versions",
+            "document",
+            "Create a version and make it current",
+        )
+        .param(id())
+        .body(version_create, true)
+        .ok("201", "The version", Some(version)),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("document/hub/bulk-upload"),
+            "post_document_hub_bulk_upload",
+            "document",
+            "Create Hub documents",
+        )
+        .describe(hub)
+        .body(add::<HubBulkUpload>(schemas), true)
+        .ok("201", "The documents", Some(object())),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("document/counts-by-deliverable"),
+            "post_document_counts_by_deliverable",
+            "document",
+            "Document counts per deliverable",
+        )
+        .body(add::<CountsByDeliverable>(schemas), true)
+        .ok("200", "Counts", Some(object())),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("document/{id}/links"),
+            "post_document_id_links",
+            "document",
+            "Link a document to a deliverable",
+        )
+        .param(id())
+        .body(add::<LinkRequest>(schemas), true)
+        .ok("200", "The document", Some(document.clone())),
+    );
+    ops.push(
+        op(
+            "delete",
+            v2("document/{id}/links/{deliverableId}"),
+            "delete_document_id_links_deliverable_id",
+            "document",
+            "Unlink a document from a deliverable",
+        )
+        .param(id())
+        .param(path_param("deliverableId", uuid()))
+        .ok("200", "The document", Some(document.clone())),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("document/{id}/copy-mode"),
+            "post_document_id_copy_mode",
+            "document",
+            "Set a document's copy mode",
+        )
+        .describe(hub)
+        .param(id())
+        .body(add::<CopyModeRequest>(schemas), true)
+        .ok("200", "The document", Some(document)),
+    );
+
+    // ----- QC templates
+    use prodops_core::qc::QcTemplateVersionCreate;
+    ops.push(
+        op(
+            "post",
+            v2("qc-template/versions"),
+            "post_qc_template_versions",
+            "qc-template",
+            "Publish a QC template version",
+        )
+        .body(add::<QcTemplateVersionCreate>(schemas), true)
+        .ok("201", "The version", Some(schema_ref("QcTemplateVersion"))),
+    );
+    ops.push(
+        op(
+            "patch",
+            v2("qc-template/{id}"),
+            "qc_template_update",
+            "qc-template",
+            "Accepted and changes nothing (published versions are immutable)",
+        )
+        .describe("The body must be a JSON object; it is not applied.")
+        .param(id())
+        .body(object(), true)
+        .ok(
+            "200",
+            "The version as stored",
+            Some(schema_ref("QcTemplateVersion")),
+        ),
+    );
+
+    // ----- members
+    use prodops_core::organization::{AcceptInvitation, InviteRequest};
+    ops.push(
+        op(
+            "post",
+            v2("organization-member"),
+            "organization_member_create",
+            "organization-member",
+            "Invite a member (queues the invitation message)",
+        )
+        .body(add::<InviteRequest>(schemas), true)
+        .ok("201", "The member", Some(schema_ref("OrganizationMember"))),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("organization-member/accept-invitation"),
+            "post_organization_member_accept_invitation",
+            "organization-member",
+            "Accept an invitation (no API key: the token is the credential)",
+        )
+        .open()
+        .body(add::<AcceptInvitation>(schemas), true)
+        .ok("200", "The member", Some(schema_ref("OrganizationMember"))),
+    );
+    for (verb, summary) in [
+        ("resend-invitation", "Resend an invitation"),
+        ("deactivate", "Deactivate a member"),
+        ("reactivate", "Reactivate a member"),
+    ] {
+        ops.push(
+            op(
+                "post",
+                v2(&format!("organization-member/{{id}}/{verb}")),
+                &format!("post_organization_member_id_{}", verb.replace('-', "_")),
+                "organization-member",
+                summary,
+            )
+            .param(id())
+            .ok("204", "Done", None),
+        );
+    }
+    ops.push(
+        op(
+            "get",
+            v2("outbox"),
+            "get_outbox",
+            "organization-member",
+            "Outgoing messages, oldest first (admin keys only)",
+        )
+        .param(query_param(
+            "kind",
+            "only messages of this kind",
+            json!({ "type": "string" }),
+        ))
+        .param(query_param(
+            "recipient",
+            "only messages to this address",
+            json!({ "type": "string" }),
+        ))
+        .ok("200", "The messages", Some(object())),
+    );
+
+    // ----- notifications
+    use prodops_core::notification::{ReadChannelComments, ReadDeliverableDocuments};
+    ops.push(
+        op(
+            "post",
+            v2("notification/read-channel-comments"),
+            "post_notification_read_channel_comments",
+            "notification",
+            "Mark a channel's comment notifications read",
+        )
+        .body(add::<ReadChannelComments>(schemas), true)
+        .ok("204", "Done", None),
+    );
+    ops.push(
+        op(
+            "post",
+            v2("notification/read-deliverable-documents"),
+            "post_notification_read_deliverable_documents",
+            "notification",
+            "Mark a deliverable's document notifications read",
+        )
+        .body(add::<ReadDeliverableDocuments>(schemas), true)
+        .ok("204", "Done", None),
+    );
+
+    // ----- deliveries (spec 4.8)
+    use prodops_core::delivery::{LifecycleRequest, OutboundCreate, OutboundPatch, ReceiveRequest};
+    let delivery = schema_ref("Delivery");
+    ops.push(
+        op(
+            "post",
+            v2("delivery/outbound"),
+            "post_delivery_outbound",
+            "delivery",
+            "Create an outbound or transfer delivery",
+        )
+        .body(add::<OutboundCreate>(schemas), true)
+        .ok("201", "The delivery", Some(delivery.clone())),
+    );
+    ops.push(
+        op(
+            "patch",
+            v2("delivery/{id}/outbound"),
+            "patch_delivery_id_outbound",
+            "delivery",
+            "Change planned start and end",
+        )
+        .param(id())
+        .body(add::<OutboundPatch>(schemas), true)
+        .ok("200", "The delivery", Some(delivery.clone())),
+    );
+    let lifecycle = add::<LifecycleRequest>(schemas);
+    for (verb, summary) in [
+        ("start", "Start a delivery"),
+        (
+            "complete",
+            "Complete a delivery (an outbound one posts ship rows)",
+        ),
+        ("cancel", "Cancel a delivery"),
+    ] {
+        ops.push(
+            op(
+                "post",
+                v2(&format!("delivery/{{id}}/{verb}")),
+                &format!("post_delivery_id_{verb}"),
+                "delivery",
+                summary,
+            )
+            .describe("The body is optional.")
+            .param(id())
+            .body(
+                json!({ "anyOf": [lifecycle.clone(), { "type": "null" }] }),
+                false,
+            )
+            .ok("200", "The delivery", Some(delivery.clone())),
+        );
+    }
+    ops.push(
+        op(
+            "post",
+            v2("delivery/{id}/receive"),
+            "post_delivery_id_receive",
+            "delivery",
+            "Receive an inbound delivery (posts receipt rows)",
+        )
+        .describe("The body is optional: without `lines`, everything outstanding is received.")
+        .param(id())
+        .body(
+            json!({ "anyOf": [add::<ReceiveRequest>(schemas), { "type": "null" }] }),
+            false,
+        )
+        .ok("200", "The delivery", Some(delivery.clone())),
+    );
+    for (verb, summary) in [
+        ("archive", "Archive a final delivery"),
+        ("restore", "Restore an archived delivery"),
+    ] {
+        ops.push(
+            op(
+                "post",
+                v2(&format!("delivery/{{id}}/{verb}")),
+                &format!("post_delivery_id_{verb}"),
+                "delivery",
+                summary,
+            )
+            .param(id())
+            .ok("200", "The delivery", Some(delivery.clone())),
+        );
+    }
+    for (verb, summary) in [
+        ("itinerary", "Stops and legs"),
+        ("cargo-plan", "Cargo spans"),
+    ] {
+        ops.push(
+            op(
+                "get",
+                v2(&format!("delivery/{{id}}/{verb}")),
+                &format!("get_delivery_id_{}", verb.replace('-', "_")),
+                "delivery",
+                summary,
+            )
+            .param(id())
+            .ok("200", summary, Some(object())),
+        );
+    }
+}
+
+impl Op {
+    fn value_body_bytes(mut self) -> Op {
+        self.value["requestBody"] = json!({
+            "required": true,
+            "content": {
+                "application/octet-stream": {
+                    "schema": { "type": "string", "format": "binary", "minLength": 1 }
+                }
+            }
+        });
+        self
+    }
+    fn ok_bytes(mut self, status: &str, description: &str) -> Op {
+        self.value["responses"][status] = json!({
+            "description": description,
+            "content": { "*/*": { "schema": { "type": "string", "format": "binary" } } }
+        });
+        self
+    }
+}
+
+/// Read-only operations sent as POST (their bodies describe what to read).
+fn reads_by_post(id: &str) -> bool {
+    id.ends_with("_query")
+        || id.ends_with("_count")
+        || id.ends_with("_group_and_count")
+        || id == "deliverable_groups"
+        || id == "post_document_counts_by_deliverable"
+}
+
+/// Operations that name no record and so never answer 404.
+fn never_404(method: &str, path: &str, id: &str) -> bool {
+    !path.contains('{') && (method == "get" || reads_by_post(id)) && id != "deliverable_crew_time"
+}
+
+/// The error answers of an operation, from what the gateway and handlers can answer.
+fn add_errors(method: &str, path: &str, operation: &mut Value) {
+    let id = operation["operationId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let open = operation["security"]
+        .as_array()
+        .is_some_and(|s| s.is_empty());
+    let has_body = operation.get("requestBody").is_some();
+    let write = matches!(method, "post" | "put" | "patch" | "delete") && !reads_by_post(&id);
+    let forbidden_only = operation
+        .as_object_mut()
+        .and_then(|o| o.remove("x-prodops-forbidden"))
+        .is_some();
+    if write && has_body && !forbidden_only {
+        let rule = "Ids in the body that name other records (`parentId`, `itemId`, ...) must \
+            name records of this organization, and rules across fields and stored records \
+            (docs/api.md) hold; otherwise 400 `VALIDATION_ERROR` naming the field.";
+        let text = match operation["description"].as_str() {
+            Some(d) => format!("{d} {rule}"),
+            None => rule.to_string(),
+        };
+        operation["description"] = json!(text);
+    }
+    let responses = &mut operation["responses"];
+    if forbidden_only {
+        // Refused before the request is read: only the gateway's answers and the 403.
+        *responses = json!({});
+        let mut add = |status: &str| {
+            responses[status] = json!({ "$ref": format!("#/components/responses/E{status}") });
+        };
+        for status in ["401", "403", "429", "503"] {
+            add(status);
+        }
+        return;
+    }
+    let mut add = |status: &str| {
+        responses[status] = json!({ "$ref": format!("#/components/responses/E{status}") });
+    };
+    add("400");
+    // Open operations check credentials of their own (a link's signature, an invitation's
+    // token) and refuse them with 403 too.
+    add("403");
+    if !open {
+        add("401");
+    }
+    if !never_404(method, path, &id) {
+        add("404");
+    }
+    if write {
+        add("409");
+    }
+    if has_body {
+        add("413");
+    }
+    add("429");
+    add("503");
+}
+
+fn error_components() -> Value {
+    let error = schema_ref("Error");
+    let mut out = Map::new();
+    for (status, description) in [
+        (
+            "400",
+            "`VALIDATION_ERROR`: the request breaks a rule; `details` names each field",
+        ),
+        ("401", "`UNAUTHORIZED`: missing, unknown or revoked API key"),
+        (
+            "403",
+            "`FORBIDDEN`: the key lacks the permission, the organization lacks the feature, or the operation is refused",
+        ),
+        ("404", "`NOT_FOUND`: no such record in this organization"),
+        (
+            "409",
+            "`CONFLICT`: a unique rule, a referenced record, stock that would go below zero, or a reused idempotency key",
+        ),
+        ("413", "`PAYLOAD_TOO_LARGE`: the body is larger than 32 MiB"),
+        ("429", "`RATE_LIMITED`: retry after the reset time"),
+        (
+            "503",
+            "`INTERNAL`: the database is busy or the statement timeout stopped the request; retry later",
+        ),
+    ] {
+        out.insert(
+            format!("E{status}"),
+            json!({
+                "description": description,
+                "content": { "application/json": { "schema": error } }
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// Rules of the request forms that the record types alone do not carry, derived from the
+/// same registry and descriptions the server checks them with.
+fn refine(components: &mut Map<String, Value>) {
+    // Integer fields hold at most 2^53 - 1 in size (`prodops_core::number`).
+    fn bound_integers(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                let is_int = match map.get("type") {
+                    Some(Value::String(t)) => t == "integer",
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                    _ => false,
+                };
+                if is_int {
+                    let max = prodops_core::number::MAX_SAFE;
+                    map.entry("minimum").or_insert(json!(-max));
+                    map.entry("maximum").or_insert(json!(max));
+                    map.remove("format");
+                }
+                map.values_mut().for_each(bound_integers);
+            }
+            Value::Array(items) => items.iter_mut().for_each(bound_integers),
+            _ => {}
+        }
+    }
+    for schema in components.values_mut() {
+        bound_integers(schema);
+    }
+    // A role's permissions: `admin` or `<Resource>.<Action>` of a registered resource.
+    let mut resources: Vec<&str> = registry::resources()
+        .iter()
+        .map(|k| k.desc().permission)
+        .collect();
+    resources.sort();
+    resources.dedup();
+    let permission = format!(
+        "^(?:{}|(?:{})\\.(?:{}))$",
+        prodops_core::organization::ADMIN_PERMISSION,
+        resources.join("|"),
+        prodops_core::organization::PERMISSION_ACTIONS.join("|")
+    );
+    for name in ["Role", "RoleInput", "RolePatch"] {
+        if let Some(items) = components
+            .get_mut(name)
+            .and_then(|s| s.pointer_mut("/properties/permissions/items"))
+        {
+            items["pattern"] = json!(permission);
+        }
+    }
+    // Custom properties are scoped to orders only.
+    for name in [
+        "CustomPropertyDefinitionInput",
+        "CustomPropertyDefinitionPatch",
+    ] {
+        if let Some(props) = components
+            .get_mut(name)
+            .and_then(|s| s.get_mut("properties"))
+        {
+            props["deliverableTypes"] = json!({
+                "type": "array",
+                "items": { "enum": ["order"] },
+                "minItems": 1,
+                "maxItems": 1,
+                "description": "[\"order\"], the only supported scope"
+            });
+        }
+    }
+    // POST /delivery creates inbound deliveries; the others come from POST /delivery/outbound.
+    if let Some(props) = components
+        .get_mut("DeliveryInput")
+        .and_then(|s| s.get_mut("properties"))
+    {
+        props["direction"] = json!({
+            "enum": ["inbound"],
+            "description": "inbound (the default); outbound and transfer deliveries are created with POST /delivery/outbound"
+        });
+    }
+    // A deliverable's identifier is generated when a create leaves it blank (omitted, null or
+    // only whitespace), and kept when an update does.
+    let deliverable_forms = components
+        .keys()
+        .filter(|k| {
+            k.as_str() == "DeliverableInput"
+                || k.as_str() == "DeliverablePatch"
+                || (k.starts_with("Concept") && (k.ends_with("Input") || k.ends_with("Patch")))
+        })
+        .cloned()
+        .collect::<Vec<_>>();
+    for name in deliverable_forms {
+        if let Some(props) = components
+            .get_mut(&name)
+            .and_then(|s| s.get_mut("properties"))
+            .filter(|p| p.get("identifier").is_some())
+        {
+            if name.ends_with("Patch") {
+                // A PATCH of `data: null` leaves the data as it is (its keys merge).
+                let data = props["data"].take();
+                props["data"] = nullable(data);
+            }
+            let max = crate::text::MAX_INDEXED_TEXT;
+            props["identifier"] = json!({
+                "type": ["string", "null"],
+                "maxLength": max,
+                "description": "readable and unique in the organization; generated (docs/deliverables.md) when a create leaves it blank, kept when an update does"
+            });
+        }
+    }
+    // POST /inventory-transaction posts adjustments, transfers and returns; the other types
+    // are posted by the workflows that move stock.
+    if let Some(props) = components
+        .get_mut("InventoryTransactionInput")
+        .and_then(|s| s.get_mut("properties"))
+    {
+        props["type"] = json!({ "enum": ["adjust", "transfer", "return"] });
+    }
+    // A version needs a file: an uploaded `documentKey` or a `documentUrl`.
+    for name in ["DocumentVersionInput", "VersionCreate"] {
+        if let Some(schema) = components.get_mut(name).and_then(Value::as_object_mut) {
+            let given = |field: &str| {
+                json!({
+                    "required": [field],
+                    "properties": { field: { "type": "string", "pattern": nonblank_pattern() } }
+                })
+            };
+            schema.insert(
+                "anyOf".into(),
+                json!([given("documentKey"), given("documentUrl")]),
+            );
+        }
+    }
+    // Stopping needs deliverables or workers.
+    if let Some(schema) = components
+        .get_mut("StopRequest")
+        .and_then(Value::as_object_mut)
+    {
+        let some = |field: &str| json!({ "required": [field], "properties": { field: { "minItems": 1 } } });
+        schema.insert(
+            "anyOf".into(),
+            json!([some("deliverableIds"), some("workerIds")]),
+        );
+    }
+    // An invitation's address as the server reads it (trimmed, lowercased): one `@` between a
+    // nonempty local part and a domain with an inner dot; no whitespace or control characters.
+    if let Some(email) = components
+        .get_mut("InviteRequest")
+        .and_then(|s| s.pointer_mut("/properties/email"))
+    {
+        let bad = format!("{WS_CHARS}\\x00-\\x1F\\x7F-\\x9F");
+        email["pattern"] = json!(format!(
+            "^\\s*[^@{bad}]+@[^@.{bad}](?:[^@{bad}]*\\.)+[^@{bad}]*[^@.{bad}]\\s*$"
+        ));
+        email["maxLength"] = json!(254);
+    }
+}
+
+/// Core's internally tagged enums that refuse unknown fields (`deny_unknown_fields`): each
+/// variant's schema says so (utoipa leaves it out of `oneOf` variants).
+fn closed_variants(components: &mut Map<String, Value>) {
+    for name in ["ProgressAction", "ScheduleAction"] {
+        if let Some(variants) = components
+            .get_mut(name)
+            .and_then(|s| s.get_mut("oneOf"))
+            .and_then(Value::as_array_mut)
+        {
+            for v in variants {
+                v["additionalProperties"] = json!(false);
+            }
+        }
+    }
+}
+
+/// Spells out `\S` and `\s` in core's patterns (`#[schema(pattern = r"\S")]` marks text that
+/// must not be blank) as the exact classes the server's trimming uses.
+fn exact_patterns(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(pattern) = map.get("pattern").and_then(Value::as_str) {
+                let exact = pattern
+                    .replace(r"\S", &nonblank_pattern())
+                    .replace(r"\s", &ws_char());
+                map.insert("pattern".into(), json!(exact));
+            }
+            map.values_mut().for_each(exact_patterns);
+        }
+        Value::Array(items) => items.iter_mut().for_each(exact_patterns),
+        _ => {}
+    }
+}
+
+/// The document as JSON.
+pub fn document_value() -> Value {
+    let mut schemas: Vec<(String, RefOr<Schema>)> = Vec::new();
+    <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
+    schemas.push((
+        "Violation".into(),
+        <prodops_core::Violation as utoipa::PartialSchema>::schema(),
+    ));
+    let mut components = Map::new();
+    let mut ops: Vec<Op> = Vec::new();
+    for kind in registry::resources() {
+        let res = Res::new(*kind, None);
+        kind.schemas(&mut schemas);
+        let (name, schema) = kind.schema();
+        let record = to_value(&schema);
+        let input = input_schema(&res, &record);
+        components.insert(res.patch_name(), patch_schema(&res, &input));
+        components.insert(res.input_name(), input);
+        components.insert(name, record.clone());
+        if kind.desc().path == "deliverable" {
+            for t in prodops_core::deliverable::DeliverableType::ALL {
+                let concept = Res::new(*kind, Some(t.as_str()));
+                let input = input_schema(&concept, &record);
+                components.insert(concept.patch_name(), patch_schema(&concept, &input));
+                components.insert(concept.input_name(), input);
+            }
+        }
+        standard_ops(&res, &mut ops);
+    }
+    action_ops(&mut schemas, &mut ops);
+
+    // Inventory, production and BOM actions (production.rs) come as utoipa paths.
+    let mut produced = Vec::new();
+    let extra = crate::production::openapi(utoipa::openapi::PathsBuilder::new(), &mut produced);
+    schemas.extend(produced);
+    let extra = serde_json::to_value(extra.build()).unwrap_or(Value::Null);
+    for (path, item) in extra.as_object().into_iter().flatten() {
+        for (method, operation) in item.as_object().into_iter().flatten() {
+            let method: &'static str = match method.as_str() {
+                "get" => "get",
+                "post" => "post",
+                "put" => "put",
+                "patch" => "patch",
+                "delete" => "delete",
+                _ => continue,
+            };
+            let mut operation = operation.clone();
+            if let Some(responses) = operation["responses"].as_object_mut() {
+                responses.retain(|status, _| status.starts_with('2'));
+            }
+            ops.push(Op {
+                method,
+                path: path.clone(),
+                value: operation,
+            });
+        }
+    }
+    for o in &mut ops {
+        production_params(o);
+    }
+
+    for (name, schema) in schemas {
+        components.entry(name).or_insert_with(|| to_value(&schema));
+    }
+    closed_variants(&mut components);
+    refine(&mut components);
+    components.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message", "requestId"],
+                    "properties": {
+                        "code": { "type": "string" },
+                        "message": { "type": "string" },
+                        "requestId": { "type": "string" },
+                        "details": { "type": "array", "items": schema_ref("Violation") }
+                    }
+                }
+            }
+        }),
+    );
+
+    let mut paths = Map::new();
+    for Op {
+        method,
+        path,
+        mut value,
+    } in ops
+    {
+        add_errors(method, &path, &mut value);
+        let item = paths
+            .entry(path)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("a path item is an object");
+        item.insert(method.to_string(), value);
+    }
+    paths.insert(
+        "/healthz".into(),
+        json!({ "get": {
+            "operationId": "healthz",
+            "summary": "200 when the database answers; no key needed",
+            "security": [],
+            "responses": {
+                "200": { "description": "Healthy", "content": { "application/json": { "schema": { "type": "object" } } } },
+                "429": { "$ref": "#/components/responses/E429" },
+                "503": { "$ref": "#/components/responses/E503" }
+            }
+        } }),
+    );
+    paths.insert(
+        "/api/v2/openapi.json".into(),
+        json!({ "get": {
+            "operationId": "openapi",
+            "summary": "This document; no key needed",
+            "security": [],
+            "responses": {
+                "200": { "description": "The OpenAPI document", "content": { "application/json": { "schema": { "type": "object" } } } },
+                "429": { "$ref": "#/components/responses/E429" }
+            }
+        } }),
+    );
+
+    let mut doc = json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Production Operations API",
+            "version": "2.0.0",
+            "description": "Served by prodops-server. Every request carries X-API-Key (except \
+                the operations marked otherwise). Text never contains U+0000 or a lone \
+                surrogate: such text anywhere in a path, query or body is refused with 400 \
+                `VALIDATION_ERROR`. Errors have one shape (`Error`). A write with an \
+                `Idempotency-Key` header is applied once; its repeats answer the first reply. \
+                An undeclared method on a path is 405 `METHOD_NOT_ALLOWED` with an `Allow` \
+                header; an unknown path is 404."
+        },
+        "security": [{ "apiKey": [] }],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "apiKey": { "type": "apiKey", "in": "header", "name": "X-API-Key" }
+            },
+            "schemas": components,
+            "responses": error_components()
+        }
+    });
+    exact_patterns(&mut doc);
+    doc
+}
+
+/// Parameters of the inventory and production reads (handled in inventory.rs, production.rs).
+fn production_params(o: &mut Op) {
+    let id = o.value["operationId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    match id.as_str() {
+        "stock_list" => {
+            let mut params: Vec<Value> = ["itemId", "locationId", "shopId"]
+                .into_iter()
+                .map(|f| query_param(f, &format!("only this {f}"), uuid()))
+                .collect();
+            params.extend(paging_params());
+            o.value["parameters"] = Value::Array(params);
+        }
+        "production_order_entries" => {
+            let mut params = o.value["parameters"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            params.extend(paging_params());
+            o.value["parameters"] = Value::Array(params);
+        }
+        "bom_line_order_prepopulate" | "bom_line_order_allocate" => {
+            // The body is optional (null or none: the defaults).
+            let schema = o.value["requestBody"]["content"]["application/json"]["schema"].clone();
+            o.value["requestBody"] = json_body(nullable(schema), false);
+        }
+        "bom_line_project_allocate" => {
+            o.value["requestBody"] = json_body(
+                json!({
+                    "description": "no body, null or {}",
+                    "anyOf": [
+                        { "type": "object", "maxProperties": 0 },
+                        { "type": "null" }
+                    ]
+                }),
+                false,
+            );
+        }
+        "inventory_transaction_post" => {
+            o.value["requestBody"] = json_body(schema_ref("InventoryTransactionInput"), true);
+        }
+        _ => {}
+    }
+}
+
+/// utoipa builders for the paths other modules describe (`production::openapi`); their error
+/// answers are replaced by the document's own.
 pub(crate) fn response(
     description: &str,
     schema: Option<RefOr<Schema>>,
 ) -> utoipa::openapi::Response {
-    let mut r = ResponseBuilder::new().description(description);
+    let mut r = utoipa::openapi::response::ResponseBuilder::new().description(description);
     if let Some(s) = schema {
-        r = r.content("application/json", json_content(s));
+        r = r.content(
+            "application/json",
+            utoipa::openapi::content::ContentBuilder::new()
+                .schema(Some(s))
+                .build(),
+        );
     }
     r.build()
 }
 
 pub(crate) fn body(schema: RefOr<Schema>) -> utoipa::openapi::request_body::RequestBody {
-    RequestBodyBuilder::new()
-        .content("application/json", json_content(schema))
-        .required(Some(Required::True))
+    utoipa::openapi::request_body::RequestBodyBuilder::new()
+        .content(
+            "application/json",
+            utoipa::openapi::content::ContentBuilder::new()
+                .schema(Some(schema))
+                .build(),
+        )
+        .required(Some(utoipa::openapi::Required::True))
         .build()
 }
 
 pub(crate) fn id_param() -> utoipa::openapi::path::Parameter {
-    ParameterBuilder::new()
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    utoipa::openapi::path::ParameterBuilder::new()
         .name("id")
-        .parameter_in(ParameterIn::Path)
-        .required(Required::True)
+        .parameter_in(utoipa::openapi::path::ParameterIn::Path)
+        .required(utoipa::openapi::Required::True)
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
@@ -54,31 +1888,8 @@ pub(crate) fn id_param() -> utoipa::openapi::path::Parameter {
         .build()
 }
 
-/// The query parameters every list takes besides its filters.
-fn list_params(op: OperationBuilder) -> OperationBuilder {
-    op.parameter(query_param(
-        "search",
-        "case-insensitive substring over the search columns",
-    ))
-    .parameter(query_param(
-        "sort",
-        "fields, comma separated; `-` for descending",
-    ))
-    .parameter(query_param("page", "1-based page"))
-    .parameter(query_param("pageSize", "1 to 10000, default 100"))
-}
-
-fn query_param(name: &str, description: &str) -> utoipa::openapi::path::Parameter {
-    ParameterBuilder::new()
-        .name(name)
-        .parameter_in(ParameterIn::Query)
-        .required(Required::False)
-        .description(Some(description))
-        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
-        .build()
-}
-
 pub(crate) fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
     ObjectBuilder::new()
         .property("values", ArrayBuilder::new().items(record))
         .property(
@@ -90,787 +1901,14 @@ pub(crate) fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
         .into()
 }
 
-pub(crate) fn error_responses(op: OperationBuilder) -> OperationBuilder {
-    let error: RefOr<Schema> = Ref::from_schema_name("Error").into();
-    op.response("400", response("Invalid request", Some(error.clone())))
-        .response(
-            "401",
-            response("Missing, unknown or revoked API key", Some(error.clone())),
-        )
-        .response(
-            "403",
-            response("The key lacks the permission", Some(error.clone())),
-        )
-        .response("429", response("Rate limit exceeded", Some(error)))
+/// No error answers here: [`document_value`] adds them to every operation alike.
+pub(crate) fn error_responses(
+    op: utoipa::openapi::path::OperationBuilder,
+) -> utoipa::openapi::path::OperationBuilder {
+    op
 }
 
-fn op(kind: &dyn ResourceKind, verb: &str, summary: String) -> OperationBuilder {
-    let desc = kind.desc();
-    error_responses(
-        OperationBuilder::new()
-            .tag(desc.path)
-            .summary(Some(summary))
-            .operation_id(Some(format!(
-                "{}_{}",
-                desc.path.replace(['/', '-'], "_"),
-                verb
-            ))),
-    )
-}
-
-/// Renders the document as JSON bytes. It lists the operations the engine serves; operations a
-/// resource refuses (403/405) are left out, and a resource's own endpoints add themselves.
-/// One action of a path: method, summary, whether no key is needed.
-type ActionOp = (HttpMethod, &'static str, bool);
-
-/// Action endpoints served by resource modules: method, path, summary, whether no key is needed.
-const ACTIONS: &[(HttpMethod, &str, &str, bool)] = &[
-    (
-        HttpMethod::Post,
-        "/api/v2/document/upload",
-        "Upload a file's bytes; answers its documentKey",
-        false,
-    ),
-    (
-        HttpMethod::Get,
-        "/api/v2/document/file/{org}/{key}",
-        "Download through a signed link (no API key)",
-        true,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/document/hub/bulk-upload",
-        "Create Hub documents",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/document/counts-by-deliverable",
-        "Document counts per deliverable",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/document/{id}/versions",
-        "Create a version and make it current",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/document/{id}/links",
-        "Link a document to a deliverable",
-        false,
-    ),
-    (
-        HttpMethod::Delete,
-        "/api/v2/document/{id}/links/{deliverable_id}",
-        "Unlink a document from a deliverable",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/document/{id}/copy-mode",
-        "Set a document's copy mode",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/qc-template/versions",
-        "Publish a QC template version",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/organization-member/accept-invitation",
-        "Accept an invitation (no API key)",
-        true,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/organization-member/{id}/resend-invitation",
-        "Resend an invitation (204)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/organization-member/{id}/deactivate",
-        "Deactivate a member (204)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/organization-member/{id}/reactivate",
-        "Reactivate a member (204)",
-        false,
-    ),
-    (
-        HttpMethod::Get,
-        "/api/v2/outbox",
-        "Outgoing messages (admin keys)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/notification/read-channel-comments",
-        "Mark a channel's comment notifications read (204)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/notification/read-deliverable-documents",
-        "Mark a deliverable's document notifications read (204)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/outbound",
-        "Create an outbound or transfer delivery",
-        false,
-    ),
-    (
-        HttpMethod::Patch,
-        "/api/v2/delivery/{id}/outbound",
-        "Change planned start and end",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/start",
-        "Start a delivery",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/complete",
-        "Complete an outbound delivery (posts ship rows)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/cancel",
-        "Cancel a delivery",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/receive",
-        "Receive an inbound delivery (posts receipt rows)",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/archive",
-        "Archive a final delivery",
-        false,
-    ),
-    (
-        HttpMethod::Post,
-        "/api/v2/delivery/{id}/restore",
-        "Restore an archived delivery",
-        false,
-    ),
-    (
-        HttpMethod::Get,
-        "/api/v2/delivery/{id}/itinerary",
-        "Stops and legs",
-        false,
-    ),
-    (
-        HttpMethod::Get,
-        "/api/v2/delivery/{id}/cargo-plan",
-        "Cargo spans",
-        false,
-    ),
-];
-
+/// The document as the bytes served at `/api/v2/openapi.json`.
 pub fn document() -> Vec<u8> {
-    let mut paths = PathsBuilder::new();
-    let mut components = ComponentsBuilder::new()
-        .security_scheme(
-            "apiKey",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
-        )
-        .schema(
-            "Error",
-            ObjectBuilder::new().property(
-                "error",
-                ObjectBuilder::new()
-                    .property("code", ObjectBuilder::new().schema_type(Type::String))
-                    .property("message", ObjectBuilder::new().schema_type(Type::String))
-                    .property("requestId", ObjectBuilder::new().schema_type(Type::String))
-                    .property(
-                        "details",
-                        ArrayBuilder::new().items(Ref::from_schema_name("Violation")),
-                    ),
-            ),
-        );
-    let mut schemas = Vec::new();
-    <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
-    schemas.push((
-        "Violation".into(),
-        <prodops_core::Violation as utoipa::PartialSchema>::schema(),
-    ));
-    for kind in registry::resources() {
-        let desc = kind.desc();
-        let (name, _) = kind.schema();
-        kind.schemas(&mut schemas);
-        let record: RefOr<Schema> = Ref::from_schema_name(&name).into();
-        let base = format!("/api/v2/{}", desc.path);
-        let what = desc.path;
-
-        let mut collection = PathItemBuilder::new().operation(
-            HttpMethod::Get,
-            list_params(op(*kind, "list", format!("List {what} records")))
-                .response(
-                    "200",
-                    response("A page of records", Some(page_of(record.clone()))),
-                )
-                .build(),
-        );
-        if desc.ops.create == Allow::Yes {
-            collection = collection.operation(
-                HttpMethod::Post,
-                op(*kind, "create", format!("Create a {what} record"))
-                    .request_body(Some(body(record.clone())))
-                    .response("201", response("The created record", Some(record.clone())))
-                    .build(),
-            );
-        }
-        paths = paths.path(base.clone(), collection.build());
-
-        let mut item = PathItemBuilder::new().operation(
-            HttpMethod::Get,
-            op(*kind, "get", format!("Read one {what} record"))
-                .parameter(id_param())
-                .response("200", response("The record", Some(record.clone())))
-                .response("404", response("No such record in this organization", None))
-                .build(),
-        );
-        if desc.ops.update == Allow::Yes {
-            item = item.operation(
-                HttpMethod::Patch,
-                op(*kind, "update", format!("Update a {what} record"))
-                    .parameter(id_param())
-                    .request_body(Some(body(object())))
-                    .response("200", response("The updated record", Some(record.clone())))
-                    .build(),
-            );
-        }
-        if matches!(
-            desc.ops.delete,
-            Allow::Yes | Allow::Custom | Allow::Forbidden
-        ) {
-            item = item.operation(
-                HttpMethod::Delete,
-                op(
-                    *kind,
-                    "delete",
-                    format!("Delete (or archive) a {what} record"),
-                )
-                .parameter(id_param())
-                .response("204", response("Deleted or archived", None))
-                .build(),
-            );
-        }
-        paths = paths.path(format!("{base}/{{id}}"), item.build());
-
-        paths = paths.path(
-            format!("{base}/query"),
-            PathItemBuilder::new()
-                .operation(
-                    HttpMethod::Post,
-                    op(
-                        *kind,
-                        "query",
-                        format!("Query {what} records by ids, filter and select"),
-                    )
-                    .request_body(Some(body(object())))
-                    .response(
-                        "200",
-                        response("A page of records", Some(page_of(object()))),
-                    )
-                    .build(),
-                )
-                .build(),
-        );
-        let count: RefOr<Schema> = ObjectBuilder::new()
-            .property("count", ObjectBuilder::new().schema_type(Type::Integer))
-            .into();
-        paths = paths.path(
-            format!("{base}/count"),
-            PathItemBuilder::new()
-                .operation(
-                    HttpMethod::Get,
-                    op(*kind, "count_get", format!("Count {what} records"))
-                        .response("200", response("The count", Some(count.clone())))
-                        .build(),
-                )
-                .operation(
-                    HttpMethod::Post,
-                    op(
-                        *kind,
-                        "count",
-                        format!("Count {what} records matching a filter"),
-                    )
-                    .response("200", response("The count", Some(count.clone())))
-                    .build(),
-                )
-                .build(),
-        );
-        paths = paths.path(
-            format!("{base}/group-and-count"),
-            PathItemBuilder::new()
-                .operation(
-                    HttpMethod::Post,
-                    op(
-                        *kind,
-                        "group_and_count",
-                        format!("Count {what} records by the value of a field"),
-                    )
-                    .request_body(Some(body(object())))
-                    .response("200", response("Groups, largest first", Some(object())))
-                    .build(),
-                )
-                .build(),
-        );
-        let mut bulk = PathItemBuilder::new();
-        let mut any_bulk = false;
-        for (allow, method, verb, summary) in [
-            (
-                desc.ops.bulk_put,
-                HttpMethod::Put,
-                "bulk_put",
-                "Create or update a batch, all or nothing",
-            ),
-            (
-                desc.ops.bulk_patch,
-                HttpMethod::Patch,
-                "bulk_patch",
-                "Update every record matching the filter",
-            ),
-            (
-                desc.ops.bulk_delete,
-                HttpMethod::Delete,
-                "bulk_delete",
-                "Delete every record matching the filter",
-            ),
-        ] {
-            if allow == Allow::Yes {
-                any_bulk = true;
-                bulk = bulk.operation(
-                    method,
-                    op(*kind, verb, format!("{summary} ({what})"))
-                        .response("200", response("Counts", Some(object())))
-                        .build(),
-                );
-            }
-        }
-        if any_bulk {
-            paths = paths.path(format!("{base}/bulk"), bulk.build());
-        }
-    }
-    paths = deliverable_extras(paths, &mut schemas);
-    paths = crate::production::openapi(paths, &mut schemas);
-    // The resource modules' own actions (docs/documents.md), grouped by path.
-    let mut by_path: Vec<(&str, Vec<ActionOp>)> = Vec::new();
-    for (method, path, summary, open) in ACTIONS {
-        match by_path.iter_mut().find(|(p, _)| p == path) {
-            Some((_, ops)) => ops.push((method.clone(), summary, *open)),
-            None => by_path.push((path, vec![(method.clone(), summary, *open)])),
-        }
-    }
-    for (path, ops) in by_path {
-        let mut item = PathItemBuilder::new();
-        for (method, summary, open) in ops {
-            let mut builder = OperationBuilder::new()
-                .summary(Some(summary))
-                .operation_id(Some(format!(
-                    "{}_{}",
-                    match method {
-                        HttpMethod::Get => "get",
-                        HttpMethod::Post => "post",
-                        HttpMethod::Patch => "patch",
-                        HttpMethod::Delete => "delete",
-                        _ => "call",
-                    },
-                    path.trim_start_matches("/api/v2/")
-                        .replace(['/', '-'], "_")
-                        .replace(['{', '}'], "")
-                )));
-            for segment in path.split('/') {
-                if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                    builder = builder.parameter(
-                        ParameterBuilder::new()
-                            .name(name)
-                            .parameter_in(ParameterIn::Path)
-                            .required(Required::True)
-                            .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
-                    );
-                }
-            }
-            if matches!(method, HttpMethod::Post | HttpMethod::Patch) {
-                builder = builder.request_body(Some(body(object())));
-            }
-            if open {
-                builder = builder.security(SecurityRequirement::default());
-            }
-            builder = error_responses(builder)
-                .response("200", response("See docs/documents.md", Some(object())));
-            item = item.operation(method, builder.build());
-        }
-        paths = paths.path(path, item.build());
-    }
-    for (name, schema) in schemas {
-        components = components.schema(name, schema);
-    }
-    paths = paths.path(
-        "/healthz",
-        PathItemBuilder::new()
-            .operation(
-                HttpMethod::Get,
-                OperationBuilder::new()
-                    .summary(Some("200 when the database answers; no key needed"))
-                    .operation_id(Some("healthz"))
-                    .security(SecurityRequirement::default())
-                    .response("200", response("Healthy", Some(object())))
-                    .build(),
-            )
-            .build(),
-    );
-    paths = paths.path(
-        "/api/v2/openapi.json",
-        PathItemBuilder::new()
-            .operation(
-                HttpMethod::Get,
-                OperationBuilder::new()
-                    .summary(Some("This document; no key needed"))
-                    .operation_id(Some("openapi"))
-                    .security(SecurityRequirement::default())
-                    .response("200", response("The OpenAPI document", Some(object())))
-                    .build(),
-            )
-            .build(),
-    );
-    let api = OpenApiBuilder::new()
-        .info(
-            InfoBuilder::new()
-                .title("Production Operations API")
-                .version("2.0.0")
-                .description(Some(
-                    "Served by prodops-server. Every request carries X-API-Key.",
-                )),
-        )
-        .paths(paths.build())
-        .components(Some(components.build()))
-        .security(Some(vec![SecurityRequirement::new(
-            "apiKey",
-            Vec::<String>::new(),
-        )]))
-        .build();
-    serde_json::to_vec(&api).unwrap_or_default()
-}
-
-/// The deliverable endpoints beyond the standard ones (spec 4.2, 4.3; docs/deliverables.md) and
-/// the concept endpoints' collection and item paths.
-fn deliverable_extras(
-    mut paths: PathsBuilder,
-    schemas: &mut Vec<(String, RefOr<Schema>)>,
-) -> PathsBuilder {
-    use prodops_core::progress::{ProgressAction, ProgressResult};
-    use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
-    use prodops_core::work_session::{SaveRequest, StopRequest};
-    use utoipa::ToSchema;
-    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema> {
-        T::schemas(schemas);
-        schemas.push((T::name().into_owned(), T::schema()));
-        Ref::from_schema_name(T::name()).into()
-    }
-    let progress = add::<ProgressAction>(schemas);
-    let progress_result = add::<ProgressResult>(schemas);
-    let schedule = add::<ScheduleAction>(schemas);
-    let batch_item = add::<ScheduleBatchItem>(schemas);
-    let save = add::<SaveRequest>(schemas);
-    let stop = add::<StopRequest>(schemas);
-    let deliverable: RefOr<Schema> = Ref::from_schema_name("Deliverable").into();
-    let path_param = |name: &str| {
-        let mut p = id_param();
-        p.name = name.to_string();
-        p
-    };
-    let operation = |id: &str, summary: &str| {
-        error_responses(
-            OperationBuilder::new()
-                .tag("deliverable")
-                .summary(Some(summary.to_string()))
-                .operation_id(Some(id.to_string())),
-        )
-    };
-    let no_content = || response("Done", None);
-    let entries: Vec<(String, HttpMethod, OperationBuilder)> = vec![
-        (
-            "/api/v2/deliverable/{id}/hierarchy".into(),
-            HttpMethod::Get,
-            operation(
-                "deliverable_hierarchy",
-                "The node and its whole subtree, parents before children, siblings in their \
-                 order (archived nodes included). Large subtrees are sent in parts as they are \
-                 read (chunked).",
-            )
-            .parameter(id_param())
-            .parameter(query_param(
-                "select",
-                "fields, comma separated (repeatable), as POST /deliverable/query selects \
-                 them: each value is then `id` and the selected fields, nested paths under \
-                 flattened names (`data.properties.area` as `dataPropertiesArea`); an unknown \
-                 field is 400",
-            ))
-            .response(
-                "200",
-                response(
-                    "The subtree (with `select`: `id` and the selected fields of each node)",
-                    Some(page_of(deliverable.clone())),
-                ),
-            ),
-        ),
-        (
-            "/api/v2/deliverable/roots".into(),
-            HttpMethod::Get,
-            list_params(operation(
-                "deliverable_roots",
-                "The deliverables without a parent (the tops of the trees), from the tree \
-                 index; takes the list's filters, search, sort, page and pageSize",
-            ))
-            .response(
-                "200",
-                response("A page of roots", Some(page_of(deliverable.clone()))),
-            ),
-        ),
-        (
-            "/api/v2/deliverable/groups".into(),
-            HttpMethod::Post,
-            operation(
-                "deliverable_groups",
-                "Deliverables grouped by project, stage, people, root or tags",
-            )
-            .request_body(Some(body(object())))
-            .response("200", response("Groups", Some(object()))),
-        ),
-        (
-            "/api/v2/deliverable/crew-time".into(),
-            HttpMethod::Get,
-            operation(
-                "deliverable_crew_time",
-                "Work-session time per worker on deliverables and their subtrees",
-            )
-            .parameter(query_param(
-                "deliverableId",
-                "a deliverable id (repeatable)",
-            ))
-            .response(
-                "200",
-                response("Time keyed by deliverable id", Some(object())),
-            ),
-        ),
-        (
-            "/api/v2/deliverable/reorder".into(),
-            HttpMethod::Post,
-            operation(
-                "deliverable_reorder",
-                "Sets the order of siblings under a root",
-            )
-            .request_body(Some(body(object())))
-            .response("204", no_content()),
-        ),
-        (
-            "/api/v2/deliverable/root/{rootId}/progress/{id}".into(),
-            HttpMethod::Post,
-            operation(
-                "deliverable_progress",
-                "A progress action on a node of an order",
-            )
-            .parameter(path_param("rootId"))
-            .parameter(id_param())
-            .request_body(Some(body(progress)))
-            .response("200", response("The kicked workers", Some(progress_result))),
-        ),
-        (
-            "/api/v2/deliverable/root/{rootId}/schedule/{id}".into(),
-            HttpMethod::Post,
-            operation(
-                "deliverable_schedule",
-                "A schedule action on a node of an order",
-            )
-            .parameter(path_param("rootId"))
-            .parameter(id_param())
-            .request_body(Some(body(schedule)))
-            .response("204", no_content()),
-        ),
-        (
-            "/api/v2/deliverable/schedule/batch".into(),
-            HttpMethod::Post,
-            operation(
-                "deliverable_schedule_batch",
-                "Schedule actions in order, all or nothing",
-            )
-            .request_body(Some(body(ArrayBuilder::new().items(batch_item).into())))
-            .response("204", no_content()),
-        ),
-        (
-            "/api/v2/deliverable/work-sessions/save".into(),
-            HttpMethod::Post,
-            operation(
-                "work_sessions_save",
-                "Saves the assignments of workers, diffed against open sessions",
-            )
-            .request_body(Some(body(save)))
-            .response("204", no_content()),
-        ),
-        (
-            "/api/v2/deliverable/work-sessions/stop".into(),
-            HttpMethod::Post,
-            operation(
-                "work_sessions_stop",
-                "Stops open sessions and plans by deliverable or worker",
-            )
-            .request_body(Some(body(stop)))
-            .response("204", no_content()),
-        ),
-    ];
-    for (path, method, op) in entries {
-        paths = paths.path(
-            path,
-            PathItemBuilder::new().operation(method, op.build()).build(),
-        );
-    }
-    for t in prodops_core::deliverable::DeliverableType::ALL {
-        let base = format!("/api/v2/concept/{}", t.as_str());
-        let name = t.as_str().replace('-', "_");
-        let concept_op = |verb: &str, summary: String| {
-            error_responses(
-                OperationBuilder::new()
-                    .tag("concept")
-                    .summary(Some(summary))
-                    .operation_id(Some(format!("concept_{name}_{verb}"))),
-            )
-        };
-        let collection = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Get,
-                concept_op(
-                    "list",
-                    format!("List {t} deliverables (the standard list, type implied)"),
-                )
-                .response(
-                    "200",
-                    response("A page", Some(page_of(deliverable.clone()))),
-                )
-                .build(),
-            )
-            .operation(
-                HttpMethod::Post,
-                concept_op(
-                    "create",
-                    format!("Create a {t}, enforcing the concept rules"),
-                )
-                .request_body(Some(body(deliverable.clone())))
-                .response("201", response("Created", Some(deliverable.clone())))
-                .build(),
-            )
-            .build();
-        let item = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Get,
-                concept_op("get", format!("Read a {t}"))
-                    .parameter(id_param())
-                    .response("200", response("The record", Some(deliverable.clone())))
-                    .build(),
-            )
-            .operation(
-                HttpMethod::Patch,
-                concept_op(
-                    "update",
-                    format!("Update a {t}, enforcing the concept rules"),
-                )
-                .parameter(id_param())
-                .request_body(Some(body(object())))
-                .response("200", response("Updated", Some(deliverable.clone())))
-                .build(),
-            )
-            .operation(
-                HttpMethod::Delete,
-                concept_op("delete", format!("Archive a {t}"))
-                    .parameter(id_param())
-                    .response("204", response("Archived", None))
-                    .build(),
-            )
-            .build();
-        let post_object = |verb: &str, summary: String, answer: &str| {
-            concept_op(verb, summary)
-                .request_body(Some(body(object())))
-                .response("200", response(answer, Some(object())))
-                .build()
-        };
-        let query = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Post,
-                post_object("query", format!("Query {t} deliverables"), "A page"),
-            )
-            .build();
-        let count = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Get,
-                concept_op("count_get", format!("Count {t} deliverables"))
-                    .response("200", response("The count", Some(object())))
-                    .build(),
-            )
-            .operation(
-                HttpMethod::Post,
-                post_object("count", format!("Count {t} deliverables"), "The count"),
-            )
-            .build();
-        let group = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Post,
-                post_object(
-                    "group_and_count",
-                    format!("Count {t} deliverables by a field"),
-                    "Counts",
-                ),
-            )
-            .build();
-        let bulk = PathItemBuilder::new()
-            .operation(
-                HttpMethod::Put,
-                post_object(
-                    "bulk_put",
-                    format!("Upsert {t} deliverables, all or nothing"),
-                    "Count and ids",
-                ),
-            )
-            .operation(
-                HttpMethod::Patch,
-                post_object(
-                    "bulk_patch",
-                    format!("Update the {t} deliverables a filter matches"),
-                    "The count",
-                ),
-            )
-            .operation(
-                HttpMethod::Delete,
-                concept_op(
-                    "bulk_delete",
-                    format!("Archive the {t} deliverables a filter matches"),
-                )
-                .response("200", response("The count", Some(object())))
-                .build(),
-            )
-            .build();
-        paths = paths.path(base.clone(), collection);
-        paths = paths.path(format!("{base}/{{id}}"), item);
-        paths = paths.path(format!("{base}/query"), query);
-        paths = paths.path(format!("{base}/count"), count);
-        paths = paths.path(format!("{base}/group-and-count"), group);
-        paths = paths.path(format!("{base}/bulk"), bulk);
-    }
-    paths
+    serde_json::to_vec(&document_value()).unwrap_or_default()
 }

@@ -249,6 +249,11 @@ fn owner_of(res: &Resource, record: &Value) -> Option<Owner> {
 }
 
 impl Hooks for PlanHooks {
+    /// `name` and the unit are filled from the item when a write leaves them empty.
+    fn fills_on_update(&self) -> bool {
+        true
+    }
+
     fn before_create(
         &self,
         tx: &mut dyn Tx,

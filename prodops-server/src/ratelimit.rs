@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use crate::clock::{Clock, system_secs};
 use crate::store::{SqlValue, Store, StoreError};
 
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(250);
@@ -37,13 +38,8 @@ pub struct RateLimiter {
     limit: u64,
     window_secs: u64,
     buckets: Mutex<HashMap<String, Bucket>>,
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    /// What windows turn on.
+    clock: Clock,
 }
 
 impl RateLimiter {
@@ -52,7 +48,17 @@ impl RateLimiter {
             limit: limit as u64,
             window_secs: window.as_secs().max(1),
             buckets: Mutex::new(HashMap::new()),
+            clock: Clock::system(),
         }
+    }
+
+    /// The same limiter, its windows turning on `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        RateLimiter { clock, ..self }
+    }
+
+    fn now_secs(&self) -> u64 {
+        self.clock.now_secs().max(0) as u64
     }
 
     fn window_start(&self, now: u64) -> u64 {
@@ -66,7 +72,7 @@ impl RateLimiter {
         if let Some(standing) = self.count(bucket, None) {
             return standing;
         }
-        let start = self.window_start(now_secs());
+        let start = self.window_start(self.now_secs());
         // Failing open: a database hiccup must not turn every request into a 429.
         let shared = shared_count(store, &row_key(bucket, self.window_secs as i64), start)
             .await
@@ -79,7 +85,7 @@ impl RateLimiter {
     /// counted (`None` otherwise); with `seed` (the window it was read for, and the shared count),
     /// an unknown bucket starts from that count, or from zero if the window has turned since.
     fn count(&self, bucket: &str, seed: Option<(u64, u64)>) -> Option<Standing> {
-        let now = now_secs();
+        let now = self.now_secs();
         let start = self.window_start(now);
         let reset_secs = start + self.window_secs - now;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
@@ -117,8 +123,10 @@ impl RateLimiter {
 
     /// Adds this process's counts to the shared table and reads back the shared totals.
     pub async fn sync(&self, store: &Store) -> Result<(), StoreError> {
-        let now = now_secs();
-        let current = self.window_start(now);
+        let current = self.window_start(self.now_secs());
+        // The table is shared with every process on the database: its rows are dropped on the
+        // system clock, whatever clock this process's windows turn on.
+        let now = system_secs();
         let pending: Vec<(String, Bucket)> = {
             let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
             buckets.retain(|_, b| b.window_start == current);
@@ -151,7 +159,7 @@ impl RateLimiter {
                 // share the table, and only a row's own window says when it is over.
                 tx.execute(
                     "DELETE FROM rate_limit_windows WHERE window_start + 2 * window_secs < ?",
-                    &[SqlValue::Int(now as i64)],
+                    &[SqlValue::Int(now)],
                 )?;
                 Ok::<_, StoreError>(totals)
             })
@@ -197,7 +205,7 @@ mod tests {
     use super::*;
 
     fn admit_seeded(limiter: &RateLimiter, bucket: &str, shared: u64) -> Vec<Standing> {
-        let seed = (limiter.window_start(now_secs()), shared);
+        let seed = (limiter.window_start(limiter.now_secs()), shared);
         (0..4)
             .filter_map(|_| limiter.count(bucket, Some(seed)))
             .collect()
@@ -205,7 +213,7 @@ mod tests {
 
     #[test]
     fn admits_up_to_the_limit() {
-        let limiter = RateLimiter::new(3, Duration::from_secs(3600));
+        let limiter = RateLimiter::new(3, Duration::from_secs(3600)).with_clock(Clock::manual());
         let standings = admit_seeded(&limiter, "k", 0);
         assert!(standings[..3].iter().all(|s| s.allowed));
         assert_eq!(standings[2].remaining, 0);
@@ -218,10 +226,30 @@ mod tests {
 
     #[test]
     fn a_seeded_bucket_starts_from_the_shared_count() {
-        let limiter = RateLimiter::new(3, Duration::from_secs(3600));
+        let limiter = RateLimiter::new(3, Duration::from_secs(3600)).with_clock(Clock::manual());
         let standings = admit_seeded(&limiter, "k", 2);
         assert!(standings[0].allowed);
         assert_eq!(standings[0].remaining, 0);
         assert!(!standings[1].allowed);
+    }
+
+    #[test]
+    fn a_spent_bucket_is_whole_again_when_its_window_turns() {
+        let clock = Clock::manual();
+        let limiter = RateLimiter::new(3, Duration::from_secs(60)).with_clock(clock.clone());
+        let standings = admit_seeded(&limiter, "k", 0);
+        let refused = standings[3];
+        assert!(!refused.allowed);
+        assert!((1..=60).contains(&refused.reset_secs));
+        clock.advance(Duration::from_secs(refused.reset_secs - 1));
+        assert!(!limiter.count("k", None).unwrap().allowed, "not yet");
+        clock.advance(Duration::from_secs(1));
+        assert!(
+            limiter.count("k", None).is_none(),
+            "a new window: the bucket is read from the database again"
+        );
+        let fresh = admit_seeded(&limiter, "k", 0);
+        assert!(fresh[0].allowed);
+        assert_eq!(fresh[0].remaining, 2);
     }
 }

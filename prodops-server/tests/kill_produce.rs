@@ -15,6 +15,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_prodops-server");
 const OUTPUTS: usize = 200;
 /// Nodes under the order; each call is stamped with its own node.
 const CALLS: usize = 60;
+/// Answered calls after which the process is killed.
+const KILL_AFTER: usize = 6;
 
 fn cmd(args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
@@ -185,11 +187,15 @@ async fn kill_mid_produce(url: &str) {
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
 
-    // Four clients produce on their nodes; the process is killed while they are at it.
+    // Four clients produce on their nodes; the process is killed while they are at it: as soon
+    // as a few calls have completed (an event, not a guess at how long calls take), so some are
+    // whole, four are in flight and the rest never start.
     let api = std::sync::Arc::new(api);
+    let answered = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let mut tasks = Vec::new();
     for client in 0..4 {
         let api = api.clone();
+        let answered = answered.clone();
         let nodes: Vec<String> = node_ids.iter().skip(client).step_by(4).cloned().collect();
         let location = location.clone();
         tasks.push(tokio::spawn(async move {
@@ -203,7 +209,10 @@ async fn kill_mid_produce(url: &str) {
                     )
                     .await
                 {
-                    Ok((200, _)) => completed += 1,
+                    Ok((200, _)) => {
+                        completed += 1;
+                        answered.add_permits(1);
+                    }
                     Ok((status, body)) => panic!("produce answered {status} {body}"),
                     Err(_) => break, // the server is gone
                 }
@@ -212,7 +221,16 @@ async fn kill_mid_produce(url: &str) {
         }));
     }
     // Let some calls complete, then kill while others are in flight.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // (The bound only turns a server that answers nothing into a failure instead of a hang.)
+    let waited = tokio::time::timeout(
+        Duration::from_secs(600),
+        answered.acquire_many(KILL_AFTER as u32),
+    )
+    .await;
+    assert!(
+        matches!(waited, Ok(Ok(_))),
+        "{KILL_AFTER} produce calls answered"
+    );
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     let mut completed = 0;

@@ -18,6 +18,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use uuid::Uuid;
 
+pub use prodops_server::clock::Clock;
 pub use prodops_server::{Config, RunningServer};
 pub use serde_json::json;
 
@@ -55,6 +56,9 @@ pub struct TestServer {
     // Dropped last: the SQLite file must outlive the server.
     _dir: Option<tempfile::TempDir>,
 }
+
+/// The statement timeout of test servers (see [`TestServer::start_with`] to set another).
+pub const TEST_STATEMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Server starts on a shared PostgreSQL database run one at a time, so that the tests exercise
 /// the API rather than concurrent migrations (a separate concern).
@@ -99,6 +103,10 @@ impl TestServer {
     ) -> TestServer {
         let mut config = Config::new(url);
         config.files = Some(files.clone());
+        // No test may depend on the machine's speed: a statement of a test at real sizes (a
+        // 50,000-record bulk PUT in the debug build) can run past the production default on a
+        // busy CI machine. Tests of the timeout itself set their own.
+        config.statement_timeout = TEST_STATEMENT_TIMEOUT;
         adjust(&mut config);
         let database_url = config.database_url.clone();
         let server = {

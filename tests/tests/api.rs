@@ -4,24 +4,34 @@
 //! a fresh SQLite file by default, or the PostgreSQL database named by
 //! `PRODOPS_TEST_DATABASE_URL`.
 
+#[path = "api/abandoned.rs"]
+mod abandoned;
 #[path = "api/auth.rs"]
 mod auth;
 #[path = "api/bom.rs"]
 mod bom;
 #[path = "api/bulk.rs"]
 mod bulk;
+#[path = "api/bulk_checks.rs"]
+mod bulk_checks;
 #[path = "api/catalog.rs"]
 mod catalog;
+#[path = "api/contract.rs"]
+mod contract;
 #[path = "api/counts.rs"]
 mod counts;
 #[path = "api/custom_property.rs"]
 mod custom_property;
+#[path = "api/deep_tree.rs"]
+mod deep_tree;
 #[path = "api/deliverable.rs"]
 mod deliverable;
 #[path = "api/deliverable_actions.rs"]
 mod deliverable_actions;
 #[path = "api/deliverable_bulk.rs"]
 mod deliverable_bulk;
+#[path = "api/deliverable_identifier.rs"]
+mod deliverable_identifier;
 #[path = "api/deliverable_properties.rs"]
 mod deliverable_properties;
 #[path = "api/deliverable_sessions.rs"]
@@ -32,6 +42,10 @@ mod delivery;
 mod document;
 #[path = "api/errors.rs"]
 mod errors;
+#[path = "api/filter_scale.rs"]
+mod filter_scale;
+#[path = "api/hostile_text.rs"]
+mod hostile_text;
 #[path = "api/idempotency.rs"]
 mod idempotency;
 #[path = "api/inventory.rs"]
@@ -40,6 +54,8 @@ mod inventory;
 mod inventory_support;
 #[path = "api/isolation.rs"]
 mod isolation;
+#[path = "api/key_changes.rs"]
+mod key_changes;
 #[path = "api/keyset.rs"]
 mod keyset;
 #[path = "api/member.rs"]
@@ -52,6 +68,8 @@ mod production;
 mod qc;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
+#[path = "api/scale.rs"]
+mod scale;
 #[path = "api/server.rs"]
 mod server;
 #[path = "api/standard.rs"]

@@ -39,3 +39,23 @@ pub async fn run(mut cmd: Command, args: &[&str]) -> Out {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// The binary pointed at `server` with `api`'s key, its configuration and home kept in `dir`
+/// (so nothing of the user's is read or written), and a bound that only turns a hung run into
+/// a failure (no speed assertion).
+#[allow(dead_code)] // each test file is its own crate; not every one starts its own binary this way
+pub fn prodops_in(
+    server: &prodops_tests::TestServer,
+    api: &prodops_tests::Api,
+    dir: &std::path::Path,
+    bound: std::time::Duration,
+) -> Command {
+    let mut cmd = Command::cargo_bin("prodops").unwrap();
+    cmd.env("PRODOPS_BASE_URL", server.base_url())
+        .env("PRODOPS_API_KEY", api.key().unwrap())
+        .env("PRODOPS_CONFIG_DIR", dir.join("config"))
+        .env("PRODOPS_CREDENTIAL_STORE", "file")
+        .env("HOME", dir.join("home"))
+        .timeout(bound);
+    cmd
+}

@@ -194,6 +194,7 @@ impl Hooks for DeliverableHooks {
         _res: &Resource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
+        super::identifiers::on_create(tx, ctx, candidate)?;
         if let (Some(kind), Some(Value::Object(data))) = (kind_of(candidate), candidate.get("data"))
         {
             let mut data = data.clone();
@@ -246,6 +247,7 @@ impl Hooks for DeliverableHooks {
             }
             _ => {}
         }
+        super::identifiers::on_update(tx, ctx, old, candidate)?;
         let id = uuid_field(candidate, "id");
         let new_parent = parent_id(candidate);
         let old_parent = old
@@ -339,6 +341,7 @@ impl Hooks for DeliverableHooks {
     }
 
     fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, _res: &Resource) -> ApiResult<()> {
+        super::identifiers::end_bulk(tx, ctx)?;
         let Some(state) = ctx.deferred.as_ref().and_then(|d| d.take::<BulkState>()) else {
             return Ok(());
         };

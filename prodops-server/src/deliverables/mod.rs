@@ -6,6 +6,7 @@
 mod actions;
 mod buffers;
 pub mod hooks;
+pub mod identifiers;
 mod reads;
 mod sessions;
 pub mod tree;
@@ -117,6 +118,11 @@ pub fn extra_ddl(dialect: Dialect) -> Vec<String> {
         format!(
             "CREATE INDEX IF NOT EXISTS ix_work_session_worker ON work_session (organization_id, {})",
             expr("workerId")
+        ),
+        // Search and `--key identifier` imports find deliverables by identifier.
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_deliverable_identifier ON deliverable (organization_id, {})",
+            expr("identifier")
         ),
         // A schedule action reads the dependencies of its order only (actions.rs `load_plan`).
         format!(

@@ -46,6 +46,31 @@ fn row_of(r: &[SqlValue]) -> Option<TreeRow> {
     })
 }
 
+/// How deep a deliverable may be: a root is at level 1, its children at level 2, ... The
+/// materialized path grows by 37 bytes a level, and PostgreSQL refuses an index row past about
+/// 2,700 bytes (the path index failed at level 68), so the limit keeps a margin below that and
+/// holds on SQLite alike (docs/limits.md).
+pub const MAX_DEPTH: usize = 64;
+
+/// The bytes one level adds to a path: an id and its `/`.
+const SEGMENT: usize = 37;
+
+/// The level of the node whose path is `path` (a root's is 1).
+pub fn depth_of(path: &str) -> usize {
+    path.len() / SEGMENT
+}
+
+/// The 400 of a write that would put a deliverable at `level` below [`MAX_DEPTH`].
+fn too_deep(level: usize) -> ApiError {
+    ApiError::field(
+        "parentId",
+        format!(
+            "a deliverable may be at most {MAX_DEPTH} levels deep (a root is level 1); \
+             this write would put one at level {level}"
+        ),
+    )
+}
+
 /// The exclusive upper bound of the paths below `path` (which ends with `/`).
 pub fn path_upper(path: &str) -> String {
     let mut upper = path[..path.len().saturating_sub(1)].to_string();
@@ -97,6 +122,9 @@ pub fn insert(tx: &mut dyn Tx, org: Uuid, id: Uuid, parent: Option<Uuid>) -> Api
         Some(p) => {
             let parent_row = tree_row(tx, org, p)?
                 .ok_or_else(|| ApiError::field("parentId", "no such deliverable"))?;
+            if depth_of(&parent_row.path) + 1 > MAX_DEPTH {
+                return Err(too_deep(depth_of(&parent_row.path) + 1));
+            }
             let next = tx.query(
                 &format!(
                     "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"
@@ -172,6 +200,27 @@ fn record_text(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Option<String>
         .and_then(SqlValue::into_string))
 }
 
+/// The number of levels of a node's subtree, the node included (1 for a leaf): one read of
+/// the path index range.
+fn subtree_height(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<usize> {
+    let rows = tx.query(
+        &format!(
+            "SELECT MAX(LENGTH(path)) FROM {TREE} WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    let longest = rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .map_or(top.path.len(), |n| n as usize);
+    Ok(longest.saturating_sub(top.path.len()) / SEGMENT + 1)
+}
+
 /// Moves a node (and its subtree) under `new_parent`, last among its new siblings.
 pub fn move_node(tx: &mut dyn Tx, org: Uuid, id: Uuid, new_parent: Option<Uuid>) -> ApiResult<()> {
     let Some(row) = tree_row(tx, org, id)? else {
@@ -181,6 +230,11 @@ pub fn move_node(tx: &mut dyn Tx, org: Uuid, id: Uuid, new_parent: Option<Uuid>)
         Some(p) => {
             let parent_row = tree_row(tx, org, p)?
                 .ok_or_else(|| ApiError::field("parentId", "no such deliverable"))?;
+            // The deepest node of the moved subtree lands this many levels below the parent.
+            let below = subtree_height(tx, org, &row)?;
+            if depth_of(&parent_row.path) + below > MAX_DEPTH {
+                return Err(too_deep(depth_of(&parent_row.path) + below));
+            }
             let next = tx.query(
                 &format!(
                     "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"

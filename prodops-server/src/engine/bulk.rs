@@ -206,6 +206,14 @@ impl Prepared {
     /// ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)), builds each plain create.
     pub(crate) fn new(res: &Resource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
         let records: Vec<&RawValue> = body.parse()?;
+        // docs/limits.md: a larger batch is refused whole, before anything is built or written.
+        if records.len() as u64 > super::MAX_BULK_RECORDS {
+            return Err(ApiError::validation(format!(
+                "a bulk PUT takes at most {} records; this body has {}; split it into batches, nothing was written",
+                super::MAX_BULK_RECORDS,
+                records.len()
+            )));
+        }
         let base = body.0.as_ptr() as usize;
         let span_of = |item: &RawValue| {
             let start = item.get().as_ptr() as usize - base;
@@ -370,6 +378,20 @@ impl<'r> CreateBuilder<'r> {
             // above, and `isArchived` as given (a record whose `isArchived` is not a boolean
             // does not read as the resource).
             Some(Ok(text)) => {
+                // A long text in an indexed field (rare: more bytes as written than the limit
+                // has characters) is judged on the checked record, as the pipeline judges it.
+                let long = crate::text::indexed_fields(desc).any(|f| {
+                    let top = f.split('.').next().unwrap_or(f);
+                    fields
+                        .get(top)
+                        .is_some_and(|raw| raw.get().len() > crate::text::MAX_INDEXED_TEXT)
+                });
+                if long
+                    && let Ok(record) = serde_json::from_str::<Value>(&text)
+                    && let Err(e) = crate::text::check_indexed_lengths(desc, None, &record)
+                {
+                    return Some(Create::Invalid(id, e));
+                }
                 let row = NewRow {
                     id: id_text.to_string(),
                     archived,

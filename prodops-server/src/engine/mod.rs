@@ -174,39 +174,52 @@ pub fn routes() -> Router<Arc<AppState>> {
     router
 }
 
+/// Whether the engine routes an operation: offered (`Yes`) or refused with 403 (`Forbidden`).
+/// An operation the resource does not offer (`NotAllowed`) is not routed, so the router
+/// answers 405 with an `Allow` header naming exactly the methods the path serves (and the
+/// OpenAPI document lists); one the resource serves itself (`Custom`) is routed by its module.
+pub fn routed(allow: Allow) -> bool {
+    matches!(allow, Allow::Yes | Allow::Forbidden)
+}
+
 /// The standard routes of one resource at `/api/v2/<res.base>`.
 pub fn resource_routes(res: Arc<Resource>) -> Router<Arc<AppState>> {
     let ops = res.desc().ops;
     let base = format!("/api/v2/{}", res.base);
     let mut collection: MethodRouter<Arc<AppState>> = get(list);
-    if ops.create != Allow::Custom {
+    if routed(ops.create) {
         collection = collection.post(create);
     }
     let mut bulk: MethodRouter<Arc<AppState>> = MethodRouter::new();
-    if ops.bulk_put != Allow::Custom {
+    if routed(ops.bulk_put) {
         bulk = bulk.put(bulk_put);
     }
-    if ops.bulk_patch != Allow::Custom {
+    if routed(ops.bulk_patch) {
         bulk = bulk.patch(bulk_patch);
     }
-    if ops.bulk_delete != Allow::Custom {
+    if routed(ops.bulk_delete) {
         bulk = bulk.delete(bulk_delete);
     }
     let mut item: MethodRouter<Arc<AppState>> = get(get_one);
-    if ops.update != Allow::Custom {
+    if routed(ops.update) {
         item = item.patch(update);
     }
-    if ops.delete != Allow::Custom {
+    if routed(ops.delete) {
         item = item.delete(delete_one);
     }
-    Router::new()
+    let mut router = Router::new()
         .route(&base, collection)
         .route(&format!("{base}/query"), post(query))
         .route(&format!("{base}/count"), get(count_get).post(count_post))
         .route(&format!("{base}/group-and-count"), post(group_and_count))
-        .route(&format!("{base}/bulk"), bulk)
-        .route(&format!("{base}/{{id}}"), item)
-        .layer(Extension(res))
+        .route(&format!("{base}/{{id}}"), item);
+    if [ops.bulk_put, ops.bulk_patch, ops.bulk_delete]
+        .into_iter()
+        .any(routed)
+    {
+        router = router.route(&format!("{base}/bulk"), bulk);
+    }
+    router.layer(Extension(res))
 }
 
 fn page_json(values: Vec<String>, total: u64) -> String {
@@ -579,15 +592,19 @@ fn bulk_targets(
 
 /// Bulk PATCH and DELETE: `apply` runs on every record the filter matches, in one transaction,
 /// so one refused record leaves every record as it was. A call without any filter is refused.
-async fn bulk_apply<F>(
+/// `if_none` runs when the filter matches nothing, in place of `apply` (a bulk PATCH checks its
+/// body against the record's rules there, as it would have for a matching record).
+async fn bulk_apply<F, N>(
     call: Call,
     res: Arc<Resource>,
     query: Option<String>,
     (allow, what, action): (Allow, &str, Action),
     apply: F,
+    if_none: N,
 ) -> ApiResult<Response>
 where
     F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value) -> ApiResult<()> + Send + 'static,
+    N: Fn(&Resource) -> ApiResult<()> + Send + 'static,
 {
     res.allow(allow, what)?;
     res.hooks.authorize(&call.auth, &res, action)?;
@@ -600,6 +617,9 @@ where
     call.write(move |tx, ctx| {
         let ctx = &ctx.deferring();
         let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
+        if targets.is_empty() {
+            if_none(&res)?;
+        }
         for (i, old) in targets.iter().enumerate() {
             apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
         }
@@ -620,9 +640,20 @@ async fn bulk_patch(
 ) -> ApiResult<Response> {
     let patch = body_object(body)?;
     let op = (res.desc().ops.bulk_patch, "bulk PATCH", Action::Update);
-    bulk_apply(call, res, query, op, move |tx, ctx, res, old| {
-        update_record(tx, ctx, res, old, patch.clone()).map(|_| ())
-    })
+    // The body is checked before any record is looked for (spec 4.7): what no record could
+    // take is refused whether or not the filter matches anything.
+    res.allow(op.0, op.1)?;
+    res.hooks.authorize(&call.auth, &res, op.2)?;
+    pipeline::check_patch_body(&res, &patch, false)?;
+    let checked = patch.clone();
+    bulk_apply(
+        call,
+        res,
+        query,
+        op,
+        move |tx, ctx, res, old| update_record(tx, ctx, res, old, patch.clone()).map(|_| ()),
+        move |res| pipeline::check_patch_body(res, &checked, true),
+    )
     .await
 }
 
@@ -632,7 +663,7 @@ async fn bulk_delete(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     let op = (res.desc().ops.bulk_delete, "bulk DELETE", Action::Delete);
-    bulk_apply(call, res, query, op, delete_record).await
+    bulk_apply(call, res, query, op, delete_record, |_| Ok(())).await
 }
 
 /// Bulk PUT: creates or updates each record, in order (see `bulk.rs`): with an `id` that

@@ -1,5 +1,8 @@
 //! Parsing what a standard call asks for: ids, filters, search, sort, paging, query bodies.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -122,6 +125,7 @@ pub(crate) fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
             format!("/{} has no search columns", res.desc().path),
         ));
     }
+    crate::text::check_search(text)?;
     let columns = columns.iter().filter_map(|c| FieldPath::parse(c)).collect();
     Ok(Cond::Search {
         columns,
@@ -176,10 +180,9 @@ pub fn parse_list_params(
         }
     }
     for (name, values) in fields {
-        params.conds.push(Cond::Field {
-            path: res.field_path(&name)?,
-            values,
-        });
+        params
+            .conds
+            .push(field_cond(res, res.field_path(&name)?, values));
         params.filtered = true;
     }
     if res.desc().archive.is_archivable() && !archived_given {
@@ -248,10 +251,11 @@ pub fn filter_conds(
             archived_given = true;
             continue;
         }
-        conds.push(Cond::Field {
-            path: res.field_path(name)?,
-            values: filter_text(name, value)?,
-        });
+        conds.push(field_cond(
+            res,
+            res.field_path(name)?,
+            filter_text(name, value)?,
+        ));
     }
     if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
         conds.push(Cond::Archived(false));
@@ -268,10 +272,62 @@ pub fn filter_conds(
 }
 
 fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
-    Ok(Cond::Field {
-        path: res.field_path(field)?,
-        values: vec![value.to_string()],
-    })
+    Ok(field_cond(
+        res,
+        res.field_path(field)?,
+        vec![value.to_string()],
+    ))
+}
+
+/// The condition of an equality filter: [`Cond::Text`] on a top-level field the resource's
+/// schema types as a string (or null), which an index on the field can serve, else
+/// [`Cond::Field`]; the two give the same answer on such a field.
+fn field_cond(res: &Resource, path: FieldPath, values: Vec<String>) -> Cond {
+    if path.segments().len() == 1 && string_fields(res.table()).contains(path.first()) {
+        Cond::Text { path, values }
+    } else {
+        Cond::Field { path, values }
+    }
+}
+
+/// The top-level fields of a table's records that hold a string or null and nothing else, by
+/// the schema of its resource (the records are written from those types).
+fn string_fields(table: &str) -> &'static HashSet<String> {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
+    static BY_TABLE: OnceLock<HashMap<&'static str, HashSet<String>>> = OnceLock::new();
+    static NONE: OnceLock<HashSet<String>> = OnceLock::new();
+    let by_table = BY_TABLE.get_or_init(|| {
+        let is_string = |schema: &RefOr<Schema>| match schema {
+            RefOr::T(Schema::Object(o)) => match &o.schema_type {
+                SchemaType::Type(Type::String) => true,
+                SchemaType::Array(types) => {
+                    types.contains(&Type::String)
+                        && types.iter().all(|t| matches!(t, Type::String | Type::Null))
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        prodops_core::registry::resources()
+            .iter()
+            .map(|kind| {
+                let fields = match kind.schema().1 {
+                    RefOr::T(Schema::Object(o)) => o
+                        .properties
+                        .iter()
+                        .filter(|(_, s)| is_string(s))
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                    _ => HashSet::new(),
+                };
+                (kind.desc().table, fields)
+            })
+            .collect()
+    });
+    by_table
+        .get(table)
+        .unwrap_or_else(|| NONE.get_or_init(HashSet::new))
 }
 
 /// The conditions of a read by id: the resource's default filters, each replaced by the
@@ -286,10 +342,7 @@ pub(crate) fn default_filter_conds(res: &Resource, query: Option<&str>) -> ApiRe
         if given.is_empty() {
             conds.push(default_cond(res, field, value)?);
         } else {
-            conds.push(Cond::Field {
-                path: res.field_path(field)?,
-                values: given,
-            });
+            conds.push(field_cond(res, res.field_path(field)?, given));
         }
     }
     Ok(conds)
@@ -303,7 +356,10 @@ pub(crate) struct QueryBody {
     pub(crate) filter: Option<Map<String, Value>>,
     pub(crate) search: Option<String>,
     pub(crate) sort: Option<String>,
+    // `5.0` is the number 5 in JSON (and in the OpenAPI document's `integer`).
+    #[serde(default, deserialize_with = "prodops_core::number::whole_opt")]
     pub(crate) page: Option<u64>,
+    #[serde(default, deserialize_with = "prodops_core::number::whole_opt")]
     pub(crate) page_size: Option<u64>,
 }
 
@@ -350,6 +406,26 @@ pub(crate) fn body_object(body: Value) -> ApiResult<Map<String, Value>> {
 #[cfg(test)]
 mod tests {
     use super::flattened_name;
+
+    #[test]
+    fn string_fields_come_from_the_schema() {
+        let worker = super::string_fields("worker");
+        for f in [
+            "name",
+            "customerIdentifier",
+            "teamId",
+            "unionCode",
+            "createdAt",
+        ] {
+            assert!(worker.contains(f), "{f}");
+        }
+        // An enum, a boolean: compared by the stored type.
+        for f in ["status", "exemptFromAssignments", "isArchived"] {
+            assert!(!worker.contains(f), "{f}");
+        }
+        assert!(!super::string_fields("catalog_entry").contains("sortOrder"));
+        assert!(super::string_fields("no_such_table").is_empty());
+    }
 
     #[test]
     fn selected_paths_flatten_to_camel_case() {

@@ -128,6 +128,7 @@ pub(crate) fn create_candidate(
         .kind
         .check(Value::Object(candidate), None)
         .map_err(ApiError::violations)?;
+    crate::text::check_indexed_lengths(res.desc(), None, &record)?;
     res.hooks.check_facts(tx, ctx, res, None, &record)?;
     records::insert(tx, res.table(), ctx.org(), &record)?;
     res.hooks.after_write(tx, ctx, res, None, &record)?;
@@ -168,31 +169,8 @@ fn update_inner(
     server: bool,
 ) -> ApiResult<Value> {
     let desc = res.desc();
-    if !server
-        && !desc.patch_only.is_empty()
-        && let Some(field) = patch
-            .keys()
-            .find(|k| !desc.patch_only.contains(&k.as_str()))
-    {
-        return Err(ApiError::field(
-            field,
-            format!(
-                "only {} can be changed on /{}",
-                desc.patch_only.join(", "),
-                desc.path
-            ),
-        ));
-    }
-    if !server
-        && desc.archive == Archive::Actions
-        && let Some(field) = ["isArchived", "archivedAt"]
-            .into_iter()
-            .find(|f| patch.contains_key(*f))
-    {
-        return Err(ApiError::field(
-            field,
-            format!("use the archive and restore actions of /{}", desc.path),
-        ));
+    if !server {
+        client_patch_rules(res, &patch)?;
     }
     if server {
         for field in ["id", "organizationId", "createdAt", "updatedAt"] {
@@ -202,16 +180,7 @@ fn update_inner(
         strip_read_only(res, &mut patch);
         patch.remove("id");
     }
-    for (field, value) in &res.implied {
-        if let Some(v) = patch.get(*field)
-            && v.as_str() != Some(*value)
-        {
-            return Err(ApiError::field(
-                field,
-                format!("cannot change under /{}", res.base),
-            ));
-        }
-    }
+    implied_patch_rule(res, &patch)?;
     let mut candidate = old.as_object().cloned().unwrap_or_default();
     let was_archived = candidate
         .get("isArchived")
@@ -243,11 +212,86 @@ fn update_inner(
     if without_updated_at(&record) == without_updated_at(old) {
         return Ok(old.clone());
     }
+    crate::text::check_indexed_lengths(res.desc(), Some(old), &record)?;
     record["updatedAt"] = json!(ctx.now_text());
     res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
     records::update(tx, res.table(), ctx.org(), &record)?;
     res.hooks.after_write(tx, ctx, res, Some(old), &record)?;
     Ok(record)
+}
+
+/// The rules of a client's PATCH body that hold whatever the record: fields outside
+/// `patch_only`, and the archive fields of a resource archived by its own actions.
+fn client_patch_rules(res: &Resource, patch: &Map<String, Value>) -> ApiResult<()> {
+    let desc = res.desc();
+    if !desc.patch_only.is_empty()
+        && let Some(field) = patch
+            .keys()
+            .find(|k| !desc.patch_only.contains(&k.as_str()))
+    {
+        return Err(ApiError::field(
+            field,
+            format!(
+                "only {} can be changed on /{}",
+                desc.patch_only.join(", "),
+                desc.path
+            ),
+        ));
+    }
+    if desc.archive == Archive::Actions
+        && let Some(field) = ["isArchived", "archivedAt"]
+            .into_iter()
+            .find(|f| patch.contains_key(*f))
+    {
+        return Err(ApiError::field(
+            field,
+            format!("use the archive and restore actions of /{}", desc.path),
+        ));
+    }
+    Ok(())
+}
+
+/// A change of a field the endpoint implies (`type` under `/concept/order`) is refused.
+fn implied_patch_rule(res: &Resource, patch: &Map<String, Value>) -> ApiResult<()> {
+    for (field, value) in &res.implied {
+        if let Some(v) = patch.get(*field)
+            && v.as_str() != Some(*value)
+        {
+            return Err(ApiError::field(
+                field,
+                format!("cannot change under /{}", res.base),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a client's PATCH body before any record is read (a bulk PATCH, before it looks for
+/// the records its filter matches): the rules that hold whatever the record, and core's
+/// [`check_patch`](prodops_core::resource::ResourceKind::check_patch) of the fields it sets
+/// (each a field of the record, with a value of its type). With `rules` (a bulk PATCH whose
+/// filter matched nothing), also the record's own rules on those fields, unless the
+/// resource's update hooks fill fields from other records
+/// ([`Hooks::fills_on_update`](crate::hooks::Hooks::fills_on_update)), so that a body refused
+/// for any matching record is refused when none matches, too.
+pub(crate) fn check_patch_body(
+    res: &Resource,
+    patch: &Map<String, Value>,
+    rules: bool,
+) -> ApiResult<()> {
+    client_patch_rules(res, patch)?;
+    let mut body = patch.clone();
+    strip_read_only(res, &mut body);
+    body.remove("id");
+    implied_patch_rule(res, &body)?;
+    res.kind
+        .check_patch(&body, rules && !res.hooks.fills_on_update())
+        .map_err(ApiError::violations)?;
+    if rules {
+        // The length of indexed text (docs/limits.md), as a matching record would be refused.
+        crate::text::check_indexed_lengths(res.desc(), None, &Value::Object(body))?;
+    }
+    Ok(())
 }
 
 /// DELETE of one record: archives it where the resource archives on delete, else removes it.

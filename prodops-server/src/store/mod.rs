@@ -7,14 +7,17 @@
 //! Dialect differences stay in [`Dialect`] and the two implementations; nothing above this
 //! module knows which database runs.
 
+pub mod limits;
 mod postgres;
 pub mod records;
 pub mod sql;
 mod sqlite;
 
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
-pub use postgres::AUTH_CHANNEL;
+pub use limits::{DEFAULT_STATEMENT_TIMEOUT, requests_in_flight};
 pub use sql::Dialect;
 
 /// A value bound to, or read from, a SQL statement.
@@ -25,6 +28,12 @@ pub enum SqlValue {
     Real(f64),
     Text(String),
     Bool(bool),
+    /// A list of texts bound as one parameter (a filter's values): a `TEXT[]` on PostgreSQL,
+    /// a JSON array text on SQLite (read with `json_each`). Parameters only, never read.
+    TextArray(Vec<String>),
+    /// A list of numbers bound as one parameter: a `FLOAT8[]` on PostgreSQL, a JSON array
+    /// text on SQLite. Parameters only, never read.
+    RealArray(Vec<f64>),
 }
 
 impl SqlValue {
@@ -97,6 +106,12 @@ pub enum StoreError {
     /// Concurrent transactions collided (PostgreSQL serialization failure, SQLite busy).
     #[error("transaction conflict, retry")]
     Retry,
+    /// A statement ran (or waited for a lock) past the statement timeout and was stopped.
+    #[error("a statement ran past the statement timeout and was stopped")]
+    Timeout,
+    /// The request that started the transaction went away; its statements were stopped.
+    #[error("the request was abandoned; its statements were stopped")]
+    Cancelled,
     #[error("{0}")]
     Other(String),
 }
@@ -181,6 +196,8 @@ impl<'a> CellRef<'a> {
             SqlValue::Real(f) => CellRef::Real(*f),
             SqlValue::Text(t) => CellRef::Text(t.as_bytes()),
             SqlValue::Bool(b) => CellRef::Bool(*b),
+            // Arrays are parameters only; no query reads one back.
+            SqlValue::TextArray(_) | SqlValue::RealArray(_) => CellRef::Null,
         }
     }
 
@@ -250,20 +267,37 @@ pub enum Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `url` and runs the migrations.
+    /// Opens (creating if needed) the database at `url` and runs the migrations; statements
+    /// run under the [`DEFAULT_STATEMENT_TIMEOUT`].
     pub async fn open(url: &str) -> StoreResult<Store> {
+        Self::open_with(url, DEFAULT_STATEMENT_TIMEOUT).await
+    }
+
+    /// [`Store::open`] with a statement timeout: every statement of every transaction (and of
+    /// the async fast paths on PostgreSQL) is stopped once it has run, or waited for a lock,
+    /// this long, and the transaction fails with [`StoreError::Timeout`]. Zero: no timeout.
+    /// The migrations run without one.
+    pub async fn open_with(url: &str, statement_timeout: Duration) -> StoreResult<Store> {
         let store = if let Some(rest) = url.strip_prefix("sqlite:") {
             let path = rest.trim_start_matches("//");
-            Store::Sqlite(sqlite::SqliteStore::open(path)?)
+            Store::Sqlite(sqlite::SqliteStore::open(path, statement_timeout)?)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Store::Postgres(postgres::PgStore::open(url).await?)
+            Store::Postgres(postgres::PgStore::open(url, statement_timeout).await?)
         } else {
             return Err(StoreError::Other(format!(
                 "unsupported database URL (expected sqlite://PATH, sqlite::memory: or postgres://...): {}",
                 redact_url(url)
             )));
         };
-        store.write(crate::migrate::run).await?;
+        // A migration may rewrite a large table: it runs without a statement timeout.
+        store
+            .transaction(true, false, |tx| {
+                if tx.dialect() == Dialect::Postgres {
+                    tx.execute("SET LOCAL statement_timeout = 0", &[])?;
+                }
+                crate::migrate::run(tx)
+            })
+            .await?;
         Ok(store)
     }
 
@@ -282,7 +316,7 @@ impl Store {
         E: TxError + Send + 'static,
         F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.transaction(true, f).await
+        self.transaction(true, true, f).await
     }
 
     /// Runs `f` in a read-only transaction (a consistent snapshot) on a blocking thread.
@@ -292,10 +326,14 @@ impl Store {
         E: TxError + Send + 'static,
         F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.transaction(false, f).await
+        self.transaction(false, true, f).await
     }
 
-    async fn transaction<T, E, F>(&self, write: bool, f: F) -> Result<T, E>
+    /// Runs `f` in a transaction on a blocking thread, under the statement timeout when
+    /// `limited`. The future holds a [`limits::CancelOnDrop`]: dropped before the transaction
+    /// ends (the client went away and hyper dropped the handler), it stops the transaction's
+    /// statements, so no query outlives the request that asked for it.
+    async fn transaction<T, E, F>(&self, write: bool, limited: bool, f: F) -> Result<T, E>
     where
         T: Send + 'static,
         E: TxError + Send + 'static,
@@ -303,15 +341,23 @@ impl Store {
     {
         let store = self.clone();
         let handle = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || match store {
-            Store::Sqlite(s) => s.transaction(write, f),
-            Store::Postgres(p) => p.transaction(&handle, write, f),
+        let cancel = Arc::new(limits::Cancel::default());
+        let request_id = crate::error::REQUEST_ID.try_with(Arc::clone).ok();
+        let guard = limits::CancelOnDrop::new(cancel.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            let _in_flight = limits::InFlight::enter(request_id);
+            match store {
+                Store::Sqlite(s) => s.transaction(write, limited, &cancel, f),
+                Store::Postgres(p) => p.transaction(&handle, write, &cancel, f),
+            }
         })
-        .await
-        .map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
+        .await;
+        guard.defuse();
+        result.map_err(|e| E::from(StoreError::other(format!("storage task failed: {e}"))))?
     }
 
-    /// Looks up an unrevoked API key by its hash, with its organization's flags.
+    /// Looks up an unrevoked API key by its hash, with its organization's flags: on every
+    /// request, never from a cache, so revocations and flag changes apply at once.
     pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
         match self {
             Store::Sqlite(s) => s.find_key(key_hash),
@@ -329,13 +375,6 @@ impl Store {
         match self {
             Store::Sqlite(s) => s.get_raw(table, org, id),
             Store::Postgres(p) => p.get_raw(table, org, id).await,
-        }
-    }
-
-    /// Drops this process's cached API keys; other processes hear of it by notification.
-    pub fn forget_cached_keys(&self) {
-        if let Store::Postgres(p) = self {
-            p.forget_cached_keys();
         }
     }
 

@@ -2,106 +2,24 @@
 //! that drives the async client with `Handle::block_on`, so rule code is the same synchronous
 //! code as on SQLite; the hot reads stay async.
 
-use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use futures::StreamExt;
 use tokio::runtime::Handle;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{AsyncMessage, NoTls, Row};
+use tokio_postgres::{NoTls, Row, Statement};
 use uuid::Uuid;
 
+use super::limits::Cancel;
 use super::{Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
 
-/// The channel on which operator actions announce that keys or flags changed.
-pub const AUTH_CHANNEL: &str = "prodops_auth";
-/// A cached key is re-read after this long even without a notification (a safety net).
-const KEY_CACHE_TTL: Duration = Duration::from_secs(60);
-
+/// API keys are not cached: every request looks its key up with one prepared query on the
+/// unique index of `api_keys.key_hash`, so a revoked key or a changed flag is seen by the very
+/// next request of every process sharing the database (decisions.md section 1).
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
-    keys: Arc<KeyCache>,
-}
-
-/// API keys already looked up, so a request costs one round trip instead of two. Entries are used
-/// only while a `LISTEN` connection is up: every server drops its whole cache when a key is
-/// revoked or a flag set (they `NOTIFY` in the same transaction), and when the listening
-/// connection drops, since notifications may have been missed.
-#[derive(Default)]
-struct KeyCache {
-    listening: AtomicBool,
-    entries: RwLock<HashMap<String, (KeyRow, Instant)>>,
-}
-
-impl KeyCache {
-    fn get(&self, hash: &str) -> Option<KeyRow> {
-        if !self.listening.load(Ordering::Acquire) {
-            return None;
-        }
-        let entries = self.entries.read().unwrap_or_else(|p| p.into_inner());
-        entries
-            .get(hash)
-            .filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL)
-            .map(|(row, _)| row.clone())
-    }
-
-    fn put(&self, hash: &str, row: &KeyRow) {
-        if self.listening.load(Ordering::Acquire) {
-            let mut entries = self.entries.write().unwrap_or_else(|p| p.into_inner());
-            entries.insert(hash.to_string(), (row.clone(), Instant::now()));
-        }
-    }
-
-    fn clear(&self) {
-        self.entries
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-    }
-
-    fn set_listening(&self, listening: bool) {
-        self.clear();
-        self.listening.store(listening, Ordering::Release);
-        self.clear();
-    }
-}
-
-/// Keeps one connection listening on [`AUTH_CHANNEL`], reconnecting when it drops.
-async fn listen_for_key_changes(config: tokio_postgres::Config, cache: Arc<KeyCache>) {
-    loop {
-        if let Ok((client, mut connection)) = config.connect(NoTls).await {
-            let pump_cache = cache.clone();
-            let pump = tokio::spawn(async move {
-                let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-                while let Some(message) = messages.next().await {
-                    match message {
-                        Ok(AsyncMessage::Notification(n)) if n.channel() == AUTH_CHANNEL => {
-                            pump_cache.clear()
-                        }
-                        Ok(_) => {}
-                        Err(_) => break,
-                    }
-                }
-            });
-            if client
-                .batch_execute(&format!("LISTEN {AUTH_CHANNEL}"))
-                .await
-                .is_ok()
-            {
-                cache.set_listening(true);
-            }
-            let _ = pump.await;
-            cache.set_listening(false);
-            drop(client);
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
 }
 
 /// Connections per process: a few per core. More only queue on the CPU (measured: a pool of 32
@@ -151,6 +69,8 @@ impl ToSql for SqlValue {
                 }
                 _ => s.as_str().to_sql(ty, out),
             },
+            SqlValue::TextArray(v) => v.to_sql(ty, out),
+            SqlValue::RealArray(v) => v.to_sql(ty, out),
             SqlValue::Bool(b) => match *ty {
                 Type::INT2 => (*b as i16).to_sql(ty, out),
                 Type::INT4 => (*b as i32).to_sql(ty, out),
@@ -206,6 +126,10 @@ fn map_err(e: tokio_postgres::Error) -> StoreError {
         }
         if code == "40001" || code == "40P01" {
             return StoreError::Retry;
+        }
+        // query_canceled: the statement timeout, or a cancel request (`PgTx::run` tells which).
+        if code == "57014" {
+            return StoreError::Timeout;
         }
         return StoreError::Other(format!("{code}: {}", db.message()));
     }
@@ -280,12 +204,19 @@ fn params(values: &[SqlValue]) -> Vec<&(dyn ToSql + Sync)> {
 }
 
 impl PgStore {
-    pub async fn open(url: &str) -> StoreResult<Self> {
+    pub async fn open(url: &str, statement_timeout: std::time::Duration) -> StoreResult<Self> {
         let mut pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
         // `CREATE ... IF NOT EXISTS` sends a notice on every start; only warnings matter.
+        // Every pooled connection stops a statement that runs (or waits for a lock) past the
+        // statement timeout (0: none); it fails with 57014, read as `StoreError::Timeout`.
+        let timeout_ms = match statement_timeout.as_millis() {
+            0 if !statement_timeout.is_zero() => 1,
+            ms => ms,
+        };
+        let ours = format!("-c client_min_messages=warning -c statement_timeout={timeout_ms}");
         let options = match pg_config.get_options() {
-            Some(given) => format!("{given} -c client_min_messages=warning"),
-            None => "-c client_min_messages=warning".to_string(),
+            Some(given) => format!("{given} {ours}"),
+            None => ours,
         };
         pg_config.options(&options);
         let manager = Manager::from_config(
@@ -299,9 +230,7 @@ impl PgStore {
             .max_size(pool_size())
             .build()
             .map_err(StoreError::other)?;
-        let keys = Arc::new(KeyCache::default());
-        tokio::spawn(listen_for_key_changes(pg_config, keys.clone()));
-        let store = PgStore { pool, keys };
+        let store = PgStore { pool };
         // Fail at start, with a clear message, when the database does not answer.
         store
             .client()
@@ -310,10 +239,6 @@ impl PgStore {
             .await
             .map_err(map_err)?;
         Ok(store)
-    }
-
-    pub fn forget_cached_keys(&self) {
-        self.keys.clear();
     }
 
     async fn client(&self) -> StoreResult<Object> {
@@ -326,64 +251,45 @@ impl PgStore {
     /// Runs `f` in a transaction. `BEGIN` travels with the first statement instead of costing a
     /// round trip of its own, and a read-only transaction's `COMMIT` completes after the answer
     /// is on its way (it cannot fail in a way the reader would care about).
-    pub fn transaction<T, E, F>(&self, handle: &Handle, write: bool, mut f: F) -> Result<T, E>
+    ///
+    /// Once `cancel` is cancelled no further statement starts, and the one in progress is
+    /// stopped by a cancel request to the connection's backend (`CancelToken`); that
+    /// connection then leaves the pool, since a cancel request still on its way must not reach
+    /// another transaction.
+    pub fn transaction<T, E, F>(
+        &self,
+        handle: &Handle,
+        write: bool,
+        cancel: &Cancel,
+        f: F,
+    ) -> Result<T, E>
     where
         E: TxError,
         F: FnMut(&mut dyn Tx) -> Result<T, E>,
     {
         let client = handle.block_on(self.client()).map_err(E::from)?;
-        let begin = if write { "BEGIN" } else { "BEGIN READ ONLY" };
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut tx = PgTx {
-                client: &client,
-                handle,
-                pending_begin: Some(begin),
-            };
-            let result = f(&mut tx);
-            let began = tx.pending_begin.is_none();
-            let finish = |sql: &'static str| -> StoreResult<()> {
-                if began {
-                    handle.block_on(client.batch_execute(sql)).map_err(map_err)
-                } else {
-                    Ok(())
-                }
-            };
-            match result {
-                Ok(v) if !write => {
-                    if began {
-                        handle.spawn(async move {
-                            let _ = client.batch_execute("COMMIT").await;
-                        });
-                    }
-                    return Ok(v);
-                }
-                Ok(v) => match finish("COMMIT") {
-                    Ok(()) => return Ok(v),
-                    Err(err) => {
-                        let _ = finish("ROLLBACK");
-                        if matches!(err, StoreError::Retry) && attempt < 5 {
-                            continue;
-                        }
-                        return Err(E::from(err));
-                    }
-                },
-                Err(e) => {
-                    let _ = finish("ROLLBACK");
-                    if e.is_retry() && attempt < 5 {
-                        continue;
-                    }
-                    return Err(e);
-                }
-            }
+        let token = client.cancel_token();
+        let spawner = handle.clone();
+        let armed = cancel.arm(Box::new(move || {
+            spawner.spawn(async move {
+                let _ = token.cancel_query(NoTls).await;
+            });
+        }));
+        if !armed {
+            return Err(E::from(StoreError::Cancelled));
         }
+        let (result, commit_later) = attempts(&client, handle, write, cancel, f);
+        if cancel.disarm() {
+            drop(Object::take(client));
+        } else if commit_later {
+            handle.spawn(async move {
+                let _ = client.batch_execute("COMMIT").await;
+            });
+        }
+        result
     }
 
     pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
-        if let Some(row) = self.keys.get(key_hash) {
-            return Ok(Some(row));
-        }
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
@@ -405,9 +311,7 @@ impl PgStore {
         let is_admin: bool = row.try_get(2).map_err(map_err)?;
         let perms: &str = row.try_get(3).map_err(map_err)?;
         let flags: &str = row.try_get(4).map_err(map_err)?;
-        let key = super::records::key_row(id, org, is_admin, perms, flags)?;
-        self.keys.put(key_hash, &key);
-        Ok(Some(key))
+        super::records::key_row(id, org, is_admin, perms, flags).map(Some)
     }
 
     pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {
@@ -430,9 +334,67 @@ impl PgStore {
     }
 }
 
+/// Runs `f` in a transaction on `client`, again after a serialization failure (a few times,
+/// while the request is there). Answers the result and whether a read-only transaction's
+/// `COMMIT` is left to send (after the answer is on its way).
+fn attempts<T, E, F>(
+    client: &Object,
+    handle: &Handle,
+    write: bool,
+    cancel: &Cancel,
+    mut f: F,
+) -> (Result<T, E>, bool)
+where
+    E: TxError,
+    F: FnMut(&mut dyn Tx) -> Result<T, E>,
+{
+    let begin = if write { "BEGIN" } else { "BEGIN READ ONLY" };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut tx = PgTx {
+            client,
+            handle,
+            cancel,
+            pending_begin: Some(begin),
+        };
+        let result = f(&mut tx);
+        let began = tx.pending_begin.is_none();
+        let finish = |sql: &'static str| -> StoreResult<()> {
+            if began {
+                handle.block_on(client.batch_execute(sql)).map_err(map_err)
+            } else {
+                Ok(())
+            }
+        };
+        let again = attempt < 5 && !cancel.is_cancelled();
+        match result {
+            Ok(v) if !write => return (Ok(v), began),
+            Ok(v) => match finish("COMMIT") {
+                Ok(()) => return (Ok(v), false),
+                Err(err) => {
+                    let _ = finish("ROLLBACK");
+                    if matches!(err, StoreError::Retry) && again {
+                        continue;
+                    }
+                    return (Err(E::from(err)), false);
+                }
+            },
+            Err(e) => {
+                let _ = finish("ROLLBACK");
+                if e.is_retry() && again {
+                    continue;
+                }
+                return (Err(e), false);
+            }
+        }
+    }
+}
+
 struct PgTx<'c> {
     client: &'c Object,
     handle: &'c Handle,
+    cancel: &'c Cancel,
     /// The `BEGIN` not sent yet: it goes out with the first statement.
     pending_begin: Option<&'static str>,
 }
@@ -441,6 +403,21 @@ impl PgTx<'_> {
     /// Runs one statement's work, preceded by the pending `BEGIN` on the same connection: both
     /// are written before either answer is awaited, so they cost one round trip.
     fn run<T>(
+        &mut self,
+        work: impl std::future::Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        if self.cancel.is_cancelled() {
+            return Err(StoreError::Cancelled);
+        }
+        let result = self.run_now(work);
+        match result {
+            // Stopped by the cancel request rather than by the statement timeout.
+            Err(StoreError::Timeout) if self.cancel.is_cancelled() => Err(StoreError::Cancelled),
+            r => r,
+        }
+    }
+
+    fn run_now<T>(
         &mut self,
         work: impl std::future::Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
@@ -458,6 +435,23 @@ impl PgTx<'_> {
     }
 }
 
+/// The prepared statement of `sql`: the connection's cached one, except for a statement that
+/// binds an array (a filter's values). Only a plan made with the array in hand knows its
+/// length: a cached statement's generic plan guesses 10 elements and may pick a nested loop
+/// that compares every row with every value (minutes at 10,000 values), while a statement
+/// prepared afresh is planned with its parameters on its one execution.
+async fn statement(client: &Object, sql: &str, values: &[SqlValue]) -> StoreResult<Statement> {
+    let binds_array = values
+        .iter()
+        .any(|v| matches!(v, SqlValue::TextArray(_) | SqlValue::RealArray(_)));
+    let stmt = if binds_array {
+        client.prepare(sql).await
+    } else {
+        client.prepare_cached(sql).await
+    };
+    stmt.map_err(map_err)
+}
+
 impl Tx for PgTx<'_> {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
@@ -467,7 +461,7 @@ impl Tx for PgTx<'_> {
         let sql = number_placeholders(sql);
         let client = self.client;
         self.run(async move {
-            let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+            let stmt = statement(client, &sql, values).await?;
             client
                 .execute(&stmt, &params(values))
                 .await
@@ -479,7 +473,7 @@ impl Tx for PgTx<'_> {
         let sql = number_placeholders(sql);
         let client = self.client;
         self.run(async move {
-            let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+            let stmt = statement(client, &sql, values).await?;
             let rows = client
                 .query(&stmt, &params(values))
                 .await

@@ -2,15 +2,17 @@
 //! small pool of reader connections. `sqlite::memory:` uses a single connection for everything,
 //! since every connection to `:memory:` would be a database of its own.
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::{ToSqlOutput, Value as RValue, ValueRef};
 use rusqlite::{Connection, OpenFlags, ToSql};
 use uuid::Uuid;
 
+use super::limits::Cancel;
 use super::{CellRef, Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
 
 const MAX_IDLE_READERS: usize = 16;
@@ -34,8 +36,213 @@ pub struct SqliteStore {
 struct Inner {
     /// `None` for an in-memory database.
     path: Option<PathBuf>,
+    /// Transactions take turns on the writer here first (see [`Turns`]).
+    turns: Turns,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// `None`: statements run as long as they take.
+    statement_timeout: Option<Duration>,
+}
+
+/// The queue for the writer connection: a transaction waits for its turn as long as its
+/// statement timeout allows and only while its request is still there, which a plain mutex
+/// wait could not give up on.
+#[derive(Default)]
+struct Turns {
+    taken: Mutex<bool>,
+    freed: Condvar,
+}
+
+impl Turns {
+    fn take(&self) -> StoreResult<Turn<'_>> {
+        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        while *taken {
+            if let Some(stop) = LIMITS.with(Limits::stop) {
+                drop(taken);
+                // The turn this waiter may have been woken for goes to the next one.
+                self.freed.notify_one();
+                return Err(stop);
+            }
+            taken = self
+                .freed
+                .wait_timeout(taken, Duration::from_millis(20))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *taken = true;
+        Ok(Turn(self))
+    }
+}
+
+/// The writer's turn, given back when dropped.
+struct Turn<'a>(&'a Turns);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.0.taken.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        self.0.freed.notify_one();
+    }
+}
+
+/// The limits of the transaction running on this thread: its statement timeout, the deadline
+/// of the statement in progress and the request's cancellation. SQLite calls the progress and
+/// busy handlers every connection carries ([`tune`]) on the thread that steps the statement,
+/// which is the one running the transaction, so they find the limits here.
+#[derive(Default)]
+struct Limits {
+    timeout: Cell<Option<Duration>>,
+    deadline: Cell<Option<Instant>>,
+    cancel: RefCell<Option<Arc<Cancel>>>,
+}
+
+thread_local! {
+    static LIMITS: Limits = Limits::default();
+}
+
+impl Limits {
+    /// Why the work on this thread must stop now, if it must.
+    fn stop(&self) -> Option<StoreError> {
+        if self
+            .cancel
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.is_cancelled())
+        {
+            return Some(StoreError::Cancelled);
+        }
+        match self.deadline.get() {
+            Some(deadline) if Instant::now() >= deadline => Some(StoreError::Timeout),
+            _ => None,
+        }
+    }
+
+    /// A statement starts: its deadline is the statement timeout from now. Fails when the
+    /// request is gone.
+    fn start_statement(&self) -> StoreResult<()> {
+        if let Some(timeout) = self.timeout.get() {
+            self.deadline.set(Some(Instant::now() + timeout));
+        }
+        match self.stop() {
+            Some(StoreError::Cancelled) => Err(StoreError::Cancelled),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Sets this thread's [`Limits`] for one transaction; clears them when dropped.
+struct LimitScope;
+
+impl LimitScope {
+    fn enter(timeout: Option<Duration>, cancel: &Arc<Cancel>) -> LimitScope {
+        LIMITS.with(|l| {
+            l.timeout.set(timeout);
+            l.deadline.set(timeout.map(|t| Instant::now() + t));
+            *l.cancel.borrow_mut() = Some(cancel.clone());
+        });
+        LimitScope
+    }
+}
+
+impl Drop for LimitScope {
+    fn drop(&mut self) {
+        LIMITS.with(|l| {
+            l.timeout.set(None);
+            l.deadline.set(None);
+            *l.cancel.borrow_mut() = None;
+        });
+    }
+}
+
+/// Virtual machine steps between two calls of [`progress`]: a call costs a clock read, a few
+/// tens of nanoseconds against some hundred microseconds of work.
+const PROGRESS_STEPS: std::os::raw::c_int = 10_000;
+
+/// SQLite's progress handler: a nonzero answer interrupts the statement in progress
+/// (`SQLITE_INTERRUPT`), which [`tx_err`] reports as the timeout or the cancellation.
+extern "C" fn progress(_: *mut std::os::raw::c_void) -> std::os::raw::c_int {
+    LIMITS
+        .try_with(|l| l.stop().is_some())
+        .unwrap_or(false)
+        .into()
+}
+
+/// How long a statement waits for a lock outside a transaction with a deadline (as the
+/// `busy_timeout` this handler replaces did).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The waits between tries for a lock, in milliseconds, as SQLite's own busy handler sleeps;
+/// then the last one over and over.
+const BUSY_SLEEPS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+/// SQLite's busy handler (another process holds the lock): sleeps and tries again until the
+/// statement's deadline, or [`BUSY_TIMEOUT`] without one, and gives up at once when the request
+/// is gone; `false` makes the statement fail with `SQLITE_BUSY`.
+extern "C" fn busy(
+    _: *mut std::os::raw::c_void,
+    tries: std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    keep_waiting(tries).into()
+}
+
+fn keep_waiting(tries: i32) -> bool {
+    let tries = tries.max(0) as usize;
+    let sleep = Duration::from_millis(BUSY_SLEEPS_MS[tries.min(BUSY_SLEEPS_MS.len() - 1)]);
+    let deadline = LIMITS.try_with(|l| {
+        if l.stop().is_some() {
+            return Err(());
+        }
+        Ok(l.deadline.get())
+    });
+    match deadline {
+        Err(_) | Ok(Err(())) => false,
+        Ok(Ok(Some(deadline))) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            std::thread::sleep(sleep.min(left));
+            true
+        }
+        Ok(Ok(None)) => {
+            let slept: u64 = BUSY_SLEEPS_MS.iter().take(tries).sum::<u64>()
+                + tries.saturating_sub(BUSY_SLEEPS_MS.len()) as u64 * BUSY_SLEEPS_MS[11];
+            if Duration::from_millis(slept) >= BUSY_TIMEOUT {
+                return false;
+            }
+            std::thread::sleep(sleep);
+            true
+        }
+    }
+}
+
+/// [`map_err`] for a statement of a transaction: a statement stopped by the progress handler,
+/// or one that gave up waiting for a lock, fails with the reason it was stopped.
+fn tx_err(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(err, _) = &e
+        && matches!(
+            err.code,
+            rusqlite::ErrorCode::OperationInterrupted
+                | rusqlite::ErrorCode::DatabaseBusy
+                | rusqlite::ErrorCode::DatabaseLocked
+        )
+    {
+        if let Some(stop) = LIMITS.with(Limits::stop) {
+            return stop;
+        }
+        if err.code == rusqlite::ErrorCode::OperationInterrupted {
+            return StoreError::Timeout;
+        }
+    }
+    map_err(e)
+}
+
+fn start_statement() -> StoreResult<()> {
+    LIMITS.with(Limits::start_statement)
+}
+
+/// `ROLLBACK`, never itself stopped by the limits that may have ended the transaction.
+fn rollback(conn: &Connection) {
+    LIMITS.with(|l| {
+        l.deadline.set(None);
+        *l.cancel.borrow_mut() = None;
+    });
+    let _ = conn.execute_batch("ROLLBACK");
 }
 
 impl ToSql for SqlValue {
@@ -46,6 +253,15 @@ impl ToSql for SqlValue {
             SqlValue::Real(f) => ToSqlOutput::Owned(RValue::Real(*f)),
             SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             SqlValue::Bool(b) => ToSqlOutput::Owned(RValue::Integer(*b as i64)),
+            // Read in SQL with `json_each(?)`.
+            SqlValue::TextArray(v) => ToSqlOutput::Owned(RValue::Text(
+                serde_json::to_string(v)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?,
+            )),
+            SqlValue::RealArray(v) => ToSqlOutput::Owned(RValue::Text(
+                serde_json::to_string(v)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?,
+            )),
         })
     }
 }
@@ -92,8 +308,19 @@ fn map_err(e: rusqlite::Error) -> StoreError {
 
 /// Settings every connection gets, reader or writer.
 fn tune(conn: &Connection) -> StoreResult<()> {
-    conn.busy_timeout(Duration::from_secs(10))
-        .map_err(map_err)?;
+    // Waits for another process's lock as long as the statement may run (see `busy`), and
+    // stops a statement past its deadline or of a request that is gone (see `progress`).
+    // SAFETY: the handle is this open connection's; the handlers are plain functions that
+    // read only this thread's limits and outlive the connection.
+    unsafe {
+        rusqlite::ffi::sqlite3_busy_handler(conn.handle(), Some(busy), std::ptr::null_mut());
+        rusqlite::ffi::sqlite3_progress_handler(
+            conn.handle(),
+            PROGRESS_STEPS,
+            Some(progress),
+            std::ptr::null_mut(),
+        );
+    }
     // rusqlite clears a cached statement's bindings when it is reused; without the query planner
     // stability guarantee SQLite then re-prepares any statement whose plan could depend on a bound
     // value (the key lookup did, on every request). With it, a cached statement stays prepared.
@@ -214,7 +441,7 @@ static MIMALLOC_METHODS: MemMethods = {
 };
 
 impl SqliteStore {
-    pub fn open(path: &str) -> StoreResult<Self> {
+    pub fn open(path: &str, statement_timeout: Duration) -> StoreResult<Self> {
         configure_library();
         let memory = path == ":memory:" || path.is_empty();
         let writer = if memory {
@@ -235,8 +462,10 @@ impl SqliteStore {
                 } else {
                     Some(PathBuf::from(path))
                 },
+                turns: Turns::default(),
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
+                statement_timeout: (!statement_timeout.is_zero()).then_some(statement_timeout),
             }),
         })
     }
@@ -280,12 +509,28 @@ impl SqliteStore {
         result
     }
 
-    pub fn transaction<T, E, F>(&self, write: bool, mut f: F) -> Result<T, E>
+    /// Runs `f` in a transaction, its statements under the statement timeout when `limited`,
+    /// and all of it stopped once `cancel` is.
+    pub fn transaction<T, E, F>(
+        &self,
+        write: bool,
+        limited: bool,
+        cancel: &Arc<Cancel>,
+        mut f: F,
+    ) -> Result<T, E>
     where
         E: TxError,
         F: FnMut(&mut dyn Tx) -> Result<T, E>,
     {
+        let timeout = if limited {
+            self.inner.statement_timeout
+        } else {
+            None
+        };
+        // The wait for the writer and `BEGIN` count as the first statement.
+        let _limits = LimitScope::enter(timeout, cancel);
         if write || self.inner.path.is_none() {
+            let _turn = self.inner.turns.take().map_err(E::from)?;
             let conn = self.lock_writer();
             // Triggers are only ever off inside `records::insert_rows`; should a panic have
             // left them off, they are on again before anything else writes (a no-op when on).
@@ -350,29 +595,32 @@ where
     E: From<StoreError>,
     F: FnMut(&mut dyn Tx) -> Result<T, E>,
 {
-    conn.execute_batch(begin).map_err(|e| E::from(map_err(e)))?;
+    conn.execute_batch(begin).map_err(|e| E::from(tx_err(e)))?;
     let mut tx = SqliteTx { conn };
     match f(&mut tx) {
-        Ok(v) => match conn.execute_batch("COMMIT") {
-            Ok(()) => Ok(v),
-            Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                Err(E::from(map_err(e)))
+        Ok(v) => {
+            match start_statement().and_then(|()| conn.execute_batch("COMMIT").map_err(tx_err)) {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    rollback(conn);
+                    Err(E::from(e))
+                }
             }
-        },
+        }
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
+            rollback(conn);
             Err(e)
         }
     }
 }
 
-/// Runs a cached statement with owned or borrowed parameters.
+/// Runs a cached statement of a transaction with owned or borrowed parameters.
 fn execute<P: ToSql>(conn: &Connection, sql: &str, params: &[P]) -> StoreResult<u64> {
+    start_statement()?;
     let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
     stmt.execute(rusqlite::params_from_iter(params.iter()))
         .map(|n| n as u64)
-        .map_err(map_err)
+        .map_err(tx_err)
 }
 
 struct SqliteTx<'c> {
@@ -407,13 +655,14 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
+        start_statement()?;
         let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
         let ncols = stmt.column_count();
         let mut rows = stmt
             .query(rusqlite::params_from_iter(params.iter()))
-            .map_err(map_err)?;
+            .map_err(tx_err)?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(map_err)? {
+        while let Some(row) = rows.next().map_err(tx_err)? {
             let mut vals = Vec::with_capacity(ncols);
             for i in 0..ncols {
                 vals.push(read_value(row.get_ref(i).map_err(map_err)?));
@@ -436,12 +685,13 @@ impl Tx for SqliteTx<'_> {
         params: &[SqlValue],
         f: &mut dyn FnMut(&[CellRef<'_>]) -> StoreResult<()>,
     ) -> StoreResult<()> {
+        start_statement()?;
         let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
         let ncols = stmt.column_count();
         let mut rows = stmt
             .query(rusqlite::params_from_iter(params.iter()))
-            .map_err(map_err)?;
-        while let Some(row) = rows.next().map_err(map_err)? {
+            .map_err(tx_err)?;
+        while let Some(row) = rows.next().map_err(tx_err)? {
             let mut cells = Vec::with_capacity(ncols);
             for i in 0..ncols {
                 cells.push(match row.get_ref(i).map_err(map_err)? {

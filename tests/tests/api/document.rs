@@ -7,18 +7,30 @@ use prodops_server::blob::FilesConfig;
 use prodops_tests::*;
 use serde_json::Value;
 
-/// A server whose files go to a temporary directory (also on PostgreSQL).
-pub async fn start_with_ttl(ttl: Duration) -> TestServer {
+/// A server whose files go to a temporary directory (also on PostgreSQL), whose links work
+/// for `ttl` on `clock`.
+pub async fn start_with_ttl(ttl: Duration, clock: Clock) -> TestServer {
     let dir = std::env::temp_dir().join(format!("prodops-test-files-{}", unique()));
     TestServer::start_with(move |c| {
         c.files = Some(FilesConfig::Local(dir));
         c.document_link_ttl = ttl;
+        c.clock = clock;
     })
     .await
 }
 
 pub async fn start() -> TestServer {
-    start_with_ttl(Duration::from_secs(3600)).await
+    start_with_ttl(Duration::from_secs(3600), Clock::system()).await
+}
+
+/// The `expires` a link names (Unix seconds).
+fn expires_of(url: &str) -> i64 {
+    let query = url.split_once('?').expect("a link has a query").1;
+    query
+        .split('&')
+        .find_map(|p| p.strip_prefix("expires="))
+        .and_then(|e| e.parse().ok())
+        .unwrap_or_else(|| panic!("no expires in {url}"))
 }
 
 /// Uploads bytes; returns the documentKey.
@@ -146,7 +158,10 @@ async fn upload_link_download_and_the_default_filter() {
 
 #[tokio::test]
 async fn links_expire() {
-    let server = start_with_ttl(Duration::from_secs(1)).await;
+    // The server's clock stands still unless the test moves it: the link's lifetime is measured
+    // on it, never raced against real time.
+    let clock = Clock::manual();
+    let server = start_with_ttl(Duration::from_secs(60), clock.clone()).await;
     let api = server
         .org_with_flags("docs", &["documentsHubEnabled"])
         .await;
@@ -157,8 +172,14 @@ async fn links_expire() {
     )
     .await;
     let url = docs[0]["documentUrl"].as_str().unwrap().to_string();
+    let expires = expires_of(&url);
+    assert_eq!(expires, clock.now_secs() + 60, "the link works for the TTL");
     assert_eq!(fetch(&url).await.0, 200);
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Up to the last second of its lifetime it works; at its expiry it stops.
+    clock.advance(Duration::from_secs(59));
+    assert_eq!(fetch(&url).await.0, 200, "a second before it expires");
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(clock.now_secs(), expires);
     let (status, _, body) = fetch(&url).await;
     assert_eq!(status, 403);
     assert_error_json(&body, "FORBIDDEN");
@@ -168,9 +189,12 @@ async fn links_expire() {
             .unwrap()
             .contains("expired")
     );
-    // A fresh read gives a fresh link.
+    // A fresh read gives a fresh link, good for another TTL from now.
     let fresh = api.read("document", docs[0]["id"].as_str().unwrap()).await;
-    assert_eq!(fetch(fresh["documentUrl"].as_str().unwrap()).await.0, 200);
+    let fresh = fresh["documentUrl"].as_str().unwrap();
+    assert_eq!(expires_of(fresh), expires + 60);
+    assert_eq!(fetch(fresh).await.0, 200);
+    assert_eq!(fetch(&url).await.0, 403, "the old link stays expired");
 }
 
 #[tokio::test]
