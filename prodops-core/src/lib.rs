@@ -14,6 +14,7 @@ pub mod inventory;
 pub mod minimal;
 pub mod notification;
 pub mod number;
+pub mod objects_only;
 pub mod organization;
 pub mod production;
 pub mod production_actions;

@@ -8,6 +8,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use crate::objects_only::ObjectsOnly;
 use crate::violation::Violation;
 
 /// How a resource is archived, which decides what DELETE does and what lists show by default.
@@ -243,14 +244,15 @@ impl<T> Default for Kind<T> {
     }
 }
 
-/// Parses a JSON value into `T`, turning a serde error into a violation that names the field.
+/// Parses a JSON value into `T` (a struct only from an object), turning a serde error into a violation that names the field.
 pub fn parse<T: DeserializeOwned>(value: Value) -> Result<T, Violation> {
     // Most records are valid: read them without tracking the path, and only on failure read
     // again with tracking to name the field (bulk writes check every record).
-    if let Ok(parsed) = T::deserialize(&value) {
+    // Structs are read only from objects (serde alone also fills them from arrays).
+    if let Ok(parsed) = T::deserialize(ObjectsOnly(&value)) {
         return Ok(parsed);
     }
-    serde_path_to_error::deserialize(value).map_err(|err| {
+    serde_path_to_error::deserialize(ObjectsOnly(&value)).map_err(|err| {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();
         let field = if path == "." || path.is_empty() {
