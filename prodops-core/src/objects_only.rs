@@ -29,6 +29,12 @@ impl<V> Wrap<V> {
             struct_of: false,
         }
     }
+    fn struct_of(inner: V) -> Self {
+        Wrap {
+            inner,
+            struct_of: true,
+        }
+    }
 }
 
 struct Seed<S>(S);
@@ -117,14 +123,8 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ObjectsOnly<D> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_struct(
-            name,
-            fields,
-            Wrap {
-                inner: visitor,
-                struct_of: true,
-            },
-        )
+        self.0
+            .deserialize_struct(name, fields, Wrap::struct_of(visitor))
     }
     fn deserialize_enum<V: Visitor<'de>>(
         self,
@@ -273,13 +273,7 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Variant<A> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, A::Error> {
-        self.0.struct_variant(
-            fields,
-            Wrap {
-                inner: visitor,
-                struct_of: true,
-            },
-        )
+        self.0.struct_variant(fields, Wrap::struct_of(visitor))
     }
 }
 

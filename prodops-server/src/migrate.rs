@@ -211,20 +211,6 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
     Ok(())
 }
 
-/// The statements that set up the resource tables, their count triggers and the extra indexes,
-/// in the order they run. All are idempotent.
-fn resource_statements(dialect: Dialect) -> Vec<String> {
-    let mut all = Vec::new();
-    if dialect == Dialect::Postgres {
-        all.push(PG_COUNT_FUNCTION.to_string());
-    }
-    for kind in registry::resources() {
-        all.extend(resource_ddl(dialect, kind.desc()));
-    }
-    all.extend(crate::deliverables::extra_ddl(dialect));
-    all
-}
-
 /// Runs the resource set-up unless the database already holds all of it, which the digest of
 /// its statements (`schema_state.resource_ddl`), stored after a complete run, tells. Skipping
 /// matters on PostgreSQL: DDL takes table locks that wait for every open write on the table
@@ -233,8 +219,23 @@ fn resource_statements(dialect: Dialect) -> Vec<String> {
 fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     use sha2::{Digest, Sha256};
     let dialect = tx.dialect();
+    // Every statement below, all idempotent, built once: the digest is of what runs.
+    let function = (dialect == Dialect::Postgres).then_some(PG_COUNT_FUNCTION);
+    let tables: Vec<(&str, Vec<String>)> = registry::resources()
+        .iter()
+        .map(|kind| (kind.desc().table, resource_ddl(dialect, kind.desc())))
+        .collect();
+    let extra = crate::deliverables::extra_ddl(dialect);
     let mut hasher = Sha256::new();
-    for statement in resource_statements(dialect) {
+    let statements = function
+        .into_iter()
+        .chain(
+            tables
+                .iter()
+                .flat_map(|(_, ddl)| ddl.iter().map(String::as_str)),
+        )
+        .chain(extra.iter().map(String::as_str));
+    for statement in statements {
         hasher.update(statement.as_bytes());
         hasher.update([0]);
     }
@@ -251,27 +252,27 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     {
         return Ok(());
     }
-    if dialect == Dialect::Postgres {
-        tx.execute(PG_COUNT_FUNCTION, &[])?;
+    if let Some(function) = function {
+        tx.execute(function, &[])?;
     }
-    for kind in registry::resources() {
-        for statement in resource_ddl(dialect, kind.desc()) {
-            tx.execute(&statement, &[])?;
+    for (table, ddl) in &tables {
+        for statement in ddl {
+            tx.execute(statement, &[])?;
         }
-        seed_counts(tx, kind.desc().table)?;
+        seed_counts(tx, table)?;
     }
     if dialect == Dialect::Postgres {
         // The row-level function of step 31; its triggers were dropped above.
         tx.execute("DROP FUNCTION IF EXISTS prodops_count_rows()", &[])?;
     }
     let mut complete = true;
-    for statement in crate::deliverables::extra_ddl(dialect) {
+    for statement in &extra {
         // These indexes only speed reads up: one the stored data cannot take (an index row
         // past PostgreSQL's limit, from text stored before the limits of docs/limits.md) must
         // not stop the server from starting. It is tried again on the next start (the digest
         // is not stored).
         tx.execute("SAVEPOINT extra_ddl", &[])?;
-        match tx.execute(&statement, &[]) {
+        match tx.execute(statement, &[]) {
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!("index not created, reads stay correct but slower: {e}");

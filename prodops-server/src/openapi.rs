@@ -303,6 +303,10 @@ fn patch_schema(res: &Res, input: &Value) -> Value {
     schema
 }
 
+/// What bulk PATCH and DELETE say of their filters (a rule OpenAPI cannot state).
+const NEEDS_A_FILTER: &str =
+    "Needs at least one filter parameter (or `search`); without one the answer is 400.";
+
 /// The query parameters that filter a list, one per field of the record: `?field=value`
 /// (repeat a parameter to match any of its values), `isArchived=true|false`, and with
 /// `search`, the search text. Each is a plain string parameter, so a fuzzer re-validates what
@@ -726,9 +730,8 @@ fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
             format!("Update every {what} record a filter matches"),
         )
         .describe(format!(
-            "Needs at least one filter parameter (or `search`); without one the answer is 400. Applies the body to every matching \
-                 record in one transaction; one refused record refuses all. A filter matching \
-                 more than {MAX_BULK_RECORDS} records is refused."
+            "{NEEDS_A_FILTER} Applies the body to every matching record in one transaction; one \
+             refused record refuses all. A filter matching more than {MAX_BULK_RECORDS} records is refused."
         ))
         .params(filter_params(res, true))
         .body(schema_ref(&res.patch_name()), true)
@@ -747,8 +750,7 @@ fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
             format!("Delete (or archive) every {what} record a filter matches"),
         )
         .describe(format!(
-            "Needs at least one filter parameter (or `search`); without one the answer is 400. A filter matching more than \
-                 {MAX_BULK_RECORDS} records is refused."
+            "{NEEDS_A_FILTER} A filter matching more than {MAX_BULK_RECORDS} records is refused."
         ))
         .params(filter_params(res, true))
         .ok("200", "How many records matched", Some(counted));

@@ -182,26 +182,20 @@ impl Dialect {
         }
     }
 
-    /// `expr` is one of `texts`: `= ?` for one, a match against one array parameter for more.
+    /// `expr` is one of `texts`, as [`Dialect::any_of`].
     fn text_in(self, expr: &str, texts: Vec<String>, sql: &mut String, params: &mut Vec<SqlValue>) {
-        match texts.len() {
-            0 => sql.push_str(self.never()),
-            1 => {
-                sql.push_str(&format!("{expr} = {}", self.cast_text()));
-                params.extend(texts.into_iter().map(SqlValue::Text));
-            }
-            _ => {
-                sql.push_str(expr);
-                sql.push_str(match self {
-                    Dialect::Sqlite => " IN (SELECT value FROM json_each(?))",
-                    Dialect::Postgres => " IN (SELECT unnest(CAST(? AS TEXT[])))",
-                });
-                params.push(SqlValue::TextArray(texts));
-            }
-        }
+        self.any_of(
+            expr,
+            texts,
+            "TEXT",
+            SqlValue::Text,
+            SqlValue::TextArray,
+            sql,
+            params,
+        );
     }
 
-    /// `expr` (a number) is one of `numbers`, as [`Dialect::text_in`].
+    /// `expr` (a number) is one of `numbers`, as [`Dialect::any_of`].
     fn number_in(
         self,
         expr: &str,
@@ -209,25 +203,42 @@ impl Dialect {
         sql: &mut String,
         params: &mut Vec<SqlValue>,
     ) {
-        match numbers.len() {
-            0 => sql.push_str(self.never()),
-            1 => {
-                sql.push_str(&format!(
-                    "{expr} = {}",
-                    match self {
-                        Dialect::Sqlite => "?",
-                        Dialect::Postgres => "CAST(? AS DOUBLE PRECISION)",
-                    }
-                ));
-                params.extend(numbers.into_iter().map(SqlValue::Real));
+        let (one, many) = (SqlValue::Real, SqlValue::RealArray);
+        self.any_of(expr, numbers, "DOUBLE PRECISION", one, many, sql, params);
+    }
+
+    /// `expr` is one of `values` (of the PostgreSQL type `pg_type`): never for none, `= ?` for
+    /// one, a match against one array parameter for more, however many.
+    #[allow(clippy::too_many_arguments)]
+    fn any_of<T>(
+        self,
+        expr: &str,
+        mut values: Vec<T>,
+        pg_type: &str,
+        one: fn(T) -> SqlValue,
+        many: fn(Vec<T>) -> SqlValue,
+        sql: &mut String,
+        params: &mut Vec<SqlValue>,
+    ) {
+        match (values.len(), self) {
+            (0, _) => sql.push_str(self.never()),
+            (1, Dialect::Sqlite) => {
+                sql.push_str(&format!("{expr} = ?"));
+                params.extend(values.pop().map(one));
             }
-            _ => {
-                sql.push_str(expr);
-                sql.push_str(match self {
-                    Dialect::Sqlite => " IN (SELECT value FROM json_each(?))",
-                    Dialect::Postgres => " IN (SELECT unnest(CAST(? AS DOUBLE PRECISION[])))",
-                });
-                params.push(SqlValue::RealArray(numbers));
+            (1, Dialect::Postgres) => {
+                sql.push_str(&format!("{expr} = CAST(? AS {pg_type})"));
+                params.extend(values.pop().map(one));
+            }
+            (_, Dialect::Sqlite) => {
+                sql.push_str(&format!("{expr} IN (SELECT value FROM json_each(?))"));
+                params.push(many(values));
+            }
+            (_, Dialect::Postgres) => {
+                sql.push_str(&format!(
+                    "{expr} IN (SELECT unnest(CAST(? AS {pg_type}[])))"
+                ));
+                params.push(many(values));
             }
         }
     }
