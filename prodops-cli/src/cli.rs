@@ -296,7 +296,7 @@ pub fn command() -> Command {
         .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
         .arg(Arg::new("output").long("output").global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv"]).help("Output format (default: table on a terminal, json otherwise)"))
         .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
-        .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429/503 (default 6)"));
+        .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"));
 
     let mut groups: Vec<Command> = Vec::new();
     for kind in prodops_core::registry::resources() {

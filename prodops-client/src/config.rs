@@ -23,7 +23,7 @@ pub struct Config {
     pub timeout: Duration,
     /// The connection timeout of one attempt.
     pub connect_timeout: Duration,
-    /// Attempts per call for 429 and 503 answers (1 = no retries).
+    /// Attempts per call for a 429, or a 503 with `Retry-After` (1 = no retries).
     pub max_attempts: u32,
     /// The longest the client waits before one retry, whatever the server asks.
     pub max_retry_wait: Duration,
@@ -110,7 +110,7 @@ impl Config {
         self
     }
 
-    /// Sets the number of attempts for 429 and 503 answers (at least 1).
+    /// Sets the number of attempts for a 429, or a 503 with `Retry-After` (at least 1).
     ///
     /// ```
     /// let c = prodops_client::Config::new("http://h", "k").max_attempts(0);

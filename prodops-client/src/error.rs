@@ -38,7 +38,7 @@ pub struct ErrorDetail {
 /// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The server answered with an error status (after retries, for 429 and 503).
+    /// The server answered with an error status (after retries, for 429 and a 503 with `Retry-After`).
     #[error("{status} {code}: {message}{}", request_suffix(.request_id))]
     Api {
         /// HTTP status.

@@ -1,7 +1,7 @@
 //! Typed async client for the Production Operations API v2.
 //!
 //! - [`Client`] sends requests with the `X-API-Key`, a `User-Agent` of `prodops-client/<version>`,
-//!   timeouts, and retries on 429 and 503 that honour `Retry-After` / `RateLimit-Reset` with a
+//!   timeouts, and retries on 429 and on a 503 with `Retry-After` that honour `Retry-After` / `RateLimit-Reset` with a
 //!   bounded number of attempts and jittered backoff. Every POST and bulk call carries a fresh
 //!   `Idempotency-Key`, reused by its retries, so a retried call is never applied twice.
 //! - [`Client::resource`] gives the standard endpoints of any registered resource, typed with
@@ -98,6 +98,29 @@ fn wants_idempotency_key(method: &Method, path: &str) -> bool {
             && path.trim_end_matches('/').ends_with("/bulk"))
 }
 
+/// Whether an answer is worth the same request again: a 429 always (the window turns), a 503
+/// only when it carries `Retry-After`, which the server sends when concurrent transactions kept
+/// colliding. A 503 without it (a statement stopped by the server's statement timeout, a
+/// database that does not answer) would fail the same way again, and retrying a request that
+/// ran 30 s would only load the database for minutes (decisions.md section 8).
+///
+/// ```
+/// use reqwest::header::{HeaderMap, HeaderValue};
+/// let mut busy = HeaderMap::new();
+/// busy.insert("retry-after", HeaderValue::from_static("1"));
+/// assert!(prodops_client::is_retryable(503, &busy));
+/// assert!(!prodops_client::is_retryable(503, &HeaderMap::new()));
+/// assert!(prodops_client::is_retryable(429, &HeaderMap::new()));
+/// assert!(!prodops_client::is_retryable(500, &busy));
+/// ```
+pub fn is_retryable(status: u16, headers: &HeaderMap) -> bool {
+    match status {
+        429 => true,
+        503 => headers.contains_key("retry-after"),
+        _ => false,
+    }
+}
+
 /// How long to wait before retry number `attempt` (1-based) of a 429/503: the server's
 /// `Retry-After` or `RateLimit-Reset` (seconds) when given, else exponential backoff from 250 ms;
 /// plus up to 25% (at least 50 ms) random jitter, so that many clients do not return at once;
@@ -189,7 +212,7 @@ impl Client {
     }
 
     /// Sends one request to `path` (relative to `/api/v2`, may carry a query string) with retries
-    /// on 429 and 503, and returns the answer whatever its status (errors are not raised here).
+    /// on 429 and on a 503 with `Retry-After`, and returns the answer whatever its status (errors are not raised here).
     /// POST and bulk calls get a fresh `Idempotency-Key`, kept across the retries.
     ///
     /// ```no_run
@@ -236,7 +259,7 @@ impl Client {
         })
     }
 
-    /// The answer to one request, its body not read yet, after the retries on 429 and 503.
+    /// The answer to one request, its body not read yet, after the retries ([`is_retryable`]).
     async fn response(
         &self,
         method: Method,
@@ -265,8 +288,7 @@ impl Client {
             }
             let response = request.send().await.map_err(Error::Network)?;
             let status = response.status().as_u16();
-            let retryable = status == 429 || status == 503;
-            if retryable && attempt < config.max_attempts {
+            if is_retryable(status, response.headers()) && attempt < config.max_attempts {
                 let headers = response.headers().clone();
                 // Drain the body so the connection can be reused.
                 let _ = response.bytes().await;

@@ -227,3 +227,36 @@ async fn retries_429_and_posts_once() {
     assert!(raw.status == 200 || raw.status == 429);
     let _: Value = serde_json::from_slice(&raw.body).unwrap();
 }
+
+/// A 503 from the server's statement timeout carries no `Retry-After` and comes back at once:
+/// the same request would be stopped again, and six attempts of it would keep the database busy
+/// for minutes. (The write waits on a lock the test holds, so it times out on any machine.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_timeout_is_not_retried() {
+    let server = TestServer::start_with(|c| c.statement_timeout = Duration::from_secs(1)).await;
+    let api = server.org("Client").await;
+    let workers = client(&server, &api).resource::<Worker>();
+    let ann = workers.create(&json!({"name": "Ann"})).await.unwrap();
+
+    let lock = WorkerLock::take(&server, &api, &ann.id.to_string()).await;
+    let started = std::time::Instant::now();
+    let e = workers
+        .update(ann.id, &json!({"name": "Bob"}))
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    lock.release().await;
+    assert_eq!(e.status(), Some(503), "{e}");
+    assert_eq!(e.code(), Some("INTERNAL"), "{e}");
+    // One attempt takes the 1 s timeout; retries would add five more and at least 15 s of
+    // backoff (0.5 + 1 + 2 + 4 + 8 s).
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "answered after {elapsed:?}: retried"
+    );
+    assert_eq!(
+        workers.get(ann.id).await.unwrap().name,
+        "Ann",
+        "nothing was written"
+    );
+}

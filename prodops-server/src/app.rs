@@ -1,6 +1,7 @@
 //! The application: shared state, the router, and the gateway every request passes through
 //! (request id → API key → rate limit → idempotency fingerprint → route → error shape).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::context::{Auth, Ctx, Idempotency};
 use crate::error::{ApiError, ApiResult, REQUEST_ID, code_for};
 use crate::ratelimit::RateLimiter;
-use crate::store::{Store, Tx};
+use crate::store::{PointRead, Store, Tx};
 
 /// Request bodies larger than this are refused with 413 (decisions.md section 4).
 pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
@@ -36,6 +37,18 @@ pub struct AppState {
     pub openapi: Bytes,
     /// Wakes the background job runner when a job is queued.
     pub jobs: Arc<tokio::sync::Notify>,
+    /// The tables of the resources whose read by id the key lookup can do along
+    /// ([`crate::engine::point_reads`]), by the path they are served at.
+    pub point_reads: HashMap<String, &'static str>,
+}
+
+/// The record of a `GET /api/v2/<resource>/<id>` that the key lookup reads in its own
+/// statement; the route's handler answers from it ([`crate::engine`]'s `get_one`).
+#[derive(Debug, Clone)]
+pub struct Prefetched {
+    pub table: &'static str,
+    pub id: uuid::Uuid,
+    pub record: Option<String>,
 }
 
 /// A reply produced inside a write transaction, so that it can be remembered for idempotent
@@ -216,25 +229,49 @@ fn is_open(path: &str) -> bool {
         || path == crate::members::ACCEPT_PATH
 }
 
-async fn authenticate(state: &AppState, headers: &HeaderMap) -> ApiResult<Auth> {
+/// The record a request reads by id, when the key lookup can read it along: a `GET` of
+/// `/api/v2/<resource>/<uuid>` whose resource answers reads by id with the stored record.
+fn point_read(state: &AppState, method: &Method, path: &str) -> Option<PointRead> {
+    if *method != Method::GET {
+        return None;
+    }
+    let (base, id) = path.rsplit_once('/')?;
+    let table = *state.point_reads.get(base)?;
+    let id = uuid::Uuid::parse_str(id).ok()?;
+    Some(PointRead { table, id })
+}
+
+/// The key's standing, and the record a read by id asked for ([`point_read`]).
+async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    read: Option<PointRead>,
+) -> ApiResult<(Auth, Option<Prefetched>)> {
     let key = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .ok_or_else(|| ApiError::unauthorized("missing X-API-Key header"))?;
-    let row = state
+    let found = state
         .store
-        .find_key(&hash_key(key))
+        .find_key(&hash_key(key), read)
         .await?
         .ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
-    Ok(Auth {
+    let row = found.key;
+    let auth = Auth {
         key_id: row.key_id,
         org: row.organization_id,
         admin: row.is_admin,
         permissions: Arc::new(row.permissions.into_iter().collect()),
         flags: Arc::new(row.flags),
-    })
+    };
+    let prefetched = read.map(|r| Prefetched {
+        table: r.table,
+        id: r.id,
+        record: found.record,
+    });
+    Ok((auth, prefetched))
 }
 
 fn idempotency_of(
@@ -275,10 +312,11 @@ async fn admit(
     let auth = if is_open(&path) {
         None
     } else {
-        Some(authenticate(state, req.headers()).await)
+        let read = point_read(state, req.method(), &path);
+        Some(authenticate(state, req.headers(), read).await)
     };
     let bucket = match &auth {
-        Some(Ok(a)) => format!("key:{}", a.key_id),
+        Some(Ok((a, _))) => format!("key:{}", a.key_id),
         _ => format!(
             "ip:{}",
             peer.map(|p| p.ip().to_string()).unwrap_or_default()
@@ -293,8 +331,11 @@ async fn admit(
     }
     match auth {
         Some(Err(e)) => return (e.into_response(), Some(standing)),
-        Some(Ok(a)) => {
+        Some(Ok((a, prefetched))) => {
             req.extensions_mut().insert(a);
+            if let Some(p) = prefetched {
+                req.extensions_mut().insert(p);
+            }
         }
         None => {}
     }

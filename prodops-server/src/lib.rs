@@ -144,6 +144,7 @@ pub async fn serve_on(
             .with_clock(config.clock.clone()),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
+        point_reads: engine::point_reads(),
     });
     let background = vec![
         tokio::spawn(sync_rate_limits(state.clone())),

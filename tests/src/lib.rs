@@ -691,3 +691,75 @@ pub fn without_timestamps(record: &Value) -> Value {
     }
     r
 }
+
+/// A lock that a test holds with its own database connection, until released, so that a
+/// server's write of one worker waits on it deterministically: on PostgreSQL a row lock on the
+/// record (`SELECT ... FOR UPDATE`), on SQLite the database's write lock (`BEGIN EXCLUSIVE`).
+pub enum WorkerLock {
+    Postgres {
+        client: tokio_postgres::Client,
+        pid: i32,
+    },
+    Sqlite(rusqlite::Connection),
+}
+
+impl WorkerLock {
+    /// Locks the worker `id` of `api`'s organization against writers.
+    pub async fn take(server: &TestServer, api: &Api, id: &str) -> WorkerLock {
+        let url = server.database_url();
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            let conn = rusqlite::Connection::open(path).expect("open the database file");
+            // The server's own writers may hold the lock for a moment.
+            conn.busy_timeout(Duration::from_secs(60)).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE")
+                .expect("take the write lock");
+            return WorkerLock::Sqlite(conn);
+        }
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to PostgreSQL");
+        tokio::spawn(connection);
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        client.batch_execute("BEGIN").await.unwrap();
+        let rows = client
+            .query(
+                "SELECT id FROM worker WHERE organization_id = $1 AND id = $2 FOR UPDATE",
+                &[&api.org_id.to_string(), &id],
+            )
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "the worker's row is locked");
+        WorkerLock::Postgres { client, pid }
+    }
+
+    /// Whether the lock is PostgreSQL's row lock.
+    pub fn on_postgres(&self) -> bool {
+        matches!(self, WorkerLock::Postgres { .. })
+    }
+
+    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite).
+    pub async fn waiting(&self) -> i64 {
+        match self {
+            WorkerLock::Postgres { client, pid } => client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                    &[pid],
+                )
+                .await
+                .unwrap()
+                .get(0),
+            WorkerLock::Sqlite(_) => 0,
+        }
+    }
+
+    pub async fn release(self) {
+        match self {
+            WorkerLock::Postgres { client, .. } => client.batch_execute("ROLLBACK").await.unwrap(),
+            WorkerLock::Sqlite(conn) => conn.execute_batch("ROLLBACK").unwrap(),
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! list, read, create, update, delete, query, count, group-and-count and the bulk forms,
 //! driven by the resource's description from `prodops-core` and its server hooks.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::Router;
@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, RawJsonBody, Reply, write_reply};
+use crate::app::{AppState, JsonBody, Prefetched, RawJsonBody, Reply, write_reply};
 use crate::call::Call;
 use crate::context::{Action, Auth, Ctx};
 use crate::error::{ApiError, ApiResult};
@@ -98,6 +98,12 @@ impl Resource {
         self.desc().table
     }
 
+    /// Whether a read by id answers the stored record as it is: no default filters, no
+    /// sub-view, nothing added when presenting it.
+    pub fn reads_stored_record_by_id(&self) -> bool {
+        self.desc().default_filters.is_empty() && self.implied.is_empty() && !self.hooks.presents()
+    }
+
     pub fn allow(&self, allow: Allow, what: &str) -> ApiResult<()> {
         match allow {
             Allow::Yes | Allow::Custom => Ok(()),
@@ -172,6 +178,17 @@ pub fn routes() -> Router<Arc<AppState>> {
         router = router.merge(resource_routes(resource(kind.desc().path)));
     }
     router
+}
+
+/// The resources whose read by id the key lookup can do along (app.rs `point_read`): the
+/// table of each, by the path of its records (`/api/v2/<path>`).
+pub fn point_reads() -> HashMap<String, &'static str> {
+    registry::resources()
+        .iter()
+        .map(|kind| resource(kind.desc().path))
+        .filter(|res| res.reads_stored_record_by_id())
+        .map(|res| (format!("/api/v2/{}", res.base), res.table()))
+        .collect()
 }
 
 /// Whether the engine routes an operation: offered (`Yes`) or refused with 403 (`Forbidden`).
@@ -302,18 +319,22 @@ async fn get_one(
     State(state): State<Arc<AppState>>,
     Extension(res): Extension<Arc<Resource>>,
     Extension(auth): Extension<Auth>,
+    prefetched: Option<Extension<Prefetched>>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let id = parse_id(&id)?;
-    if res.desc().default_filters.is_empty() && res.implied.is_empty() && !res.hooks.presents() {
-        let raw = state
-            .store
-            .get_raw(res.table(), auth.org, id)
-            .await?
-            .ok_or_else(ApiError::not_found)?;
-        return Ok(json_response(StatusCode::OK, raw));
+    if res.reads_stored_record_by_id() {
+        let raw = match prefetched {
+            // Read along with the key, in the same statement (app.rs `point_read`).
+            Some(Extension(p)) if p.table == res.table() && p.id == id => p.record,
+            _ => state.store.get_raw(res.table(), auth.org, id).await?,
+        };
+        return Ok(json_response(
+            StatusCode::OK,
+            raw.ok_or_else(ApiError::not_found)?,
+        ));
     }
     // A read by id honours the resource's default filters (a Hub-only document is a 404
     // unless the call names `deliverableDocument`, spec 4.7).

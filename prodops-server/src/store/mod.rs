@@ -3,7 +3,8 @@
 //! Rule code runs inside one transaction per request, written once against the synchronous
 //! [`Tx`] trait and run on a blocking thread ([`Store::write`], [`Store::read`]). The two hot
 //! reads of every request, the API key lookup and a record by id, have async fast paths
-//! ([`Store::find_key`], [`Store::get_raw`]) that avoid a thread hand-off.
+//! ([`Store::find_key`], [`Store::get_raw`]) that avoid a thread hand-off; a read by id does
+//! both in one statement ([`PointRead`]).
 //! Dialect differences stay in [`Dialect`] and the two implementations; nothing above this
 //! module knows which database runs.
 
@@ -259,6 +260,21 @@ pub struct KeyRow {
     pub flags: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A record that the key lookup reads in its own statement ([`Store::find_key`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PointRead {
+    pub table: &'static str,
+    pub id: uuid::Uuid,
+}
+
+/// What the key lookup found: the key, and with a [`PointRead`], the record's JSON text if it
+/// exists in the key's organization.
+#[derive(Debug, Clone)]
+pub struct KeyLookup {
+    pub key: KeyRow,
+    pub record: Option<String>,
+}
+
 /// The database: SQLite or PostgreSQL.
 #[derive(Clone)]
 pub enum Store {
@@ -357,11 +373,17 @@ impl Store {
     }
 
     /// Looks up an unrevoked API key by its hash, with its organization's flags: on every
-    /// request, never from a cache, so revocations and flag changes apply at once.
-    pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+    /// request, never from a cache, so revocations and flag changes apply at once. With `read`,
+    /// the same statement reads that record of the key's organization, so a read by id takes
+    /// one round trip to the database, not two (the key lookup used to be cached for that).
+    pub async fn find_key(
+        &self,
+        key_hash: &str,
+        read: Option<PointRead>,
+    ) -> StoreResult<Option<KeyLookup>> {
         match self {
-            Store::Sqlite(s) => s.find_key(key_hash),
-            Store::Postgres(p) => p.find_key(key_hash).await,
+            Store::Sqlite(s) => s.find_key(key_hash, read),
+            Store::Postgres(p) => p.find_key(key_hash, read).await,
         }
     }
 

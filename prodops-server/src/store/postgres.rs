@@ -12,11 +12,12 @@ use tokio_postgres::{NoTls, Row, Statement};
 use uuid::Uuid;
 
 use super::limits::Cancel;
-use super::{Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
+use super::{Dialect, KeyLookup, PointRead, SqlValue, StoreError, StoreResult, Tx, TxError};
 
 /// API keys are not cached: every request looks its key up with one prepared query on the
 /// unique index of `api_keys.key_hash`, so a revoked key or a changed flag is seen by the very
-/// next request of every process sharing the database (decisions.md section 1).
+/// next request of every process sharing the database (decisions.md section 1). A read by id
+/// folds its record into that query ([`PointRead`]), so it still costs one round trip.
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
@@ -289,21 +290,20 @@ impl PgStore {
         result
     }
 
-    pub async fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+    pub async fn find_key(
+        &self,
+        key_hash: &str,
+        read: Option<PointRead>,
+    ) -> StoreResult<Option<KeyLookup>> {
         let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT k.id, k.organization_id, k.is_admin, k.permissions, o.flags \
-                 FROM api_keys k JOIN organizations o ON o.id = k.organization_id \
-                 WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
-            )
-            .await
-            .map_err(map_err)?;
-        let Some(row) = client
-            .query_opt(&stmt, &[&key_hash])
-            .await
-            .map_err(map_err)?
-        else {
+        let sql = number_placeholders(&super::records::key_lookup_sql(read.map(|r| r.table)));
+        let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+        let record_id = read.map(|r| r.id.to_string());
+        let found = match &record_id {
+            Some(id) => client.query_opt(&stmt, &[id, &key_hash]).await,
+            None => client.query_opt(&stmt, &[&key_hash]).await,
+        };
+        let Some(row) = found.map_err(map_err)? else {
             return Ok(None);
         };
         let id: &str = row.try_get(0).map_err(map_err)?;
@@ -311,7 +311,15 @@ impl PgStore {
         let is_admin: bool = row.try_get(2).map_err(map_err)?;
         let perms: &str = row.try_get(3).map_err(map_err)?;
         let flags: &str = row.try_get(4).map_err(map_err)?;
-        super::records::key_row(id, org, is_admin, perms, flags).map(Some)
+        let record = match read {
+            Some(_) => row
+                .try_get::<_, Option<RawText>>(5)
+                .map_err(map_err)?
+                .map(|t| t.0),
+            None => None,
+        };
+        let key = super::records::key_row(id, org, is_admin, perms, flags)?;
+        Ok(Some(KeyLookup { key, record }))
     }
 
     pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {

@@ -403,6 +403,26 @@ pub fn delete(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<
     Ok(n > 0)
 }
 
+/// The key lookup: an unrevoked key by its hash (`?` 1), with its organization's flags. With
+/// `table`, the same statement also reads the JSON text of record `?` 2 of that organization
+/// (NULL when there is none), so that a read by id costs one statement, not two, and sees the
+/// key and the record in one snapshot.
+pub fn key_lookup_sql(table: Option<&str>) -> String {
+    // `table` comes from a static resource description, never from a request.
+    let (data, join) = match table {
+        Some(table) => (
+            ", r.data",
+            format!(" LEFT JOIN {table} r ON r.organization_id = k.organization_id AND r.id = ?"),
+        ),
+        None => ("", String::new()),
+    };
+    format!(
+        "SELECT k.id, k.organization_id, k.is_admin, k.permissions, o.flags{data} \
+         FROM api_keys k JOIN organizations o ON o.id = k.organization_id{join} \
+         WHERE k.key_hash = ? AND k.revoked_at IS NULL"
+    )
+}
+
 /// Builds a [`KeyRow`] from the columns of the key lookup.
 pub fn key_row(
     id: &str,

@@ -13,7 +13,9 @@ use rusqlite::{Connection, OpenFlags, ToSql};
 use uuid::Uuid;
 
 use super::limits::Cancel;
-use super::{CellRef, Dialect, KeyRow, SqlValue, StoreError, StoreResult, Tx, TxError};
+use super::{
+    CellRef, Dialect, KeyLookup, PointRead, SqlValue, StoreError, StoreResult, Tx, TxError,
+};
 
 const MAX_IDLE_READERS: usize = 16;
 const MMAP_BYTES: i64 = 1 << 30;
@@ -552,16 +554,20 @@ impl SqliteStore {
         }
     }
 
-    pub fn find_key(&self, key_hash: &str) -> StoreResult<Option<KeyRow>> {
+    pub fn find_key(
+        &self,
+        key_hash: &str,
+        read: Option<PointRead>,
+    ) -> StoreResult<Option<KeyLookup>> {
+        let sql = super::records::key_lookup_sql(read.map(|r| r.table));
+        let record_id = read.map(|r| r.id.to_string());
         self.with_reader(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT k.id, k.organization_id, k.is_admin, k.permissions, o.flags \
-                     FROM api_keys k JOIN organizations o ON o.id = k.organization_id \
-                     WHERE k.key_hash = ? AND k.revoked_at IS NULL",
-                )
-                .map_err(map_err)?;
-            let mut rows = stmt.query([key_hash]).map_err(map_err)?;
+            let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+            let mut rows = match &record_id {
+                Some(id) => stmt.query([id.as_str(), key_hash]),
+                None => stmt.query([key_hash]),
+            }
+            .map_err(map_err)?;
             let Some(row) = rows.next().map_err(map_err)? else {
                 return Ok(None);
             };
@@ -570,7 +576,12 @@ impl SqliteStore {
             let is_admin: bool = row.get(2).map_err(map_err)?;
             let perms: String = row.get(3).map_err(map_err)?;
             let flags: String = row.get(4).map_err(map_err)?;
-            super::records::key_row(&id, &org, is_admin, &perms, &flags).map(Some)
+            let record: Option<String> = match read {
+                Some(_) => row.get(5).map_err(map_err)?,
+                None => None,
+            };
+            let key = super::records::key_row(&id, &org, is_admin, &perms, &flags)?;
+            Ok(Some(KeyLookup { key, record }))
         })
     }
 

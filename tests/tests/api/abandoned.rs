@@ -1,79 +1,13 @@
 //! No query outlives its request (issue 13, item 3): every statement runs under the statement
 //! timeout (503 in the error shape past it), and a request whose client goes away stops its
 //! queries. The server's statement is made to wait, deterministically, on a lock this test
-//! holds with its own connection: on PostgreSQL a row lock on the record (`SELECT ... FOR
-//! UPDATE`), on SQLite the database's write lock (`BEGIN EXCLUSIVE`).
+//! holds with its own connection ([`WorkerLock`]).
 
 use std::time::Duration;
 
 use prodops_tests::*;
 use serde_json::Value;
 use uuid::Uuid;
-
-/// A lock held by the test's own database connection until released.
-enum Lock {
-    Postgres {
-        client: tokio_postgres::Client,
-        pid: i32,
-    },
-    Sqlite(rusqlite::Connection),
-}
-
-impl Lock {
-    /// Locks the worker `id` of `api`'s organization against writers.
-    async fn take(server: &TestServer, api: &Api, id: &str) -> Lock {
-        let url = server.database_url();
-        if let Some(path) = url.strip_prefix("sqlite://") {
-            let conn = rusqlite::Connection::open(path).expect("open the database file");
-            // The server's own writers may hold the lock for a moment.
-            conn.busy_timeout(Duration::from_secs(60)).unwrap();
-            conn.execute_batch("BEGIN EXCLUSIVE")
-                .expect("take the write lock");
-            return Lock::Sqlite(conn);
-        }
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .expect("connect to PostgreSQL");
-        tokio::spawn(connection);
-        let pid: i32 = client
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .unwrap()
-            .get(0);
-        client.batch_execute("BEGIN").await.unwrap();
-        let rows = client
-            .query(
-                "SELECT id FROM worker WHERE organization_id = $1 AND id = $2 FOR UPDATE",
-                &[&api.org_id.to_string(), &id],
-            )
-            .await
-            .unwrap();
-        assert_eq!(rows.len(), 1, "the worker's row is locked");
-        Lock::Postgres { client, pid }
-    }
-
-    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite).
-    async fn waiting(&self) -> i64 {
-        match self {
-            Lock::Postgres { client, pid } => client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-                    &[pid],
-                )
-                .await
-                .unwrap()
-                .get(0),
-            Lock::Sqlite(_) => 0,
-        }
-    }
-
-    async fn release(self) {
-        match self {
-            Lock::Postgres { client, .. } => client.batch_execute("ROLLBACK").await.unwrap(),
-            Lock::Sqlite(conn) => conn.execute_batch("ROLLBACK").unwrap(),
-        }
-    }
-}
 
 /// `PATCH /worker/{id}` sent with a client of its own (the harness refuses 5xx answers):
 /// status, `X-Request-Id` header and body.
@@ -134,7 +68,7 @@ async fn a_statement_past_the_statement_timeout_answers_503_in_the_error_shape()
         .to_string();
     let client = reqwest::Client::new();
 
-    let lock = Lock::take(&server, &api, &id).await;
+    let lock = WorkerLock::take(&server, &api, &id).await;
     let request_id = format!("timeout-{}", Uuid::new_v4());
     let (status, header, body) =
         patch_worker(&client, &api, &id, &request_id, json!({"name": "Bob"})).await;
@@ -167,7 +101,7 @@ async fn an_abandoned_request_stops_its_queries_while_the_lock_is_still_held() {
         .unwrap()
         .to_string();
 
-    let lock = Lock::take(&server, &api, &id).await;
+    let lock = WorkerLock::take(&server, &api, &id).await;
     let request_id = format!("abandoned-{}", Uuid::new_v4());
     let request = {
         let (api, id, request_id) = (api.clone(), id.clone(), request_id.clone());
@@ -178,7 +112,7 @@ async fn an_abandoned_request_stops_its_queries_while_the_lock_is_still_held() {
     };
     // The request's transaction runs and waits for the lock (on PostgreSQL: its statement
     // is one of the backends blocked by this test's connection).
-    let on_postgres = matches!(lock, Lock::Postgres { .. });
+    let on_postgres = lock.on_postgres();
     eventually("the request's statement waits for the lock", || async {
         in_flight(&request_id) && (!on_postgres || lock.waiting().await > 0)
     })

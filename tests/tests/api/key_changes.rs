@@ -22,16 +22,23 @@ async fn a_revoked_key_is_refused_at_once_by_every_server() {
     let (reader, key_id) = a.key(&admin, false, &["Worker.Read"]).await;
     let on_a = reader.clone();
     let on_b = reader.on(&b);
-    // Both servers have served the key (so any per-process cache would hold it).
+    let ann = admin.create("worker", json!({"name": "Ann"})).await;
+    let ann_path = format!("/worker/{}", ann["id"].as_str().unwrap());
+    // Both servers have served the key, for lists and for reads by id (whose key lookup reads
+    // the record in the same statement), so any per-process cache would hold it.
     for _ in 0..3 {
         assert_eq!(on_a.get("/worker").await.status, 200);
         assert_eq!(on_b.get("/worker").await.status, 200);
+        assert_eq!(on_a.get(&ann_path).await.body["name"], "Ann");
+        assert_eq!(on_b.get(&ann_path).await.body["name"], "Ann");
     }
     let ops = operator(&a).await;
     prodops_server::admin::revoke_key(&ops, key_id)
         .await
         .expect("key revoke");
     // The very next request on each server.
+    assert_error(&on_b.get(&ann_path).await, 401, "UNAUTHORIZED");
+    assert_error(&on_a.get(&ann_path).await, 401, "UNAUTHORIZED");
     assert_error(&on_b.get("/worker").await, 401, "UNAUTHORIZED");
     assert_error(&on_a.get("/worker").await, 401, "UNAUTHORIZED");
     assert_error(
