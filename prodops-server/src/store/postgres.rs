@@ -310,7 +310,9 @@ impl PgStore {
         let org: &str = row.try_get(1).map_err(map_err)?;
         let is_admin: bool = row.try_get(2).map_err(map_err)?;
         let perms: &str = row.try_get(3).map_err(map_err)?;
-        let flags: &str = row.try_get(4).map_err(map_err)?;
+        let Some(flags) = row.try_get::<_, Option<&str>>(4).map_err(map_err)? else {
+            return Ok(None);
+        };
         let record = match read {
             Some(_) => row
                 .try_get::<_, Option<RawText>>(5)

@@ -575,7 +575,9 @@ impl SqliteStore {
             let org: String = row.get(1).map_err(map_err)?;
             let is_admin: bool = row.get(2).map_err(map_err)?;
             let perms: String = row.get(3).map_err(map_err)?;
-            let flags: String = row.get(4).map_err(map_err)?;
+            let Some(flags) = row.get::<_, Option<String>>(4).map_err(map_err)? else {
+                return Ok(None);
+            };
             let record: Option<String> = match read {
                 Some(_) => row.get(5).map_err(map_err)?,
                 None => None,
