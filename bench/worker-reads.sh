@@ -2,7 +2,9 @@
 # Worker reads benchmark: with 100,000 workers stored, the throughput and p99 latency of
 # `GET /api/v2/worker/{id}` and `GET /api/v2/worker?pageSize=100` on SQLite and PostgreSQL,
 # each next to the throughput of a trivial axum handler (bench/trivial-server) measured in the
-# same run. Everything runs on loopback with wrk. See bench/README.md.
+# same run; on PostgreSQL also with two server processes sharing the database (row `pg-2proc`,
+# the same connections split between them), and the ratio of two processes to one.
+# Everything runs on loopback with wrk. See bench/README.md.
 #
 # Usage: bash bench/worker-reads.sh [--sqlite-only]
 #
@@ -286,6 +288,10 @@ bench_backend() {
     read -r rps p99 errors <<<"$fig"
     ROWS+=("$backend|GET /worker?pageSize=100|$rps|$p99|$errors")
 
+    if [ "$backend" = postgres ]; then
+        bench_two_processes "$db" "$key" "$url"
+    fi
+
     # Let requests that wrk abandoned when it stopped finish before the server is stopped.
     sleep 1
     stop_pid "$pid"
@@ -293,6 +299,46 @@ bench_backend() {
         log "$backend: the server logged errors or warnings:"
         grep -iE ' (ERROR|WARN) ' "$WORK/$backend.err" | head -n 5 >&2
     fi
+}
+
+# bench_two_processes DATABASE_URL API_KEY FIRST_URL: a second server process on the same
+# database, and each endpoint measured with the connections split between the two processes
+# (two wrk runs at once, one thread and half the connections each; req/s summed, p99 the worse).
+bench_two_processes() {
+    local db="$1" key="$2" first="$3" second half=$((CONNECTIONS / 2))
+    start_server postgres-2 "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit "$RATE_LIMIT"
+    second="$STARTED_URL"
+    local pid2="$STARTED_PID"
+    log "postgres: a second process at $second"
+    # both LABEL SECONDS ARGS...: the same wrk arguments against both processes at once (the URL
+    # last, as FIRST_URL or FIRST_URL + path), prints "REQ_PER_SEC P99_MS ERRORS".
+    both() {
+        local label="$1" seconds="$2" target="${*: -1}"
+        shift 2
+        local args=("${@:1:$#-1}") a b
+        (CONNECTIONS=$half THREADS=1 run_wrk "$label-a" "$seconds" "${args[@]}" "$target") >"$WORK/$label-a.fig" &
+        a=$!
+        (CONNECTIONS=$half THREADS=1 run_wrk "$label-b" "$seconds" "${args[@]}" "${target/$first/$second}") >"$WORK/$label-b.fig" &
+        b=$!
+        wait "$a" || die "wrk failed ($label, first process)"
+        wait "$b" || die "wrk failed ($label, second process)"
+        cat "$WORK/$label-a.fig" "$WORK/$label-b.fig" |
+            awk '{ rps += $1; if ($2 > p99) p99 = $2; errors += $3 } END { printf "%s %.3f %d\n", rps, p99, errors }'
+    }
+    log "postgres, two processes: warm-up ${WARMUP}s per endpoint"
+    both pg2-warm-id "$WARMUP" -s "$WORK/by-id.lua" "$first" >/dev/null
+    both pg2-warm-list "$WARMUP" -H "X-API-Key: $key" "$first/api/v2/worker?pageSize=100" >/dev/null
+    local fig
+    log "postgres, two processes: GET /worker/{id}: ${DURATION}s"
+    fig="$(both pg2-id "$DURATION" -s "$WORK/by-id.lua" "$first")"
+    read -r rps p99 errors <<<"$fig"
+    ROWS+=("pg-2proc|GET /worker/{id}|$rps|$p99|$errors")
+    log "postgres, two processes: GET /worker?pageSize=100: ${DURATION}s"
+    fig="$(both pg2-list "$DURATION" -H "X-API-Key: $key" "$first/api/v2/worker?pageSize=100")"
+    read -r rps p99 errors <<<"$fig"
+    ROWS+=("pg-2proc|GET /worker?pageSize=100|$rps|$p99|$errors")
+    sleep 1
+    stop_pid "$pid2"
 }
 
 # ----- run -------------------------------------------------------------------------------------
@@ -364,7 +410,7 @@ report() {
         targets="-"
         if [ "$backend" != trivial ]; then
             targets=""
-            if [ "$endpoint" = "GET /worker/{id}" ]; then
+            if [ "$endpoint" = "GET /worker/{id}" ] && [ "$backend" != pg-2proc ]; then
                 min=$TARGET_PCT_SQLITE
                 [ "$backend" = postgres ] && min=$TARGET_PCT_POSTGRES
                 verdict="$(awk -v p="$pct" -v m="$min" 'BEGIN { print (p >= m ? "PASS" : "FAIL") }')"
@@ -380,6 +426,20 @@ report() {
             fi
         fi
         printf '%-9s %-30s %11.0f %9.2f %10s%% %7s  %s\n' "$backend" "$endpoint" "$rps" "$p99" "$pct" "$errors" "$targets"
+    done
+    local one two
+    for endpoint in "GET /worker/{id}" "GET /worker?pageSize=100"; do
+        one="" two=""
+        for row in "${ROWS[@]}"; do
+            IFS='|' read -r backend e rps _ <<<"$row"
+            [ "$e" = "$endpoint" ] || continue
+            [ "$backend" = postgres ] && one="$rps"
+            [ "$backend" = pg-2proc ] && two="$rps"
+        done
+        if [ -n "$one" ] && [ -n "$two" ]; then
+            awk -v e="$endpoint" -v a="$two" -v b="$one" \
+                'BEGIN { printf "postgres, two processes against one, %s: %.2f\n", e, a / b }'
+        fi
     done
     echo
     if [ "$FAILED" -eq 0 ]; then
