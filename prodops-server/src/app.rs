@@ -46,8 +46,7 @@ pub struct AppState {
 /// statement; the route's handler answers from it ([`crate::engine`]'s `get_one`).
 #[derive(Debug, Clone)]
 pub struct Prefetched {
-    pub table: &'static str,
-    pub id: uuid::Uuid,
+    pub read: PointRead,
     pub record: Option<String>,
 }
 
@@ -266,9 +265,8 @@ async fn authenticate(
         permissions: Arc::new(row.permissions.into_iter().collect()),
         flags: Arc::new(row.flags),
     };
-    let prefetched = read.map(|r| Prefetched {
-        table: r.table,
-        id: r.id,
+    let prefetched = read.map(|read| Prefetched {
+        read,
         record: found.record,
     });
     Ok((auth, prefetched))

@@ -328,7 +328,7 @@ async fn get_one(
     if res.reads_stored_record_by_id() {
         let raw = match prefetched {
             // Read along with the key, in the same statement (app.rs `point_read`).
-            Some(Extension(p)) if p.table == res.table() && p.id == id => p.record,
+            Some(Extension(p)) if p.read.table == res.table() && p.read.id == id => p.record,
             _ => state.store.get_raw(res.table(), auth.org, id).await?,
         };
         return Ok(json_response(

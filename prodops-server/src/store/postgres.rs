@@ -296,8 +296,8 @@ impl PgStore {
         read: Option<PointRead>,
     ) -> StoreResult<Option<KeyLookup>> {
         let client = self.client().await?;
-        let sql = number_placeholders(&super::records::key_lookup_sql(read.map(|r| r.table)));
-        let stmt = client.prepare_cached(&sql).await.map_err(map_err)?;
+        let sql = super::records::key_lookup_sql(Dialect::Postgres, read.map(|r| r.table));
+        let stmt = client.prepare_cached(sql).await.map_err(map_err)?;
         let record_id = read.map(|r| r.id.to_string());
         let found = match &record_id {
             Some(id) => client.query_opt(&stmt, &[id, &key_hash]).await,

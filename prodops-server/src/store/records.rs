@@ -1,9 +1,12 @@
 //! Record operations on resource tables, written once over [`Tx`] for both databases.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::sql::{Cond, Sort};
+use super::sql::{Cond, Dialect, Sort};
 use super::{CellRef, KeyRow, SqlValue, StoreError, StoreResult, Tx};
 
 /// What a list read asks for.
@@ -403,27 +406,42 @@ pub fn delete(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<
     Ok(n > 0)
 }
 
-/// The key lookup: an unrevoked key by its hash (the last `?`), with its organization's flags
-/// (NULL if the organization is gone). With `table`, the same statement also reads the JSON
-/// text of the record whose id is the first `?` (NULL when the key's organization has none), so
-/// that a read by id costs one statement, not two, and sees the key and the record in one
-/// snapshot.
-pub fn key_lookup_sql(table: Option<&str>) -> String {
-    // Scalar subqueries, not joins: PostgreSQL plans and runs them as lookups on the primary
-    // keys without weighing join orders, which measured about a third more lookups per second
-    // than the same statement written with joins (pgbench, prepared, 4 clients).
-    // `table` comes from a static resource description, never from a request.
-    let record = match table {
-        Some(table) => format!(
-            ", (SELECT r.data FROM {table} r WHERE r.organization_id = k.organization_id AND r.id = ?)"
-        ),
-        None => String::new(),
-    };
-    format!(
-        "SELECT k.id, k.organization_id, k.is_admin, k.permissions, \
-         (SELECT o.flags FROM organizations o WHERE o.id = k.organization_id){record} \
-         FROM api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL"
-    )
+/// The key lookup: an unrevoked key by its hash (the last parameter), with its organization's
+/// flags (NULL if the organization is gone). With `table`, the same statement also reads the
+/// JSON text of the record whose id is the first parameter (NULL when the key's organization
+/// has none), so that a read by id costs one statement, not two, and sees the key and the
+/// record in one snapshot.
+///
+/// Every request runs it, so its text is built once per dialect and table and kept: the tables
+/// are those of the static resource descriptions, a bounded set.
+pub fn key_lookup_sql(dialect: Dialect, table: Option<&'static str>) -> &'static str {
+    type Texts = HashMap<(Dialect, Option<&'static str>), &'static str>;
+    static TEXTS: OnceLock<Mutex<Texts>> = OnceLock::new();
+    let mut texts = TEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    texts.entry((dialect, table)).or_insert_with(|| {
+        // Scalar subqueries, not joins: PostgreSQL plans and runs them as lookups on the
+        // primary keys without weighing join orders, which measured about a third more lookups
+        // per second than the same statement written with joins (pgbench, prepared, 4 clients).
+        let record = match table {
+            Some(table) => format!(
+                ", (SELECT r.data FROM {table} r WHERE r.organization_id = k.organization_id AND r.id = ?)"
+            ),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT k.id, k.organization_id, k.is_admin, k.permissions, \
+             (SELECT o.flags FROM organizations o WHERE o.id = k.organization_id){record} \
+             FROM api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL"
+        );
+        let sql = match dialect {
+            Dialect::Sqlite => sql,
+            Dialect::Postgres => super::postgres::number_placeholders(&sql),
+        };
+        Box::leak(sql.into_boxed_str())
+    })
 }
 
 /// Builds a [`KeyRow`] from the columns of the key lookup.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::SqlValue;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {
     Sqlite,
     Postgres,

@@ -559,10 +559,10 @@ impl SqliteStore {
         key_hash: &str,
         read: Option<PointRead>,
     ) -> StoreResult<Option<KeyLookup>> {
-        let sql = super::records::key_lookup_sql(read.map(|r| r.table));
+        let sql = super::records::key_lookup_sql(Dialect::Sqlite, read.map(|r| r.table));
         let record_id = read.map(|r| r.id.to_string());
         self.with_reader(|conn| {
-            let mut stmt = conn.prepare_cached(&sql).map_err(map_err)?;
+            let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
             let mut rows = match &record_id {
                 Some(id) => stmt.query([id.as_str(), key_hash]),
                 None => stmt.query([key_hash]),
