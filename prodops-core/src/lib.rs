@@ -10,6 +10,7 @@ pub mod custom_property;
 pub mod deliverable;
 pub mod delivery;
 pub mod document;
+pub mod filter_fields;
 pub mod inventory;
 pub mod minimal;
 pub mod notification;

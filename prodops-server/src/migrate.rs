@@ -156,6 +156,8 @@ type CodeStep = fn(&mut dyn Tx) -> StoreResult<()>;
 const CODE_STEPS: &[(i64, CodeStep)] = &[
     // Deliverables stored before identifiers were generated get one (and their counters).
     (41, crate::deliverables::identifiers::backfill),
+    // Deliverables stored before custom property values were indexed get their index rows.
+    (43, crate::store::property_index::backfill),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -225,7 +227,13 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
         .iter()
         .map(|kind| (kind.desc().table, resource_ddl(dialect, kind.desc())))
         .collect();
-    let extra = crate::deliverables::extra_ddl(dialect);
+    let side = crate::store::property_index::ddl(dialect);
+    let mut extra = crate::deliverables::extra_ddl(dialect);
+    extra.extend(
+        registry::resources()
+            .iter()
+            .flat_map(|kind| filter_index_ddl(dialect, kind.desc())),
+    );
     let mut hasher = Sha256::new();
     let statements = function
         .into_iter()
@@ -234,6 +242,7 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
                 .iter()
                 .flat_map(|(_, ddl)| ddl.iter().map(String::as_str)),
         )
+        .chain(side.iter().map(String::as_str))
         .chain(extra.iter().map(String::as_str));
     for statement in statements {
         hasher.update(statement.as_bytes());
@@ -260,6 +269,9 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
             tx.execute(statement, &[])?;
         }
         seed_counts(tx, table)?;
+    }
+    for statement in &side {
+        tx.execute(statement, &[])?;
     }
     if dialect == Dialect::Postgres {
         // The row-level function of step 31; its triggers were dropped above.
@@ -466,6 +478,38 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
         ));
     }
     ddl
+}
+
+/// The filter indexes of one resource: one per field users filter by
+/// (`prodops_core::filter_fields`: enums, ids, external identifiers), on the same expression
+/// the filter compiles to ([`Cond::Text`](crate::store::sql::Cond::Text)), followed by the
+/// columns of the default order, so a filtered page in that order is one index range and a
+/// filtered count an index-only count.
+pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
+    let t = desc.table;
+    prodops_core::filter_fields::of_table(t)
+        .filter_indexed
+        .iter()
+        .map(|field| {
+            let path = FieldPath::parse(field).expect("schema field names are valid paths");
+            format!(
+                "CREATE INDEX IF NOT EXISTS {} ON {t} (organization_id, {}, is_archived, created_at, id)",
+                filter_index_name(t, field),
+                dialect.text_expr(&path)
+            )
+        })
+        .collect()
+}
+
+/// `ix_<table>_by_<field>`, within PostgreSQL's 63 bytes of a name.
+pub fn filter_index_name(table: &str, field: &str) -> String {
+    let name = format!("ix_{table}_by_{}", field.to_ascii_lowercase());
+    if name.len() <= 63 {
+        return name;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(name.as_bytes()));
+    format!("{}_{}", &name[..50], &digest[..12])
 }
 
 /// The name of the unique index behind a `UniqueKey`, so a violation can be traced back to it.

@@ -257,3 +257,117 @@ fn filters_of_ten_thousand_values_match_arrays_numbers_and_strings() {
         }
     }
 }
+
+/// The same semantics on the custom properties of deliverables (`data.properties.<key>`),
+/// answered through the property value index (`Cond::Property`), which triggers keep: after
+/// inserts, after updates that change, drop or keep the properties, and after deletes.
+#[test]
+fn property_filters_through_the_value_index_follow_the_reference_semantics() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = runtime.block_on(Store::open(&database_url(&dir))).unwrap();
+    let filter = (
+        prop::sample::select(FIELDS.to_vec()),
+        prop::collection::vec(prop::sample::select(RAW.to_vec()), 0..12),
+    );
+    let case = (
+        prop::collection::vec(record(), 2..12),
+        prop::collection::vec(filter, 1..5),
+        // How far each record's properties move in the update round (0: unchanged).
+        0..4usize,
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 32,
+        ..Config::default()
+    });
+    let deliverable = |id: &str, props: &Map<String, Value>| {
+        json!({
+            "id": id,
+            "createdAt": "2026-11-21T00:00:00.000Z",
+            "name": "n",
+            "data": {"properties": props},
+        })
+    };
+    // How many checks found at least one record, so the test cannot pass on empty answers.
+    let nonempty = std::cell::Cell::new(0u32);
+    runner
+        .run(&case, |(rows, filters, shift)| {
+            let org = Uuid::now_v7();
+            let ids: Vec<String> = rows.iter().map(|_| Uuid::now_v7().to_string()).collect();
+            let docs: Vec<Value> = ids
+                .iter()
+                .zip(&rows)
+                .map(|(id, p)| deliverable(id, p))
+                .collect();
+            runtime
+                .block_on(store.write(move |tx| {
+                    docs.iter()
+                        .try_for_each(|d| records::insert(tx, "deliverable", org, d))
+                }))
+                .unwrap();
+            let check = |stored: &[(String, Map<String, Value>)]| -> Result<(), TestCaseError> {
+                for (field, raws) in &filters {
+                    let expected: BTreeSet<String> = stored
+                        .iter()
+                        .filter(|(_, p)| raws.iter().any(|r| matches(p.get(*field), r)))
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let conds = vec![Cond::Property {
+                        key: field.to_string(),
+                        values: raws.iter().map(|r| r.to_string()).collect(),
+                    }];
+                    let (found, counted) = runtime
+                        .block_on(store.read(move |tx| {
+                            let select = Select {
+                                conds: conds.clone(),
+                                limit: 1000,
+                                ..Default::default()
+                            };
+                            let found = records::select_values(tx, "deliverable", org, &select)?;
+                            let counted = records::count(tx, "deliverable", org, &conds)?;
+                            Ok::<_, StoreError>((found, counted))
+                        }))
+                        .unwrap();
+                    let found: BTreeSet<String> = found
+                        .iter()
+                        .map(|d| d["id"].as_str().unwrap().to_string())
+                        .collect();
+                    prop_assert_eq!(&found, &expected, "{}={:?} over {:?}", field, raws, stored);
+                    nonempty.set(nonempty.get() + u32::from(!found.is_empty()));
+                    prop_assert_eq!(counted, expected.len() as u64);
+                }
+                Ok(())
+            };
+            let mut stored: Vec<(String, Map<String, Value>)> =
+                ids.iter().cloned().zip(rows.iter().cloned()).collect();
+            check(&stored)?;
+            // Each record takes the properties of the one `shift` places on; the last is
+            // deleted.
+            let n = stored.len();
+            let moved: Vec<(String, Map<String, Value>)> = (0..n)
+                .map(|i| (stored[i].0.clone(), stored[(i + shift) % n].1.clone()))
+                .collect();
+            let gone = moved[n - 1].0.clone();
+            let updates: Vec<Value> = moved[..n - 1]
+                .iter()
+                .map(|(id, p)| deliverable(id, p))
+                .collect();
+            let gone_id = Uuid::parse_str(&gone).unwrap();
+            runtime
+                .block_on(store.write(move |tx| {
+                    for d in &updates {
+                        records::update(tx, "deliverable", org, d)?;
+                    }
+                    records::delete(tx, "deliverable", org, gone_id).map(|_| ())
+                }))
+                .unwrap();
+            stored = moved[..n - 1].to_vec();
+            check(&stored)
+        })
+        .unwrap();
+    assert!(
+        nonempty.get() >= 10,
+        "{} checks matched records",
+        nonempty.get()
+    );
+}

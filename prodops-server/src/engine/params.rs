@@ -1,8 +1,5 @@
 //! Parsing what a standard call asks for: ids, filters, search, sort, paging, query bodies.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
-
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -280,54 +277,26 @@ fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
 }
 
 /// The condition of an equality filter: [`Cond::Text`] on a top-level field the resource's
-/// schema types as a string (or null), which an index on the field can serve, else
-/// [`Cond::Field`]; the two give the same answer on such a field.
+/// schema types as a string (or null), which the field's filter index serves
+/// (`prodops_core::filter_fields`); [`Cond::Property`] on a custom property of deliverables
+/// (`data.properties.<key>`), which the property value index serves; else [`Cond::Field`].
+/// All three give the same answer on such a field.
 fn field_cond(res: &Resource, path: FieldPath, values: Vec<String>) -> Cond {
-    if path.segments().len() == 1 && string_fields(res.table()).contains(path.first()) {
-        Cond::Text { path, values }
-    } else {
-        Cond::Field { path, values }
+    let strings = &prodops_core::filter_fields::of_table(res.table()).strings;
+    match path.segments() {
+        [field] if strings.contains(field) => Cond::Text { path, values },
+        [data, properties, key]
+            if data == "data"
+                && properties == "properties"
+                && res.table() == crate::store::property_index::SOURCE_TABLE =>
+        {
+            Cond::Property {
+                key: key.clone(),
+                values,
+            }
+        }
+        _ => Cond::Field { path, values },
     }
-}
-
-/// The top-level fields of a table's records that hold a string or null and nothing else, by
-/// the schema of its resource (the records are written from those types).
-fn string_fields(table: &str) -> &'static HashSet<String> {
-    use utoipa::openapi::RefOr;
-    use utoipa::openapi::schema::{Schema, SchemaType, Type};
-    static BY_TABLE: OnceLock<HashMap<&'static str, HashSet<String>>> = OnceLock::new();
-    static NONE: OnceLock<HashSet<String>> = OnceLock::new();
-    let by_table = BY_TABLE.get_or_init(|| {
-        let is_string = |schema: &RefOr<Schema>| match schema {
-            RefOr::T(Schema::Object(o)) => match &o.schema_type {
-                SchemaType::Type(Type::String) => true,
-                SchemaType::Array(types) => {
-                    types.contains(&Type::String)
-                        && types.iter().all(|t| matches!(t, Type::String | Type::Null))
-                }
-                _ => false,
-            },
-            _ => false,
-        };
-        prodops_core::registry::resources()
-            .iter()
-            .map(|kind| {
-                let fields = match kind.schema().1 {
-                    RefOr::T(Schema::Object(o)) => o
-                        .properties
-                        .iter()
-                        .filter(|(_, s)| is_string(s))
-                        .map(|(name, _)| name.clone())
-                        .collect(),
-                    _ => HashSet::new(),
-                };
-                (kind.desc().table, fields)
-            })
-            .collect()
-    });
-    by_table
-        .get(table)
-        .unwrap_or_else(|| NONE.get_or_init(HashSet::new))
 }
 
 /// The conditions of a read by id: the resource's default filters, each replaced by the
@@ -406,26 +375,6 @@ pub(crate) fn body_object(body: Value) -> ApiResult<Map<String, Value>> {
 #[cfg(test)]
 mod tests {
     use super::flattened_name;
-
-    #[test]
-    fn string_fields_come_from_the_schema() {
-        let worker = super::string_fields("worker");
-        for f in [
-            "name",
-            "customerIdentifier",
-            "teamId",
-            "unionCode",
-            "createdAt",
-        ] {
-            assert!(worker.contains(f), "{f}");
-        }
-        // An enum, a boolean: compared by the stored type.
-        for f in ["status", "exemptFromAssignments", "isArchived"] {
-            assert!(!worker.contains(f), "{f}");
-        }
-        assert!(!super::string_fields("catalog_entry").contains("sortOrder"));
-        assert!(super::string_fields("no_such_table").is_empty());
-    }
 
     #[test]
     fn selected_paths_flatten_to_camel_case() {

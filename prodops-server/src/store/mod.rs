@@ -10,6 +10,7 @@
 
 pub mod limits;
 mod postgres;
+pub mod property_index;
 pub mod records;
 pub mod sql;
 mod sqlite;

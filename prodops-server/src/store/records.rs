@@ -45,7 +45,17 @@ pub fn select_raw(
     org: Uuid,
     select: &Select,
 ) -> StoreResult<Vec<String>> {
-    let dialect = tx.dialect();
+    let (sql, params) = select_sql(tx.dialect(), table, org, select);
+    Ok(text_rows(tx.query(&sql, &params)?))
+}
+
+/// The statement of [`select_raw`] and its parameters (also for plan tests).
+pub fn select_sql(
+    dialect: super::Dialect,
+    table: &str,
+    org: Uuid,
+    select: &Select,
+) -> (String, Vec<SqlValue>) {
     let mut params = Vec::new();
     let mut sql = format!("SELECT data FROM {table}");
     sql.push_str(&dialect.where_clause(org, &select.conds, &mut params));
@@ -53,7 +63,7 @@ pub fn select_raw(
     sql.push_str(" LIMIT ? OFFSET ?");
     params.push(SqlValue::Int(select.limit as i64));
     params.push(SqlValue::Int(select.offset as i64));
-    Ok(text_rows(tx.query(&sql, &params)?))
+    (sql, params)
 }
 
 /// A page in the default order (`created_at, id`) starting after the row `after`
@@ -127,18 +137,29 @@ pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreRe
             .and_then(SqlValue::as_i64)
             .unwrap_or(0) as u64);
     }
-    let dialect = tx.dialect();
-    let mut params = Vec::new();
-    let sql = format!(
-        "SELECT COUNT(*) FROM {table}{}",
-        dialect.where_clause(org, conds, &mut params)
-    );
+    let (sql, params) = count_sql(tx.dialect(), table, org, conds);
     let rows = tx.query(&sql, &params)?;
     Ok(rows
         .first()
         .and_then(|r| r.first())
         .and_then(SqlValue::as_i64)
         .unwrap_or(0) as u64)
+}
+
+/// The statement of a [`count`] that scans (any condition but the archived flag) and its
+/// parameters (also for plan tests).
+pub fn count_sql(
+    dialect: super::Dialect,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+) -> (String, Vec<SqlValue>) {
+    let mut params = Vec::new();
+    let sql = format!(
+        "SELECT COUNT(*) FROM {table}{}",
+        dialect.where_clause(org, conds, &mut params)
+    );
+    (sql, params)
 }
 
 /// Counts by the exact stored value of a field, largest count first (ties by value).
@@ -299,7 +320,10 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     org: Uuid,
     rows: &[R],
 ) -> StoreResult<()> {
-    if rows.len() < COUNT_PER_BATCH_FROM || !tx.set_triggers(false)? {
+    if rows.len() < COUNT_PER_BATCH_FROM
+        || super::property_index::keeps_an_index(table)
+        || !tx.set_triggers(false)?
+    {
         return insert_rows_as_they_are(tx, table, org, rows);
     }
     let inserted = insert_rows_as_they_are(tx, table, org, rows);

@@ -54,6 +54,10 @@ impl FieldPath {
     }
 }
 
+/// Up to this many values of a filter are bound one by one on SQLite (`IN (?, ?, ...)`), more
+/// as one array: SQLite's planner uses an index for a listed IN, not for one over `json_each`.
+const LISTED_VALUES: usize = 64;
+
 /// One condition of a WHERE clause.
 #[derive(Debug, Clone)]
 pub enum Cond {
@@ -73,6 +77,13 @@ pub enum Cond {
     /// text, which an expression index on the field (a unique key's) can serve.
     Text {
         path: FieldPath,
+        values: Vec<String>,
+    },
+    /// [`Cond::Field`] on the custom property `data.properties.<key>` of a deliverable: the
+    /// same answer, with the candidates looked up in the property value index first
+    /// (`property_index`), so the exact match runs on them alone.
+    Property {
+        key: String,
         values: Vec<String>,
     },
     Archived(bool),
@@ -129,8 +140,9 @@ impl Dialect {
         }
     }
 
-    /// Appends the SQL of `cond` to `sql` and its parameters to `params`.
-    pub fn cond(self, cond: &Cond, sql: &mut String, params: &mut Vec<SqlValue>) {
+    /// Appends the SQL of `cond` (on a record of organization `org`) to `sql` and its
+    /// parameters to `params`.
+    pub fn cond(self, org: Uuid, cond: &Cond, sql: &mut String, params: &mut Vec<SqlValue>) {
         match cond {
             Cond::Archived(archived) => {
                 sql.push_str("is_archived = ?");
@@ -156,7 +168,11 @@ impl Dialect {
                 }
                 sql.push(')');
             }
-            Cond::Field { values, .. } | Cond::Text { values, .. } if values.is_empty() => {
+            Cond::Field { values, .. }
+            | Cond::Text { values, .. }
+            | Cond::Property { values, .. }
+                if values.is_empty() =>
+            {
                 sql.push_str(self.never());
             }
             Cond::Field { path, values } => {
@@ -165,6 +181,33 @@ impl Dialect {
                     Some(column) => self.text_in(column, wanted.texts, sql, params),
                     None => self.field_in(path, wanted, sql, params),
                 }
+            }
+            Cond::Property { key, values } => {
+                let wanted = Wanted::of(values);
+                let path = FieldPath(vec!["data".into(), "properties".into(), key.clone()]);
+                let lookup = super::property_index::lookup_keys(
+                    &wanted.texts,
+                    &wanted.numbers,
+                    wanted.with_true,
+                    wanted.with_false,
+                    wanted.with_null,
+                );
+                let Some((texts, numbers)) = lookup else {
+                    return self.field_in(&path, wanted, sql, params);
+                };
+                sql.push_str(&format!(
+                    "(id IN (SELECT deliverable_id FROM {} WHERE organization_id = ? AND key = {} AND (",
+                    super::property_index::TABLE,
+                    self.cast_text()
+                ));
+                params.push(SqlValue::Text(org.to_string()));
+                params.push(SqlValue::Text(key.clone()));
+                self.text_in("value", texts, sql, params);
+                sql.push_str(" OR ");
+                self.number_in("num", numbers, sql, params);
+                sql.push_str(")) AND ");
+                self.field_in(&path, wanted, sql, params);
+                sql.push(')');
             }
             Cond::Text { path, values } => {
                 let wanted = Wanted::of(values);
@@ -230,14 +273,23 @@ impl Dialect {
                 sql.push_str(&format!("{expr} = CAST(? AS {pg_type})"));
                 params.extend(values.pop().map(one));
             }
+            (n, Dialect::Sqlite) if n <= LISTED_VALUES => {
+                // Listed, so that the planner reads them as an index's IN constraint.
+                sql.push_str(&format!("{expr} IN ("));
+                for i in 0..n {
+                    sql.push_str(if i == 0 { "?" } else { ", ?" });
+                }
+                sql.push(')');
+                params.extend(values.into_iter().map(one));
+            }
             (_, Dialect::Sqlite) => {
                 sql.push_str(&format!("{expr} IN (SELECT value FROM json_each(?))"));
                 params.push(many(values));
             }
             (_, Dialect::Postgres) => {
-                sql.push_str(&format!(
-                    "{expr} IN (SELECT unnest(CAST(? AS {pg_type}[])))"
-                ));
+                // `= ANY` of an array: an index probes each value, a filter hashes them
+                // (PostgreSQL 14 and later), and the planner estimates each value.
+                sql.push_str(&format!("{expr} = ANY(CAST(? AS {pg_type}[]))"));
                 params.push(many(values));
             }
         }
@@ -348,7 +400,7 @@ impl Dialect {
         params.push(SqlValue::Text(org.to_string()));
         for cond in conds {
             sql.push_str(" AND ");
-            self.cond(cond, &mut sql, params);
+            self.cond(org, cond, &mut sql, params);
         }
         sql
     }
@@ -496,7 +548,7 @@ mod tests {
                 Cond::Ids((0..10_000).map(|_| Uuid::new_v4()).collect()),
             ] {
                 let (mut sql, mut params) = (String::new(), Vec::new());
-                dialect.cond(&cond, &mut sql, &mut params);
+                dialect.cond(Uuid::nil(), &cond, &mut sql, &mut params);
                 assert!(sql.len() < 2_000, "{sql}");
                 assert!(params.len() <= 8, "{params:?}");
             }

@@ -1,0 +1,212 @@
+//! The index of custom property values of deliverables (`data.properties.<key>`, spec 4.9), so a
+//! filter on a property is an index lookup instead of a read of every record.
+//!
+//! Property keys are defined per organization at run time, so no expression index can name
+//! them; instead, `deliverable_property_values` holds one row per (deliverable, key, scalar
+//! value or array element), kept by database triggers on the deliverable table, so that no
+//! write path can forget it. A filter looks its candidates up there and then checks the exact
+//! condition on them ([`Cond::Field`](super::sql::Cond::Field)'s JSON-typed match): the index
+//! only has to find a superset of the matches, which is what keeps it simple:
+//!
+//! - a string is kept as its first [`MAX_TEXT_CHARS`] characters (an index row has a size
+//!   limit on PostgreSQL; equal strings have equal prefixes);
+//! - a boolean as `true`/`false`, a number in `num`;
+//! - an array element as the text the exact match compares (strings as they are, numbers as
+//!   written, booleans as `true`/`false`); null and object members are not kept (nothing but
+//!   a `null` filter matches them, and a `null` filter is not looked up here).
+
+use super::sql::Dialect;
+use super::{StoreResult, Tx};
+
+/// The table whose records' custom properties are indexed.
+pub const SOURCE_TABLE: &str = "deliverable";
+
+/// The index table.
+pub const TABLE: &str = "deliverable_property_values";
+
+/// How many characters of a string value the index keeps.
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// The table, its indexes and the triggers that keep it, idempotent.
+pub fn ddl(dialect: Dialect) -> Vec<String> {
+    let (t, s) = (TABLE, SOURCE_TABLE);
+    let num = match dialect {
+        Dialect::Sqlite => "REAL",
+        Dialect::Postgres => "DOUBLE PRECISION",
+    };
+    let mut ddl = vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t} (organization_id TEXT NOT NULL, deliverable_id TEXT NOT NULL, \
+             key TEXT NOT NULL, value TEXT, num {num})"
+        ),
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_{t}_value ON {t} (organization_id, key, value, deliverable_id)"
+        ),
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_{t}_num ON {t} (organization_id, key, num, deliverable_id)"
+        ),
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_{t}_record ON {t} (organization_id, deliverable_id)"
+        ),
+    ];
+    match dialect {
+        Dialect::Sqlite => {
+            let insert = format!(
+                "INSERT INTO {t} (organization_id, deliverable_id, key, value, num) {};",
+                sqlite_rows("NEW.organization_id", "NEW.id", "NEW.data", "")
+            );
+            let delete = |row: &str| {
+                format!(
+                    "DELETE FROM {t} WHERE organization_id = {row}.organization_id AND deliverable_id = {row}.id;"
+                )
+            };
+            for name in ["insert", "update", "delete"] {
+                ddl.push(format!("DROP TRIGGER IF EXISTS tr_{s}_properties_{name}"));
+            }
+            ddl.push(format!(
+                "CREATE TRIGGER tr_{s}_properties_insert AFTER INSERT ON {s} \
+                 WHEN json_type(NEW.data, '$.data.properties') = 'object' BEGIN {insert} END"
+            ));
+            ddl.push(format!(
+                "CREATE TRIGGER tr_{s}_properties_update AFTER UPDATE OF data ON {s} \
+                 WHEN (OLD.data -> '$.data.properties') IS NOT (NEW.data -> '$.data.properties') \
+                 BEGIN {} {insert} END",
+                delete("OLD")
+            ));
+            ddl.push(format!(
+                "CREATE TRIGGER tr_{s}_properties_delete AFTER DELETE ON {s} BEGIN {} END",
+                delete("OLD")
+            ));
+        }
+        Dialect::Postgres => {
+            let changed = "(o.data #> '{data,properties}')::text IS DISTINCT FROM (n.data #> '{data,properties}')::text";
+            ddl.push(format!(
+                "CREATE OR REPLACE FUNCTION prodops_property_values() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO {t} (organization_id, deliverable_id, key, value, num) {};
+  ELSIF TG_OP = 'UPDATE' THEN
+    DELETE FROM {t} v USING old_rows o JOIN new_rows n ON n.organization_id = o.organization_id AND n.id = o.id
+      WHERE v.organization_id = o.organization_id AND v.deliverable_id = o.id AND {changed};
+    INSERT INTO {t} (organization_id, deliverable_id, key, value, num) {};
+  ELSE
+    DELETE FROM {t} v USING old_rows o WHERE v.organization_id = o.organization_id AND v.deliverable_id = o.id;
+  END IF;
+  RETURN NULL;
+END $body$",
+                pg_rows("new_rows n", ""),
+                pg_rows(
+                    "new_rows n JOIN old_rows o ON o.organization_id = n.organization_id AND o.id = n.id",
+                    &format!(" AND {changed}")
+                ),
+            ));
+            ddl.push(format!(
+                "CREATE OR REPLACE TRIGGER tr_{s}_properties_insert AFTER INSERT ON {s} \
+                 REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION prodops_property_values()"
+            ));
+            ddl.push(format!(
+                "CREATE OR REPLACE TRIGGER tr_{s}_properties_update AFTER UPDATE ON {s} \
+                 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT \
+                 EXECUTE FUNCTION prodops_property_values()"
+            ));
+            ddl.push(format!(
+                "CREATE OR REPLACE TRIGGER tr_{s}_properties_delete AFTER DELETE ON {s} \
+                 REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION prodops_property_values()"
+            ));
+        }
+    }
+    ddl
+}
+
+/// The index rows of one SQLite record (`org`, `id`, `data` are SQL expressions; `from` adds
+/// a table to read them from, as `, table d`).
+fn sqlite_rows(org: &str, id: &str, data: &str, from: &str) -> String {
+    let m = MAX_TEXT_CHARS;
+    format!(
+        "SELECT {org}, {id}, p.key, \
+         CASE p.type WHEN 'text' THEN substr(p.value, 1, {m}) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END, \
+         CASE WHEN p.type IN ('integer', 'real') THEN p.value END \
+         FROM {from_first}json_each({data}, '$.data.properties') p \
+         WHERE json_type({data}, '$.data.properties') = 'object' AND p.type IN ('text', 'true', 'false', 'integer', 'real') \
+         UNION ALL \
+         SELECT {org}, {id}, p.key, \
+         substr(CASE e.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(e.value AS TEXT) END, 1, {m}), NULL \
+         FROM {from_first}json_each({data}, '$.data.properties') p, json_each(p.value) e \
+         WHERE json_type({data}, '$.data.properties') = 'object' AND p.type = 'array' AND e.type <> 'null'",
+        from_first = if from.is_empty() {
+            String::new()
+        } else {
+            format!("{from}, ")
+        }
+    )
+}
+
+/// The index rows of the PostgreSQL records of `from` (aliased `n`), `and` narrowing them.
+fn pg_rows(from: &str, and: &str) -> String {
+    let m = MAX_TEXT_CHARS;
+    // `json_each` of a non-object (and `json_array_elements_text` of a non-array) is an error,
+    // even on rows a WHERE clause would drop: the argument is an empty one instead.
+    let props = "json_each(CASE WHEN json_typeof(n.data #> '{data,properties}') = 'object' \
+                 THEN n.data #> '{data,properties}' ELSE '{}'::json END) p";
+    format!(
+        "SELECT n.organization_id, n.id, p.key, \
+         CASE json_typeof(p.value) WHEN 'string' THEN left(p.value #>> '{{}}', {m}) WHEN 'boolean' THEN p.value #>> '{{}}' END, \
+         CASE WHEN json_typeof(p.value) = 'number' THEN (p.value #>> '{{}}')::float8 END \
+         FROM {from} CROSS JOIN LATERAL {props} \
+         WHERE json_typeof(p.value) IN ('string', 'boolean', 'number'){and} \
+         UNION ALL \
+         SELECT n.organization_id, n.id, p.key, left(e, {m}), NULL \
+         FROM {from} CROSS JOIN LATERAL {props} CROSS JOIN LATERAL \
+         json_array_elements_text(CASE WHEN json_typeof(p.value) = 'array' THEN p.value ELSE '[]'::json END) e \
+         WHERE e IS NOT NULL{and}"
+    )
+}
+
+/// Rebuilds the index from the stored records: for databases that held deliverables before it
+/// existed. Runs once, as a migration step.
+pub fn backfill(tx: &mut dyn Tx) -> StoreResult<()> {
+    let (t, s) = (TABLE, SOURCE_TABLE);
+    tx.execute(&format!("DELETE FROM {t}"), &[])?;
+    let rows = match tx.dialect() {
+        Dialect::Sqlite => sqlite_rows("d.organization_id", "d.id", "d.data", &format!("{s} d")),
+        Dialect::Postgres => pg_rows(&format!("{s} n"), ""),
+    };
+    tx.execute(
+        &format!("INSERT INTO {t} (organization_id, deliverable_id, key, value, num) {rows}"),
+        &[],
+    )?;
+    Ok(())
+}
+
+/// The texts and numbers a property filter looks up: a superset of what its exact match can
+/// match (see the module's comment). `None` when the index cannot narrow the filter (it asks
+/// for `null`, which also matches a missing property).
+pub(super) fn lookup_keys(
+    texts: &[String],
+    numbers: &[f64],
+    with_true: bool,
+    with_false: bool,
+    with_null: bool,
+) -> Option<(Vec<String>, Vec<f64>)> {
+    if with_null {
+        return None;
+    }
+    let mut keys: Vec<String> = texts
+        .iter()
+        .map(|t| t.chars().take(MAX_TEXT_CHARS).collect())
+        .collect();
+    if with_true {
+        keys.push("true".into());
+    }
+    if with_false {
+        keys.push("false".into());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    Some((keys, numbers.to_vec()))
+}
+
+/// Whether `table` has triggers that keep another table (which a write must never switch off).
+pub fn keeps_an_index(table: &str) -> bool {
+    table == SOURCE_TABLE
+}
