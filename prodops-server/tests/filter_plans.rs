@@ -63,6 +63,34 @@ fn uses_index(dialect: Dialect, plan: &str, table: &str, index: &str) -> bool {
     plan.contains(index) && !scans
 }
 
+/// Asserts that a page of 100 and the count under `conds` both read `table` through `index`.
+async fn assert_page_and_count_read(
+    store: &Store,
+    table: &'static str,
+    org: Uuid,
+    conds: &[Cond],
+    index: &str,
+) {
+    let dialect = store.dialect();
+    let select = Select {
+        conds: conds.to_vec(),
+        limit: 100,
+        ..Default::default()
+    };
+    let (sql, params) = records::select_sql(dialect, table, org, &select);
+    let list = plan(store, sql, params).await;
+    assert!(
+        uses_index(dialect, &list, table, index),
+        "the page under {conds:?} reads {index}:\n{list}"
+    );
+    let (sql, params) = records::count_sql(dialect, table, org, conds);
+    let count = plan(store, sql, params).await;
+    assert!(
+        uses_index(dialect, &count, table, index),
+        "the count under {conds:?} reads {index}:\n{count}"
+    );
+}
+
 async fn seed(store: &Store, table: &'static str, org: Uuid, docs: Vec<Value>) {
     let rows: Vec<NewRow> = docs
         .iter()
@@ -122,23 +150,7 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
     for (field, cond) in cases {
         let index = filter_index_name("worker", field);
         let conds = vec![cond, Cond::Archived(false)];
-        let select = Select {
-            conds: conds.clone(),
-            limit: 100,
-            ..Default::default()
-        };
-        let (sql, params) = records::select_sql(dialect, "worker", org, &select);
-        let list = plan(&store, sql, params).await;
-        assert!(
-            uses_index(dialect, &list, "worker", &index),
-            "the list filtered on {field} reads {index}:\n{list}"
-        );
-        let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
-        let count = plan(&store, sql, params).await;
-        assert!(
-            uses_index(dialect, &count, "worker", &index),
-            "the count filtered on {field} reads {index}:\n{count}"
-        );
+        assert_page_and_count_read(&store, "worker", org, &conds, &index).await;
     }
     // Several values: the count reads the index alone. (A page in creation order is the
     // planner's choice between this index and the list index, by how many rows it expects.)
@@ -166,7 +178,6 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
 async fn property_filters_read_through_the_property_value_index() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&database_url(&dir)).await.unwrap();
-    let dialect = store.dialect();
     let org = Uuid::now_v7();
     let orders: Vec<Value> = (0..5_000)
         .map(|i| {
@@ -196,23 +207,7 @@ async fn property_filters_read_through_the_property_value_index() {
     for (cond, expected, index) in cases {
         let index = format!("ix_deliverable_property_values_{index}");
         let conds = vec![cond, Cond::Archived(false)];
-        let select = Select {
-            conds: conds.clone(),
-            limit: 100,
-            ..Default::default()
-        };
-        let (sql, params) = records::select_sql(dialect, "deliverable", org, &select);
-        let list = plan(&store, sql, params).await;
-        assert!(
-            uses_index(dialect, &list, "deliverable", &index),
-            "{conds:?} reads {index}:\n{list}"
-        );
-        let (sql, params) = records::count_sql(dialect, "deliverable", org, &conds);
-        let count = plan(&store, sql, params).await;
-        assert!(
-            uses_index(dialect, &count, "deliverable", &index),
-            "{conds:?} counts through {index}:\n{count}"
-        );
+        assert_page_and_count_read(&store, "deliverable", org, &conds, &index).await;
         let counted = store
             .read(move |tx| records::count(tx, "deliverable", org, &conds))
             .await
