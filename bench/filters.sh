@@ -13,6 +13,8 @@
 #   BENCH_ORDERS           orders to store (default 100000)
 #   BENCH_ROUNDS           interleaved rounds (default 40)
 #   CARGO_TARGET_DIR       where cargo puts the binaries (default ./target)
+#   BENCH_SERVER           a prodops-server binary to measure instead of building this checkout
+#                          (for before/after runs of an older commit)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +25,7 @@ for arg in "$@"; do
     case "$arg" in
         --sqlite-only) SQLITE_ONLY=1 ;;
         -h | --help)
-            sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -44,11 +46,15 @@ die() {
     exit 1
 }
 
-log "building (release): prodops-server"
-cargo build --release -p prodops-server >&2
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
-SERVER="$TARGET_DIR/release/prodops-server"
+if [ -n "${BENCH_SERVER:-}" ]; then
+    SERVER="$BENCH_SERVER"
+else
+    log "building (release): prodops-server"
+    cargo build --release -p prodops-server >&2
+    TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+    case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+    SERVER="$TARGET_DIR/release/prodops-server"
+fi
 [ -x "$SERVER" ] || die "no binary at $SERVER"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/prodops-bench.XXXXXX")"

@@ -153,6 +153,22 @@ pub trait Tx {
     }
     /// Runs a query; every row as a vector of values in select order.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;
+    /// Appends rows to `table` through the database's bulk loading path, answering whether it
+    /// has one: PostgreSQL's `COPY ... FROM STDIN (FORMAT binary)`, which skips parsing and
+    /// planning a multi-row `INSERT` and binding its parameters one by one. SQLite has no such
+    /// path (`false`, nothing written); callers then insert with multi-row statements.
+    /// `cells` holds the rows one after another, `columns.len()` cells each: `Int` cells go to
+    /// `BIGINT` columns, `Real` to `DOUBLE PRECISION`, `Bool` to `BOOLEAN`, `Text` to any
+    /// textual or `JSON` column. Triggers fire as for an `INSERT`.
+    fn copy_in(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        cells: &[CellRef<'_>],
+    ) -> StoreResult<bool> {
+        let _ = (table, columns, cells);
+        Ok(false)
+    }
     /// Turns this connection's triggers off (`on == false`) or back on, answering whether it
     /// could: SQLite can, per connection; on PostgreSQL triggers stay on (`false`). Only
     /// [`records::insert_rows`](records::insert_rows) uses it, for large batches whose
