@@ -429,8 +429,18 @@ pub fn row_record(
     record: &csv::StringRecord,
     key_mode: bool,
 ) -> Result<Map<String, Value>, Vec<String>> {
-    row_json(spec, cols, record, 0, key_mode)
-        .map(|row| serde_json::from_slice(&row.json).expect("the row's JSON reads back"))
+    let mut buffers = RowBuffers::default();
+    row_json(spec, cols, record, 0, key_mode, &mut buffers)
+        .map(|_| serde_json::from_str(&buffers.json).expect("the row's JSON reads back"))
+}
+
+/// The texts [`row_json`] writes, kept from row to row (no allocation per row).
+#[derive(Default)]
+struct RowBuffers {
+    /// The row's JSON object, as sent.
+    json: String,
+    /// The record as the server would complete it, for core's check.
+    candidate: String,
 }
 
 /// The top-level fields a row gives, as the check needs them.
@@ -449,23 +459,25 @@ impl Given<'_> {
     }
 }
 
-/// [`row_record`], as the [`Row`] sent for line `line`. A file of top-level fields only
-/// (workers) is written straight to JSON; one with dotted (nested) columns is gathered into a
-/// map first.
+/// [`row_record`] for line `line`: the row's JSON in `buffers.json`, and what it is matched and
+/// ordered by. A file of top-level fields only (workers) is written straight to JSON; one with
+/// dotted (nested) columns is gathered into a map first.
 fn row_json(
     spec: &Spec,
     cols: &[Option<&Column>],
     record: &csv::StringRecord,
     line: u64,
     key_mode: bool,
-) -> Result<Row, Vec<String>> {
+    buffers: &mut RowBuffers,
+) -> Result<Checked, Vec<String>> {
     let mut errors = Vec::new();
-    let mut text = String::with_capacity(record.as_slice().len() + 64 * cols.len());
+    let text = &mut buffers.json;
+    text.clear();
     let mut map = Map::new();
     let given = if cols.iter().flatten().any(|c| c.name.contains('.')) {
-        gather_by_map(spec, cols, record, &mut map, &mut errors, &mut text)
+        gather_by_map(spec, cols, record, &mut map, &mut errors, text)
     } else {
-        gather_flat(spec, cols, record, &mut errors, &mut text)
+        gather_flat(spec, cols, record, &mut errors, text)
     };
     if spec.tree
         && let (Some(id), Some(parent)) = (given.id, given.parent)
@@ -493,16 +505,17 @@ fn row_json(
     let checked = if server_fields.iter().any(|f| given.has(f)) {
         None
     } else {
-        kind.validate_new_json(&candidate_text(spec, &given, &text, update))
+        candidate_text(spec, &given, text, update, &mut buffers.candidate);
+        kind.validate_new_json(&buffers.candidate)
     };
     let checked = checked.unwrap_or_else(|| {
         let out: Map<String, Value> =
-            serde_json::from_str(&text).expect("the row's JSON reads back");
+            serde_json::from_str(text).expect("the row's JSON reads back");
         kind.check(Value::Object(candidate_map(spec, &out, update)), None)
             .map(|_| ())
     });
     match checked {
-        Ok(()) => Ok(Row {
+        Ok(()) => Ok(Checked {
             line,
             id: given.id,
             parent: if spec.tree { given.parent } else { None },
@@ -511,8 +524,6 @@ fn row_json(
             } else {
                 None
             },
-            // An exact copy: the row waits in its batch, and `text` was sized generously.
-            json: text.as_bytes().to_vec(),
         }),
         Err(violations) => Err(violations
             .into_iter()
@@ -632,10 +643,10 @@ fn candidate_map(spec: &Spec, out: &Map<String, Value>, update: bool) -> Map<Str
     candidate
 }
 
-/// [`candidate_map`] as JSON text, from the row's JSON (which holds none of the server's
-/// fields): the added fields go after the row's own.
-fn candidate_text(spec: &Spec, given: &Given<'_>, json: &str, update: bool) -> String {
-    let mut text = String::with_capacity(json.len() + 160);
+/// [`candidate_map`] as JSON text in `text`, from the row's JSON (which holds none of the
+/// server's fields): the added fields go after the row's own.
+fn candidate_text(spec: &Spec, given: &Given<'_>, json: &str, update: bool, text: &mut String) {
+    text.clear();
     text.push_str(&json[..json.len() - 1]);
     let mut add = |key: &str, value: &str| {
         if text.len() > 1 {
@@ -644,7 +655,7 @@ fn candidate_text(spec: &Spec, given: &Given<'_>, json: &str, update: bool) -> S
         text.push('"');
         text.push_str(key);
         text.push_str("\":");
-        push_json_string(&mut text, value);
+        push_json_string(text, value);
     };
     const NIL: &str = "00000000-0000-0000-0000-000000000000";
     if !given.has("id") {
@@ -661,7 +672,6 @@ fn candidate_text(spec: &Spec, given: &Given<'_>, json: &str, update: bool) -> S
         }
     }
     text.push('}');
-    text
 }
 
 /// Appends `value` as a JSON string (escaped only when it needs it: this runs for every
@@ -700,11 +710,10 @@ fn needs_escape(s: &[u8]) -> bool {
 
 // ---- import -------------------------------------------------------------------------------------
 
-/// One checked row: its line, its JSON, and what it is matched and ordered by.
-struct Row {
+/// A checked row, not placed yet: its line, and what it is matched and ordered by. Its JSON is
+/// in the reader's [`RowBuffers`] until it goes into a batch's body.
+struct Checked {
     line: u64,
-    /// The JSON object sent for the row (kept serialized: memory stays small).
-    json: Vec<u8>,
     id: Option<Uuid>,
     /// Its `parentId`, for a tree's rows.
     parent: Option<Uuid>,
@@ -712,24 +721,110 @@ struct Row {
     key: Option<String>,
 }
 
+/// A row placed in a batch: its line and where its JSON object lies in the batch's body.
+struct Row {
+    line: u64,
+    json: std::ops::Range<usize>,
+    /// Its id, parent and key where they are used once it is placed (a tree's rows, rows with a
+    /// key); `None` for the rest, which keeps a batch of 10,000 workers' rows at 320 KB.
+    links: Option<Box<Links>>,
+}
+
+/// What a placed row is matched and ordered by (see [`Checked`]).
+struct Links {
+    id: Option<Uuid>,
+    parent: Option<Uuid>,
+    key: Option<String>,
+}
+
+impl Row {
+    fn id(&self) -> Option<Uuid> {
+        self.links.as_ref().and_then(|l| l.id)
+    }
+
+    fn parent(&self) -> Option<Uuid> {
+        self.links.as_ref().and_then(|l| l.parent)
+    }
+
+    fn key(&self) -> Option<&str> {
+        self.links.as_ref().and_then(|l| l.key.as_deref())
+    }
+}
+
 /// A batch of rows ready to send, and the rows of its stretch of the file already rejected.
 struct Batch {
     index: usize,
     /// Every batch up to this one must be written before this one is sent.
     after: Option<usize>,
+    /// The body sent for the batch: the JSON array of its rows' objects, written as they are
+    /// placed (each row's text is held once, here, and sent without a copy).
+    body: Vec<u8>,
     rows: Vec<Row>,
+    /// Some row has no id.
+    without_id: bool,
+    /// Some row has neither an id nor a key: it creates a record.
+    creates: bool,
     rejected: Vec<(u64, String)>,
 }
 
 impl Batch {
-    fn new(index: usize, capacity: usize) -> Batch {
+    fn new(index: usize, capacity: usize, body_capacity: usize) -> Batch {
+        let mut body = Vec::with_capacity(body_capacity);
+        body.push(b'[');
         Batch {
             index,
             after: None,
+            body,
             rows: Vec::with_capacity(capacity),
+            without_id: false,
+            creates: false,
             rejected: Vec::new(),
         }
     }
+
+    /// Appends a row's JSON object to the body.
+    fn push(&mut self, row: &Checked, json: &[u8], keep_links: bool) {
+        if !self.rows.is_empty() {
+            self.body.push(b',');
+        }
+        let start = self.body.len();
+        self.body.extend_from_slice(json);
+        self.without_id |= row.id.is_none();
+        self.creates |= row.id.is_none() && row.key.is_none();
+        self.rows.push(Row {
+            line: row.line,
+            json: start..self.body.len(),
+            links: (keep_links || row.key.is_some()).then(|| {
+                Box::new(Links {
+                    id: row.id,
+                    parent: row.parent,
+                    key: row.key.clone(),
+                })
+            }),
+        });
+    }
+
+    /// Ends the body's array: the batch is complete.
+    fn close(&mut self) {
+        self.body.push(b']');
+    }
+}
+
+/// The JSON array of `rows`, whose objects lie in `from`, as a new body; each row's range then
+/// points into it.
+fn body_of(from: &[u8], mut rows: Vec<Row>) -> (bytes::Bytes, Vec<Row>) {
+    let mut body = Vec::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
+    body.push(b'[');
+    for (i, r) in rows.iter_mut().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        let start = body.len();
+        body.extend_from_slice(&from[r.json.clone()]);
+        r.json = start..body.len();
+    }
+    body.push(b']');
+    (body.into(), rows)
 }
 
 fn open_input(path: &str) -> CmdResult<(Box<dyn std::io::Read + Send>, Option<u64>)> {
@@ -751,17 +846,50 @@ struct Placer {
     placed: HashMap<Uuid, usize>,
     /// Every id the file gives a row.
     seen: HashSet<Uuid>,
-    /// Rows waiting for their parent's row, by parent id.
-    waiting: HashMap<Uuid, Vec<Row>>,
+    /// Rows waiting for their parent's row, by parent id, with their JSON.
+    waiting: HashMap<Uuid, Vec<(Checked, Vec<u8>)>>,
     /// Keys of the current batch, to refuse a key given twice.
     keys_in_batch: HashMap<String, u64>,
     key_name: &'static str,
     tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
+    /// The channel's place for the batch being filled, taken before its first row.
+    permit: Option<tokio::sync::mpsc::OwnedPermit<Result<Batch, Fail>>>,
 }
 
 impl Placer {
-    /// Takes a row read from the file. Returns false when the importer has stopped.
-    fn take(&mut self, row: Row) -> bool {
+    /// Waits, before a batch's first row, until the senders have taken the batch before (the
+    /// channel holds one): so the reader is one batch ahead of the senders, no more; every
+    /// batch held costs memory (its body and rows). Returns false when the importer has
+    /// stopped.
+    fn reserve(&mut self) -> bool {
+        if self.permit.is_none() {
+            match futures::executor::block_on(self.tx.clone().reserve_owned()) {
+                Ok(permit) => self.permit = Some(permit),
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Hands a batch (or a failure) to the senders. Returns false when the importer has
+    /// stopped.
+    fn send(&mut self, item: Result<Batch, Fail>) -> bool {
+        if !self.reserve() {
+            return false;
+        }
+        let permit = self.permit.take().expect("reserved");
+        permit.send(item);
+        true
+    }
+
+    /// Ends the import with a failure.
+    fn fail(mut self, f: Fail) {
+        self.send(Err(f));
+    }
+
+    /// Takes a row read from the file, its JSON in `json`. Returns false when the importer
+    /// has stopped.
+    fn take(&mut self, row: Checked, json: &[u8]) -> bool {
         if self.tree {
             if let Some(id) = row.id {
                 self.seen.insert(id);
@@ -769,29 +897,33 @@ impl Placer {
             if let Some(p) = row.parent
                 && !self.placed.contains_key(&p)
             {
-                self.waiting.entry(p).or_default().push(row);
+                self.waiting
+                    .entry(p)
+                    .or_default()
+                    .push((row, json.to_vec()));
                 return true;
             }
         }
-        self.place_with_children(row, false)
+        self.place_with_children(row, json, false)
     }
 
-    fn place_with_children(&mut self, row: Row, after_all: bool) -> bool {
-        let mut stack = vec![row];
-        while let Some(row) = stack.pop() {
+    fn place_with_children(&mut self, row: Checked, json: &[u8], after_all: bool) -> bool {
+        let mut stack = vec![(row, std::borrow::Cow::Borrowed(json))];
+        while let Some((row, json)) = stack.pop() {
             let id = row.id;
-            if !self.place(row, after_all) {
+            if !self.place(row, &json, after_all) {
                 return false;
             }
             if let Some(children) = id.and_then(|id| self.waiting.remove(&id)) {
                 // Children keep their file order.
-                stack.extend(children.into_iter().rev());
+                let children = children.into_iter().rev();
+                stack.extend(children.map(|(row, json)| (row, std::borrow::Cow::Owned(json))));
             }
         }
         true
     }
 
-    fn place(&mut self, row: Row, after_all: bool) -> bool {
+    fn place(&mut self, row: Checked, json: &[u8], after_all: bool) -> bool {
         if let Some(k) = &row.key {
             if let Some(first) = self.keys_in_batch.get(k) {
                 self.batch.rejected.push((
@@ -818,7 +950,10 @@ impl Placer {
         {
             self.placed.insert(id, index);
         }
-        self.batch.rows.push(row);
+        if self.batch.rows.is_empty() && !self.reserve() {
+            return false;
+        }
+        self.batch.push(&row, json, self.tree);
         if self.batch.rows.len() >= self.batch_size {
             return self.flush();
         }
@@ -827,9 +962,13 @@ impl Placer {
 
     fn flush(&mut self) -> bool {
         self.keys_in_batch.clear();
-        let next = Batch::new(self.batch.index + 1, self.batch_size);
-        let full = std::mem::replace(&mut self.batch, next);
-        self.tx.blocking_send(Ok(full)).is_ok()
+        // The next body is about as long as this one: reserving that (and a little more)
+        // spares the copies of growing it.
+        let len = self.batch.body.len();
+        let next = Batch::new(self.batch.index + 1, self.batch_size, len + len / 16);
+        let mut full = std::mem::replace(&mut self.batch, next);
+        full.close();
+        self.send(Ok(full))
     }
 
     /// End of file: rows whose parent is not in the file go in (after every earlier batch);
@@ -843,14 +982,19 @@ impl Placer {
             .collect();
         for p in outside {
             if let Some(rows) = self.waiting.remove(&p) {
-                for row in rows {
-                    if !self.place_with_children(row, true) {
+                for (row, json) in rows {
+                    if !self.place_with_children(row, &json, true) {
                         return;
                     }
                 }
             }
         }
-        let mut cyclic: Vec<u64> = self.waiting.values().flatten().map(|r| r.line).collect();
+        let mut cyclic: Vec<u64> = self
+            .waiting
+            .values()
+            .flatten()
+            .map(|(r, _)| r.line)
+            .collect();
         cyclic.sort_unstable();
         for line in cyclic {
             self.batch
@@ -861,7 +1005,9 @@ impl Placer {
             pb.set_position(pb.length().unwrap_or(0));
         }
         if !self.batch.rows.is_empty() || !self.batch.rejected.is_empty() {
-            let _ = self.tx.blocking_send(Ok(self.batch));
+            let mut last = std::mem::replace(&mut self.batch, Batch::new(0, 0, 0));
+            last.close();
+            self.send(Ok(last));
         }
     }
 }
@@ -939,15 +1085,17 @@ fn reader_thread(
         let mut placer = Placer {
             batch_size,
             tree: spec.tree,
-            batch: Batch::new(0, batch_size),
+            batch: Batch::new(0, batch_size, 0),
             placed: HashMap::new(),
             seen: HashSet::new(),
             waiting: HashMap::new(),
             keys_in_batch: HashMap::new(),
             key_name: spec.key.unwrap_or(""),
             tx: tx.clone(),
+            permit: None,
         };
         let mut record = csv::StringRecord::new();
+        let mut buffers = RowBuffers::default();
         let mut n = 0u64;
         loop {
             match reader.read_record(&mut record) {
@@ -955,10 +1103,10 @@ fn reader_thread(
                 Ok(true) => {}
                 Err(e) => {
                     if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                        return fail(
-                            &tx,
-                            Fail::io("reading the file", std::io::Error::other(e.to_string())),
-                        );
+                        return placer.fail(Fail::io(
+                            "reading the file",
+                            std::io::Error::other(e.to_string()),
+                        ));
                     }
                     // A broken quote or a short row: report it and read on.
                     let line = e.position().map(|p| p.line()).unwrap_or(0);
@@ -971,9 +1119,9 @@ fn reader_thread(
             }
             n += 1;
             let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
-            match row_json(spec, &cols, &record, line, key_mode) {
+            match row_json(spec, &cols, &record, line, key_mode, &mut buffers) {
                 Ok(row) => {
-                    if !placer.take(row) {
+                    if !placer.take(row, buffers.json.as_bytes()) {
                         return;
                     }
                 }
@@ -997,8 +1145,7 @@ async fn resolve_keys(ctx: &Ctx, spec: &Spec, batch: &mut Batch) -> CmdResult {
     let keys: Vec<Value> = batch
         .rows
         .iter()
-        .filter_map(|r| r.key.clone())
-        .map(Value::String)
+        .filter_map(|r| r.key().map(|k| Value::String(k.to_string())))
         .collect();
     if keys.is_empty() {
         return Ok(());
@@ -1030,51 +1177,74 @@ async fn resolve_keys(ctx: &Ctx, spec: &Spec, batch: &mut Batch) -> CmdResult {
             page += 1;
         }
     }
+    // The body is written again: rows matching one record get its id, rows matching several
+    // are rejected.
     let rows = std::mem::take(&mut batch.rows);
+    let old = std::mem::take(&mut batch.body);
+    let mut body = Vec::with_capacity(old.len() + 48 * found.len());
+    body.push(b'[');
     for mut row in rows {
-        match row.key.as_ref().and_then(|k| found.get(k)) {
-            Some(ids) if ids.len() > 1 => {
-                batch.rejected.push((
-                    row.line,
-                    format!(
-                        "{key_field} {:?} matches {} {}s; give the id instead",
-                        row.key.as_deref().unwrap_or(""),
-                        ids.len(),
-                        spec.noun
-                    ),
-                ));
-                continue;
-            }
+        let ids = row.key().and_then(|k| found.get(k));
+        if let Some(ids) = ids.filter(|ids| ids.len() > 1) {
+            batch.rejected.push((
+                row.line,
+                format!(
+                    "{key_field} {:?} matches {} {}s; give the id instead",
+                    row.key().unwrap_or(""),
+                    ids.len(),
+                    spec.noun
+                ),
+            ));
+            continue;
+        }
+        if !batch.rows.is_empty() {
+            body.push(b',');
+        }
+        let json = &old[row.json.clone()];
+        let start = body.len();
+        match ids {
             Some(ids) => {
                 // The row's object gets the id as its first field.
-                let mut with_id = format!("{{\"id\":{},", json!(ids[0])).into_bytes();
-                if row.json.len() > 2 {
-                    with_id.extend_from_slice(&row.json[1..]);
+                body.extend_from_slice(format!("{{\"id\":{},", json!(ids[0])).as_bytes());
+                if json.len() > 2 {
+                    body.extend_from_slice(&json[1..]);
                 } else {
-                    with_id.pop();
-                    with_id.push(b'}');
+                    body.pop();
+                    body.push(b'}');
                 }
-                row.json = with_id;
-                row.id = Uuid::parse_str(&ids[0]).ok();
+                if let Some(links) = &mut row.links {
+                    links.id = Uuid::parse_str(&ids[0]).ok();
+                }
             }
-            None => {}
+            None => body.extend_from_slice(json),
         }
+        row.json = start..body.len();
         batch.rows.push(row);
     }
+    body.push(b']');
+    batch.body = body;
     Ok(())
 }
 
-fn body_of(rows: &[Row]) -> bytes::Bytes {
-    let mut buf = Vec::with_capacity(rows.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
-    buf.push(b'[');
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
-        buf.extend_from_slice(&r.json);
+/// `PUT /r/bulk` of a body: how many records the server wrote. The answer also lists every
+/// record's id, which the import does not use: they are read past, not collected into strings.
+async fn bulk_put(ctx: &Ctx, path: &str, body: bytes::Bytes) -> Result<u64, Error> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        count: u64,
+        #[allow(dead_code)]
+        ids: serde::de::IgnoredAny,
     }
-    buf.push(b']');
-    buf.into()
+    let answer = ctx
+        .client
+        .send(prodops_client::Method::PUT, path, Some(body))
+        .await?;
+    serde_json::from_slice::<Answer>(&answer)
+        .map(|a| a.count)
+        .map_err(|e| {
+            let sample: String = String::from_utf8_lossy(&answer).chars().take(200).collect();
+            Error::Decode(format!("{e} in {sample}"))
+        })
 }
 
 /// Sends a batch; rows the server rejects are taken out and the rest sent again.
@@ -1088,21 +1258,28 @@ async fn send_batch(
     if key_mode {
         resolve_keys(ctx, spec, &mut batch).await?;
     }
-    let records = ctx.client.resource_at(spec.path);
+    let path = format!("/{}/bulk", spec.path);
+    let Batch {
+        body,
+        rows,
+        mut rejected,
+        ..
+    } = batch;
     let mut written = 0u64;
-    let mut pending: Vec<Vec<Row>> = vec![std::mem::take(&mut batch.rows)];
-    while let Some(rows) = pending.pop() {
+    // Each body with its rows (their ranges point into it); the first is the batch's own.
+    let mut pending: Vec<(bytes::Bytes, Vec<Row>)> = vec![(body.into(), rows)];
+    while let Some((body, rows)) = pending.pop() {
         if rows.is_empty() {
             continue;
         }
-        match records.bulk_put_raw(body_of(&rows)).await {
-            Ok(done) => written += done.count,
+        match bulk_put(ctx, &path, body.clone()).await {
+            Ok(count) => written += count,
             Err(Error::Api { status: 413, .. }) if rows.len() > 1 => {
                 // Halves keep their order: the first goes first (parents before children).
                 let mut rows = rows;
                 let second = rows.split_off(rows.len() / 2);
-                pending.push(second);
-                pending.push(rows);
+                pending.push(body_of(&body, second));
+                pending.push(body_of(&body, rows));
             }
             Err(Error::Api {
                 status: 400 | 409,
@@ -1136,7 +1313,7 @@ async fn send_batch(
                 if bad.is_empty() {
                     // The server named no record: the whole stretch is rejected.
                     for r in &rows {
-                        batch.rejected.push((r.line, message.clone()));
+                        rejected.push((r.line, message.clone()));
                     }
                     continue;
                 }
@@ -1145,26 +1322,25 @@ async fn send_batch(
                 for (i, r) in rows.into_iter().enumerate() {
                     match bad.get(&i) {
                         Some(msgs) => {
-                            dropped.extend(r.id);
-                            batch.rejected.push((r.line, msgs.join("; ")))
+                            dropped.extend(r.id());
+                            rejected.push((r.line, msgs.join("; ")))
                         }
                         // A child of a rejected row cannot be written either.
-                        None if r.parent.is_some_and(|p| dropped.contains(&p)) => {
-                            dropped.extend(r.id);
-                            batch
-                                .rejected
+                        None if r.parent().is_some_and(|p| dropped.contains(&p)) => {
+                            dropped.extend(r.id());
+                            rejected
                                 .push((r.line, "parentId: the parent's row was rejected".into()));
                         }
                         None => good.push(r),
                     }
                 }
-                pending.push(good);
+                pending.push(body_of(&body, good));
             }
             Err(e) => return Err(e.into()),
         }
     }
-    batch.rejected.sort_by_key(|(line, _)| *line);
-    Ok((written, batch.rejected))
+    rejected.sort_by_key(|(line, _)| *line);
+    Ok((written, rejected))
 }
 
 /// Which batches are written: every batch below the watermark, and the ones in `done`.
@@ -1217,7 +1393,9 @@ pub async fn import(ctx: &Ctx, spec: &'static Spec, args: &ArgMatches) -> CmdRes
         )
     });
     // The reader stays one batch ahead of the senders, no more: every batch held costs memory
-    // (the rows and, once sent, the body), and the senders rarely wait for a batch.
+    // (its rows and body), and the senders rarely wait for a batch. One batch waits in the
+    // channel, and the reader starts the next once the senders have taken it
+    // ([`Placer::reserve`]), rather than filling it and waiting to hand it over.
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Batch, Fail>>(1);
     let reader = reader_thread(spec, input, batch_size, key_mode, tx, pb.clone());
     let batches =
@@ -1238,9 +1416,9 @@ pub async fn import(ctx: &Ctx, spec: &'static Spec, args: &ArgMatches) -> CmdRes
             if dry_run {
                 let mut rej = batch.rejected;
                 rej.sort_by_key(|(l, _)| *l);
-                return Ok((n, 0, rej, batch.rows.iter().any(|r| r.id.is_none())));
+                return Ok((n, 0, rej, batch.without_id));
             }
-            let without_id = batch.rows.iter().any(|r| r.id.is_none() && r.key.is_none());
+            let without_id = batch.creates;
             if let Some(after) = batch.after {
                 written_batches.wait_through(after).await;
             }
@@ -1324,45 +1502,120 @@ pub fn cell_text(kind: Kind, value: Option<&Value>, buf: &mut String) {
     }
 }
 
-/// A spec whose columns are all top-level fields, for [`Cells`].
-pub trait FlatSpec {
-    fn spec() -> &'static Spec;
+/// Reads a record (a JSON object) into the texts of `columns`' cells (what [`cell_text`] gives
+/// for each), in `cells`, straight from the text: no map and no allocation per record. For
+/// specs whose columns are all top-level fields.
+pub struct RecordCells<'a> {
+    pub columns: &'a [Column],
+    pub cells: &'a mut [String],
 }
 
-/// A record read straight into the texts of its spec's cells (what [`cell_text`] gives for
-/// each column), without a map per record: exports of large lists read pages into these.
-pub struct Cells<S> {
-    pub cells: Vec<String>,
-    _spec: std::marker::PhantomData<fn() -> S>,
+impl<'de> serde::de::DeserializeSeed<'de> for RecordCells<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
 }
 
-impl<'de, S: FlatSpec> serde::Deserialize<'de> for Cells<S> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, Visitor};
-        struct RecordVisitor<S>(std::marker::PhantomData<fn() -> S>);
-        impl<'de, S: FlatSpec> Visitor<'de> for RecordVisitor<S> {
-            type Value = Cells<S>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a record")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Cells<S>, A::Error> {
-                let columns = &S::spec().columns;
-                let mut cells = vec![String::new(); columns.len()];
-                while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
-                    match columns.iter().position(|c| c.name == key) {
-                        Some(i) => map.next_value_seed(CellSeed(&mut cells[i]))?,
-                        None => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
+impl<'de> serde::de::Visitor<'de> for RecordCells<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a record")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        for cell in self.cells.iter_mut() {
+            cell.clear();
+        }
+        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
+            match self.columns.iter().position(|c| c.name == key) {
+                Some(i) => {
+                    self.cells[i].clear();
+                    map.next_value_seed(CellSeed(&mut self.cells[i]))?;
                 }
-                Ok(Cells {
-                    cells,
-                    _spec: std::marker::PhantomData,
-                })
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(RecordVisitor(std::marker::PhantomData))
+        Ok(())
+    }
+}
+
+/// Where [`PageRows`] writes a page's records.
+struct PageSink<'a> {
+    columns: &'a [Column],
+    cells: &'a mut [String],
+    out: &'a mut csv::Writer<Box<dyn Write + Send>>,
+    count: &'a mut u64,
+    /// A failure to write, which ends the reading.
+    failure: Option<Fail>,
+}
+
+/// Writes the records of a page's answer (`{"values": [...], ...}`) as CSV rows, each read
+/// with [`RecordCells`] and written before the next is read.
+struct PageRows<'s, 'a>(&'s mut PageSink<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PageRows<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for PageRows<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a page of records")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error as _;
+        let mut values = false;
+        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
+            if key != "values" {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else if values {
+                return Err(A::Error::duplicate_field("values"));
+            } else {
+                values = true;
+                map.next_value_seed(ValueRows(&mut *self.0))?;
+            }
+        }
+        if !values {
+            return Err(A::Error::missing_field("values"));
+        }
+        Ok(())
+    }
+}
+
+/// The `values` array of [`PageRows`].
+struct ValueRows<'s, 'a>(&'s mut PageSink<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueRows<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueRows<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of records")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        use serde::de::Error as _;
+        let sink = self.0;
+        while let Some(()) = seq.next_element_seed(RecordCells {
+            columns: sink.columns,
+            cells: &mut *sink.cells,
+        })? {
+            if let Err(e) = sink.out.write_record(&*sink.cells) {
+                sink.failure = Some(csv_fail(e));
+                return Err(A::Error::custom("writing the CSV failed"));
+            }
+            *sink.count += 1;
+        }
+        Ok(())
     }
 }
 
@@ -1388,13 +1641,12 @@ impl<'de> serde::Deserialize<'de> for FieldName<'de> {
     }
 }
 
-/// Reads one JSON value into the text [`cell_text`] writes for it.
+/// Reads one JSON value into the text [`cell_text`] writes for it, appended to the string.
 struct CellSeed<'b>(&'b mut String);
 
 impl<'de> serde::de::DeserializeSeed<'de> for CellSeed<'_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        self.0.clear();
         d.deserialize_any(self)
     }
 }
@@ -1541,7 +1793,8 @@ impl<'de> serde::de::Visitor<'de> for Fields<'_> {
 
 /// Writes records as CSV rows of `spec`'s columns.
 pub struct RowWriter {
-    out: csv::Writer<Box<dyn Write>>,
+    /// Sendable, so that a page can be written on a blocking thread.
+    out: csv::Writer<Box<dyn Write + Send>>,
     cells: Vec<String>,
     pub count: u64,
     out_path: Option<PathBuf>,
@@ -1558,12 +1811,12 @@ impl RowWriter {
     /// Opens `-o FILE` (or stdout) and writes the header row.
     pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
         let out_path = args.get_one::<String>("out").map(PathBuf::from);
-        let sink: Box<dyn Write> = match &out_path {
+        let sink: Box<dyn Write + Send> = match &out_path {
             Some(p) => Box::new(
                 std::fs::File::create(p)
                     .map_err(|e| Fail::usage(format!("{}: {e}", p.display())))?,
             ),
-            None => Box::new(std::io::stdout().lock()),
+            None => Box::new(std::io::stdout()),
         };
         let mut out = csv::WriterBuilder::new()
             .buffer_capacity(1 << 20)
@@ -1577,11 +1830,28 @@ impl RowWriter {
         })
     }
 
-    /// Writes a record read as [`Cells`] of this writer's spec.
-    pub fn write_cells(&mut self, cells: &[String]) -> CmdResult {
-        self.out.write_record(cells).map_err(csv_fail)?;
-        self.count += 1;
-        Ok(())
+    /// Writes the records of a page's answer (`{"values": [...], ...}`, records of top-level
+    /// fields only) as rows of `spec`, the writer's spec: each record is read straight from
+    /// the answer's text into the writer's cells and written, none is kept.
+    pub fn write_page(&mut self, spec: &Spec, page: &[u8]) -> CmdResult {
+        let mut sink = PageSink {
+            columns: &spec.columns,
+            cells: &mut self.cells,
+            out: &mut self.out,
+            count: &mut self.count,
+            failure: None,
+        };
+        let mut de = serde_json::Deserializer::from_slice(page);
+        let read = serde::de::DeserializeSeed::deserialize(PageRows(&mut sink), &mut de)
+            .and_then(|()| de.end());
+        if let Some(f) = sink.failure {
+            return Err(f);
+        }
+        read.map_err(|e| {
+            // As the client reports an answer it cannot read.
+            let sample: String = String::from_utf8_lossy(page).chars().take(200).collect();
+            Error::Decode(format!("{e} in {sample}")).into()
+        })
     }
 
     /// Writes the record whose JSON text is `text`, parsing only the fields `layout` (made
