@@ -8,7 +8,7 @@
 use prodops_core::registry;
 use prodops_core::resource::ResourceDesc;
 
-use crate::store::sql::FieldPath;
+use crate::store::sql::{FieldPath, bounded_name, filter_column};
 use crate::store::{Dialect, SqlValue, StoreResult, Tx};
 
 /// Numbered steps; `{bool}` stands for the dialect's boolean column type.
@@ -481,54 +481,61 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
 }
 
 /// The filter indexes of one resource: one per field users filter by
-/// (`prodops_core::filter_fields`: enums, ids, external identifiers), on the same expression
-/// the filter compiles to ([`Cond::Text`](crate::store::sql::Cond::Text)), followed by the
+/// (`prodops_core::filter_fields`: enums, ids, external identifiers), on what the filter
+/// compiles to ([`Cond::Indexed`](crate::store::sql::Cond::Indexed)), followed by the
 /// columns of the default order, so a filtered page in that order is one index range and a
-/// filtered count an index-only count.
+/// filtered count reads the index alone. On SQLite that is the field's expression; on
+/// PostgreSQL a stored generated column ([`filter_column`]), since PostgreSQL never counts
+/// from an index on an expression without visiting every row it matches.
 ///
-/// Each index is partial, `WHERE <expression> IS NOT NULL`: a filter on a value implies it
-/// (both databases' planners prove it from `=` and `IN`), and records without the field (a
-/// worker without a team, most optional ids) cost a write nothing. Each index costs every
-/// insert a B-tree entry of about 120 bytes, measured at a fifth of the SQLite writer's time
-/// per index on a worker import (bench/README.md, filter indexes and imports). A filter on
-/// `null` reads the list index instead. Indexes of the first, full form
-/// (`ix_<table>_by_<field>`) are dropped.
+/// Each index is partial, `WHERE <field> IS NOT NULL`: a filter on a value implies it (both
+/// databases' planners prove it from `=` and `IN`), and records without the field (a worker
+/// without a team, most optional ids) cost a write nothing. A filter on `null` reads the list
+/// index instead. Earlier forms of these indexes (`ix_<table>_by_<field>`, then
+/// `ix_<table>_on_<field>` on the expression on PostgreSQL) are dropped.
 pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
     let t = desc.table;
-    prodops_core::filter_fields::of_table(t)
-        .filter_indexed
-        .iter()
-        .flat_map(|field| {
-            let path = FieldPath::parse(field).expect("schema field names are valid paths");
-            let expr = dialect.text_expr(&path);
-            [
-                format!(
+    let mut ddl = Vec::new();
+    for field in &prodops_core::filter_fields::of_table(t).filter_indexed {
+        let lower = field.to_ascii_lowercase();
+        ddl.push(format!(
+            "DROP INDEX IF EXISTS {}",
+            bounded_name(format!("ix_{t}_by_{lower}"))
+        ));
+        let path = FieldPath::parse(field).expect("schema field names are valid paths");
+        let expr = match dialect {
+            Dialect::Sqlite => dialect.text_expr(&path),
+            Dialect::Postgres => {
+                let column = filter_column(field);
+                ddl.push(format!(
                     "DROP INDEX IF EXISTS {}",
-                    bounded_name(format!("ix_{t}_by_{}", field.to_ascii_lowercase()))
-                ),
-                format!(
-                    "CREATE INDEX IF NOT EXISTS {} ON {t} (organization_id, {expr}, is_archived, created_at, id) \
-                     WHERE {expr} IS NOT NULL",
-                    filter_index_name(t, field),
-                ),
-            ]
-        })
-        .collect()
-}
-
-/// `ix_<table>_on_<field>`, within PostgreSQL's 63 bytes of a name.
-pub fn filter_index_name(table: &str, field: &str) -> String {
-    bounded_name(format!("ix_{table}_on_{}", field.to_ascii_lowercase()))
-}
-
-/// `name` if it fits PostgreSQL's 63 bytes, else its first 50 bytes and a digest of the whole.
-fn bounded_name(name: String) -> String {
-    if name.len() <= 63 {
-        return name;
+                    bounded_name(format!("ix_{t}_on_{lower}"))
+                ));
+                ddl.push(format!(
+                    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {column} TEXT \
+                     GENERATED ALWAYS AS {} STORED",
+                    dialect.text_expr(&path)
+                ));
+                column
+            }
+        };
+        ddl.push(format!(
+            "CREATE INDEX IF NOT EXISTS {} ON {t} (organization_id, {expr}, is_archived, created_at, id) \
+             WHERE {expr} IS NOT NULL",
+            filter_index_name(dialect, t, field),
+        ));
     }
-    use sha2::{Digest, Sha256};
-    let digest = hex::encode(Sha256::digest(name.as_bytes()));
-    format!("{}_{}", &name[..50], &digest[..12])
+    ddl
+}
+
+/// The name of a field's filter index: `ix_<table>_on_<field>` on SQLite,
+/// `ix_<table>_on_f_<field>` (on the generated column) on PostgreSQL, within 63 bytes.
+pub fn filter_index_name(dialect: Dialect, table: &str, field: &str) -> String {
+    let on = match dialect {
+        Dialect::Sqlite => field.to_ascii_lowercase(),
+        Dialect::Postgres => filter_column(field),
+    };
+    bounded_name(format!("ix_{table}_on_{on}"))
 }
 
 /// The name of the unique index behind a `UniqueKey`, so a violation can be traced back to it.

@@ -7,7 +7,7 @@
 //! Runs on `PRODOPS_TEST_DATABASE_URL` when set (PostgreSQL), else on a SQLite file.
 
 use prodops_server::store::records::{self, NewRow};
-use prodops_server::store::sql::{Cond, FieldPath};
+use prodops_server::store::sql::Cond;
 use prodops_server::store::{Store, StoreError};
 use serde_json::json;
 use uuid::Uuid;
@@ -88,8 +88,8 @@ async fn bulk_inserts_keep_text_counts_and_indexes_and_fail_whole() {
         archived
     );
     let inactive = (0..rows.len()).filter(|i| i.is_multiple_of(3)).count() as u64;
-    let status = Cond::Text {
-        path: FieldPath::parse("status").unwrap(),
+    let status = Cond::Indexed {
+        field: "status".into(),
         values: vec!["inactive".into()],
     };
     assert_eq!(count(&store, org, vec![status]).await, inactive);

@@ -276,15 +276,19 @@ fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
     ))
 }
 
-/// The condition of an equality filter: [`Cond::Text`] on a top-level field the resource's
-/// schema types as a string (or null), which the field's filter index serves
-/// (`prodops_core::filter_fields`); [`Cond::Property`] on a custom property of deliverables
+/// The condition of an equality filter: [`Cond::Indexed`] on a top-level field with a filter
+/// index (`prodops_core::filter_fields`), [`Cond::Text`] on another top-level field the
+/// resource's schema types as a string (or null); [`Cond::Property`] on a custom property of deliverables
 /// (`data.properties.<key>`), which the property value index serves; else [`Cond::Field`].
-/// All three give the same answer on such a field.
+/// All four give the same answer on such a field.
 fn field_cond(res: &Resource, path: FieldPath, values: Vec<String>) -> Cond {
-    let strings = &prodops_core::filter_fields::of_table(res.table()).strings;
+    let kinds = prodops_core::filter_fields::of_table(res.table());
     match path.segments() {
-        [field] if strings.contains(field) => Cond::Text { path, values },
+        [field] if kinds.filter_indexed.contains(field) => Cond::Indexed {
+            field: field.clone(),
+            values,
+        },
+        [field] if kinds.strings.contains(field) => Cond::Text { path, values },
         [data, properties, key]
             if data == "data"
                 && properties == "properties"

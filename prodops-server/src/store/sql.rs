@@ -79,6 +79,16 @@ pub enum Cond {
         path: FieldPath,
         values: Vec<String>,
     },
+    /// [`Cond::Text`] on a top-level field that has a filter index
+    /// (`prodops_core::filter_fields::FieldKinds::filter_indexed`): the same answer. On
+    /// SQLite it is written on the same expression as `Text`, which the index is built on. On
+    /// PostgreSQL it is written on the field's stored generated column ([`filter_column`]),
+    /// because PostgreSQL counts from an index alone (an index-only scan) only when the query
+    /// names columns, never when it names an expression over `data`.
+    Indexed {
+        field: String,
+        values: Vec<String>,
+    },
     /// [`Cond::Field`] on the custom property `data.properties.<key>` of a deliverable: the
     /// same answer, with the candidates looked up in the property value index first
     /// (`property_index`), so the exact match runs on them alone.
@@ -93,6 +103,23 @@ pub enum Cond {
         columns: Vec<FieldPath>,
         text: String,
     },
+}
+
+/// The PostgreSQL column holding a filter-indexed field's text (see [`Cond::Indexed`]): a
+/// stored generated column `f_<field>` (lower case, within the 63 bytes of a name), computed by
+/// the database from `data` on every write, so no write path can leave it behind.
+pub fn filter_column(field: &str) -> String {
+    bounded_name(format!("f_{}", field.to_ascii_lowercase()))
+}
+
+/// `name` if it fits PostgreSQL's 63 bytes, else its first 50 bytes and a digest of the whole.
+pub fn bounded_name(name: String) -> String {
+    if name.len() <= 63 {
+        return name;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(name.as_bytes()));
+    format!("{}_{}", &name[..50], &digest[..12])
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +197,7 @@ impl Dialect {
             }
             Cond::Field { values, .. }
             | Cond::Text { values, .. }
+            | Cond::Indexed { values, .. }
             | Cond::Property { values, .. }
                 if values.is_empty() =>
             {
@@ -210,18 +238,36 @@ impl Dialect {
                 sql.push(')');
             }
             Cond::Text { path, values } => {
-                let wanted = Wanted::of(values);
                 let expr = path
                     .column()
                     .map_or_else(|| self.text_expr(path), str::to_string);
-                if wanted.with_null {
-                    sql.push('(');
-                    self.text_in(&expr, wanted.texts, sql, params);
-                    sql.push_str(&format!(" OR {expr} IS NULL)"));
-                } else {
-                    self.text_in(&expr, wanted.texts, sql, params);
-                }
+                self.text_cond(&expr, values, sql, params);
             }
+            Cond::Indexed { field, values } => {
+                let expr = match self {
+                    Dialect::Sqlite => self.text_expr(&FieldPath(vec![field.clone()])),
+                    Dialect::Postgres => filter_column(field),
+                };
+                self.text_cond(&expr, values, sql, params);
+            }
+        }
+    }
+
+    /// `expr IN (values)`, or `IS NULL` too when `null` is among them.
+    fn text_cond(
+        self,
+        expr: &str,
+        values: &[String],
+        sql: &mut String,
+        params: &mut Vec<SqlValue>,
+    ) {
+        let wanted = Wanted::of(values);
+        if wanted.with_null {
+            sql.push('(');
+            self.text_in(expr, wanted.texts, sql, params);
+            sql.push_str(&format!(" OR {expr} IS NULL)"));
+        } else {
+            self.text_in(expr, wanted.texts, sql, params);
         }
     }
 
