@@ -711,7 +711,8 @@ async fn bulk_put(
             .await
             .map_err(ApiError::internal)??
     };
-    write_reply(&call.state, ctx, move |tx, ctx| {
+    let (rows, table) = (prepared.len(), res.table());
+    let reply = write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
         let ids = bulk::bulk_put(tx, ctx, &res, &prepared)?;
         res.hooks.end_bulk(tx, ctx, &res)?;
@@ -720,5 +721,7 @@ async fn bulk_put(
             &json!({ "count": ids.len(), "ids": ids }),
         ))
     })
-    .await
+    .await?;
+    call.state.store.after_bulk_write(table, rows);
+    Ok(reply)
 }

@@ -352,6 +352,23 @@ impl Store {
         self.transaction(true, true, f).await
     }
 
+    /// Tells the store that a bulk write just added or changed `rows` records of `table`. On
+    /// PostgreSQL a large one brings the table's planner statistics up to date in the
+    /// background (`ANALYZE`, at most once per table every [`ANALYZE_EVERY`] per process),
+    /// instead of waiting up to a minute for autovacuum: until then the planner still sees the
+    /// table as it was before the load (often empty), and may read a keyset page of a million
+    /// freshly imported workers by fetching and sorting every row after the cursor, page after
+    /// page (an export of 300,000 workers took 9.5 s instead of about 1.5 s). SQLite keeps no
+    /// statistics the server uses.
+    pub fn after_bulk_write(&self, table: &'static str, rows: usize) {
+        if let Store::Postgres(pg) = self
+            && rows >= ANALYZE_FROM_ROWS
+            && analyze_due(table)
+        {
+            pg.analyze_in_background(table);
+        }
+    }
+
     /// Runs `f` in a read-only transaction (a consistent snapshot) on a blocking thread.
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
     where
@@ -426,6 +443,34 @@ impl Store {
 }
 
 /// A database URL with any password removed, for messages.
+/// Bulk writes of this many records or more may refresh the table's statistics
+/// ([`Store::after_bulk_write`]).
+const ANALYZE_FROM_ROWS: usize = 1_000;
+
+/// How often one process refreshes one table's statistics at most.
+const ANALYZE_EVERY: Duration = Duration::from_secs(10);
+
+/// Whether `table`'s statistics were last refreshed by this process long enough ago, marking
+/// them refreshed now if so.
+fn analyze_due(table: &'static str) -> bool {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    static LAST: Mutex<Vec<(&str, Instant)>> = Mutex::new(Vec::new());
+    let now = Instant::now();
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match last.iter_mut().find(|(t, _)| *t == table) {
+        Some((_, at)) if now.duration_since(*at) < ANALYZE_EVERY => false,
+        Some((_, at)) => {
+            *at = now;
+            true
+        }
+        None => {
+            last.push((table, now));
+            true
+        }
+    }
+}
+
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {

@@ -292,6 +292,25 @@ impl PgStore {
         result
     }
 
+    /// Runs `ANALYZE table` on a pooled connection in a background task (see
+    /// [`Store::after_bulk_write`](super::Store::after_bulk_write)). It takes no lock that
+    /// reads or writes wait for; a failure only leaves the statistics to autovacuum.
+    pub fn analyze_in_background(&self, table: &'static str) {
+        let store = self.clone();
+        tokio::spawn(async move {
+            let analyzed = match store.client().await {
+                Ok(client) => client
+                    .batch_execute(&format!("ANALYZE {table}"))
+                    .await
+                    .map_err(map_err),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = analyzed {
+                tracing::warn!("ANALYZE {table} after a bulk write failed: {e}");
+            }
+        });
+    }
+
     pub async fn find_key(
         &self,
         key_hash: &str,
