@@ -6,45 +6,87 @@ use crate::{
     notification, organization, production, qc, vendor, work_session, worker,
 };
 
-/// All standard resources. Adding a resource type means adding one line here.
+/// Declares [`ResourceId`] and the kinds of [`resources`] from one list, in the same order,
+/// so that a resource cannot be registered without its id nor given an id without being
+/// registered.
+macro_rules! registry {
+    ($($id:ident => $record:ty,)*) => {
+        /// Which standard resource (not the `id` of a record). Code that decides something
+        /// per resource (the server's hooks) matches on it without a wildcard arm, so that a
+        /// new resource does not compile until each such decision is made for it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ResourceId {
+            $($id,)*
+        }
+
+        impl ResourceId {
+            /// Every standard resource, in the order of [`resources`].
+            pub const ALL: &'static [ResourceId] = &[$(ResourceId::$id,)*];
+        }
+
+        static KINDS: &[&dyn ResourceKind] = &[$(&Kind::<$record>::new(),)*];
+    };
+}
+
+// All standard resources. Adding a resource type means adding one line here.
+registry! {
+    Worker => worker::Worker,
+    Deliverable => deliverable::Deliverable,
+    WorkSession => work_session::WorkSession,
+    ProductionOutput => production::ProductionOutput,
+    BomLine => production::BomLine,
+    InventoryTransaction => inventory::InventoryTransaction,
+    Vendor => vendor::Vendor,
+    Contact => contact::Contact,
+    CatalogEntry => catalog::CatalogEntry,
+    CustomProperty => custom_property::CustomPropertyDefinition,
+    Document => document::Document,
+    DocumentVersion => document::DocumentVersion,
+    Delivery => delivery::Delivery,
+    DeliveryManifestLine => delivery::ManifestLine,
+    DeliveryStop => delivery::Stop,
+    DeliveryLeg => delivery::Leg,
+    DeliveryCargoSpan => delivery::CargoSpan,
+    QcTemplate => qc::QcTemplateVersion,
+    QcSet => qc::QcSet,
+    OrganizationMember => organization::OrganizationMember,
+    Role => organization::Role,
+    Notification => notification::Notification,
+    Item => minimal::Item,
+    Location => minimal::Location,
+    Shop => minimal::Shop,
+    Stage => minimal::Stage,
+    UnitMeasure => minimal::UnitMeasure,
+    Team => minimal::Team,
+    Project => minimal::Project,
+    Code => minimal::Code,
+    Dependency => minimal::Dependency,
+    Comment => minimal::Comment,
+    Note => minimal::Note,
+    Timesheet => minimal::Timesheet,
+}
+
+impl ResourceId {
+    /// The resource's kind.
+    pub fn kind(self) -> &'static dyn ResourceKind {
+        // `registry!` lists the kinds in the order of the variants.
+        KINDS[self as usize]
+    }
+
+    /// The id of a registered kind (paths are unique among the registered resources); `None`
+    /// for a kind that is not in [`resources`].
+    pub fn of(kind: &dyn ResourceKind) -> Option<ResourceId> {
+        let path = kind.desc().path;
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|id| id.kind().desc().path == path)
+    }
+}
+
+/// All standard resources (declared above with their [`ResourceId`]s).
 pub fn resources() -> &'static [&'static dyn ResourceKind] {
-    static ALL: &[&dyn ResourceKind] = &[
-        &Kind::<worker::Worker>::new(),
-        &Kind::<deliverable::Deliverable>::new(),
-        &Kind::<work_session::WorkSession>::new(),
-        &Kind::<production::ProductionOutput>::new(),
-        &Kind::<production::BomLine>::new(),
-        &Kind::<inventory::InventoryTransaction>::new(),
-        &Kind::<vendor::Vendor>::new(),
-        &Kind::<contact::Contact>::new(),
-        &Kind::<catalog::CatalogEntry>::new(),
-        &Kind::<custom_property::CustomPropertyDefinition>::new(),
-        &Kind::<document::Document>::new(),
-        &Kind::<document::DocumentVersion>::new(),
-        &Kind::<delivery::Delivery>::new(),
-        &Kind::<delivery::ManifestLine>::new(),
-        &Kind::<delivery::Stop>::new(),
-        &Kind::<delivery::Leg>::new(),
-        &Kind::<delivery::CargoSpan>::new(),
-        &Kind::<qc::QcTemplateVersion>::new(),
-        &Kind::<qc::QcSet>::new(),
-        &Kind::<organization::OrganizationMember>::new(),
-        &Kind::<organization::Role>::new(),
-        &Kind::<notification::Notification>::new(),
-        &Kind::<minimal::Item>::new(),
-        &Kind::<minimal::Location>::new(),
-        &Kind::<minimal::Shop>::new(),
-        &Kind::<minimal::Stage>::new(),
-        &Kind::<minimal::UnitMeasure>::new(),
-        &Kind::<minimal::Team>::new(),
-        &Kind::<minimal::Project>::new(),
-        &Kind::<minimal::Code>::new(),
-        &Kind::<minimal::Dependency>::new(),
-        &Kind::<minimal::Comment>::new(),
-        &Kind::<minimal::Note>::new(),
-        &Kind::<minimal::Timesheet>::new(),
-    ];
-    ALL
+    KINDS
 }
 
 /// The resource served at `/api/v2/<path>`.
@@ -175,6 +217,22 @@ mod tests {
                 "{name} has a snake_case property"
             );
         }
+    }
+
+    #[test]
+    fn ids_name_their_kinds() {
+        assert_eq!(ResourceId::ALL.len(), resources().len());
+        for (i, id) in ResourceId::ALL.iter().enumerate() {
+            assert_eq!(*id as usize, i, "{id:?} out of order");
+            assert_eq!(id.kind().desc().path, resources()[i].desc().path);
+            assert_eq!(ResourceId::of(id.kind()), Some(*id));
+        }
+        assert_eq!(ResourceId::Worker.kind().desc().path, "worker");
+        assert_eq!(
+            ResourceId::WorkSession.kind().desc().path,
+            "deliverable/work-sessions"
+        );
+        assert_eq!(ResourceId::QcTemplate.kind().desc().path, "qc-template");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use prodops_core::registry;
+use prodops_core::registry::{self, ResourceId};
 use prodops_core::resource::{Allow, ResourceKind};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -61,12 +61,15 @@ pub struct Resource {
 }
 
 impl Resource {
+    /// The resource of `kind`, one of `registry::resources()`, with its hooks.
     pub fn new(kind: &'static dyn ResourceKind) -> Self {
         let fields = schema_fields(kind);
         Resource {
             kind,
             fields,
-            hooks: hooks::for_resource(kind.desc().path),
+            hooks: hooks::for_resource(
+                ResourceId::of(kind).expect("a resource of the registry has an id"),
+            ),
             base: kind.desc().path.to_string(),
             implied: Vec::new(),
         }
