@@ -67,6 +67,11 @@ impl Reply {
             replayed: false,
         }
     }
+    /// `200 {"value": ...}`: the answer of the actions that compute one value (rollups,
+    /// demand, production entries).
+    pub fn value(value: &impl Serialize) -> Reply {
+        Reply::json(StatusCode::OK, &serde_json::json!({ "value": value }))
+    }
     pub fn empty(status: StatusCode) -> Reply {
         Reply {
             status,

@@ -23,13 +23,13 @@ use crate::app::{AppState, JsonBody, Reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Ctx};
 use crate::engine::{create_record, parse_body};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, read_stored};
 use crate::production::{
     deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
     table_of, uuid_field,
 };
 use crate::store::records::{self, Select};
-use crate::store::sql::{Cond, FieldPath};
+use crate::store::sql::Cond;
 use crate::store::{SqlValue, Tx};
 
 /// The BOM action routes of spec 4.5.
@@ -50,17 +50,6 @@ pub fn routes() -> Router<Arc<AppState>> {
 
 const SOURCE_LINE: &str = "sourceBomLineId";
 const SOURCE_OUTPUT: &str = "sourceOutputId";
-
-fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
-    serde_json::from_value(v.clone()).map_err(ApiError::internal)
-}
-
-fn field_cond(path: &str, value: &str) -> Cond {
-    Cond::Field {
-        path: FieldPath::parse(path).expect("static field path"),
-        values: vec![value.to_string()],
-    }
-}
 
 fn all_where(tx: &mut dyn Tx, ctx: &Ctx, table: &str, conds: Vec<Cond>) -> ApiResult<Vec<Value>> {
     let select = Select {
@@ -93,8 +82,8 @@ fn project_orders(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Vec<Va
             ctx,
             table_of("deliverable"),
             vec![
-                field_cond(path, &project.to_string()),
-                field_cond("type", "order"),
+                Cond::field_equals(path, project.to_string()),
+                Cond::field_equals("type", "order"),
                 Cond::Archived(false),
             ],
         )?;
@@ -117,10 +106,6 @@ fn optional_body<T: serde::de::DeserializeOwned + Default>(body: Option<JsonBody
     }
 }
 
-fn value_reply(value: &impl serde::Serialize) -> Reply {
-    Reply::json(StatusCode::OK, &json!({ "value": value }))
-}
-
 // ----- prepopulate ---------------------------------------------------------------------------
 
 async fn prepopulate(
@@ -131,7 +116,7 @@ async fn prepopulate(
     call.require("BomLine", Action::Create)?;
     call.require("ProductionOutput", Action::Create)?;
     let req: PrepopulateRequest = optional_body(body)?;
-    call.write(move |tx, ctx| Ok(value_reply(&prepopulate_in(tx, ctx, id, &req)?)))
+    call.write(move |tx, ctx| Ok(Reply::value(&prepopulate_in(tx, ctx, id, &req)?)))
         .await
 }
 
@@ -188,7 +173,10 @@ pub fn prepopulate_in(
         tx,
         ctx,
         lines_table,
-        vec![field_cond("orderDeliverableId", &order_id.to_string())],
+        vec![Cond::field_equals(
+            "orderDeliverableId",
+            order_id.to_string(),
+        )],
     )?;
     let done_lines = copied(&order_lines, SOURCE_LINE);
     let project_lines = match project_of(&order) {
@@ -220,7 +208,7 @@ pub fn prepopulate_in(
             already += 1;
             continue;
         }
-        let line: BomLine = typed(src)?;
+        let line: BomLine = read_stored(src)?;
         let mut body = Map::new();
         copy_fields(
             src,
@@ -261,7 +249,7 @@ pub fn prepopulate_in(
         let mut meta = Map::new();
         meta.insert(SOURCE_LINE.into(), json!(src_id));
         body.insert("metadata".into(), Value::Object(meta));
-        created_lines.push(typed(&create_record(tx, ctx, lines_res(), body)?)?);
+        created_lines.push(read_stored(&create_record(tx, ctx, lines_res(), body)?)?);
     }
     let mut created_outputs = Vec::new();
     if let Some(route_id) = route {
@@ -269,7 +257,10 @@ pub fn prepopulate_in(
             tx,
             ctx,
             outputs_res().table(),
-            vec![field_cond("orderDeliverableId", &order_id.to_string())],
+            vec![Cond::field_equals(
+                "orderDeliverableId",
+                order_id.to_string(),
+            )],
         )?;
         let done_outputs = copied(&order_outputs, SOURCE_OUTPUT);
         for src in owned(tx, ctx, outputs_res(), "routeDeliverableId", route_id)? {
@@ -282,7 +273,7 @@ pub fn prepopulate_in(
                 already += 1;
                 continue;
             }
-            let decl: ProductionOutput = typed(&src)?;
+            let decl: ProductionOutput = read_stored(&src)?;
             let mut body = Map::new();
             copy_fields(
                 &src,
@@ -309,7 +300,7 @@ pub fn prepopulate_in(
             let mut meta = Map::new();
             meta.insert(SOURCE_OUTPUT.into(), json!(src_id));
             body.insert("metadata".into(), Value::Object(meta));
-            created_outputs.push(typed(&create_record(tx, ctx, outputs_res(), body)?)?);
+            created_outputs.push(read_stored(&create_record(tx, ctx, outputs_res(), body)?)?);
         }
     }
     Ok(PrepopulateResult {
@@ -440,7 +431,7 @@ fn allocate_lines(
     let mut reservations = Vec::new();
     let mut skipped = Vec::new();
     for l in &lines {
-        let line: BomLine = typed(l)?;
+        let line: BomLine = read_stored(l)?;
         if item_ids.is_some_and(|ids| !ids.contains(&line.item_id)) {
             continue;
         }
@@ -501,7 +492,7 @@ async fn allocate_order(
         let result = allocate_lines(tx, ctx, lines, req.item_ids.as_deref(), |l| {
             remaining(planned_for_order(l, quantity), l.quantity_actual)
         })?;
-        Ok(value_reply(&result))
+        Ok(Reply::value(&result))
     })
     .await
 }
@@ -532,7 +523,7 @@ async fn allocate_project(
         let result = allocate_lines(tx, ctx, lines, None, |l| {
             remaining(l.quantity.unwrap_or(0.0), l.quantity_actual)
         })?;
-        Ok(value_reply(&result))
+        Ok(Reply::value(&result))
     })
     .await
 }
@@ -582,7 +573,7 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
     let mut estimates: BTreeMap<(Uuid, Uuid), (f64, Uuid)> = BTreeMap::new();
     let mut planned_on_orders: HashMap<(Uuid, Uuid), f64> = HashMap::new();
     for l in &lines {
-        let line: BomLine = typed(l)?;
+        let line: BomLine = read_stored(l)?;
         if let Some(project) = line.project_id {
             let e = estimates
                 .entry((project, line.item_id))
@@ -700,7 +691,7 @@ pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Mate
     let mut acc = MaterialsAcc::default();
     let mut items = Vec::new();
     for l in owned(tx, ctx, lines_res(), "projectId", project)? {
-        let line: BomLine = typed(&l)?;
+        let line: BomLine = read_stored(&l)?;
         items.push(line.item_id);
         acc.add_estimate(&line);
     }
@@ -713,7 +704,7 @@ pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Mate
         order_ids.push(order_id);
         let quantity = order_quantity(order);
         for l in owned(tx, ctx, lines_res(), "orderDeliverableId", order_id)? {
-            let line: BomLine = typed(&l)?;
+            let line: BomLine = read_stored(&l)?;
             items.push(line.item_id);
             acc.add_order_line(&line, planned_for_order(&line, quantity));
         }

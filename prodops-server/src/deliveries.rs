@@ -27,7 +27,7 @@ use crate::context::{Action, Auth, Ctx};
 use crate::engine::{
     self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
 };
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, read_stored};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
@@ -80,14 +80,10 @@ fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<
     )?)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
-    serde_json::from_value(v.clone()).map_err(ApiError::internal)
-}
-
 fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<Resource>, Value, Delivery)> {
     let res = engine::resource("delivery");
     let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
-    let d = parse(&old)?;
+    let d = read_stored(&old)?;
     Ok((res, old, d))
 }
 
@@ -320,7 +316,7 @@ async fn patch_outbound(
         changes.insert("plannedStartAt".into(), json!(start));
         changes.insert("plannedEndAt".into(), json!(end));
         let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
-        let updated: Delivery = parse(&record)?;
+        let updated: Delivery = read_stored(&record)?;
         sync_group(tx, ctx, &updated)?;
         for leg in related(tx, ctx.org(), "delivery-leg", id)? {
             let mut c = Map::new();
@@ -360,7 +356,7 @@ fn transition(
         changes.insert("lastReason".into(), json!(reason));
     }
     let record = apply_server_change(tx, ctx, &res, &old, changes)?;
-    let updated: Delivery = parse(&record)?;
+    let updated: Delivery = read_stored(&record)?;
     for span in related(tx, ctx.org(), "delivery-cargo-span", id)? {
         let mut c = Map::new();
         c.insert("status".into(), json!(span_status(next)));
@@ -402,7 +398,7 @@ async fn lifecycle(
         if action == DeliveryAction::Complete {
             let mut rows = Vec::new();
             for line in related(tx, ctx.org(), "delivery-manifest-line", id)? {
-                let line: ManifestLine = parse(&line)?;
+                let line: ManifestLine = read_stored(&line)?;
                 let mut row = Map::new();
                 row.insert("type".into(), json!("ship"));
                 row.insert("itemId".into(), json!(line.item_id));
@@ -486,7 +482,7 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
             }
             None => {
                 for line in &stored {
-                    let m: ManifestLine = parse(line)?;
+                    let m: ManifestLine = read_stored(line)?;
                     let outstanding = m.quantity_expected - m.quantity_received;
                     if outstanding > 0.0 {
                         arrivals.push((line.clone(), outstanding, None));
@@ -497,7 +493,7 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
         let mut rows = Vec::new();
         let mut received: std::collections::HashMap<String, f64> = Default::default();
         for (i, (line, qty, loc)) in arrivals.iter().enumerate() {
-            let m: ManifestLine = parse(line)?;
+            let m: ManifestLine = read_stored(line)?;
             let to = loc.or(m.location_id).ok_or_else(|| {
                 ApiError::field(
                     "locationId",
@@ -525,7 +521,7 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
                 .unwrap_or("")
                 .to_string();
             if let Some(qty) = received.get(&key) {
-                let m: ManifestLine = parse(line)?;
+                let m: ManifestLine = read_stored(line)?;
                 let mut c = Map::new();
                 c.insert("quantityReceived".into(), json!(m.quantity_received + qty));
                 apply_server_change(tx, ctx, &lines_res, line, c)?;
@@ -602,11 +598,11 @@ async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 
 /// Adds the derived `partial` to a delivery answer.
 fn present(_state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> ApiResult<()> {
-    let d: Delivery = parse(record)?;
+    let d: Delivery = read_stored(record)?;
     let lines: Vec<LineQuantities> = related(tx, org, "delivery-manifest-line", d.id)?
         .iter()
         .map(|l| {
-            let m: ManifestLine = parse(l)?;
+            let m: ManifestLine = read_stored(l)?;
             Ok(LineQuantities {
                 expected: m.quantity_expected,
                 received: m.quantity_received,

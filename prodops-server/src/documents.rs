@@ -40,7 +40,7 @@ use crate::engine::{self, Resource, apply_server_change, create_record, parse_bo
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records::{self, Select};
-use crate::store::sql::{Cond, FieldPath};
+use crate::store::sql::Cond;
 use crate::store::{SqlValue, Tx};
 
 pub const HUB_FLAG: &str = "documentsHubEnabled";
@@ -74,13 +74,6 @@ fn require_hub(auth: &Auth) -> ApiResult<()> {
         Err(ApiError::forbidden(format!(
             "this endpoint needs the organization flag {HUB_FLAG}"
         )))
-    }
-}
-
-fn field_cond(path: &str, value: String) -> Cond {
-    Cond::Field {
-        path: FieldPath::parse(path).expect("static field path"),
-        values: vec![value],
     }
 }
 
@@ -582,7 +575,10 @@ async fn counts_by_deliverable(call: Call, JsonBody(body): JsonBody) -> ApiResul
                         tx,
                         docs.table(),
                         org,
-                        &[Cond::Archived(false), field_cond(path, d.to_string())],
+                        &[
+                            Cond::Archived(false),
+                            Cond::field_equals(path, d.to_string()),
+                        ],
                     )?;
                 }
                 out.push((*d, n));
@@ -632,7 +628,7 @@ fn unreferenced(tx: &mut dyn Tx, org: Uuid, keys: &[String]) -> ApiResult<Vec<St
                 tx,
                 res.table(),
                 org,
-                &[field_cond("documentKey", key.clone())],
+                &[Cond::field_equals("documentKey", key.clone())],
             )?;
         }
         if used == 0 {
@@ -682,7 +678,7 @@ impl Hooks for DocumentHooks {
         let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
         let versions = engine::resource("document-version");
         let select = Select {
-            conds: vec![field_cond("documentId", id.to_string())],
+            conds: vec![Cond::field_equals("documentId", id.to_string())],
             limit: engine::MAX_BULK_RECORDS,
             ..Default::default()
         };

@@ -16,6 +16,12 @@ pub fn current_request_id() -> String {
     REQUEST_ID.try_with(|id| id.to_string()).unwrap_or_default()
 }
 
+/// A stored record (or part of one) read into core's type. A failure is the server's fault,
+/// not the caller's: everything stored was checked on the way in.
+pub fn read_stored<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> ApiResult<T> {
+    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+}
+
 /// An error answer: status, code, message and optional details.
 #[derive(Debug, Clone)]
 pub struct ApiError {

@@ -14,7 +14,7 @@ use crate::engine::Resource;
 use crate::error::ApiResult;
 use crate::store::Tx;
 use crate::store::records::{self, Select};
-use crate::store::sql::{Cond, FieldPath};
+use crate::store::sql::Cond;
 
 /// Points in the engine's pipeline where a resource adds its own rules. Every method defaults
 /// to doing nothing.
@@ -230,13 +230,6 @@ fn str_field<'a>(v: &'a Map<String, Value>, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn field_cond(path: &str, value: &str) -> Cond {
-    Cond::Field {
-        path: FieldPath::parse(path).expect("static field path"),
-        values: vec![value.to_string()],
-    }
-}
-
 /// Whether a record of `table` other than `except` has `field == value`, among active records
 /// only when `active_only`.
 fn taken(
@@ -248,7 +241,7 @@ fn taken(
     except: &str,
     active_only: bool,
 ) -> ApiResult<bool> {
-    let mut conds = vec![field_cond(field, value)];
+    let mut conds = vec![Cond::field_equals(field, value)];
     if active_only {
         conds.push(Cond::Archived(false));
     }
@@ -369,8 +362,8 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
     let table = kind.desc().table;
     let select = Select {
         conds: vec![
-            field_cond("workerId", worker_id),
-            field_cond("endDate", "null"),
+            Cond::field_equals("workerId", worker_id),
+            Cond::field_equals("endDate", "null"),
         ],
         limit: 100_000,
         ..Default::default()

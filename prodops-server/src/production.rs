@@ -24,7 +24,6 @@ use prodops_core::production_actions::{
     planned_output, production_state, remaining,
 };
 use prodops_core::{Record, Violation, registry};
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -32,7 +31,7 @@ use crate::app::{AppState, JsonBody, Reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Ctx};
 use crate::engine::{self, Resource, create_record, parse_body};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, read_stored};
 use crate::hooks::Hooks;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
@@ -63,10 +62,6 @@ pub(crate) fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {
     v.get(field)
         .and_then(Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok())
-}
-
-fn typed<T: DeserializeOwned>(v: &Value) -> ApiResult<T> {
-    serde_json::from_value(v.clone()).map_err(ApiError::internal)
 }
 
 /// Serializes the production writes of one owner (order, route or project): actions and PATCHes
@@ -145,13 +140,6 @@ pub(crate) fn order_quantity(order: &Value) -> f64 {
     order.get("quantity").and_then(Value::as_f64).unwrap_or(1.0)
 }
 
-fn field_cond(path: &str, value: &str) -> Cond {
-    Cond::Field {
-        path: FieldPath::parse(path).expect("static field path"),
-        values: vec![value.to_string()],
-    }
-}
-
 /// Active records of `res` whose `owner_field` is `owner`, in display order.
 pub(crate) fn owned(
     tx: &mut dyn Tx,
@@ -162,7 +150,7 @@ pub(crate) fn owned(
 ) -> ApiResult<Vec<Value>> {
     let select = Select {
         conds: vec![
-            field_cond(owner_field, &owner.to_string()),
+            Cond::field_equals(owner_field, owner.to_string()),
             Cond::Archived(false),
         ],
         sort: vec![Sort {
@@ -240,9 +228,11 @@ impl PlanHooks {
 
 fn owner_of(res: &Resource, record: &Value) -> Option<Owner> {
     if res.desc().path == BomLine::DESC.path {
-        typed::<BomLine>(record).ok().and_then(|l| l.owner().ok())
+        read_stored::<BomLine>(record)
+            .ok()
+            .and_then(|l| l.owner().ok())
     } else {
-        typed::<ProductionOutput>(record)
+        read_stored::<ProductionOutput>(record)
             .ok()
             .and_then(|o| o.owner().ok())
     }
@@ -350,10 +340,6 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/api/v2/production/order/{id}/entries", get(order_entries))
 }
 
-fn value_reply(value: &impl serde::Serialize) -> Reply {
-    Reply::json(StatusCode::OK, &json!({ "value": value }))
-}
-
 /// Posts ledger rows and returns them typed.
 fn post_rows(
     tx: &mut dyn Tx,
@@ -362,7 +348,7 @@ fn post_rows(
 ) -> ApiResult<Vec<InventoryTransaction>> {
     crate::inventory::post(tx, ctx, rows)?
         .iter()
-        .map(typed)
+        .map(read_stored)
         .collect()
 }
 
@@ -409,7 +395,7 @@ async fn produce(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let req: ProduceRequest = parse_body(body)?;
     call.write(move |tx, ctx| {
         let result = produce_in(tx, ctx, &req)?;
-        Ok(value_reply(&result))
+        Ok(Reply::value(&result))
     })
     .await
 }
@@ -421,7 +407,8 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
     lock_owner(tx, ctx, order_id)?;
     let res = outputs_res();
     let mut decls = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
-    let typed_decls: Vec<ProductionOutput> = decls.iter().map(typed).collect::<ApiResult<_>>()?;
+    let typed_decls: Vec<ProductionOutput> =
+        decls.iter().map(read_stored).collect::<ApiResult<_>>()?;
     let plan = plan_produce(req, &typed_decls).map_err(ApiError::violations)?;
     let node_id = uuid_field(&node, "id").unwrap_or_default();
     // Ad-hoc declarations first (one per item), then the postings.
@@ -477,7 +464,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             .get("quantityActual")
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
-        outputs.push(typed(&set_actual(tx, ctx, res, decl, actual + q)?)?);
+        outputs.push(read_stored(&set_actual(tx, ctx, res, decl, actual + q)?)?);
     }
     Ok(ProduceResult {
         transactions,
@@ -490,7 +477,7 @@ async fn consume(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let req: ConsumeRequest = parse_body(body)?;
     call.write(move |tx, ctx| {
         let result = consume_in(tx, ctx, &req)?;
-        Ok(value_reply(&result))
+        Ok(Reply::value(&result))
     })
     .await
 }
@@ -502,7 +489,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     lock_owner(tx, ctx, order_id)?;
     let res = lines_res();
     let lines = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
-    let typed_lines: Vec<BomLine> = lines.iter().map(typed).collect::<ApiResult<_>>()?;
+    let typed_lines: Vec<BomLine> = lines.iter().map(read_stored).collect::<ApiResult<_>>()?;
     let (draws, ignored) =
         plan_consume(req, &typed_lines, order_quantity(&order)).map_err(ApiError::violations)?;
     let node_id = uuid_field(&node, "id").unwrap_or_default();
@@ -543,7 +530,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             .unwrap_or(0.0);
         let new = set_actual(tx, ctx, res, line, actual + q)?;
         crate::bom::release_reservation(tx, ctx, typed_lines[index].id, q)?;
-        updated.push(typed(&new)?);
+        updated.push(read_stored(&new)?);
     }
     Ok(ConsumeResult {
         transactions,
@@ -558,7 +545,7 @@ async fn adjust_actual(call: Call, JsonBody(body): JsonBody) -> ApiResult<Respon
     check_adjust_actual(&req).map_err(ApiError::violations)?;
     call.write(move |tx, ctx| {
         let result = adjust_actual_in(tx, ctx, &req)?;
-        Ok(value_reply(&result))
+        Ok(Reply::value(&result))
     })
     .await
 }
@@ -571,9 +558,9 @@ fn last_location(
     record: Uuid,
 ) -> ApiResult<Option<Uuid>> {
     let select = Select {
-        conds: vec![field_cond(
+        conds: vec![Cond::field_equals(
             &format!("metadata.{record_key}"),
-            &record.to_string(),
+            record.to_string(),
         )],
         sort: vec![Sort {
             path: FieldPath::parse("createdAt").expect("static"),
@@ -644,12 +631,12 @@ pub fn adjust_actual_in(
     let transaction = post_rows(tx, ctx, vec![row])?.remove(0);
     let updated = set_actual(tx, ctx, res, &record, new_actual)?;
     let (output, line) = match req.kind {
-        ActualKind::Produce => (Some(typed(&updated)?), None),
+        ActualKind::Produce => (Some(read_stored(&updated)?), None),
         ActualKind::Consume => {
             if req.delta > 0.0 {
                 crate::bom::release_reservation(tx, ctx, record_id, req.delta)?;
             }
-            (None, Some(typed(&updated)?))
+            (None, Some(read_stored(&updated)?))
         }
     };
     Ok(AdjustActualResult {
@@ -667,9 +654,9 @@ fn order_postings(
     limit: u64,
     offset: u64,
 ) -> ApiResult<(Vec<Value>, u64)> {
-    let conds = vec![field_cond(
+    let conds = vec![Cond::field_equals(
         &format!("metadata.{}", keys::ORDER),
-        &order.to_string(),
+        order.to_string(),
     )];
     let table = table_of("inventory-transaction");
     let select = Select {
@@ -691,7 +678,7 @@ async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             let quantity = order_quantity(&order);
             let mut outputs = Vec::new();
             for d in owned(tx, ctx, outputs_res(), "orderDeliverableId", id)? {
-                let d: ProductionOutput = typed(&d)?;
+                let d: ProductionOutput = read_stored(&d)?;
                 let planned = planned_output(&d, quantity);
                 outputs.push(OutputStatus {
                     production_output_id: d.id,
@@ -705,7 +692,7 @@ async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             }
             let mut materials = Vec::new();
             for l in owned(tx, ctx, lines_res(), "orderDeliverableId", id)? {
-                let l: BomLine = typed(&l)?;
+                let l: BomLine = read_stored(&l)?;
                 let planned = planned_for_order(&l, quantity);
                 materials.push(MaterialStatus {
                     bom_line_id: l.id,
@@ -733,7 +720,7 @@ async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 
 /// A ledger row of the production trace as an entry.
 fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
-    let t: InventoryTransaction = typed(row)?;
+    let t: InventoryTransaction = read_stored(row)?;
     let kind = t
         .metadata
         .get(keys::ACTUAL_KIND)

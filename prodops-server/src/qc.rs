@@ -25,20 +25,13 @@ use crate::engine::{self, Resource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records::{self, Select};
-use crate::store::sql::{Cond, FieldPath};
+use crate::store::sql::Cond;
 use crate::store::{Tx, lock_scope};
 
 pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/api/v2/qc-template/versions", post(publish))
         .route("/api/v2/qc-template/{id}", patch(patch_nothing))
-}
-
-fn field_cond(path: &str, value: String) -> Cond {
-    Cond::Field {
-        path: FieldPath::parse(path).expect("static field path"),
-        values: vec![value],
-    }
 }
 
 async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
@@ -55,7 +48,7 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
             res.table(),
             ctx.org(),
             &Select {
-                conds: vec![field_cond("qcTemplateId", template.to_string())],
+                conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
                 limit: engine::MAX_BULK_RECORDS,
                 ..Default::default()
             },
@@ -127,7 +120,7 @@ impl Hooks for QcTemplateHooks {
             tx,
             sets.table(),
             ctx.org(),
-            &[field_cond("templateId", id.to_string())],
+            &[Cond::field_equals("templateId", id.to_string())],
         )?;
         if n > 0 {
             return Err(ApiError::conflict(format!(

@@ -105,6 +105,17 @@ pub enum Cond {
     },
 }
 
+impl Cond {
+    /// [`Cond::Field`]: the field at `path` (a path the code names, hence valid) equals
+    /// `value`. For the server's own lookups; filters from a request go through the engine.
+    pub fn field_equals(path: &str, value: impl Into<String>) -> Cond {
+        Cond::Field {
+            path: FieldPath::parse(path).expect("a path the code names is valid"),
+            values: vec![value.into()],
+        }
+    }
+}
+
 /// The PostgreSQL column holding a filter-indexed field's text (see [`Cond::Indexed`]): a
 /// stored generated column `f_<field>` (lower case, within the 63 bytes of a name), computed by
 /// the database from `data` on every write, so no write path can leave it behind.
