@@ -1,0 +1,108 @@
+//! The command line every CSV resource shares: the `import` command and its flags, the export
+//! flags, and the progress bar with the messages printed beside it.
+
+use std::io::IsTerminal;
+
+use clap::{Arg, ArgAction, Command};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// `import FILE.csv [--key F] [--dry-run] [--batch-size N] [--concurrency N]`, by default
+/// 5,000 rows per batch and 4 batches in flight.
+pub fn import_command(
+    path: &'static str,
+    keys: &'static [&'static str],
+    long_about: String,
+    example: &'static str,
+) -> Command {
+    import_command_with(path, keys, long_about, example, ("5000", "4"))
+}
+
+/// [`import_command`] with other defaults for `--batch-size` and `--concurrency`.
+pub fn import_command_with(
+    path: &'static str,
+    keys: &'static [&'static str],
+    long_about: String,
+    example: &'static str,
+    (batch_size, concurrency): (&'static str, &'static str),
+) -> Command {
+    let mut cmd = Command::new("import")
+        .about(format!(
+            "Imports {path} records from CSV through PUT /{path}/bulk (upsert by id, or by --key)"
+        ))
+        .long_about(long_about)
+        .arg(
+            Arg::new("file")
+                .required(true)
+                .value_name("FILE.csv")
+                .help("The CSV file (- for stdin)"),
+        );
+    if !keys.is_empty() {
+        cmd = cmd.arg(
+            Arg::new("key")
+                .long("key")
+                .value_name("FIELD")
+                .value_parser(keys.to_vec())
+                .help("Match rows without an id to existing records by this field"),
+        );
+    }
+    cmd.arg(
+        Arg::new("dry-run")
+            .long("dry-run")
+            .action(ArgAction::SetTrue)
+            .help("Check every row, write nothing"),
+    )
+    .arg(
+        Arg::new("batch-size")
+            .long("batch-size")
+            .value_name("N")
+            .default_value(batch_size)
+            .value_parser(clap::value_parser!(u64).range(1..=10_000))
+            .help(format!("Rows per PUT /{path}/bulk")),
+    )
+    .arg(
+        Arg::new("concurrency")
+            .long("concurrency")
+            .value_name("N")
+            .default_value(concurrency)
+            .value_parser(clap::value_parser!(u64).range(1..=32))
+            .help("Batches in flight"),
+    )
+    .after_help(format!("Example:\n  {example}"))
+}
+
+/// The flags every export shares: `-o FILE`, `--page-size N`.
+pub fn export_args(cmd: Command) -> Command {
+    cmd.arg(
+        Arg::new("out")
+            .short('o')
+            .long("out")
+            .value_name("FILE")
+            .help("Write to FILE instead of stdout"),
+    )
+    .arg(
+        Arg::new("page-size")
+            .long("page-size")
+            .value_name("N")
+            .default_value("10000")
+            .value_parser(clap::value_parser!(u64).range(1..=10_000))
+            .help("Records per request"),
+    )
+}
+
+pub fn progress(len: u64, template: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(pb)
+}
+
+pub(super) fn report(pb: &Option<ProgressBar>, line: String) {
+    match pb {
+        Some(pb) => pb.println(line),
+        None => eprintln!("{line}"),
+    }
+}

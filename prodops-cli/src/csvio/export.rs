@@ -1,0 +1,411 @@
+//! Export: a record's JSON text read straight into its cells' texts (the serde visitors
+//! [`RecordCells`] and [`PageRows`] for records of top-level fields; [`Layout`] and [`Fields`]
+//! for nested ones) and written as a CSV row by the [`RowWriter`].
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::ArgMatches;
+use prodops_client::Error;
+use serde_json::Value;
+
+use super::{Column, Spec, cell_text};
+use crate::fail::{CmdResult, Fail};
+
+/// Reads a record (a JSON object) into the texts of `columns`' cells (what [`cell_text`] gives
+/// for each), in `cells`, straight from the text: no map and no allocation per record. For
+/// specs whose columns are all top-level fields.
+pub struct RecordCells<'a> {
+    pub columns: &'a [Column],
+    pub cells: &'a mut [String],
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for RecordCells<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for RecordCells<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a record")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        for cell in self.cells.iter_mut() {
+            cell.clear();
+        }
+        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
+            match self.columns.iter().position(|c| c.name == key) {
+                Some(i) => {
+                    self.cells[i].clear();
+                    map.next_value_seed(CellSeed(&mut self.cells[i]))?;
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where [`PageRows`] writes a page's records.
+struct PageSink<'a> {
+    columns: &'a [Column],
+    cells: &'a mut [String],
+    out: &'a mut csv::Writer<Box<dyn Write + Send>>,
+    count: &'a mut u64,
+    /// A failure to write, which ends the reading.
+    failure: Option<Fail>,
+}
+
+/// Writes the records of a page's answer (`{"values": [...], ...}`) as CSV rows, each read
+/// with [`RecordCells`] and written before the next is read.
+struct PageRows<'s, 'a>(&'s mut PageSink<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PageRows<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for PageRows<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a page of records")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error as _;
+        let mut values = false;
+        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
+            if key != "values" {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else if values {
+                return Err(A::Error::duplicate_field("values"));
+            } else {
+                values = true;
+                map.next_value_seed(ValueRows(&mut *self.0))?;
+            }
+        }
+        if !values {
+            return Err(A::Error::missing_field("values"));
+        }
+        Ok(())
+    }
+}
+
+/// The `values` array of [`PageRows`].
+struct ValueRows<'s, 'a>(&'s mut PageSink<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueRows<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueRows<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of records")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        use serde::de::Error as _;
+        let sink = self.0;
+        while let Some(()) = seq.next_element_seed(RecordCells {
+            columns: sink.columns,
+            cells: &mut *sink.cells,
+        })? {
+            if let Err(e) = sink.out.write_record(&*sink.cells) {
+                sink.failure = Some(csv_fail(e));
+                return Err(A::Error::custom("writing the CSV failed"));
+            }
+            *sink.count += 1;
+        }
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the text when it has no escapes.
+struct FieldName<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> serde::de::Visitor<'de> for NameVisitor {
+            type Value = FieldName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<FieldName<'de>, E> {
+                Ok(FieldName(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<FieldName<'de>, E> {
+                Ok(FieldName(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
+}
+
+/// Reads one JSON value into the text [`cell_text`] writes for it, appended to the string.
+struct CellSeed<'b>(&'b mut String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CellSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CellSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.visit_number(serde_json::Number::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.visit_number(serde_json::Number::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        match serde_json::Number::from_f64(v) {
+            Some(n) => self.visit_number(n),
+            None => Ok(()),
+        }
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        use serde::Deserialize;
+        let v = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        use serde::Deserialize;
+        let v = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+}
+
+impl CellSeed<'_> {
+    fn visit_number<E>(self, n: serde_json::Number) -> Result<(), E> {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "{n}");
+        Ok(())
+    }
+}
+
+/// How the columns of a [`Spec`] read a record's JSON text: the top-level fields they need
+/// (each parsed once; the others, such as a deliverable's `computed`, skipped while parsing)
+/// and each column's field and path inside it.
+pub struct Layout {
+    tops: Vec<String>,
+    cols: Vec<(usize, Vec<String>)>,
+}
+
+impl Layout {
+    pub fn new(spec: &Spec) -> Layout {
+        let mut tops: Vec<String> = Vec::new();
+        let cols = spec
+            .columns
+            .iter()
+            .map(|c| {
+                let mut parts = c.name.split('.').map(str::to_string);
+                let top = parts.next().unwrap_or_default();
+                let i = match tops.iter().position(|t| *t == top) {
+                    Some(i) => i,
+                    None => {
+                        tops.push(top);
+                        tops.len() - 1
+                    }
+                };
+                (i, parts.collect())
+            })
+            .collect();
+        Layout { tops, cols }
+    }
+
+    /// The top-level fields the columns read.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.tops.iter().map(String::as_str)
+    }
+}
+
+/// Parses the fields a [`Layout`] reads into `slots` (one per top-level field).
+struct Fields<'a> {
+    layout: &'a Layout,
+    slots: &'a mut [Option<Value>],
+}
+
+/// A key of a record: its position among the layout's fields, `None` for one it skips.
+struct KeyIndex<'a>(&'a Layout);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIndex<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeyIndex<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.tops.iter().position(|t| t == key))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Fields<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Fields<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a record")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(found) = map.next_key_seed(KeyIndex(self.layout))? {
+            match found {
+                Some(i) => self.slots[i] = Some(map.next_value()?),
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes records as CSV rows of `spec`'s columns.
+pub struct RowWriter {
+    /// Sendable, so that a page can be written on a blocking thread.
+    out: csv::Writer<Box<dyn Write + Send>>,
+    cells: Vec<String>,
+    pub count: u64,
+    out_path: Option<PathBuf>,
+}
+
+pub fn csv_fail(e: csv::Error) -> Fail {
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Fail::io("writing the CSV", io),
+        other => Fail::usage(format!("writing the CSV: {other:?}")),
+    }
+}
+
+impl RowWriter {
+    /// Opens `-o FILE` (or stdout) and writes the header row.
+    pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
+        let out_path = args.get_one::<String>("out").map(PathBuf::from);
+        let sink: Box<dyn Write + Send> = match &out_path {
+            Some(p) => Box::new(
+                std::fs::File::create(p)
+                    .map_err(|e| Fail::usage(format!("{}: {e}", p.display())))?,
+            ),
+            None => Box::new(std::io::stdout()),
+        };
+        let mut out = csv::WriterBuilder::new()
+            .buffer_capacity(1 << 20)
+            .from_writer(sink);
+        out.write_record(spec.headers()).map_err(csv_fail)?;
+        Ok(RowWriter {
+            out,
+            cells: vec![String::new(); spec.columns.len()],
+            count: 0,
+            out_path,
+        })
+    }
+
+    /// Writes the records of a page's answer (`{"values": [...], ...}`, records of top-level
+    /// fields only) as rows of `spec`, the writer's spec: each record is read straight from
+    /// the answer's text into the writer's cells and written, none is kept.
+    pub fn write_page(&mut self, spec: &Spec, page: &[u8]) -> CmdResult {
+        let mut sink = PageSink {
+            columns: &spec.columns,
+            cells: &mut self.cells,
+            out: &mut self.out,
+            count: &mut self.count,
+            failure: None,
+        };
+        let mut de = serde_json::Deserializer::from_slice(page);
+        let read = serde::de::DeserializeSeed::deserialize(PageRows(&mut sink), &mut de)
+            .and_then(|()| de.end());
+        if let Some(f) = sink.failure {
+            return Err(f);
+        }
+        read.map_err(|e| {
+            // As the client reports an answer it cannot read.
+            let sample: String = String::from_utf8_lossy(page).chars().take(200).collect();
+            Error::Decode(format!("{e} in {sample}")).into()
+        })
+    }
+
+    /// Writes the record whose JSON text is `text`, parsing only the fields `layout` (made
+    /// from the same spec) reads.
+    pub fn write_json(&mut self, spec: &Spec, layout: &Layout, text: &[u8]) -> CmdResult {
+        let mut slots: Vec<Option<Value>> = vec![None; layout.tops.len()];
+        let mut de = serde_json::Deserializer::from_slice(text);
+        serde::de::DeserializeSeed::deserialize(
+            Fields {
+                layout,
+                slots: &mut slots,
+            },
+            &mut de,
+        )
+        .and_then(|()| de.end())
+        .map_err(|e| Fail::usage(format!("reading a {}: {e}", spec.noun)))?;
+        for ((col, (top, rest)), cell) in spec
+            .columns
+            .iter()
+            .zip(&layout.cols)
+            .zip(self.cells.iter_mut())
+        {
+            let value = slots[*top]
+                .as_ref()
+                .and_then(|v| rest.iter().try_fold(v, |v, k| v.get(k.as_str())));
+            cell_text(col.kind, value, cell);
+        }
+        self.out.write_record(&self.cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn finish(mut self, spec: &Spec) -> CmdResult {
+        self.out
+            .flush()
+            .map_err(|e| Fail::io("writing the CSV", e))?;
+        if let Some(p) = self.out_path {
+            eprintln!(
+                "exported {} {}(s) to {}",
+                self.count,
+                spec.noun,
+                p.display()
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+//! The description of a resource's CSV: its [`Spec`], the [`Column`]s in export order and the
+//! [`Kind`] of each column's cells.
+
+use prodops_core::custom_property::DataType;
+
+/// How a cell is read and written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The record id: a UUID; empty means "no id".
+    Id,
+    /// Text; an empty cell is the empty string.
+    Text,
+    /// Text; an empty cell is null.
+    NullableText,
+    /// A UUID; an empty cell is null.
+    NullableUuid,
+    /// Text that an empty cell leaves out (defaults on create, unchanged on update): enums.
+    OptionalText,
+    /// `true/false/1/0/yes/no`; an empty cell is left out.
+    Bool,
+    /// A whole number; an empty cell is left out.
+    Int,
+    /// A number; an empty cell is left out.
+    Number,
+    /// A date-time (or date) kept as text; an empty cell is null.
+    Time,
+    /// A JSON array; an empty cell is left out.
+    JsonArray,
+    /// A custom property value of that type; an empty cell clears the property (null).
+    Property(DataType),
+    /// Written on export, read past on import (server-managed).
+    ReadOnly,
+}
+
+/// One column: its header (the API field name, nested fields dotted) and kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub kind: Kind,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, kind: Kind) -> Column {
+        Column {
+            name: name.into(),
+            kind,
+        }
+    }
+}
+
+/// A resource's CSV.
+pub struct Spec {
+    /// The resource path (`worker`, `deliverable`).
+    pub path: &'static str,
+    /// What a row is, for messages (`worker`).
+    pub noun: &'static str,
+    /// Export columns, in order; an import accepts any subset.
+    pub columns: Vec<Column>,
+    /// Further headers an import reads past.
+    pub ignored: &'static [&'static str],
+    /// The field `--key` matches rows without an id by.
+    pub key: Option<&'static str>,
+    /// Rows form a tree through `parentId`: parents are written before children.
+    pub tree: bool,
+    /// Placeholders for required fields an update may leave out, so that core can check the
+    /// rest of a partial row (a row that turns out to create a record without them is refused
+    /// by the server and reported like any other).
+    pub update_placeholders: &'static [(&'static str, &'static str)],
+    /// The field a file needs (besides `id` or `--key`) to create records.
+    pub create_needs: &'static str,
+}
+
+impl Spec {
+    pub(super) fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    pub fn headers(&self) -> Vec<&str> {
+        self.columns.iter().map(|c| c.name.as_str()).collect()
+    }
+}
