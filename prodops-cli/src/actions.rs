@@ -3,7 +3,7 @@
 //! are all derived from it.
 //!
 //! A path template's `{name}` segments become positional arguments in order; each `Flag` maps
-//! `--flag VALUE` to a body field (or a query parameter), parsed by its `Kind`. Every action with
+//! `--flag VALUE` to a body field (or a query parameter), parsed by its `FlagKind`. Every action with
 //! a body also takes `--data JSON|@file|@-`, the base the flags are set on, for fields without a
 //! flag of their own. A `File` flag (`To::Raw`) is a positional `FILE` (or `-` for stdin) whose
 //! bytes are the request body, sent with the `To::ContentType` flag's value (else a type guessed
@@ -11,7 +11,7 @@
 
 /// How a flag's text becomes a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum FlagKind {
     /// A UUID, sent as a string.
     Uuid,
     /// Comma-separated UUIDs (the flag may repeat), sent as an array.
@@ -45,7 +45,7 @@ pub struct Flag {
     pub name: &'static str,
     /// The body field or query parameter.
     pub field: &'static str,
-    pub kind: Kind,
+    pub kind: FlagKind,
     pub to: To,
     pub required: bool,
     pub help: &'static str,
@@ -67,7 +67,7 @@ pub struct ActionSpec {
     pub example: &'static str,
 }
 
-const fn f(name: &'static str, field: &'static str, kind: Kind, help: &'static str) -> Flag {
+const fn f(name: &'static str, field: &'static str, kind: FlagKind, help: &'static str) -> Flag {
     Flag {
         name,
         field,
@@ -78,7 +78,7 @@ const fn f(name: &'static str, field: &'static str, kind: Kind, help: &'static s
     }
 }
 
-const fn req(name: &'static str, field: &'static str, kind: Kind, help: &'static str) -> Flag {
+const fn req(name: &'static str, field: &'static str, kind: FlagKind, help: &'static str) -> Flag {
     Flag {
         name,
         field,
@@ -89,7 +89,12 @@ const fn req(name: &'static str, field: &'static str, kind: Kind, help: &'static
     }
 }
 
-const fn query(name: &'static str, field: &'static str, kind: Kind, help: &'static str) -> Flag {
+const fn query(
+    name: &'static str,
+    field: &'static str,
+    kind: FlagKind,
+    help: &'static str,
+) -> Flag {
     Flag {
         name,
         field,
@@ -100,7 +105,7 @@ const fn query(name: &'static str, field: &'static str, kind: Kind, help: &'stat
     }
 }
 
-const fn qreq(name: &'static str, field: &'static str, kind: Kind, help: &'static str) -> Flag {
+const fn qreq(name: &'static str, field: &'static str, kind: FlagKind, help: &'static str) -> Flag {
     Flag {
         name,
         field,
@@ -115,7 +120,7 @@ const fn file(name: &'static str, help: &'static str) -> Flag {
     Flag {
         name,
         field: "",
-        kind: Kind::File,
+        kind: FlagKind::File,
         to: To::Raw,
         required: true,
         help,
@@ -126,14 +131,14 @@ const fn content_type(help: &'static str) -> Flag {
     Flag {
         name: "content-type",
         field: "",
-        kind: Kind::Text,
+        kind: FlagKind::Text,
         to: To::ContentType,
         required: false,
         help,
     }
 }
 
-use Kind::*;
+use FlagKind::*;
 
 pub const ACTIONS: &[ActionSpec] = &[
     // ---- 4.2 deliverable extras ----

@@ -3,7 +3,7 @@
 use clap::{Arg, ArgAction, Command};
 use prodops_core::{Allow, Archive, ResourceDesc};
 
-use crate::actions::{ACTIONS, ActionSpec, Kind, To, path_params};
+use crate::actions::{ACTIONS, ActionSpec, FlagKind, To, path_params};
 
 /// The command name of a resource: its path, with nested paths given a short name.
 pub fn resource_command_name(path: &str) -> String {
@@ -242,26 +242,26 @@ fn action_command(a: &ActionSpec) -> Command {
             .long(f.name)
             .help(f.help)
             .value_name(match f.kind {
-                Kind::Uuid => "UUID",
-                Kind::UuidList => "UUIDS",
-                Kind::Number => "NUMBER",
-                Kind::Text => "TEXT",
-                Kind::Bool => "BOOL",
-                Kind::Json => "JSON|@FILE",
-                Kind::File => "FILE",
+                FlagKind::Uuid => "UUID",
+                FlagKind::UuidList => "UUIDS",
+                FlagKind::Number => "NUMBER",
+                FlagKind::Text => "TEXT",
+                FlagKind::Bool => "BOOL",
+                FlagKind::Json => "JSON|@FILE",
+                FlagKind::File => "FILE",
             });
         if f.to == To::Raw {
             // The raw body is a positional FILE after the path's ids.
             arg = Arg::new(f.name).value_name("FILE").help(f.help);
         }
-        if f.kind == Kind::UuidList {
+        if f.kind == FlagKind::UuidList {
             arg = arg.value_delimiter(',').action(ArgAction::Append);
         }
-        if f.kind == Kind::Number {
+        if f.kind == FlagKind::Number {
             // `--delta -1` is a value, not a flag.
             arg = arg.allow_negative_numbers(true);
         }
-        if f.kind == Kind::Bool {
+        if f.kind == FlagKind::Bool {
             arg = arg.value_parser(clap::value_parser!(bool));
         }
         // A required body field may come from --data instead of its flag.

@@ -9,14 +9,14 @@ use futures::TryStreamExt;
 use prodops_client::{Client, Config, ListParams, Method, Query};
 use serde_json::{Map, Value, json};
 
-use crate::actions::{ACTIONS, ActionSpec, Kind, To, path_params};
+use crate::actions::{ACTIONS, ActionSpec, FlagKind, To, path_params};
 use crate::cli::resource_command_name;
 use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
 use crate::output::{Format, ListWriter, write_value};
 
 /// Global settings every command sees.
-pub struct Ctx {
+pub struct CommandContext {
     pub format: Format,
     pub client: Client,
 }
@@ -104,14 +104,14 @@ pub fn run(m: ArgMatches) -> CmdResult {
             "no API key: pass --api-key, set PRODOPS_API_KEY or run `prodops auth login`",
         ));
     };
-    let ctx = Ctx {
+    let ctx = CommandContext {
         format,
         client: client_for(&m, &base, Some(&key))?,
     };
     runtime()?.block_on(dispatch(&ctx, name, sub))
 }
 
-async fn dispatch(ctx: &Ctx, name: &str, sub: &ArgMatches) -> CmdResult {
+async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResult {
     if name == "api" {
         return api(ctx, sub).await;
     }
@@ -273,7 +273,12 @@ fn stdout_writer(
 
 // ---- resource verbs -----------------------------------------------------------------------
 
-async fn resource_verb(ctx: &Ctx, path: &str, verb: &str, args: &ArgMatches) -> CmdResult {
+async fn resource_verb(
+    ctx: &CommandContext,
+    path: &str,
+    verb: &str,
+    args: &ArgMatches,
+) -> CmdResult {
     let r = ctx.client.resource_at(path);
     let sel = select(args);
     let id = || args.get_one::<String>("id").cloned().unwrap_or_default();
@@ -374,7 +379,7 @@ fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
 
 // ---- actions --------------------------------------------------------------------------------
 
-fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Value>> {
+fn flag_value(kind: FlagKind, name: &str, args: &ArgMatches) -> CmdResult<Option<Value>> {
     let bad = |raw: &str, what: &str| Fail::usage(format!("--{name} {raw}: {what}"));
     let uuid = |raw: &str| {
         uuid::Uuid::parse_str(raw.trim())
@@ -382,8 +387,8 @@ fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Val
             .map_err(|_| bad(raw, "not a UUID"))
     };
     Ok(match kind {
-        Kind::Bool => args.get_one::<bool>(name).map(|b| Value::Bool(*b)),
-        Kind::UuidList => match args.get_many::<String>(name) {
+        FlagKind::Bool => args.get_one::<bool>(name).map(|b| Value::Bool(*b)),
+        FlagKind::UuidList => match args.get_many::<String>(name) {
             None => None,
             Some(items) => Some(Value::Array(
                 items
@@ -395,8 +400,8 @@ fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Val
         _ => match args.get_one::<String>(name) {
             None => None,
             Some(raw) => Some(match kind {
-                Kind::Uuid => uuid(raw)?,
-                Kind::Number => {
+                FlagKind::Uuid => uuid(raw)?,
+                FlagKind::Number => {
                     let n: f64 = raw.trim().parse().map_err(|_| bad(raw, "not a number"))?;
                     if n.fract() == 0.0 && n.abs() < 9e15 {
                         json!(n as i64)
@@ -404,16 +409,16 @@ fn flag_value(kind: Kind, name: &str, args: &ArgMatches) -> CmdResult<Option<Val
                         json!(n)
                     }
                 }
-                Kind::Text => Value::String(raw.clone()),
-                Kind::Json => read_json_arg(raw, &format!("--{name}"))?,
-                Kind::File => Value::String(raw.clone()),
-                Kind::Bool | Kind::UuidList => unreachable!(),
+                FlagKind::Text => Value::String(raw.clone()),
+                FlagKind::Json => read_json_arg(raw, &format!("--{name}"))?,
+                FlagKind::File => Value::String(raw.clone()),
+                FlagKind::Bool | FlagKind::UuidList => unreachable!(),
             }),
         },
     })
 }
 
-async fn action(ctx: &Ctx, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
+async fn action(ctx: &CommandContext, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
     let mut path = spec.path.to_string();
     for p in path_params(spec.path) {
         let raw = args.get_one::<String>(p).expect("required");
@@ -534,7 +539,7 @@ pub fn guess_content_type(file: &str) -> &'static str {
 
 // ---- api --------------------------------------------------------------------------------------
 
-async fn api(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let method_text = args
         .get_one::<String>("method")
         .expect("required")
@@ -573,7 +578,7 @@ async fn api(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
     write_value(ctx.format, &answer, &[])
 }
 
-async fn paginate(ctx: &Ctx, path: &str) -> CmdResult {
+async fn paginate(ctx: &CommandContext, path: &str) -> CmdResult {
     let (base, query) = path.split_once('?').unwrap_or((path, ""));
     let mut kept: Vec<&str> = Vec::new();
     let mut size = 10_000u64;

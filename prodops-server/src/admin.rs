@@ -1,6 +1,7 @@
 //! Operator actions behind the `org` and `key` subcommands (decisions.md section 1): they work
 //! on the database directly, also while a `serve` process uses it.
 
+use prodops_core::organization::PERMISSION_ACTIONS;
 use rand::RngCore;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -13,8 +14,6 @@ use crate::store::{SqlValue, Store, StoreError};
 
 /// The organization feature flags an operator can set.
 pub const FLAGS: &[&str] = &["documentsHubEnabled", "deliveryComponentCargoEnabled"];
-
-const ACTIONS: &[&str] = &["Read", "Create", "Update", "Delete"];
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,7 +46,7 @@ pub fn check_permission(name: &str) -> Result<(), Error> {
                 .next()
                 .is_some_and(|c| c.is_ascii_uppercase())
                 && resource.chars().all(|c| c.is_ascii_alphanumeric())
-                && ACTIONS.contains(&action)
+                && PERMISSION_ACTIONS.contains(&action)
         }
         None => false,
     };
@@ -56,7 +55,7 @@ pub fn check_permission(name: &str) -> Result<(), Error> {
     } else {
         Err(Error::Invalid(format!(
             "'{name}' is not a permission: use <Resource>.<Action> with Action one of {} (for example Worker.Read)",
-            ACTIONS.join(", ")
+            PERMISSION_ACTIONS.join(", ")
         )))
     }
 }

@@ -25,7 +25,7 @@ use crate::app::{AppState, JsonBody, Reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Auth, Ctx};
 use crate::engine::{
-    self, Resource, apply_server_change, create_server_record, parse_body, parse_id,
+    self, ServedResource, apply_server_change, create_server_record, parse_body, parse_id,
 };
 use crate::error::{ApiError, ApiResult, read_stored};
 use crate::hooks::{DeleteAction, Hooks};
@@ -80,7 +80,7 @@ fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<
     )?)
 }
 
-fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<Resource>, Value, Delivery)> {
+fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedResource>, Value, Delivery)> {
     let res = engine::resource("delivery");
     let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
     let d = read_stored(&old)?;
@@ -648,7 +648,7 @@ impl Hooks for DeliveryHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
@@ -681,7 +681,7 @@ impl Hooks for ManifestHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {

@@ -36,7 +36,9 @@ use crate::app::{AppState, JsonBody, Reply, read_body};
 use crate::blob::{LinkError, is_key};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Auth, Ctx};
-use crate::engine::{self, Resource, apply_server_change, create_record, parse_body, parse_id};
+use crate::engine::{
+    self, ServedResource, apply_server_change, create_record, parse_body, parse_id,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records::{self, Select};
@@ -431,7 +433,7 @@ fn notify_attached(
 
 // ----- links and copy mode -----------------------------------------------------------------------
 
-fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<Resource>, Value)> {
+fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedResource>, Value)> {
     let docs = engine::resource("document");
     let doc = records::get(tx, docs.table(), org, id)?.ok_or_else(ApiError::not_found)?;
     Ok((docs, doc))
@@ -672,7 +674,7 @@ impl Hooks for DocumentHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
@@ -715,7 +717,7 @@ impl Hooks for DocumentHooks {
 pub struct VersionHooks;
 
 impl Hooks for VersionHooks {
-    fn authorize(&self, auth: &Auth, _res: &Resource, action: Action) -> ApiResult<()> {
+    fn authorize(&self, auth: &Auth, _res: &ServedResource, action: Action) -> ApiResult<()> {
         match action {
             Action::Read => auth.require("Document", Action::Read),
             _ => auth.require("Document", Action::Update),

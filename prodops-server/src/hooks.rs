@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
 use crate::context::{Action, Auth, Ctx};
-use crate::engine::Resource;
+use crate::engine::ServedResource;
 use crate::error::ApiResult;
 use crate::store::Tx;
 use crate::store::records::{self, Select};
@@ -25,7 +25,7 @@ pub trait Hooks: Send + Sync {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         Ok(())
@@ -36,7 +36,7 @@ pub trait Hooks: Send + Sync {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: &Value,
         patch: &Map<String, Value>,
         candidate: &mut Map<String, Value>,
@@ -49,7 +49,7 @@ pub trait Hooks: Send + Sync {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -61,7 +61,7 @@ pub trait Hooks: Send + Sync {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -70,7 +70,7 @@ pub trait Hooks: Send + Sync {
 
     /// After every record of a bulk PUT, PATCH or DELETE was written, in the same transaction:
     /// work the hooks put off while the call ran (`ctx.deferred`), done once for the batch.
-    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, res: &Resource) -> ApiResult<()> {
+    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, res: &ServedResource) -> ApiResult<()> {
         Ok(())
     }
 
@@ -80,7 +80,7 @@ pub trait Hooks: Send + Sync {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         Ok(DeleteAction::Proceed)
@@ -113,7 +113,7 @@ pub trait Hooks: Send + Sync {
 
     /// The permission check of a standard call; by default the resource's
     /// `<Permission>.<Action>` (decisions.md section 2).
-    fn authorize(&self, auth: &Auth, res: &Resource, action: Action) -> ApiResult<()> {
+    fn authorize(&self, auth: &Auth, res: &ServedResource, action: Action) -> ApiResult<()> {
         auth.require(res.desc().permission, action)
     }
 
@@ -136,7 +136,7 @@ pub trait Hooks: Send + Sync {
 
 /// Rewrites stored JSON texts for an answer through `present`.
 pub fn present_raw(
-    res: &Resource,
+    res: &ServedResource,
     state: &AppState,
     tx: &mut dyn Tx,
     auth: &Auth,
@@ -274,7 +274,7 @@ impl Hooks for WorkerHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: &Value,
         patch: &Map<String, Value>,
         candidate: &mut Map<String, Value>,
@@ -334,7 +334,7 @@ impl Hooks for WorkerHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -394,7 +394,7 @@ impl Hooks for CatalogHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let catalog = record.get("catalog").and_then(Value::as_str).unwrap_or("");
@@ -414,7 +414,7 @@ impl Hooks for CatalogHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {

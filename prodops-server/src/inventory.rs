@@ -26,17 +26,17 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply};
 use crate::call::Call;
 use crate::context::{Action, Ctx};
-use crate::engine::{self, Resource, create_record};
+use crate::engine::{self, ServedResource, create_record};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
 use crate::store::records;
 use crate::store::{SqlValue, Tx};
 
 /// The ledger resource as the engine serves it.
-pub fn ledger() -> &'static Resource {
-    static RES: OnceLock<Resource> = OnceLock::new();
+pub fn ledger() -> &'static ServedResource {
+    static RES: OnceLock<ServedResource> = OnceLock::new();
     RES.get_or_init(|| {
-        Resource::new(
+        ServedResource::new(
             registry::by_path(InventoryTransaction::DESC.path).expect("ledger is registered"),
         )
     })
@@ -198,7 +198,7 @@ impl Hooks for LedgerHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         let mut violations = Vec::new();

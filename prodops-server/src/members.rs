@@ -30,7 +30,7 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply, hash_key, write_reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Auth, Ctx, format_time};
-use crate::engine::{self, Resource, apply_server_change, create_server_record, parse_body};
+use crate::engine::{self, ServedResource, apply_server_change, create_server_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records;
@@ -329,7 +329,7 @@ async fn accept(
 /// Runs a member action: loads the member, lets `f` change it, answers 204.
 async fn member_action<F>(call: Call, id: Uuid, f: F) -> ApiResult<Response>
 where
-    F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value, &OrganizationMember) -> ApiResult<()>
+    F: Fn(&mut dyn Tx, &Ctx, &ServedResource, &Value, &OrganizationMember) -> ApiResult<()>
         + Send
         + 'static,
 {
@@ -348,7 +348,7 @@ where
 fn set_status(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     old: &Value,
     status: MemberStatus,
 ) -> ApiResult<()> {
@@ -462,7 +462,7 @@ fn exists(tx: &mut dyn Tx, ctx: &Ctx, path: &str, id: &Value) -> ApiResult<bool>
 }
 
 impl Hooks for MemberHooks {
-    fn authorize(&self, auth: &Auth, _res: &Resource, action: Action) -> ApiResult<()> {
+    fn authorize(&self, auth: &Auth, _res: &ServedResource, action: Action) -> ApiResult<()> {
         member_auth(auth, action)
     }
 
@@ -470,7 +470,7 @@ impl Hooks for MemberHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -488,7 +488,7 @@ impl Hooks for MemberHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -519,7 +519,7 @@ impl Hooks for MemberHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = record.get("id").and_then(Value::as_str).unwrap_or("");

@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply};
 use crate::call::Call;
 use crate::context::{Action, Ctx};
-use crate::engine::{self, Resource, create_record, parse_body};
+use crate::engine::{self, ServedResource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
 use crate::store::Tx;
@@ -143,7 +143,7 @@ impl Hooks for CommentHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {

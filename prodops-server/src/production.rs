@@ -30,7 +30,7 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Ctx};
-use crate::engine::{self, Resource, create_record, parse_body};
+use crate::engine::{self, ServedResource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult, read_stored};
 use crate::hooks::Hooks;
 use crate::store::records::{self, Select};
@@ -38,17 +38,20 @@ use crate::store::sql::{Cond, FieldPath, Sort};
 use crate::store::{Tx, lock_scope};
 
 /// The engine's description of a registered resource, built once.
-fn resource(path: &'static str, cell: &'static OnceLock<Resource>) -> &'static Resource {
-    cell.get_or_init(|| Resource::new(registry::by_path(path).expect("registered resource")))
+fn resource(
+    path: &'static str,
+    cell: &'static OnceLock<ServedResource>,
+) -> &'static ServedResource {
+    cell.get_or_init(|| ServedResource::new(registry::by_path(path).expect("registered resource")))
 }
 
-pub fn outputs_res() -> &'static Resource {
-    static RES: OnceLock<Resource> = OnceLock::new();
+pub fn outputs_res() -> &'static ServedResource {
+    static RES: OnceLock<ServedResource> = OnceLock::new();
     resource(ProductionOutput::DESC.path, &RES)
 }
 
-pub fn lines_res() -> &'static Resource {
-    static RES: OnceLock<Resource> = OnceLock::new();
+pub fn lines_res() -> &'static ServedResource {
+    static RES: OnceLock<ServedResource> = OnceLock::new();
     resource(BomLine::DESC.path, &RES)
 }
 
@@ -144,7 +147,7 @@ pub(crate) fn order_quantity(order: &Value) -> f64 {
 pub(crate) fn owned(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     owner_field: &str,
     owner: Uuid,
 ) -> ApiResult<Vec<Value>> {
@@ -168,7 +171,7 @@ pub(crate) fn owned(
 pub(crate) fn set_actual(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     record: &Value,
     actual: f64,
 ) -> ApiResult<Value> {
@@ -226,7 +229,7 @@ impl PlanHooks {
     }
 }
 
-fn owner_of(res: &Resource, record: &Value) -> Option<Owner> {
+fn owner_of(res: &ServedResource, record: &Value) -> Option<Owner> {
     if res.desc().path == BomLine::DESC.path {
         read_stored::<BomLine>(record)
             .ok()
@@ -248,7 +251,7 @@ impl Hooks for PlanHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         self.fill_from_item(tx, ctx, candidate)
@@ -258,7 +261,7 @@ impl Hooks for PlanHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: &Value,
         _patch: &Map<String, Value>,
         candidate: &mut Map<String, Value>,
@@ -281,7 +284,7 @@ impl Hooks for PlanHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {

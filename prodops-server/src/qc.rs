@@ -21,7 +21,7 @@ use uuid::Uuid;
 use crate::app::{AppState, JsonBody, Reply};
 use crate::call::{Call, PathId};
 use crate::context::{Action, Ctx};
-use crate::engine::{self, Resource, create_record, parse_body};
+use crate::engine::{self, ServedResource, create_record, parse_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{DeleteAction, Hooks};
 use crate::store::records::{self, Select};
@@ -111,7 +111,7 @@ impl Hooks for QcTemplateHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = record.get("id").and_then(Value::as_str).unwrap_or("");
@@ -139,7 +139,7 @@ impl Hooks for QcSetHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {

@@ -6,7 +6,7 @@ use prodops_core::custom_property::DataType;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::Kind;
+use super::CellKind;
 
 // ---- cells to JSON ------------------------------------------------------------------------------
 
@@ -64,41 +64,41 @@ impl Cell<'_> {
 }
 
 /// Reads one cell of a column of `kind`.
-pub(super) fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell<'a>, String> {
+pub(super) fn read_cell<'a>(kind: CellKind, name: &str, raw: &'a str) -> Result<Cell<'a>, String> {
     let t = raw.trim();
     let uuid = |t: &str| Uuid::parse_str(t).map_err(|_| format!("{name}: {t:?} is not a UUID"));
     Ok(match kind {
-        Kind::ReadOnly => Cell::Skip,
-        Kind::Id => {
+        CellKind::ReadOnly => Cell::Skip,
+        CellKind::Id => {
             if t.is_empty() {
                 Cell::Skip
             } else {
                 Cell::Uuid(uuid(t)?)
             }
         }
-        Kind::Text => Cell::Str(raw),
-        Kind::NullableText => {
+        CellKind::Text => Cell::Str(raw),
+        CellKind::NullableText => {
             if t.is_empty() {
                 Cell::Null
             } else {
                 Cell::Str(raw)
             }
         }
-        Kind::NullableUuid => {
+        CellKind::NullableUuid => {
             if t.is_empty() {
                 Cell::Null
             } else {
                 Cell::Uuid(uuid(t)?)
             }
         }
-        Kind::OptionalText => {
+        CellKind::OptionalText => {
             if t.is_empty() {
                 Cell::Skip
             } else {
                 Cell::Str(t)
             }
         }
-        Kind::Bool => {
+        CellKind::Bool => {
             if t.is_empty() {
                 return Ok(Cell::Skip);
             }
@@ -107,7 +107,7 @@ pub(super) fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell
                 None => return Err(format!("{name}: {raw:?} is not true or false")),
             }
         }
-        Kind::Int => {
+        CellKind::Int => {
             if t.is_empty() {
                 return Ok(Cell::Skip);
             }
@@ -116,7 +116,7 @@ pub(super) fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell
                 Err(_) => return Err(format!("{name}: {raw:?} is not a whole number")),
             }
         }
-        Kind::Number => {
+        CellKind::Number => {
             if t.is_empty() {
                 return Ok(Cell::Skip);
             }
@@ -125,14 +125,14 @@ pub(super) fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell
                 None => return Err(format!("{name}: {raw:?} is not a number")),
             }
         }
-        Kind::Time => {
+        CellKind::Time => {
             if t.is_empty() {
                 Cell::Null
             } else {
                 Cell::Str(t)
             }
         }
-        Kind::JsonArray => {
+        CellKind::JsonArray => {
             if t.is_empty() {
                 return Ok(Cell::Skip);
             }
@@ -141,7 +141,7 @@ pub(super) fn read_cell<'a>(kind: Kind, name: &str, raw: &'a str) -> Result<Cell
                 _ => return Err(format!("{name}: {raw:?} is not a JSON array")),
             }
         }
-        Kind::Property(dt) => {
+        CellKind::Property(dt) => {
             if t.is_empty() {
                 return Ok(Cell::Null);
             }
@@ -253,7 +253,7 @@ pub(super) fn needs_escape(s: &[u8]) -> bool {
 // ---- JSON to cells ------------------------------------------------------------------------------
 
 /// The text of one cell of an exported record.
-pub fn cell_text(kind: Kind, value: Option<&Value>, buf: &mut String) {
+pub fn cell_text(kind: CellKind, value: Option<&Value>, buf: &mut String) {
     buf.clear();
     let _ = kind;
     match value {

@@ -17,15 +17,15 @@ use prodops_core::custom_property::CustomPropertyDefinition;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{Column, Kind, Layout, RowWriter, Spec};
+use super::{CellKind, Column, Layout, RowWriter, Spec};
 use crate::fail::{CmdResult, Fail};
-use crate::run::Ctx;
+use crate::run::CommandContext;
 
 /// The fixed columns, in export order. `rootParentId` and `computed` are server-derived and not
 /// exported; `schedule` is exported but read past on import (only the schedule actions write
 /// it).
 pub fn fixed_columns() -> Vec<Column> {
-    use Kind::*;
+    use CellKind::*;
     [
         ("id", Id),
         ("identifier", Text),
@@ -72,7 +72,7 @@ pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
     for d in defs {
         columns.push(Column::new(
             format!("data.properties.{}", d.key),
-            Kind::Property(d.data_type),
+            CellKind::Property(d.data_type),
         ));
     }
     Spec {
@@ -88,7 +88,7 @@ pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
 }
 
 /// The organization's active custom property definitions.
-async fn active_definitions(ctx: &Ctx) -> CmdResult<Vec<CustomPropertyDefinition>> {
+async fn active_definitions(ctx: &CommandContext) -> CmdResult<Vec<CustomPropertyDefinition>> {
     let params = ListParams::new().page_size(10_000);
     let defs: Vec<CustomPropertyDefinition> = ctx
         .client
@@ -99,7 +99,7 @@ async fn active_definitions(ctx: &Ctx) -> CmdResult<Vec<CustomPropertyDefinition
     Ok(defs)
 }
 
-async fn org_spec(ctx: &Ctx) -> CmdResult<&'static Spec> {
+async fn org_spec(ctx: &CommandContext) -> CmdResult<&'static Spec> {
     let defs = active_definitions(ctx).await?;
     // One spec per run of the command.
     Ok(Box::leak(Box::new(spec(&defs))))
@@ -155,7 +155,7 @@ pub fn export_command() -> Command {
     .after_help("Example:\n  prodops deliverable export --filter type=order -o orders.csv")
 }
 
-pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let spec = org_spec(ctx).await?;
     super::import(ctx, spec, args).await
 }
@@ -165,7 +165,7 @@ pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
 /// `GET /deliverable/{id}/hierarchy?select=...`, each record's JSON text handed to `each` as
 /// it arrives (the answer is never held whole).
 async fn each_in_hierarchy(
-    ctx: &Ctx,
+    ctx: &CommandContext,
     id: Uuid,
     select: &[&str],
     each: &mut dyn FnMut(&[u8]) -> CmdResult,
@@ -177,7 +177,7 @@ async fn each_in_hierarchy(
     Ok(())
 }
 
-pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let root = args
         .get_one::<String>("root")
         .map(|r| {
@@ -238,7 +238,7 @@ pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
 // ---- the tree view -----------------------------------------------------------------------------
 
 /// `deliverable hierarchy ID` in table output: one line per node, names indented by depth.
-pub async fn hierarchy_tree(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+pub async fn hierarchy_tree(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let raw = args
         .get_one::<String>("id")
         .ok_or_else(|| Fail::usage("the deliverable id is required"))?;
@@ -271,7 +271,7 @@ pub fn tree_table(top: Uuid, nodes: &[Value]) -> String {
         super::get_path(v, f)
             .map(|x| {
                 let mut s = String::new();
-                super::cell_text(Kind::Text, Some(x), &mut s);
+                super::cell_text(CellKind::Text, Some(x), &mut s);
                 s
             })
             .unwrap_or_default()

@@ -16,7 +16,7 @@
 //!
 //! The parts:
 //!
-//! - `spec.rs`: the description ([`Spec`], [`Column`], the cell [`Kind`]s).
+//! - `spec.rs`: the description ([`Spec`], [`Column`], the cell [`CellKind`]s).
 //! - `command.rs`: the `import` command and the export flags every resource shares, the progress
 //!   bar and the messages printed beside it.
 //! - `cells.rs`: a CSV cell read into JSON for import, JSON strings written with no needless
@@ -47,4 +47,4 @@ pub use export::{Layout, RowWriter};
 pub use import::import;
 #[cfg(test)]
 pub use import::row_record;
-pub use spec::{Column, Kind, Spec};
+pub use spec::{CellKind, Column, Spec};

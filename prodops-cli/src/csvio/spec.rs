@@ -1,11 +1,11 @@
 //! The description of a resource's CSV: its [`Spec`], the [`Column`]s in export order and the
-//! [`Kind`] of each column's cells.
+//! [`CellKind`] of each column's cells.
 
 use prodops_core::custom_property::DataType;
 
 /// How a cell is read and written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum CellKind {
     /// The record id: a UUID; empty means "no id".
     Id,
     /// Text; an empty cell is the empty string.
@@ -36,11 +36,11 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
     pub name: String,
-    pub kind: Kind,
+    pub kind: CellKind,
 }
 
 impl Column {
-    pub fn new(name: impl Into<String>, kind: Kind) -> Column {
+    pub fn new(name: impl Into<String>, kind: CellKind) -> Column {
         Column {
             name: name.into(),
             kind,

@@ -4,25 +4,25 @@ use std::sync::LazyLock;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use super::{Column, Kind, RowWriter, Spec};
+use super::{CellKind, Column, RowWriter, Spec};
 use crate::fail::{CmdResult, Fail};
-use crate::run::Ctx;
+use crate::run::CommandContext;
 
 pub static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec {
     path: "worker",
     noun: "worker",
     columns: vec![
-        Column::new("id", Kind::Id),
-        Column::new("name", Kind::Text),
-        Column::new("customerIdentifier", Kind::Text),
-        Column::new("teamId", Kind::NullableUuid),
-        Column::new("status", Kind::OptionalText),
-        Column::new("isArchived", Kind::Bool),
-        Column::new("exemptFromAssignments", Kind::Bool),
-        Column::new("unionCode", Kind::NullableText),
-        Column::new("qbBadgeLink", Kind::NullableText),
-        Column::new("createdAt", Kind::ReadOnly),
-        Column::new("updatedAt", Kind::ReadOnly),
+        Column::new("id", CellKind::Id),
+        Column::new("name", CellKind::Text),
+        Column::new("customerIdentifier", CellKind::Text),
+        Column::new("teamId", CellKind::NullableUuid),
+        Column::new("status", CellKind::OptionalText),
+        Column::new("isArchived", CellKind::Bool),
+        Column::new("exemptFromAssignments", CellKind::Bool),
+        Column::new("unionCode", CellKind::NullableText),
+        Column::new("qbBadgeLink", CellKind::NullableText),
+        Column::new("createdAt", CellKind::ReadOnly),
+        Column::new("updatedAt", CellKind::ReadOnly),
     ],
     ignored: &["organizationId"],
     key: Some("customerIdentifier"),
@@ -76,7 +76,7 @@ pub fn export_command() -> Command {
     .after_help("Example:\n  prodops worker export --filter isArchived=true -o archived.csv")
 }
 
-pub async fn import(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     super::import(ctx, &SPEC, args).await
 }
 
@@ -94,7 +94,7 @@ struct PageHead {
 /// Asks for a page of `GET /worker?{query}{paging}` (`query` empty or ending in `&`) on a task
 /// of its own, so that the answer arrives while a page is written.
 fn fetch_page(
-    ctx: &Ctx,
+    ctx: &CommandContext,
     query: &str,
     paging: String,
 ) -> tokio::task::JoinHandle<prodops_client::Result<bytes::Bytes>> {
@@ -109,7 +109,7 @@ fn fetch_page(
 /// straight from the answer's text into the CSV writer, the next page arrives: two pages are
 /// held at most. (Through `pages`, up to three more pages' texts waited while a page was read
 /// into records: 50 MiB of a million workers' export.)
-pub async fn export(ctx: &Ctx, args: &ArgMatches) -> CmdResult {
+pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let params = crate::run::list_params(args)?;
     let size = args
         .get_one::<u64>("page-size")

@@ -20,7 +20,7 @@ use uuid::Uuid;
 use super::tree::{TABLE, TxTree, parse_deliverable};
 use super::{custom_property_defs, resource};
 use crate::context::Ctx;
-use crate::engine::Resource;
+use crate::engine::ServedResource;
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Hooks;
 use crate::store::records::{self, Select};
@@ -191,7 +191,7 @@ impl Hooks for DeliverableHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
         super::identifiers::on_create(tx, ctx, candidate)?;
@@ -210,7 +210,7 @@ impl Hooks for DeliverableHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: &Value,
         patch: &Map<String, Value>,
         candidate: &mut Map<String, Value>,
@@ -273,7 +273,7 @@ impl Hooks for DeliverableHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -313,7 +313,7 @@ impl Hooks for DeliverableHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -340,7 +340,7 @@ impl Hooks for DeliverableHooks {
         Ok(())
     }
 
-    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, _res: &Resource) -> ApiResult<()> {
+    fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, _res: &ServedResource) -> ApiResult<()> {
         super::identifiers::end_bulk(tx, ctx)?;
         let Some(state) = ctx.deferred.as_ref().and_then(|d| d.take::<BulkState>()) else {
             return Ok(());
@@ -376,7 +376,7 @@ impl Hooks for DependencyHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         _old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -479,7 +479,7 @@ impl Hooks for WorkSessionHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &Resource,
+        _res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
@@ -495,7 +495,7 @@ impl Hooks for WorkSessionHooks {
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        res: &Resource,
+        res: &ServedResource,
         record: &Value,
     ) -> ApiResult<crate::hooks::DeleteAction> {
         if let Some(id) = record

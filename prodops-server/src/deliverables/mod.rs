@@ -22,18 +22,18 @@ use prodops_core::registry;
 
 use crate::app::AppState;
 use crate::context::Ctx;
-use crate::engine::{Resource, resource_routes};
+use crate::engine::{ServedResource, resource_routes};
 use crate::error::{ApiError, ApiResult};
 use crate::store::records::{self, Select};
 use crate::store::{Dialect, Tx};
 
 /// The engine's description of a standard resource, built once.
-pub fn resource(path: &str) -> &'static Resource {
-    static ALL: OnceLock<HashMap<&'static str, Resource>> = OnceLock::new();
+pub fn resource(path: &str) -> &'static ServedResource {
+    static ALL: OnceLock<HashMap<&'static str, ServedResource>> = OnceLock::new();
     ALL.get_or_init(|| {
         registry::resources()
             .iter()
-            .map(|k| (k.desc().path, Resource::new(*k)))
+            .map(|k| (k.desc().path, ServedResource::new(*k)))
             .collect()
     })
     .get(path)
@@ -58,12 +58,12 @@ pub fn custom_property_defs(
 
 /// The `/concept/{type}` resources: the deliverable resource with `type` implied and the
 /// concept rules enforced.
-fn concept_resources() -> Vec<Arc<Resource>> {
+fn concept_resources() -> Vec<Arc<ServedResource>> {
     let kind = registry::by_path("deliverable").expect("deliverable is registered");
     DeliverableType::ALL
         .into_iter()
         .map(|t| {
-            let mut res = Resource::new(kind);
+            let mut res = ServedResource::new(kind);
             res.hooks = Arc::new(hooks::DeliverableHooks { concept: true });
             res.base = format!("concept/{}", t.as_str());
             res.implied = vec![("type", t.as_str())];

@@ -27,7 +27,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::Resource;
+use super::ServedResource;
 use super::pipeline::upsert_record;
 use crate::app::RawJsonBody;
 use crate::context::Ctx;
@@ -40,7 +40,7 @@ use crate::store::{StoreError, Tx};
 pub(crate) fn bulk_put(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     prepared: &Prepared,
 ) -> ApiResult<Vec<Uuid>> {
     if res.hooks.batch_creates() {
@@ -54,7 +54,7 @@ pub(crate) fn bulk_put(
 fn one_by_one(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     prepared: &Prepared,
 ) -> ApiResult<Vec<Uuid>> {
     let mut ids = Vec::with_capacity(prepared.len());
@@ -204,7 +204,7 @@ enum Create {
 impl Prepared {
     /// Splits `body` (a JSON array) into its records and, where the resource allows it
     /// ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)), builds each plain create.
-    pub(crate) fn new(res: &Resource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
+    pub(crate) fn new(res: &ServedResource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
         let records: Vec<&RawValue> = body.parse()?;
         // docs/limits.md: a larger batch is refused whole, before anything is built or written.
         if records.len() as u64 > super::MAX_BULK_RECORDS {
@@ -258,7 +258,7 @@ impl Prepared {
 /// Builds plain creates as JSON text from records' own text (the candidate `new_candidate`
 /// would build from a parsed record) and checks them (`ResourceKind::check_new_json`).
 struct CreateBuilder<'r> {
-    res: &'r Resource,
+    res: &'r ServedResource,
     ctx: &'r Ctx,
     /// `"organizationId":"…"` and the request time as JSON, written into every new record.
     org_text: String,
@@ -270,7 +270,7 @@ struct CreateBuilder<'r> {
 }
 
 impl<'r> CreateBuilder<'r> {
-    fn new(res: &'r Resource, ctx: &'r Ctx) -> ApiResult<Self> {
+    fn new(res: &'r ServedResource, ctx: &'r Ctx) -> ApiResult<Self> {
         Ok(CreateBuilder {
             res,
             ctx,
@@ -418,7 +418,7 @@ impl<'r> CreateBuilder<'r> {
 // ---- the batch -----------------------------------------------------------------------------------
 
 struct Batch<'r> {
-    res: &'r Resource,
+    res: &'r ServedResource,
     ctx: &'r Ctx,
     /// Plain creates, checked, waiting to be written, and the index of each one's record.
     pending: Vec<&'r NewRow>,
@@ -439,7 +439,7 @@ enum Step<'a, 'p> {
 }
 
 impl<'r> Batch<'r> {
-    fn new(res: &'r Resource, ctx: &'r Ctx) -> Self {
+    fn new(res: &'r ServedResource, ctx: &'r Ctx) -> Self {
         Batch {
             res,
             ctx,

@@ -48,7 +48,7 @@ pub const MAX_PAGE: u64 = u32::MAX as u64;
 pub const MAX_BULK_RECORDS: u64 = 100_000;
 
 /// A resource as the engine serves it: its kind, the fields a filter may name, its hooks.
-pub struct Resource {
+pub struct ServedResource {
     pub kind: &'static dyn ResourceKind,
     pub fields: HashSet<String>,
     pub hooks: Arc<dyn Hooks>,
@@ -60,11 +60,11 @@ pub struct Resource {
     pub implied: Vec<(&'static str, &'static str)>,
 }
 
-impl Resource {
+impl ServedResource {
     /// The resource of `kind`, one of `registry::resources()`, with its hooks.
     pub fn new(kind: &'static dyn ResourceKind) -> Self {
         let fields = schema_fields(kind);
-        Resource {
+        ServedResource {
             kind,
             fields,
             hooks: hooks::for_resource(
@@ -135,12 +135,12 @@ impl Resource {
 
 /// The engine's description of the resource served at `path`, built once; for resource
 /// modules that write standard records through the pipeline.
-pub fn resource(path: &str) -> Arc<Resource> {
-    static ALL: std::sync::OnceLock<Vec<Arc<Resource>>> = std::sync::OnceLock::new();
+pub fn resource(path: &str) -> Arc<ServedResource> {
+    static ALL: std::sync::OnceLock<Vec<Arc<ServedResource>>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         registry::resources()
             .iter()
-            .map(|k| Arc::new(Resource::new(*k)))
+            .map(|k| Arc::new(ServedResource::new(*k)))
             .collect()
     })
     .iter()
@@ -203,7 +203,7 @@ pub fn routed(allow: Allow) -> bool {
 }
 
 /// The standard routes of one resource at `/api/v2/<res.base>`.
-pub fn resource_routes(res: Arc<Resource>) -> Router<Arc<AppState>> {
+pub fn resource_routes(res: Arc<ServedResource>) -> Router<Arc<AppState>> {
     let ops = res.desc().ops;
     let base = format!("/api/v2/{}", res.base);
     let mut collection: MethodRouter<Arc<AppState>> = get(list);
@@ -265,7 +265,7 @@ fn json_response(status: StatusCode, body: String) -> Response {
 
 async fn list(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -320,7 +320,7 @@ async fn list(
 
 async fn get_one(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     prefetched: Option<Extension<Prefetched>>,
     Path(id): Path<String>,
@@ -365,7 +365,7 @@ async fn get_one(
 
 async fn query(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
@@ -450,7 +450,7 @@ async fn query(
 
 async fn count_conds(
     state: &AppState,
-    res: Arc<Resource>,
+    res: Arc<ServedResource>,
     auth: Auth,
     conds: Vec<Cond>,
 ) -> ApiResult<Response> {
@@ -464,7 +464,7 @@ async fn count_conds(
 
 async fn count_get(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
@@ -481,7 +481,7 @@ struct CountBody {
 
 async fn count_post(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
@@ -503,7 +503,7 @@ struct GroupBody {
 
 async fn group_and_count(
     State(state): State<Arc<AppState>>,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
@@ -536,7 +536,7 @@ async fn group_and_count(
 
 async fn create(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.create, "POST")?;
@@ -555,7 +555,7 @@ async fn create(
 
 async fn update(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
@@ -577,7 +577,7 @@ async fn update(
 
 async fn delete_one(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.delete, "DELETE")?;
@@ -595,7 +595,7 @@ async fn delete_one(
 /// [`MAX_BULK_RECORDS`] is refused rather than applied in part.
 fn bulk_targets(
     tx: &mut dyn Tx,
-    res: &Resource,
+    res: &ServedResource,
     org: Uuid,
     params: &ListParams,
 ) -> ApiResult<Vec<Value>> {
@@ -620,15 +620,15 @@ fn bulk_targets(
 /// body against the record's rules there, as it would have for a matching record).
 async fn bulk_apply<F, N>(
     call: Call,
-    res: Arc<Resource>,
+    res: Arc<ServedResource>,
     query: Option<String>,
     (allow, what, action): (Allow, &str, Action),
     apply: F,
     if_none: N,
 ) -> ApiResult<Response>
 where
-    F: Fn(&mut dyn Tx, &Ctx, &Resource, &Value) -> ApiResult<()> + Send + 'static,
-    N: Fn(&Resource) -> ApiResult<()> + Send + 'static,
+    F: Fn(&mut dyn Tx, &Ctx, &ServedResource, &Value) -> ApiResult<()> + Send + 'static,
+    N: Fn(&ServedResource) -> ApiResult<()> + Send + 'static,
 {
     res.allow(allow, what)?;
     res.hooks.authorize(&call.auth, &res, action)?;
@@ -658,7 +658,7 @@ where
 
 async fn bulk_patch(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     RawQuery(query): RawQuery,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
@@ -683,7 +683,7 @@ async fn bulk_patch(
 
 async fn bulk_delete(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     let op = (res.desc().ops.bulk_delete, "bulk DELETE", Action::Delete);
@@ -694,7 +694,7 @@ async fn bulk_delete(
 /// exists, a merge like PATCH; otherwise a create (keeping the given `id`).
 async fn bulk_put(
     call: Call,
-    Extension(res): Extension<Arc<Resource>>,
+    Extension(res): Extension<Arc<ServedResource>>,
     body: RawJsonBody,
 ) -> ApiResult<Response> {
     res.allow(res.desc().ops.bulk_put, "bulk PUT")?;

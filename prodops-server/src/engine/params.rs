@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE, Resource};
+use super::{DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE, ServedResource};
 use crate::error::{ApiError, ApiResult};
 use crate::store::records::Select;
 use crate::store::sql::{Cond, FieldPath, Sort};
@@ -81,7 +81,7 @@ fn parse_u64(name: &str, raw: &str, min: u64, max: u64) -> ApiResult<u64> {
     }
 }
 
-fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
+fn parse_sort(res: &ServedResource, raw: &str) -> ApiResult<Vec<Sort>> {
     raw.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -99,7 +99,7 @@ fn parse_sort(res: &Resource, raw: &str) -> ApiResult<Vec<Sort>> {
 }
 
 /// The sort keys of a call: the given ones, else the resource's default order.
-pub(crate) fn sort_or_default(res: &Resource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
+pub(crate) fn sort_or_default(res: &ServedResource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
     match given {
         Some(raw) => parse_sort(res, raw),
         None => parse_sort(res, &res.desc().default_sort.join(",")),
@@ -114,7 +114,7 @@ fn archived_cond(raw: &str) -> ApiResult<Cond> {
     }
 }
 
-pub(crate) fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
+pub(crate) fn search_cond(res: &ServedResource, text: &str) -> ApiResult<Cond> {
     let columns = res.desc().search_columns;
     if columns.is_empty() {
         return Err(ApiError::field(
@@ -133,7 +133,7 @@ pub(crate) fn search_cond(res: &Resource, text: &str) -> ApiResult<Cond> {
 /// Parses `?field=value&search=..&sort=..&page=..&pageSize=..`. A repeated field matches any
 /// of its values. `paging` says whether page and sort parameters belong to this call.
 pub fn parse_list_params(
-    res: &Resource,
+    res: &ServedResource,
     query: Option<&str>,
     paging: bool,
 ) -> ApiResult<ListParams> {
@@ -233,7 +233,7 @@ fn filter_text(field: &str, value: &Value) -> ApiResult<Vec<String>> {
 
 /// Conditions of a JSON `filter` object; archived records are left out unless it names `isArchived`.
 pub fn filter_conds(
-    res: &Resource,
+    res: &ServedResource,
     filter: Option<&Map<String, Value>>,
     exclude_archived: bool,
 ) -> ApiResult<Vec<Cond>> {
@@ -268,7 +268,7 @@ pub fn filter_conds(
     Ok(conds)
 }
 
-fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
+fn default_cond(res: &ServedResource, field: &str, value: &str) -> ApiResult<Cond> {
     Ok(field_cond(
         res,
         res.field_path(field)?,
@@ -281,7 +281,7 @@ fn default_cond(res: &Resource, field: &str, value: &str) -> ApiResult<Cond> {
 /// resource's schema types as a string (or null); [`Cond::Property`] on a custom property of deliverables
 /// (`data.properties.<key>`), which the property value index serves; else [`Cond::Field`].
 /// All four give the same answer on such a field.
-fn field_cond(res: &Resource, path: FieldPath, values: Vec<String>) -> Cond {
+fn field_cond(res: &ServedResource, path: FieldPath, values: Vec<String>) -> Cond {
     let kinds = prodops_core::filter_fields::of_table(res.table());
     match path.segments() {
         [field] if kinds.filter_indexed.contains(field) => Cond::Indexed {
@@ -305,7 +305,10 @@ fn field_cond(res: &Resource, path: FieldPath, values: Vec<String>) -> Cond {
 
 /// The conditions of a read by id: the resource's default filters, each replaced by the
 /// query's own value of that field when it names it; other parameters are ignored.
-pub(crate) fn default_filter_conds(res: &Resource, query: Option<&str>) -> ApiResult<Vec<Cond>> {
+pub(crate) fn default_filter_conds(
+    res: &ServedResource,
+    query: Option<&str>,
+) -> ApiResult<Vec<Cond>> {
     let mut conds = Vec::new();
     for (field, value) in res.desc().default_filters {
         let given: Vec<String> = form_urlencoded::parse(query.unwrap_or("").as_bytes())

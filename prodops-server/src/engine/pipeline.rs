@@ -5,7 +5,7 @@ use prodops_core::resource::{Archive, COMMON_READ_ONLY};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::Resource;
+use super::ServedResource;
 use super::params::{body_object, parse_id};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -13,7 +13,7 @@ use crate::hooks::DeleteAction;
 use crate::store::Tx;
 use crate::store::records;
 
-pub(crate) fn strip_read_only(res: &Resource, map: &mut Map<String, Value>) {
+pub(crate) fn strip_read_only(res: &ServedResource, map: &mut Map<String, Value>) {
     for field in COMMON_READ_ONLY.iter().chain(res.desc().read_only) {
         map.remove(*field);
     }
@@ -31,7 +31,7 @@ pub(crate) fn without_updated_at(v: &Value) -> Value {
 pub fn create_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     body: Map<String, Value>,
 ) -> ApiResult<Value> {
     create_inner(tx, ctx, res, body, false)
@@ -42,7 +42,7 @@ pub fn create_record(
 pub fn create_server_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     body: Map<String, Value>,
 ) -> ApiResult<Value> {
     create_inner(tx, ctx, res, body, true)
@@ -51,7 +51,7 @@ pub fn create_server_record(
 fn create_inner(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     body: Map<String, Value>,
     server: bool,
 ) -> ApiResult<Value> {
@@ -64,7 +64,7 @@ fn create_inner(
 /// fields (`organizationId`, `createdAt`, `updatedAt`, `archivedAt`) set. Reads nothing.
 pub(crate) fn new_candidate(
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     mut body: Map<String, Value>,
     server: bool,
 ) -> ApiResult<Map<String, Value>> {
@@ -120,7 +120,7 @@ pub(crate) fn new_candidate(
 pub(crate) fn create_candidate(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     mut candidate: Map<String, Value>,
 ) -> ApiResult<Value> {
     res.hooks.before_create(tx, ctx, res, &mut candidate)?;
@@ -139,7 +139,7 @@ pub(crate) fn create_candidate(
 pub fn update_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     old: &Value,
     patch: Map<String, Value>,
 ) -> ApiResult<Value> {
@@ -153,7 +153,7 @@ pub fn update_record(
 pub fn apply_server_change(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     old: &Value,
     changes: Map<String, Value>,
 ) -> ApiResult<Value> {
@@ -163,7 +163,7 @@ pub fn apply_server_change(
 fn update_inner(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    res: &Resource,
+    res: &ServedResource,
     old: &Value,
     mut patch: Map<String, Value>,
     server: bool,
@@ -222,7 +222,7 @@ fn update_inner(
 
 /// The rules of a client's PATCH body that hold whatever the record: fields outside
 /// `patch_only`, and the archive fields of a resource archived by its own actions.
-fn client_patch_rules(res: &Resource, patch: &Map<String, Value>) -> ApiResult<()> {
+fn client_patch_rules(res: &ServedResource, patch: &Map<String, Value>) -> ApiResult<()> {
     let desc = res.desc();
     if !desc.patch_only.is_empty()
         && let Some(field) = patch
@@ -252,7 +252,7 @@ fn client_patch_rules(res: &Resource, patch: &Map<String, Value>) -> ApiResult<(
 }
 
 /// A change of a field the endpoint implies (`type` under `/concept/order`) is refused.
-fn implied_patch_rule(res: &Resource, patch: &Map<String, Value>) -> ApiResult<()> {
+fn implied_patch_rule(res: &ServedResource, patch: &Map<String, Value>) -> ApiResult<()> {
     for (field, value) in &res.implied {
         if let Some(v) = patch.get(*field)
             && v.as_str() != Some(*value)
@@ -275,7 +275,7 @@ fn implied_patch_rule(res: &Resource, patch: &Map<String, Value>) -> ApiResult<(
 /// ([`Hooks::fills_on_update`](crate::hooks::Hooks::fills_on_update)), so that a body refused
 /// for any matching record is refused when none matches, too.
 pub(crate) fn check_patch_body(
-    res: &Resource,
+    res: &ServedResource,
     patch: &Map<String, Value>,
     rules: bool,
 ) -> ApiResult<()> {
@@ -295,7 +295,12 @@ pub(crate) fn check_patch_body(
 }
 
 /// DELETE of one record: archives it where the resource archives on delete, else removes it.
-pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) -> ApiResult<()> {
+pub fn delete_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    old: &Value,
+) -> ApiResult<()> {
     if res.hooks.before_delete(tx, ctx, res, old)? == DeleteAction::Handled {
         return Ok(());
     }
@@ -318,13 +323,18 @@ pub fn delete_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, old: &Value) ->
     Ok(())
 }
 
-pub fn load(tx: &mut dyn Tx, res: &Resource, org: Uuid, id: Uuid) -> ApiResult<Value> {
+pub fn load(tx: &mut dyn Tx, res: &ServedResource, org: Uuid, id: Uuid) -> ApiResult<Value> {
     records::get(tx, res.table(), org, id)?
         .filter(|r| res.matches_implied(r))
         .ok_or_else(ApiError::not_found)
 }
 
-pub fn upsert_record(tx: &mut dyn Tx, ctx: &Ctx, res: &Resource, item: Value) -> ApiResult<Value> {
+pub fn upsert_record(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    item: Value,
+) -> ApiResult<Value> {
     let map = body_object(item)?;
     let existing = match map.get("id") {
         Some(Value::String(s)) => {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::rows::Checked;
 use crate::csvio::Spec;
 use crate::fail::CmdResult;
-use crate::run::Ctx;
+use crate::run::CommandContext;
 
 /// A row placed in a batch: its line and where its JSON object lies in the batch's body.
 pub(super) struct Row {
@@ -120,7 +120,7 @@ fn body_of(from: &[u8], mut rows: Vec<Row>) -> (bytes::Bytes, Vec<Row>) {
 }
 
 /// Finds the ids of the records carrying the batch's keys (active and archived ones).
-async fn resolve_keys(ctx: &Ctx, spec: &Spec, batch: &mut Batch) -> CmdResult {
+async fn resolve_keys(ctx: &CommandContext, spec: &Spec, batch: &mut Batch) -> CmdResult {
     let Some(key_field) = spec.key else {
         return Ok(());
     };
@@ -210,7 +210,7 @@ async fn resolve_keys(ctx: &Ctx, spec: &Spec, batch: &mut Batch) -> CmdResult {
 
 /// `PUT /r/bulk` of a body: how many records the server wrote. The answer also lists every
 /// record's id, which the import does not use: they are read past, not collected into strings.
-async fn bulk_put(ctx: &Ctx, path: &str, body: bytes::Bytes) -> Result<u64, Error> {
+async fn bulk_put(ctx: &CommandContext, path: &str, body: bytes::Bytes) -> Result<u64, Error> {
     #[derive(serde::Deserialize)]
     struct Answer {
         count: u64,
@@ -232,7 +232,7 @@ async fn bulk_put(ctx: &Ctx, path: &str, body: bytes::Bytes) -> Result<u64, Erro
 /// Sends a batch; rows the server rejects are taken out and the rest sent again.
 /// Returns (written, rejected rows in line order).
 pub(super) async fn send_batch(
-    ctx: &Ctx,
+    ctx: &CommandContext,
     spec: &Spec,
     mut batch: Batch,
     key_mode: bool,

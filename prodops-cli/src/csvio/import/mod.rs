@@ -21,7 +21,7 @@ pub use self::rows::row_record;
 use crate::csvio::Spec;
 use crate::csvio::command::{progress, report};
 use crate::fail::{CmdResult, Fail};
-use crate::run::Ctx;
+use crate::run::CommandContext;
 
 /// Which batches are written: every batch below the watermark, and the ones in `done`.
 struct Written {
@@ -59,7 +59,7 @@ impl Written {
 }
 
 /// `import FILE.csv` for the resource `spec` describes.
-pub async fn import(ctx: &Ctx, spec: &'static Spec, args: &ArgMatches) -> CmdResult {
+pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches) -> CmdResult {
     let path = args.get_one::<String>("file").expect("required").clone();
     let key_mode = args.try_get_one::<String>("key").ok().flatten().is_some();
     let dry_run = args.get_flag("dry-run");
