@@ -452,6 +452,7 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
         ),
     ];
     ddl.extend(count_triggers(dialect, t));
+    ddl.extend(filter_column_ddl(dialect, desc));
     for key in desc.unique {
         let exprs: Vec<String> = key
             .fields
@@ -485,8 +486,9 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
 /// compiles to ([`Cond::Indexed`](crate::store::sql::Cond::Indexed)), followed by the
 /// columns of the default order, so a filtered page in that order is one index range and a
 /// filtered count reads the index alone. On SQLite that is the field's expression; on
-/// PostgreSQL a stored generated column ([`filter_column`]), since PostgreSQL never counts
-/// from an index on an expression without visiting every row it matches.
+/// PostgreSQL a stored generated column ([`filter_column`], added by the resource's mandatory
+/// set-up, `filter_column_ddl`), since PostgreSQL never counts from an index on an expression
+/// without visiting every row it matches.
 ///
 /// Each index is partial, `WHERE <field> IS NOT NULL`: a filter on a value implies it (both
 /// databases' planners prove it from `=` and `IN`), and records without the field (a worker
@@ -506,17 +508,11 @@ pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
         let expr = match dialect {
             Dialect::Sqlite => dialect.text_expr(&path),
             Dialect::Postgres => {
-                let column = filter_column(field);
                 ddl.push(format!(
                     "DROP INDEX IF EXISTS {}",
                     bounded_name(format!("ix_{t}_on_{lower}"))
                 ));
-                ddl.push(format!(
-                    "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {column} TEXT \
-                     GENERATED ALWAYS AS {} STORED",
-                    dialect.text_expr(&path)
-                ));
-                column
+                filter_column(field)
             }
         };
         ddl.push(format!(
@@ -526,6 +522,28 @@ pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
         ));
     }
     ddl
+}
+
+/// On PostgreSQL, the stored generated column of each filter-indexed field
+/// ([`filter_column`]). Part of the resource's mandatory set-up, unlike the indexes: filters
+/// name these columns, so a start must not go on without them.
+fn filter_column_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
+    if dialect != Dialect::Postgres {
+        return Vec::new();
+    }
+    let t = desc.table;
+    prodops_core::filter_fields::of_table(t)
+        .filter_indexed
+        .iter()
+        .map(|field| {
+            let path = FieldPath::parse(field).expect("schema field names are valid paths");
+            format!(
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {} TEXT GENERATED ALWAYS AS {} STORED",
+                filter_column(field),
+                dialect.text_expr(&path)
+            )
+        })
+        .collect()
 }
 
 /// The name of a field's filter index: `ix_<table>_on_<field>` on SQLite,
