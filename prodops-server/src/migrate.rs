@@ -504,17 +504,13 @@ pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
             "DROP INDEX IF EXISTS {}",
             bounded_name(format!("ix_{t}_by_{lower}"))
         ));
-        let path = FieldPath::parse(field).expect("schema field names are valid paths");
-        let expr = match dialect {
-            Dialect::Sqlite => dialect.text_expr(&path),
-            Dialect::Postgres => {
-                ddl.push(format!(
-                    "DROP INDEX IF EXISTS {}",
-                    bounded_name(format!("ix_{t}_on_{lower}"))
-                ));
-                filter_column(field)
-            }
-        };
+        if dialect == Dialect::Postgres {
+            ddl.push(format!(
+                "DROP INDEX IF EXISTS {}",
+                bounded_name(format!("ix_{t}_on_{lower}"))
+            ));
+        }
+        let expr = dialect.indexed_expr(field);
         ddl.push(format!(
             "CREATE INDEX IF NOT EXISTS {} ON {t} (organization_id, {expr}, is_archived, created_at, id) \
              WHERE {expr} IS NOT NULL",

@@ -6,18 +6,14 @@
 //!
 //! Runs on `PRODOPS_TEST_DATABASE_URL` when set (PostgreSQL), else on a SQLite file.
 
+mod common;
+use common::database_url;
+
 use prodops_server::store::records::{self, NewRow};
 use prodops_server::store::sql::Cond;
 use prodops_server::store::{Store, StoreError};
 use serde_json::json;
 use uuid::Uuid;
-
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
-}
 
 /// A worker record as stored, with a name full of what escaping gets wrong (no NUL: the
 /// server refuses U+0000 before anything is stored, docs/decisions.md).

@@ -5,16 +5,12 @@
 //! Runs on `PRODOPS_TEST_DATABASE_URL` (PostgreSQL); on SQLite, which keeps no statistics the
 //! server uses, it checks only that the call is harmless.
 
+mod common;
+use common::database_url;
+
 use std::time::Duration;
 
 use prodops_server::store::{SqlValue, Store, StoreError};
-
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
-}
 
 /// How many times PostgreSQL has analyzed `table` by hand (`ANALYZE`, not autovacuum).
 async fn analyze_count(store: &Store, table: &'static str) -> i64 {

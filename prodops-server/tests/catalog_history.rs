@@ -3,19 +3,15 @@
 //! database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else a fresh SQLite file).
 //! Timesheets are read-only through the API, so the test seeds one through the storage layer.
 
+mod common;
+use common::database_url;
+
 use std::time::{Duration, Instant};
 
 use prodops_server::store::records;
 use prodops_server::{Config, RunningServer, start};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
-}
 
 async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -> Uuid {
     let id = Uuid::now_v7();

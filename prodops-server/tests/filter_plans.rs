@@ -7,19 +7,15 @@
 //! The tables hold enough rows (20,000 workers, 5,000 deliverables, statistics gathered) that
 //! PostgreSQL's planner chooses as it would for a real shop, not as it does for a toy table.
 
+mod common;
+use common::database_url;
+
 use prodops_server::migrate::filter_index_name;
 use prodops_server::store::records::{self, NewRow, Select};
 use prodops_server::store::sql::Cond;
 use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
-}
 
 fn created(i: usize) -> String {
     format!(

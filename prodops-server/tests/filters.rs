@@ -7,6 +7,9 @@
 //! any letter case; null or a missing field equals `null`; an array contains an element whose
 //! text form (strings as they are, numbers as written, booleans as `true`/`false`) is the text.
 
+mod common;
+use common::database_url;
+
 use std::collections::BTreeSet;
 
 use prodops_server::store::records::{self, Select};
@@ -103,11 +106,32 @@ fn matches(value: Option<&Value>, raw: &str) -> bool {
     }
 }
 
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
+/// The ids of the records of `table` a page of up to 1,000 under `conds` holds, and what a
+/// count under them answers.
+fn found_and_counted(
+    runtime: &tokio::runtime::Runtime,
+    store: &Store,
+    table: &'static str,
+    org: Uuid,
+    conds: Vec<Cond>,
+) -> (BTreeSet<String>, u64) {
+    let (found, counted) = runtime
+        .block_on(store.read(move |tx| {
+            let select = Select {
+                conds: conds.clone(),
+                limit: 1000,
+                ..Default::default()
+            };
+            let found = records::select_values(tx, table, org, &select)?;
+            let counted = records::count(tx, table, org, &conds)?;
+            Ok::<_, StoreError>((found, counted))
+        }))
+        .unwrap();
+    let found = found
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_string())
+        .collect();
+    (found, counted)
 }
 
 #[test]
@@ -165,22 +189,7 @@ fn equality_filters_follow_the_reference_semantics_on_the_real_database() {
                     .into_iter()
                     .flatten()
                 {
-                    let (found, counted) = runtime
-                        .block_on(store.read(move |tx| {
-                            let select = Select {
-                                conds: conds.clone(),
-                                limit: 1000,
-                                ..Default::default()
-                            };
-                            let found = records::select_values(tx, "note", org, &select)?;
-                            let counted = records::count(tx, "note", org, &conds)?;
-                            Ok::<_, StoreError>((found, counted))
-                        }))
-                        .unwrap();
-                    let found: BTreeSet<String> = found
-                        .iter()
-                        .map(|d| d["id"].as_str().unwrap().to_string())
-                        .collect();
+                    let (found, counted) = found_and_counted(&runtime, &store, "note", org, conds);
                     prop_assert_eq!(
                         &found,
                         &expected,
@@ -316,22 +325,8 @@ fn property_filters_through_the_value_index_follow_the_reference_semantics() {
                         key: field.to_string(),
                         values: raws.iter().map(|r| r.to_string()).collect(),
                     }];
-                    let (found, counted) = runtime
-                        .block_on(store.read(move |tx| {
-                            let select = Select {
-                                conds: conds.clone(),
-                                limit: 1000,
-                                ..Default::default()
-                            };
-                            let found = records::select_values(tx, "deliverable", org, &select)?;
-                            let counted = records::count(tx, "deliverable", org, &conds)?;
-                            Ok::<_, StoreError>((found, counted))
-                        }))
-                        .unwrap();
-                    let found: BTreeSet<String> = found
-                        .iter()
-                        .map(|d| d["id"].as_str().unwrap().to_string())
-                        .collect();
+                    let (found, counted) =
+                        found_and_counted(&runtime, &store, "deliverable", org, conds);
                     prop_assert_eq!(&found, &expected, "{}={:?} over {:?}", field, raws, stored);
                     nonempty.set(nonempty.get() + u32::from(!found.is_empty()));
                     prop_assert_eq!(counted, expected.len() as u64);

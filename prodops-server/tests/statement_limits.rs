@@ -5,18 +5,14 @@
 //! serving; and a store opens while another holds a long write. Nothing here depends on how
 //! fast the machine is.
 
+mod common;
+use common::database_url;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use prodops_server::store::{SqlValue, Store, StoreError, requests_in_flight};
 use uuid::Uuid;
-
-fn database_url(dir: &tempfile::TempDir) -> String {
-    std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()))
-}
 
 /// A read that never ends on its own; `marker` names it in `pg_stat_activity`.
 fn endless(store: &Store, marker: &str) -> String {

@@ -360,7 +360,8 @@ fn insert_rows_as_they_are<'r, R: std::borrow::Borrow<NewRow>>(
 ) -> StoreResult<()> {
     let org = org.to_string();
     let cells = |r: &'r NewRow| record_cells(&org, r);
-    if rows.len() >= COPY_FROM {
+    // Only PostgreSQL has `COPY`: SQLite would build the cells for nothing.
+    if rows.len() >= COPY_FROM && tx.dialect() == super::Dialect::Postgres {
         let all: Vec<CellRef<'_>> = rows.iter().flat_map(|r| cells(r.borrow())).collect();
         if tx.copy_in(table, &RECORD_COLUMNS, &all)? {
             return Ok(());

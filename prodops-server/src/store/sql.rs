@@ -255,12 +255,18 @@ impl Dialect {
                 self.text_cond(&expr, values, sql, params);
             }
             Cond::Indexed { field, values } => {
-                let expr = match self {
-                    Dialect::Sqlite => self.text_expr(&FieldPath(vec![field.clone()])),
-                    Dialect::Postgres => filter_column(field),
-                };
-                self.text_cond(&expr, values, sql, params);
+                self.text_cond(&self.indexed_expr(field), values, sql, params);
             }
+        }
+    }
+
+    /// What a filter-indexed field's filter and its index are both written on (see
+    /// [`Cond::Indexed`]): its expression on SQLite, its generated column on PostgreSQL. One
+    /// place, so that the index always serves the filter.
+    pub fn indexed_expr(self, field: &str) -> String {
+        match self {
+            Dialect::Sqlite => self.text_expr(&FieldPath(vec![field.to_string()])),
+            Dialect::Postgres => filter_column(field),
         }
     }
 
