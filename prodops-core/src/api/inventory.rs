@@ -1,0 +1,170 @@
+//! Inventory (spec 4.6): posting an adjust, transfer or return, and reading stock.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{
+    Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, Perm, QueryArgs, QueryParam, action,
+    flag, push,
+};
+use crate::inventory::{InventoryTransaction, Stock, TransactionSource, TransactionType};
+
+/// The body of `POST /inventory-transaction`: an adjust, transfer or return. (The server
+/// stores it as an [`InventoryTransaction`], whose other fields it fills in.)
+///
+/// ```
+/// use prodops_core::inventory::TransactionType;
+/// let r = prodops_core::api::inventory::PostInventory::new(uuid::Uuid::nil(), TransactionType::Adjust, 5.0);
+/// assert_eq!(serde_json::to_value(&r).unwrap()["type"], "adjust");
+/// assert!(r.from_location_id.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostInventory {
+    /// The item.
+    pub item_id: Uuid,
+    /// `adjust`, `transfer` or `return` (the other types are posted by their workflows).
+    #[serde(rename = "type")]
+    pub kind: TransactionType,
+    /// How much (signed for an adjust).
+    pub quantity: f64,
+    /// Source location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_location_id: Option<Uuid>,
+    /// Destination location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_location_id: Option<Uuid>,
+    /// How the row was captured (default `manual`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<TransactionSource>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Cost of one unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_cost: Option<f64>,
+}
+
+impl PostInventory {
+    /// A posting of `quantity` of `item_id` with no location yet.
+    pub fn new(item_id: Uuid, kind: TransactionType, quantity: f64) -> PostInventory {
+        PostInventory {
+            item_id,
+            kind,
+            quantity,
+            from_location_id: None,
+            to_location_id: None,
+            source: None,
+            reason: None,
+            unit_cost: None,
+        }
+    }
+}
+
+/// The filters of `GET /stock`.
+///
+/// ```
+/// use prodops_core::api::QueryArgs;
+/// let p = prodops_core::api::inventory::StockQuery { item_id: Some(uuid::Uuid::nil()), ..Default::default() };
+/// assert_eq!(p.pairs()[0].0, "itemId");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StockQuery {
+    /// Only this item.
+    pub item_id: Option<Uuid>,
+    /// Only this location.
+    pub location_id: Option<Uuid>,
+    /// Only locations of this shop.
+    pub shop_id: Option<Uuid>,
+    /// Page (1-based).
+    pub page: Option<u64>,
+    /// Page size.
+    pub page_size: Option<u64>,
+}
+
+impl QueryArgs for StockQuery {
+    const PARAMS: &'static [QueryParam] = &[
+        QueryParam {
+            name: "itemId",
+            kind: ParamKind::Uuid,
+            required: false,
+            description: "Only this item",
+        },
+        QueryParam {
+            name: "locationId",
+            kind: ParamKind::Uuid,
+            required: false,
+            description: "Only this location",
+        },
+        QueryParam {
+            name: "shopId",
+            kind: ParamKind::Uuid,
+            required: false,
+            description: "Only locations of this shop",
+        },
+        PAGING[0],
+        PAGING[1],
+    ];
+    fn pairs(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        push(&mut out, "itemId", self.item_id);
+        push(&mut out, "locationId", self.location_id);
+        push(&mut out, "shopId", self.shop_id);
+        push(&mut out, "page", self.page);
+        push(&mut out, "pageSize", self.page_size);
+        out
+    }
+}
+
+action! {
+    /// `POST /inventory-transaction`.
+    PostTransaction: Post "/inventory-transaction" {
+        operation: "inventory_transaction_post",
+        tag: "inventory-transaction",
+        access: Access::Key(&[("Item", Perm::Update)]),
+        path: (),
+        query: (),
+        body: Json<PostInventory>,
+        answer: Json<InventoryTransaction>,
+        status: 201,
+        outcome: "Success",
+        summary: "Post an adjust, transfer or return (Item.Update); stock updated atomically; 409 when stock would go below zero",
+        description: "",
+        cli: Cli {
+            command: "inventory",
+            verb: "post",
+            about: "Posts an adjust, transfer or return (refused with exit 5 when stock would go below zero)",
+            example: "prodops inventory post --item-id I --type adjust --quantity 5 --to-location-id L",
+            flags: &[
+                flag("type", "type", "adjust, transfer or return"),
+                flag("quantity", "quantity", "How much (signed for adjust)"),
+                flag("source", "source", "manual, import, scan, count or integration"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `GET /stock`.
+    StockList: Get "/stock" {
+        operation: "stock_list",
+        tag: "stock",
+        access: Access::Key(&[("Item", Perm::Read)]),
+        path: (),
+        query: StockQuery,
+        body: NoBody,
+        answer: PageOf<Stock>,
+        status: 200,
+        outcome: "Success",
+        summary: "Stock on hand and reserved per item and location (filters itemId, locationId, shopId; page, pageSize)",
+        description: "",
+        cli: Cli {
+            command: "inventory",
+            verb: "stock",
+            about: "Stock on hand and reserved per item and location",
+            example: "prodops inventory stock --item-id I --output csv",
+            flags: &[],
+        },
+    }
+}

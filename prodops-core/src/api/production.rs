@@ -1,0 +1,148 @@
+//! Production (spec 4.4): produce, consume, adjust an actual, an order's status and trace.
+//! Produce, consume and adjust answer `{"value": ...}`.
+
+use uuid::Uuid;
+
+use super::{Access, Cli, Json, NoBody, PageOf, PageQuery, Perm, ValueOf, action, flag};
+use crate::production_actions::{
+    AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, OrderEntry,
+    ProduceRequest, ProduceResult,
+};
+
+/// Production posts to, and reads, the item ledger.
+const ITEM_UPDATE: Access = Access::Key(&[("Item", Perm::Update)]);
+
+action! {
+    /// `POST /production/produce`.
+    Produce: Post "/production/produce" {
+        operation: "production_produce",
+        tag: "production",
+        access: ITEM_UPDATE,
+        path: (),
+        query: (),
+        body: Json<ProduceRequest>,
+        answer: ValueOf<ProduceResult>,
+        status: 200,
+        outcome: "Success",
+        summary: "Post produced output of an order's declarations (or ad-hoc items)",
+        description: "",
+        cli: Cli {
+            command: "production",
+            verb: "produce",
+            about: "Posts production output on an order (posted once, however often retried)",
+            example: "prodops production produce --deliverable-id ORDER --quantity 2 --output-location-id LOC",
+            flags: &[
+                flag("deliverableId", "deliverable-id", "The order (or a node under it) produced on"),
+                flag("quantityProduced", "quantity", "Run multiplier (default 1)"),
+                flag("outputLocationId", "output-location-id", "Where the output goes"),
+                flag("outputItemId", "output-item-id", "Shorthand for --outputs '[{\"itemId\": I}]'"),
+                flag("outputs", "outputs", "Explicit outputs: [{\"itemId\", \"quantity\"?, \"locationId\"?}]"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `POST /production/consume`.
+    Consume: Post "/production/consume" {
+        operation: "production_consume",
+        tag: "production",
+        access: ITEM_UPDATE,
+        path: (),
+        query: (),
+        body: Json<ConsumeRequest>,
+        answer: ValueOf<ConsumeResult>,
+        status: 200,
+        outcome: "Success",
+        summary: "Post consumption of an order's BOM lines",
+        description: "",
+        cli: Cli {
+            command: "production",
+            verb: "consume",
+            about: "Consumes an order's BOM lines (what remains of each recipe, or the given lines)",
+            example: "prodops production consume --deliverable-id ORDER --from-location-id LOC",
+            flags: &[
+                flag("deliverableId", "deliverable-id", "The order (or a node under it) consuming"),
+                flag("fromLocationId", "from-location-id", "Where material is drawn from"),
+                flag("lines", "lines", "Explicit draws: [{\"bomLineId\"|\"itemId\", \"quantity\", \"fromLocationId\"?}]"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `POST /production/adjust-actual`.
+    AdjustActual: Post "/production/adjust-actual" {
+        operation: "production_adjust_actual",
+        tag: "production",
+        access: ITEM_UPDATE,
+        path: (),
+        query: (),
+        body: Json<AdjustActualRequest>,
+        answer: ValueOf<AdjustActualResult>,
+        status: 200,
+        outcome: "Success",
+        summary: "Correct a declaration's or BOM line's actual quantity (posts an adjust row)",
+        description: "",
+        cli: Cli {
+            command: "production",
+            verb: "adjust-actual",
+            about: "Corrects an actual produced or consumed quantity (posts an adjust row)",
+            example: "prodops production adjust-actual --stamp-deliverable-id ORDER --kind produce --item-id I --delta -1",
+            flags: &[
+                flag("stampDeliverableId", "stamp-deliverable-id", "The order or node"),
+                flag("kind", "kind", "consume or produce"),
+                flag("itemId", "item-id", "The item"),
+                flag("delta", "delta", "Nonzero signed change"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `GET /production/order/{id}/status`.
+    OrderStatus: Get "/production/order/{id}/status" {
+        operation: "production_order_status",
+        tag: "production",
+        access: ITEM_UPDATE,
+        path: Uuid,
+        query: (),
+        body: NoBody,
+        answer: Json<crate::production_actions::OrderStatus>,
+        status: 200,
+        outcome: "Success",
+        summary: "Planned against actual output and material of an order",
+        description: "",
+        cli: Cli {
+            command: "production",
+            verb: "status",
+            about: "Planned, actual and remaining outputs and materials of an order",
+            example: "prodops production status ORDER",
+            flags: &[],
+        },
+    }
+}
+
+action! {
+    /// `GET /production/order/{id}/entries`.
+    OrderEntries: Get "/production/order/{id}/entries" {
+        operation: "production_order_entries",
+        tag: "production",
+        access: ITEM_UPDATE,
+        path: Uuid,
+        query: PageQuery,
+        body: NoBody,
+        answer: PageOf<OrderEntry>,
+        status: 200,
+        outcome: "Success",
+        summary: "The production trace of an order: its production ledger rows (page, pageSize)",
+        description: "",
+        cli: Cli {
+            command: "production",
+            verb: "entries",
+            about: "The production trace of an order, oldest first",
+            example: "prodops production entries ORDER --output ndjson",
+            flags: &[flag("pageSize", "page-size", "Entries per page")],
+        },
+    }
+}
