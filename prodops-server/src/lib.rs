@@ -4,32 +4,44 @@
 //! `start` serves in the background and returns a handle; the `prodops-server` binary wraps it
 //! with the operator subcommands.
 
+//! The crate is layered; a module imports only from its own top-level module or from a lower
+//! layer (`tests/layers.rs` checks it):
+//!
+//! 5. the composition root: this file, `main.rs`, `openapi.rs` (the whole document),
+//!    `families.rs` (which hooks each resource is served with) and `router.rs` (every route);
+//! 4. the resource families, each with its hooks and handlers: `deliverables`, `production`,
+//!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
+//!    `workers`, `catalog` (they may use each other);
+//! 3. `engine` (the standard endpoints and the `Hooks` interface), `jobs`, `blob`, `admin`;
+//! 2. `http`: the gateway every request passes and the request kernel;
+//! 1. `store`: the database, the only module that knows SQL dialects.
+
 pub mod admin;
-pub mod app;
 pub mod blob;
 pub mod bom;
-pub mod call;
-pub mod clock;
-pub mod context;
+pub mod catalog;
 pub mod deliverables;
 pub mod deliveries;
 pub mod documents;
 pub mod engine;
-pub mod error;
-pub mod hooks;
-pub mod idempotency;
+pub mod families;
+pub mod http;
 pub mod inventory;
 pub mod jobs;
 pub mod members;
-pub mod migrate;
 pub mod notifications;
 pub mod openapi;
 pub mod production;
 pub mod qc;
-pub mod ratelimit;
-pub mod rawjson;
+pub mod router;
 pub mod store;
-pub mod text;
+pub mod workers;
+
+// The paths these modules had before the crate was layered.
+pub use engine::{hooks, rawjson};
+pub use http::{app, call, clock, context, error, idempotency, ratelimit, text};
+pub use store::Error;
+pub use store::migrate;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,26 +52,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::app::AppState;
-use crate::ratelimit::RateLimiter;
-use crate::store::{Store, StoreError};
-
-/// What can stop the server or an operator command.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("database: {0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-}
-
-impl store::TxError for Error {
-    fn is_retry(&self) -> bool {
-        matches!(self, Error::Store(StoreError::Retry))
-    }
-}
+use crate::http::app::AppState;
+use crate::http::ratelimit::RateLimiter;
+use crate::store::Store;
 
 /// How to run the server.
 #[derive(Debug, Clone)]
@@ -79,8 +74,8 @@ pub struct Config {
     /// `http://<bound address>`.
     pub public_url: Option<String>,
     /// The clock document links and rate-limit windows run on: the system clock, or (tests) a
-    /// [`clock::Clock::manual`] one.
-    pub clock: clock::Clock,
+    /// [`http::clock::Clock::manual`] one.
+    pub clock: http::clock::Clock,
     /// How long one statement may run or wait for a lock before it is stopped and the request
     /// answers 503 (docs/operations.md); zero: no limit.
     pub statement_timeout: Duration,
@@ -97,7 +92,7 @@ impl Config {
             files: None,
             document_link_ttl: Duration::from_secs(3600),
             public_url: None,
-            clock: clock::Clock::system(),
+            clock: http::clock::Clock::system(),
             statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
         }
     }
@@ -125,6 +120,7 @@ pub async fn serve_on(
     store: Store,
     config: &Config,
 ) -> Result<RunningServer, Error> {
+    families::install();
     let addr = listener.local_addr()?;
     let files_config = config
         .files
@@ -137,21 +133,27 @@ pub async fn serve_on(
     let files = blob::Files::open(&files_config, &store, config.document_link_ttl, public_url)
         .await?
         .with_clock(config.clock.clone());
+    // The open actions (a download link, accepting an invitation) carry their own credential.
+    let (open_prefixes, open_paths) = http::action::open_paths();
+    let mut services = axum::http::Extensions::new();
+    services.insert(files);
     let state = Arc::new(AppState {
-        files,
+        services,
         store: store.clone(),
         limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window)
             .with_clock(config.clock.clone()),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
         point_reads: engine::point_reads(),
+        open_prefixes,
+        open_paths,
     });
     let background = vec![
         tokio::spawn(sync_rate_limits(state.clone())),
         tokio::spawn(jobs::run(state.clone())),
         tokio::spawn(purge_idempotency(state.clone())),
     ];
-    let router = app::router(state);
+    let router = http::app::router(state, router::routes());
     let (tx, rx) = oneshot::channel::<()>();
     let serve = tokio::spawn(async move {
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
@@ -175,7 +177,7 @@ pub async fn serve_on(
 
 async fn sync_rate_limits(state: Arc<AppState>) {
     loop {
-        tokio::time::sleep(ratelimit::SYNC_INTERVAL).await;
+        tokio::time::sleep(http::ratelimit::SYNC_INTERVAL).await;
         if let Err(e) = state.limiter.sync(&state.store).await {
             tracing::warn!("rate limit sync failed: {e}");
         }
@@ -187,7 +189,7 @@ async fn purge_idempotency(state: Arc<AppState>) {
         let now = chrono::Utc::now().timestamp();
         if let Err(e) = state
             .store
-            .write(move |tx| idempotency::purge_expired(tx, now))
+            .write(move |tx| http::idempotency::purge_expired(tx, now))
             .await
         {
             tracing::warn!("idempotency purge failed: {e}");

@@ -235,9 +235,9 @@ fn input_schema(res: &Res, record: &Value) -> Value {
             );
         }
         // Text the database indexes (docs/limits.md).
-        for field in crate::text::indexed_fields(desc) {
+        for field in crate::http::text::indexed_fields(desc) {
             if let Some(p) = props.get_mut(field).filter(|p| p.get("type").is_some()) {
-                p["maxLength"] = json!(crate::text::MAX_INDEXED_TEXT);
+                p["maxLength"] = json!(crate::http::text::MAX_INDEXED_TEXT);
             }
         }
     }
@@ -348,7 +348,7 @@ fn search_param(res: &Res) -> Option<Value> {
         query_param(
             "search",
             &format!("case-insensitive substring of {}", cols.join(", ")),
-            json!({ "type": "string", "maxLength": crate::text::MAX_SEARCH_TEXT }),
+            json!({ "type": "string", "maxLength": crate::http::text::MAX_SEARCH_TEXT }),
         )
     })
 }
@@ -403,7 +403,7 @@ fn query_body(res: &Res) -> Value {
     if !res.kind.desc().search_columns.is_empty() {
         props["search"] = json!({
             "type": ["string", "null"],
-            "maxLength": crate::text::MAX_SEARCH_TEXT
+            "maxLength": crate::http::text::MAX_SEARCH_TEXT
         });
     }
     json!({ "type": "object", "properties": props, "additionalProperties": false })
@@ -763,121 +763,117 @@ fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
 }
 
 /// The operations served by resource modules, beside the engine's.
+/// The operations of the declared actions (`prodops_core::api::ACTIONS`): method, path,
+/// parameters, bodies, status and summary come from each declaration; what a core type cannot
+/// say (a pattern built from the record's fields, a stricter body) the families add in
+/// [`crate::families::refine_action`].
 fn action_ops(schemas: &mut Vec<(String, RefOr<Schema>)>, ops: &mut Vec<Op>) {
-    use prodops_core::deliverable::DeliverableType;
-    use utoipa::ToSchema;
-    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> Value {
-        T::schemas(schemas);
-        schemas.push((T::name().into_owned(), T::schema()));
-        schema_ref(&T::name())
+    use prodops_core::api::{self, Access, AnswerBody, ParamKind, RequestBody};
+    fn kind_schema(kind: ParamKind) -> Value {
+        match kind {
+            ParamKind::Uuid => uuid(),
+            ParamKind::UuidList => json!({ "type": "array", "items": uuid() }),
+            ParamKind::Integer => json!({ "type": "integer" }),
+            ParamKind::Text => json!({ "type": "string" }),
+        }
     }
     let object = || json!({ "type": "object" });
-    let v2 = |p: &str| format!("/api/v2/{p}");
-    let id = || path_param("id", uuid());
-
-    // ----- deliverables (docs/deliverables.md)
-    use prodops_core::progress::{ProgressAction, ProgressResult};
-    use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
-    use prodops_core::work_session::{SaveRequest, StopRequest};
-    let deliverable = schema_ref("Deliverable");
-    let deliverable_res = Res::new(
-        registry::by_path("deliverable").expect("deliverable is registered"),
-        None,
-    );
-    ops.push(
-        op(
-            "get",
-            v2("deliverable/{id}/hierarchy"),
-            "deliverable_hierarchy",
-            "deliverable",
-            "The node and its whole subtree",
-        )
-        .describe(
-            "Parents before children, siblings in their order (archived nodes included). Large \
-             subtrees are sent in parts as they are read (chunked). No other parameter is taken.",
-        )
-        .param(id())
-        .param(query_param(
-            "select",
-            "fields, comma separated, as POST /deliverable/query selects them: each value is \
-             then `id` and the selected fields, nested paths under flattened names \
-             (`data.properties.area` as `dataPropertiesArea`)",
-            json!({ "type": "string", "pattern": select_list_pattern(&deliverable_res.fields) }),
-        ))
-        .ok(
-            "200",
-            "The subtree",
-            Some(page_schema(json!({ "type": "object" }), false)),
-        ),
-    );
-    let mut roots = op("get", v2("deliverable/roots"), "deliverable_roots", "deliverable",
-        "The deliverables without a parent (the tops of the trees)")
-        .describe("From the tree index; takes the list's filters, search, sort, page and pageSize (no cursor).")
-        .params(filter_params(&deliverable_res, false));
-    if let Some(p) = search_param(&deliverable_res) {
-        roots = roots.param(p);
+    for desc in api::ACTIONS {
+        let method = match desc.method {
+            api::HttpMethod::Get => "get",
+            api::HttpMethod::Post => "post",
+            api::HttpMethod::Patch => "patch",
+            api::HttpMethod::Delete => "delete",
+        };
+        let mut o = op(
+            method,
+            format!("/api/v2{}", desc.path),
+            desc.operation_id,
+            desc.tag,
+            desc.summary,
+        );
+        if !desc.description.is_empty() {
+            o = o.describe(desc.description);
+        }
+        if desc.access == Access::Open {
+            o = o.open();
+        }
+        for (name, kind) in desc.path_params().into_iter().zip(desc.path_kinds) {
+            o = o.param(path_param(name, kind_schema(*kind)));
+        }
+        let mut paging = false;
+        for q in desc.query {
+            if matches!(q.name, "page" | "pageSize") {
+                paging = true;
+                continue;
+            }
+            let mut p = query_param(q.name, q.description, kind_schema(q.kind));
+            if q.required {
+                p["required"] = json!(true);
+            }
+            o = o.param(p);
+        }
+        if paging {
+            o = o.params(paging_params());
+        }
+        o = match (body_override(desc), desc.request) {
+            (Some((schema, required)), _) => o.body(schema, required),
+            (None, RequestBody::None) => o,
+            (None, RequestBody::Json { schema, required }) => {
+                let s = schema.map_or_else(object, |f| to_value(&f(schemas)));
+                o.body(if required { s } else { nullable(s) }, required)
+            }
+            (None, RequestBody::Bytes) => o.value_body_bytes(),
+        };
+        let status = desc.status.to_string();
+        o = match desc.answer {
+            AnswerBody::Empty => o.ok(&status, desc.outcome, None),
+            AnswerBody::Json(schema) => {
+                let s = schema.map_or_else(object, |f| to_value(&f(schemas)));
+                o.ok(&status, desc.outcome, Some(s))
+            }
+            AnswerBody::Value(schema) => {
+                let s = to_value(&schema(schemas));
+                o.ok(
+                    &status,
+                    desc.outcome,
+                    Some(json!({ "type": "object", "required": ["value"], "properties": { "value": s } })),
+                )
+            }
+            AnswerBody::Page(schema) => {
+                let s = schema.map_or_else(object, |f| to_value(&f(schemas)));
+                o.ok(&status, desc.outcome, Some(page_schema(s, false)))
+            }
+            AnswerBody::Bytes => o.ok_bytes(&status, desc.outcome),
+        };
+        ops.push(refine_action(desc, o));
     }
-    ops.push(
-        roots
-            .param(sort_param(&deliverable_res))
-            .params(paging_params())
-            .ok(
-                "200",
-                "A page of roots",
-                Some(page_schema(deliverable.clone(), false)),
-            ),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/groups"),
-            "deliverable_groups",
-            "deliverable",
-            "Deliverables grouped by project, stage, people, root or tags",
+}
+
+/// Bodies the server describes itself: a stricter shape than the core type's (an enum, the
+/// record's filter fields), a body taken in more forms than one type, or the record form the
+/// document already names. The core type is then not added to the document.
+fn body_override(desc: &prodops_core::api::ActionDesc) -> Option<(Value, bool)> {
+    let deliverable = || {
+        Res::new(
+            registry::by_path("deliverable").expect("deliverable is registered"),
+            None,
         )
-        .body(
+    };
+    match desc.operation_id {
+        "deliverable_groups" => Some((
             json!({
                 "type": "object",
                 "required": ["groupBy"],
                 "properties": {
                     "groupBy": { "enum": ["project", "stage", "people", "root", "tags"] },
-                    "filter": nullable(body_filter(&deliverable_res))
+                    "filter": nullable(body_filter(&deliverable()))
                 },
                 "additionalProperties": false
             }),
             true,
-        )
-        .ok("200", "Groups, largest first", Some(object())),
-    );
-    ops.push(
-        op(
-            "get",
-            v2("deliverable/crew-time"),
-            "deliverable_crew_time",
-            "deliverable",
-            "Work-session time per worker on deliverables and their subtrees",
-        )
-        .describe("`deliverableId` may also hold several ids separated by commas.")
-        .param(json!({
-            "name": "deliverableId",
-            "in": "query",
-            "required": true,
-            "style": "form",
-            "explode": true,
-            "schema": { "type": "array", "minItems": 1, "items": uuid() }
-        }))
-        .ok("200", "Time keyed by deliverable id", Some(object())),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/reorder"),
-            "deliverable_reorder",
-            "deliverable",
-            "Sets the order of siblings under a root",
-        )
-        .describe("Every listed node must be under the root and listed once.")
-        .body(
+        )),
+        "deliverable_reorder" => Some((
             json!({
                 "type": "object",
                 "required": ["rootParentId", "orderedDeliverableIds"],
@@ -888,442 +884,80 @@ fn action_ops(schemas: &mut Vec<(String, RefOr<Schema>)>, ops: &mut Vec<Op>) {
                 "additionalProperties": false
             }),
             true,
-        )
-        .ok("204", "Done", None),
-    );
-    let progress = add::<ProgressAction>(schemas);
-    let progress_result = add::<ProgressResult>(schemas);
-    let schedule = add::<ScheduleAction>(schemas);
-    let batch_item = add::<ScheduleBatchItem>(schemas);
-    let save = add::<SaveRequest>(schemas);
-    let stop = add::<StopRequest>(schemas);
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/root/{rootId}/progress/{id}"),
-            "deliverable_progress",
-            "deliverable",
-            "A progress action on a node of an order",
-        )
-        .param(path_param("rootId", uuid()))
-        .param(id())
-        .body(progress, true)
-        .ok("200", "The kicked workers", Some(progress_result)),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/root/{rootId}/schedule/{id}"),
-            "deliverable_schedule",
-            "deliverable",
-            "A schedule action on a node of an order",
-        )
-        .param(path_param("rootId", uuid()))
-        .param(id())
-        .body(schedule, true)
-        .ok("204", "Done", None),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/schedule/batch"),
-            "deliverable_schedule_batch",
-            "deliverable",
-            "Schedule actions in order, all or nothing",
-        )
-        .body(json!({ "type": "array", "items": batch_item }), true)
-        .ok("204", "Done", None),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/work-sessions/save"),
-            "work_sessions_save",
-            "deliverable",
-            "Saves the assignments of workers, diffed against open sessions",
-        )
-        .body(save, true)
-        .ok("204", "Done", None),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("deliverable/work-sessions/stop"),
-            "work_sessions_stop",
-            "deliverable",
-            "Stops open sessions and plans by deliverable or worker",
-        )
-        .describe("Needs deliverableIds or workerIds (there is no stop-everything form).")
-        .body(stop, true)
-        .ok("204", "Done", None),
-    );
-    for t in DeliverableType::ALL {
-        let res = Res::new(
-            registry::by_path("deliverable").expect("deliverable is registered"),
-            Some(t.as_str()),
-        );
-        standard_ops(&res, ops);
-    }
-
-    // ----- documents (docs/documents.md)
-    use prodops_core::document::{
-        CopyModeRequest, CountsByDeliverable, HubBulkUpload, LinkRequest, VersionCreate,
-    };
-    let document = schema_ref("Document");
-    let version = schema_ref("DocumentVersion");
-    let hub = "Needs the organization's documentsHubEnabled flag (403 without it).";
-    ops.push(
-        op(
-            "post",
-            v2("document/upload"),
-            "post_document_upload",
-            "document",
-            "Upload a file's bytes; answers its documentKey",
-        )
-        .describe(format!(
-            "The body is the file, at least one byte. Any `Content-Type` is taken and kept as \
-             the file's `mimeType` (`application/octet-stream` is the documented one). {hub}"
-        ))
-        .value_body_bytes()
-        .ok(
-            "201",
-            "The stored file",
-            Some(json!({
-                "type": "object",
-                "required": ["documentKey", "sizeBytes", "sha256"],
-                "properties": {
-                    "documentKey": { "type": "string" },
-                    "sizeBytes": { "type": "integer" },
-                    "mimeType": { "type": ["string", "null"] },
-                    "sha256": { "type": "string" }
-                }
-            })),
-        ),
-    );
-    ops.push(
-        op("get", v2("document/file/{org}/{key}"), "get_document_file", "document",
-            "Download through a signed link (no API key)")
-        .describe("The link's signature and expiry are its credentials: a link that is not valid, or has expired, is 403.")
-        .open()
-        .param(path_param("org", uuid()))
-        .param(path_param("key", json!({ "type": "string" })))
-        .param(query_param("expires", "from the link", json!({ "type": "integer" })))
-        .param(query_param("signature", "from the link", json!({ "type": "string" })))
-        .ok_bytes("200", "The file"),
-    );
-    let version_create = add::<VersionCreate>(schemas);
-    ops.push(
-        op(
-            "post",
-            v2("document-version"),
-            "document_version_create",
-            "document-version",
-            "Create a version of a document and make it current",
-        )
-        .describe("`documentId` is required here.")
-        .body(
+        )),
+        "bom_line_project_allocate" => Some((
             json!({
-                "allOf": [
-                    version_create.clone(),
-                    { "required": ["documentId"], "properties": { "documentId": uuid() } }
+                "description": "no body, null or {}",
+                "anyOf": [
+                    { "type": "object", "maxProperties": 0 },
+                    { "type": "null" }
                 ]
             }),
-            true,
-        )
-        .ok("201", "The version", Some(version.clone())),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("document/{id}/versions"),
-            "post_document_id_versions",
-            "document",
-            "Create a version and make it current",
-        )
-        .param(id())
-        .body(version_create, true)
-        .ok("201", "The version", Some(version)),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("document/hub/bulk-upload"),
-            "post_document_hub_bulk_upload",
-            "document",
-            "Create Hub documents",
-        )
-        .describe(hub)
-        .body(add::<HubBulkUpload>(schemas), true)
-        .ok("201", "The documents", Some(object())),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("document/counts-by-deliverable"),
-            "post_document_counts_by_deliverable",
-            "document",
-            "Document counts per deliverable",
-        )
-        .body(add::<CountsByDeliverable>(schemas), true)
-        .ok("200", "Counts", Some(object())),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("document/{id}/links"),
-            "post_document_id_links",
-            "document",
-            "Link a document to a deliverable",
-        )
-        .param(id())
-        .body(add::<LinkRequest>(schemas), true)
-        .ok("200", "The document", Some(document.clone())),
-    );
-    ops.push(
-        op(
-            "delete",
-            v2("document/{id}/links/{deliverableId}"),
-            "delete_document_id_links_deliverable_id",
-            "document",
-            "Unlink a document from a deliverable",
-        )
-        .param(id())
-        .param(path_param("deliverableId", uuid()))
-        .ok("200", "The document", Some(document.clone())),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("document/{id}/copy-mode"),
-            "post_document_id_copy_mode",
-            "document",
-            "Set a document's copy mode",
-        )
-        .describe(hub)
-        .param(id())
-        .body(add::<CopyModeRequest>(schemas), true)
-        .ok("200", "The document", Some(document)),
-    );
-
-    // ----- QC templates
-    use prodops_core::qc::QcTemplateVersionCreate;
-    ops.push(
-        op(
-            "post",
-            v2("qc-template/versions"),
-            "post_qc_template_versions",
-            "qc-template",
-            "Publish a QC template version",
-        )
-        .body(add::<QcTemplateVersionCreate>(schemas), true)
-        .ok("201", "The version", Some(schema_ref("QcTemplateVersion"))),
-    );
-    ops.push(
-        op(
-            "patch",
-            v2("qc-template/{id}"),
-            "qc_template_update",
-            "qc-template",
-            "Accepted and changes nothing (published versions are immutable)",
-        )
-        .describe("The body must be a JSON object; it is not applied.")
-        .param(id())
-        .body(object(), true)
-        .ok(
-            "200",
-            "The version as stored",
-            Some(schema_ref("QcTemplateVersion")),
-        ),
-    );
-
-    // ----- members
-    use prodops_core::organization::{AcceptInvitation, InviteRequest};
-    ops.push(
-        op(
-            "post",
-            v2("organization-member"),
-            "organization_member_create",
-            "organization-member",
-            "Invite a member (queues the invitation message)",
-        )
-        .body(add::<InviteRequest>(schemas), true)
-        .ok("201", "The member", Some(schema_ref("OrganizationMember"))),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("organization-member/accept-invitation"),
-            "post_organization_member_accept_invitation",
-            "organization-member",
-            "Accept an invitation (no API key: the token is the credential)",
-        )
-        .open()
-        .body(add::<AcceptInvitation>(schemas), true)
-        .ok("200", "The member", Some(schema_ref("OrganizationMember"))),
-    );
-    for (verb, summary) in [
-        ("resend-invitation", "Resend an invitation"),
-        ("deactivate", "Deactivate a member"),
-        ("reactivate", "Reactivate a member"),
-    ] {
-        ops.push(
-            op(
-                "post",
-                v2(&format!("organization-member/{{id}}/{verb}")),
-                &format!("post_organization_member_id_{}", verb.replace('-', "_")),
-                "organization-member",
-                summary,
-            )
-            .param(id())
-            .ok("204", "Done", None),
-        );
-    }
-    ops.push(
-        op(
-            "get",
-            v2("outbox"),
-            "get_outbox",
-            "organization-member",
-            "Outgoing messages, oldest first (admin keys only)",
-        )
-        .param(query_param(
-            "kind",
-            "only messages of this kind",
-            json!({ "type": "string" }),
-        ))
-        .param(query_param(
-            "recipient",
-            "only messages to this address",
-            json!({ "type": "string" }),
-        ))
-        .ok("200", "The messages", Some(object())),
-    );
-
-    // ----- notifications
-    use prodops_core::notification::{ReadChannelComments, ReadDeliverableDocuments};
-    ops.push(
-        op(
-            "post",
-            v2("notification/read-channel-comments"),
-            "post_notification_read_channel_comments",
-            "notification",
-            "Mark a channel's comment notifications read",
-        )
-        .body(add::<ReadChannelComments>(schemas), true)
-        .ok("204", "Done", None),
-    );
-    ops.push(
-        op(
-            "post",
-            v2("notification/read-deliverable-documents"),
-            "post_notification_read_deliverable_documents",
-            "notification",
-            "Mark a deliverable's document notifications read",
-        )
-        .body(add::<ReadDeliverableDocuments>(schemas), true)
-        .ok("204", "Done", None),
-    );
-
-    // ----- deliveries (spec 4.8)
-    use prodops_core::delivery::{LifecycleRequest, OutboundCreate, OutboundPatch, ReceiveRequest};
-    let delivery = schema_ref("Delivery");
-    ops.push(
-        op(
-            "post",
-            v2("delivery/outbound"),
-            "post_delivery_outbound",
-            "delivery",
-            "Create an outbound or transfer delivery",
-        )
-        .body(add::<OutboundCreate>(schemas), true)
-        .ok("201", "The delivery", Some(delivery.clone())),
-    );
-    ops.push(
-        op(
-            "patch",
-            v2("delivery/{id}/outbound"),
-            "patch_delivery_id_outbound",
-            "delivery",
-            "Change planned start and end",
-        )
-        .param(id())
-        .body(add::<OutboundPatch>(schemas), true)
-        .ok("200", "The delivery", Some(delivery.clone())),
-    );
-    let lifecycle = add::<LifecycleRequest>(schemas);
-    for (verb, summary) in [
-        ("start", "Start a delivery"),
-        (
-            "complete",
-            "Complete a delivery (an outbound one posts ship rows)",
-        ),
-        ("cancel", "Cancel a delivery"),
-    ] {
-        ops.push(
-            op(
-                "post",
-                v2(&format!("delivery/{{id}}/{verb}")),
-                &format!("post_delivery_id_{verb}"),
-                "delivery",
-                summary,
-            )
-            .describe("The body is optional.")
-            .param(id())
-            .body(
-                json!({ "anyOf": [lifecycle.clone(), { "type": "null" }] }),
-                false,
-            )
-            .ok("200", "The delivery", Some(delivery.clone())),
-        );
-    }
-    ops.push(
-        op(
-            "post",
-            v2("delivery/{id}/receive"),
-            "post_delivery_id_receive",
-            "delivery",
-            "Receive an inbound delivery (posts receipt rows)",
-        )
-        .describe("The body is optional: without `lines`, everything outstanding is received.")
-        .param(id())
-        .body(
-            json!({ "anyOf": [add::<ReceiveRequest>(schemas), { "type": "null" }] }),
             false,
+        )),
+        // The server takes the record's create form; PostInventory is the part a client fills.
+        "inventory_transaction_post" => Some((schema_ref("InventoryTransactionInput"), true)),
+        _ => None,
+    }
+}
+
+/// What the declarations' core types cannot say about an action's parameters: the patterns
+/// and filters built from the deliverable record's fields, a list parameter's form; and the
+/// one body that adds a requirement to its core type's.
+fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
+    let deliverable = || {
+        Res::new(
+            registry::by_path("deliverable").expect("deliverable is registered"),
+            None,
         )
-        .ok("200", "The delivery", Some(delivery.clone())),
-    );
-    for (verb, summary) in [
-        ("archive", "Archive a final delivery"),
-        ("restore", "Restore an archived delivery"),
-    ] {
-        ops.push(
-            op(
-                "post",
-                v2(&format!("delivery/{{id}}/{verb}")),
-                &format!("post_delivery_id_{verb}"),
-                "delivery",
-                summary,
-            )
-            .param(id())
-            .ok("200", "The delivery", Some(delivery.clone())),
-        );
+    };
+    match desc.operation_id {
+        "deliverable_hierarchy" => {
+            let res = deliverable();
+            o.value["parameters"] = json!([
+                path_param("id", uuid()),
+                query_param(
+                    "select",
+                    "fields, comma separated, as POST /deliverable/query selects them: each value is \
+                     then `id` and the selected fields, nested paths under flattened names \
+                     (`data.properties.area` as `dataPropertiesArea`)",
+                    json!({ "type": "string", "pattern": select_list_pattern(&res.fields) }),
+                )
+            ]);
+        }
+        "deliverable_roots" => {
+            let res = deliverable();
+            let mut params = filter_params(&res, false);
+            params.extend(search_param(&res));
+            params.push(sort_param(&res));
+            params.extend(paging_params());
+            o.value["parameters"] = Value::Array(params);
+        }
+        "deliverable_crew_time" => {
+            o.value["parameters"] = json!([{
+                "name": "deliverableId",
+                "in": "query",
+                "required": true,
+                "style": "form",
+                "explode": true,
+                "schema": { "type": "array", "minItems": 1, "items": uuid() }
+            }]);
+        }
+        "document_version_create" => {
+            let version = o.value["requestBody"]["content"]["application/json"]["schema"].clone();
+            o = o.body(
+                json!({
+                    "allOf": [
+                        version,
+                        { "required": ["documentId"], "properties": { "documentId": uuid() } }
+                    ]
+                }),
+                true,
+            );
+        }
+        _ => {}
     }
-    for (verb, summary) in [
-        ("itinerary", "Stops and legs"),
-        ("cargo-plan", "Cargo spans"),
-    ] {
-        ops.push(
-            op(
-                "get",
-                v2(&format!("delivery/{{id}}/{verb}")),
-                &format!("get_delivery_id_{}", verb.replace('-', "_")),
-                "delivery",
-                summary,
-            )
-            .param(id())
-            .ok("200", summary, Some(object())),
-        );
-    }
+    o
 }
 
 impl Op {
@@ -1555,7 +1189,7 @@ fn refine(components: &mut Map<String, Value>) {
                 let data = props["data"].take();
                 props["data"] = nullable(data);
             }
-            let max = crate::text::MAX_INDEXED_TEXT;
+            let max = crate::http::text::MAX_INDEXED_TEXT;
             props["identifier"] = json!({
                 "type": ["string", "null"],
                 "maxLength": max,
@@ -1647,6 +1281,7 @@ fn exact_patterns(value: &mut Value) {
 
 /// The document as JSON.
 pub fn document_value() -> Value {
+    crate::families::install();
     let mut schemas: Vec<(String, RefOr<Schema>)> = Vec::new();
     <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
     schemas.push((
@@ -1673,38 +1308,13 @@ pub fn document_value() -> Value {
             }
         }
         standard_ops(&res, &mut ops);
-    }
-    action_ops(&mut schemas, &mut ops);
-
-    // Inventory, production and BOM actions (production.rs) come as utoipa paths.
-    let mut produced = Vec::new();
-    let extra = crate::production::openapi(utoipa::openapi::PathsBuilder::new(), &mut produced);
-    schemas.extend(produced);
-    let extra = serde_json::to_value(extra.build()).unwrap_or(Value::Null);
-    for (path, item) in extra.as_object().into_iter().flatten() {
-        for (method, operation) in item.as_object().into_iter().flatten() {
-            let method: &'static str = match method.as_str() {
-                "get" => "get",
-                "post" => "post",
-                "put" => "put",
-                "patch" => "patch",
-                "delete" => "delete",
-                _ => continue,
-            };
-            let mut operation = operation.clone();
-            if let Some(responses) = operation["responses"].as_object_mut() {
-                responses.retain(|status, _| status.starts_with('2'));
+        if kind.desc().path == "deliverable" {
+            for t in prodops_core::deliverable::DeliverableType::ALL {
+                standard_ops(&Res::new(*kind, Some(t.as_str())), &mut ops);
             }
-            ops.push(Op {
-                method,
-                path: path.clone(),
-                value: operation,
-            });
         }
     }
-    for o in &mut ops {
-        production_params(o);
-    }
+    action_ops(&mut schemas, &mut ops);
 
     for (name, schema) in schemas {
         components.entry(name).or_insert_with(|| to_value(&schema));
@@ -1797,117 +1407,6 @@ pub fn document_value() -> Value {
     });
     exact_patterns(&mut doc);
     doc
-}
-
-/// Parameters of the inventory and production reads (handled in inventory.rs, production.rs).
-fn production_params(o: &mut Op) {
-    let id = o.value["operationId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    match id.as_str() {
-        "stock_list" => {
-            let mut params: Vec<Value> = ["itemId", "locationId", "shopId"]
-                .into_iter()
-                .map(|f| query_param(f, &format!("only this {f}"), uuid()))
-                .collect();
-            params.extend(paging_params());
-            o.value["parameters"] = Value::Array(params);
-        }
-        "production_order_entries" => {
-            let mut params = o.value["parameters"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            params.extend(paging_params());
-            o.value["parameters"] = Value::Array(params);
-        }
-        "bom_line_order_prepopulate" | "bom_line_order_allocate" => {
-            // The body is optional (null or none: the defaults).
-            let schema = o.value["requestBody"]["content"]["application/json"]["schema"].clone();
-            o.value["requestBody"] = json_body(nullable(schema), false);
-        }
-        "bom_line_project_allocate" => {
-            o.value["requestBody"] = json_body(
-                json!({
-                    "description": "no body, null or {}",
-                    "anyOf": [
-                        { "type": "object", "maxProperties": 0 },
-                        { "type": "null" }
-                    ]
-                }),
-                false,
-            );
-        }
-        "inventory_transaction_post" => {
-            o.value["requestBody"] = json_body(schema_ref("InventoryTransactionInput"), true);
-        }
-        _ => {}
-    }
-}
-
-/// utoipa builders for the paths other modules describe (`production::openapi`); their error
-/// answers are replaced by the document's own.
-pub(crate) fn response(
-    description: &str,
-    schema: Option<RefOr<Schema>>,
-) -> utoipa::openapi::Response {
-    let mut r = utoipa::openapi::response::ResponseBuilder::new().description(description);
-    if let Some(s) = schema {
-        r = r.content(
-            "application/json",
-            utoipa::openapi::content::ContentBuilder::new()
-                .schema(Some(s))
-                .build(),
-        );
-    }
-    r.build()
-}
-
-pub(crate) fn body(schema: RefOr<Schema>) -> utoipa::openapi::request_body::RequestBody {
-    utoipa::openapi::request_body::RequestBodyBuilder::new()
-        .content(
-            "application/json",
-            utoipa::openapi::content::ContentBuilder::new()
-                .schema(Some(schema))
-                .build(),
-        )
-        .required(Some(utoipa::openapi::Required::True))
-        .build()
-}
-
-pub(crate) fn id_param() -> utoipa::openapi::path::Parameter {
-    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
-    utoipa::openapi::path::ParameterBuilder::new()
-        .name("id")
-        .parameter_in(utoipa::openapi::path::ParameterIn::Path)
-        .required(utoipa::openapi::Required::True)
-        .schema(Some(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
-        ))
-        .build()
-}
-
-pub(crate) fn page_of(record: RefOr<Schema>) -> RefOr<Schema> {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .property("values", ArrayBuilder::new().items(record))
-        .property(
-            "totalCount",
-            ObjectBuilder::new().schema_type(Type::Integer),
-        )
-        .required("values")
-        .required("totalCount")
-        .into()
-}
-
-/// No error answers here: [`document_value`] adds them to every operation alike.
-pub(crate) fn error_responses(
-    op: utoipa::openapi::path::OperationBuilder,
-) -> utoipa::openapi::path::OperationBuilder {
-    op
 }
 
 /// The document as the bytes served at `/api/v2/openapi.json`.

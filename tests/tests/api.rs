@@ -6,6 +6,8 @@
 
 #[path = "api/abandoned.rs"]
 mod abandoned;
+#[path = "api/actions.rs"]
+mod actions;
 #[path = "api/auth.rs"]
 mod auth;
 #[path = "api/bom.rs"]

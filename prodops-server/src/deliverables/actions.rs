@@ -16,10 +16,10 @@ use uuid::Uuid;
 
 use super::tree::{TxTree, parse_deliverable, tree_row};
 use super::{resource, sessions};
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
 use crate::engine::{load, parse_body, parse_id};
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::{AppState, JsonBody, Reply, write_reply};
+use crate::http::context::{Auth, Ctx, Idempotency};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 
 /// Loads the order `root_id` and the node `id` under it (or the order itself).
@@ -141,7 +141,6 @@ pub async fn progress(
     Path((root_id, id)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Update)?;
     let root_id = parse_id(&root_id)?;
     let id = parse_id(&id)?;
     let action: ProgressAction = parse_body(body)?;
@@ -205,9 +204,8 @@ fn order_edges(
     root: &super::tree::TreeRow,
 ) -> ApiResult<Vec<(Uuid, Uuid)>> {
     let table = resource("dependency").table();
-    let expr = tx
-        .dialect()
-        .text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
+    let expr =
+        tx.text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
     let rows = tx.query(
         &format!(
             "SELECT data FROM {} t JOIN {table} x ON x.organization_id = t.organization_id AND {expr} = t.id \
@@ -308,7 +306,6 @@ pub async fn schedule(
     Path((root_id, id)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Update)?;
     let root_id = parse_id(&root_id)?;
     let id = parse_id(&id)?;
     let action: ScheduleAction = parse_body(body)?;
@@ -328,7 +325,6 @@ pub async fn schedule_batch(
     idem: Option<Extension<Idempotency>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Update)?;
     let items: Vec<ScheduleBatchItem> = parse_body(body)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {
@@ -364,7 +360,6 @@ pub async fn reorder(
     idem: Option<Extension<Idempotency>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Update)?;
     let req: ReorderRequest = parse_body(body)?;
     let ctx = Ctx::new(auth, idem.map(|e| e.0));
     write_reply(&state, ctx, move |tx, ctx| {

@@ -19,10 +19,10 @@ use uuid::Uuid;
 
 use super::tree::{TABLE, TxTree, parse_deliverable};
 use super::{custom_property_defs, resource};
-use crate::context::Ctx;
 use crate::engine::ServedResource;
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::Hooks;
+use crate::engine::hooks::Hooks;
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::{self, Select};
 use crate::store::{Tx, lock_scope};
 
@@ -497,7 +497,7 @@ impl Hooks for WorkSessionHooks {
         ctx: &Ctx,
         res: &ServedResource,
         record: &Value,
-    ) -> ApiResult<crate::hooks::DeleteAction> {
+    ) -> ApiResult<crate::engine::hooks::DeleteAction> {
         if let Some(id) = record
             .get("id")
             .and_then(Value::as_str)
@@ -507,6 +507,6 @@ impl Hooks for WorkSessionHooks {
         }
         let ids: Vec<Uuid> = session_deliverable(record).into_iter().collect();
         sessions_changed(tx, ctx, &ids)?;
-        Ok(crate::hooks::DeleteAction::Handled)
+        Ok(crate::engine::hooks::DeleteAction::Handled)
     }
 }

@@ -17,61 +17,22 @@
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::context::Ctx;
-use crate::error::ApiResult;
-use crate::store::sql::FieldPath;
-use crate::store::{Dialect, SqlValue, Tx};
+use crate::http::context::Ctx;
+use crate::http::error::ApiResult;
+// The generated form of identifiers and the counter's SQL live in the store, whose migration
+// backfills the identifiers of older databases with them.
+use crate::store::deliverables::{IDENTIFIER_SCOPE as SCOPE, take_numbers};
+pub use crate::store::deliverables::{PREFIX, format, number_of};
+use crate::store::{SqlValue, Tx};
 
-/// The prefix of generated identifiers.
-pub const PREFIX: &str = "D-";
-/// The counter row's scope (one counter per organization and scope).
-const SCOPE: &str = "deliverable";
 /// The first block a bulk call takes; each next one is twice as large, up to [`MAX_BLOCK`].
 const FIRST_BLOCK: i64 = 32;
 const MAX_BLOCK: i64 = 8192;
 
-/// The identifier of number `n`.
-pub fn format(n: i64) -> String {
-    format!("{PREFIX}{n:06}")
-}
-
-/// The number of an identifier in the generated form (`D-` and 1 to 18 digits), if it is one.
-pub fn number_of(identifier: &str) -> Option<i64> {
-    let digits = identifier.trim().strip_prefix(PREFIX)?;
-    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 /// Takes `count` numbers of the organization's counter, none below `at_least`; answers the
 /// first. `count` 0 only moves the counter to at least `at_least` (and locks its row).
 fn take(tx: &mut dyn Tx, org: Uuid, count: i64, at_least: i64) -> ApiResult<i64> {
-    let greatest = match tx.dialect() {
-        Dialect::Sqlite => "MAX",
-        Dialect::Postgres => "GREATEST",
-    };
-    let start = at_least.max(1);
-    let rows = tx.query(
-        &format!(
-            "INSERT INTO identifier_counters (organization_id, scope, next) VALUES (?, ?, ?) \
-             ON CONFLICT (organization_id, scope) DO UPDATE \
-             SET next = {greatest}(identifier_counters.next, ?) + ? RETURNING next"
-        ),
-        &[
-            org.into(),
-            SCOPE.into(),
-            SqlValue::Int(start + count),
-            SqlValue::Int(start),
-            SqlValue::Int(count),
-        ],
-    )?;
-    let next = rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_i64)
-        .unwrap_or(start + count);
-    Ok(next - count)
+    Ok(take_numbers(tx, org, count, at_least)?)
 }
 
 /// The numbers a bulk call has taken and not used yet: `next..end`.
@@ -200,79 +161,14 @@ pub fn end_bulk(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<()> {
     Ok(())
 }
 
-/// Migration: gives every stored deliverable without an identifier one ([`backfill_org`] for
-/// each organization holding such a deliverable).
-pub fn backfill(tx: &mut dyn Tx) -> crate::store::StoreResult<()> {
-    let expr = identifier_expr(tx.dialect());
-    let orgs = tx.query(
-        &format!(
-            "SELECT DISTINCT organization_id FROM deliverable WHERE {expr} IS NULL OR TRIM({expr}) = ''"
-        ),
-        &[],
-    )?;
-    for org in orgs {
-        if let Some(org) = org
-            .first()
-            .and_then(SqlValue::as_str)
-            .and_then(|s| Uuid::parse_str(s).ok())
-        {
-            backfill_org(tx, org).map_err(|e| crate::store::StoreError::Other(e.message))?;
-        }
-    }
-    Ok(())
-}
-
-fn identifier_expr(dialect: Dialect) -> String {
-    dialect.text_expr(&FieldPath::parse("identifier").expect("static path"))
-}
-
 /// Gives the organization's deliverables without an identifier one each, in creation order,
-/// numbered after every number its identifiers and its counter already use; answers how many.
-/// The records keep their `updatedAt` (nothing a user did changed).
+/// numbered after every number its identifiers and its counter already use; answers how many
+/// (`store::deliverables::backfill_identifiers_of`, also run by the migration that gave every
+/// stored deliverable one).
 pub fn backfill_org(tx: &mut dyn Tx, org: Uuid) -> ApiResult<usize> {
-    let expr = identifier_expr(tx.dialect());
-    let used = tx.query(
-        &format!("SELECT {expr} FROM deliverable WHERE organization_id = ? AND {expr} LIKE 'D-%'"),
-        &[org.into()],
-    )?;
-    let largest = used
-        .iter()
-        .filter_map(|r| r.first().and_then(SqlValue::as_str).and_then(number_of))
-        .max()
-        .unwrap_or(0);
-    let blank = tx.query(
-        &format!(
-            "SELECT id, data FROM deliverable WHERE organization_id = ? \
-             AND ({expr} IS NULL OR TRIM({expr}) = '') ORDER BY created_at, id"
-        ),
-        &[org.into()],
-    )?;
-    if blank.is_empty() {
-        return Ok(0);
-    }
-    let mut n = take(tx, org, blank.len() as i64, largest.saturating_add(1))?;
-    for row in &blank {
-        let (Some(id), Some(data)) = (
-            row.first().and_then(SqlValue::as_str),
-            row.get(1).and_then(SqlValue::as_str),
-        ) else {
-            continue;
-        };
-        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(data) else {
-            continue;
-        };
-        record.insert("identifier".into(), json!(format(n)));
-        n += 1;
-        tx.execute(
-            "UPDATE deliverable SET data = ? WHERE organization_id = ? AND id = ?",
-            &[
-                Value::Object(record).to_string().into(),
-                org.into(),
-                id.into(),
-            ],
-        )?;
-    }
-    Ok(blank.len())
+    Ok(crate::store::deliverables::backfill_identifiers_of(
+        tx, org,
+    )?)
 }
 
 #[cfg(test)]

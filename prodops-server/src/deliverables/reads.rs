@@ -15,11 +15,11 @@ use uuid::Uuid;
 
 use super::tree::{IndexNode, TABLE, TREE, path_upper, records_of, subtree_index, tree_row};
 use super::{buffers, resource};
-use crate::app::{AppState, JsonBody};
-use crate::context::{Action, Auth};
+use crate::engine::rawjson::{Projection, Selected};
 use crate::engine::{filter_conds, flattened_name, parse_body, parse_id, parse_list_params};
-use crate::error::{ApiError, ApiResult};
-use crate::rawjson::{Projection, Selected};
+use crate::http::app::{AppState, JsonBody};
+use crate::http::context::Auth;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::SqlValue;
 use crate::store::Tx;
 use crate::store::sql::FieldPath;
@@ -75,7 +75,6 @@ pub async fn hierarchy(
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Read)?;
     let id = parse_id(&id)?;
     let projection = hierarchy_select(query.as_deref())?;
     let org = auth.org;
@@ -251,7 +250,6 @@ pub async fn roots(
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Read)?;
     let res = resource("deliverable");
     let params = parse_list_params(res, query.as_deref(), true)?;
     if params.cursor.is_some() {
@@ -264,10 +262,9 @@ pub async fn roots(
     let body = state
         .store
         .read(move |tx| {
-            let dialect = tx.dialect();
             let select = params.select();
             let mut args = Vec::new();
-            let mut filter = dialect.where_clause(org, &select.conds, &mut args);
+            let mut filter = tx.where_clause(org, &select.conds, &mut args);
             // The index of children by parent holds the roots first (parent NULL).
             filter.push_str(&format!(
                 " AND id IN (SELECT id FROM {TREE} WHERE organization_id = ? AND parent_id IS NULL)"
@@ -280,7 +277,7 @@ pub async fn roots(
                 .query(
                     &format!(
                         "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
-                        dialect.order_by(&select.sort)
+                        tx.order_by(&select.sort)
                     ),
                     &page_args,
                 )?
@@ -339,7 +336,6 @@ pub async fn groups(
     Extension(auth): Extension<Auth>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Read)?;
     let req: GroupsRequest = parse_body(body)?;
     let Some(field) = group_field(&req.group_by) else {
         return Err(ApiError::field(
@@ -354,13 +350,12 @@ pub async fn groups(
     let values = state
         .store
         .read(move |tx| {
-            let dialect = tx.dialect();
             let path = FieldPath::parse(field).expect("static path");
             let mut params = Vec::new();
             let sql = format!(
                 "SELECT id, {} FROM {TABLE}{} ORDER BY created_at, id",
-                dialect.json_expr(&path),
-                dialect.where_clause(org, &conds, &mut params)
+                tx.json_expr(&path),
+                tx.where_clause(org, &conds, &mut params)
             );
             let rows = tx.query(&sql, &params)?;
             let mut groups: BTreeMap<String, (Value, Vec<String>)> = BTreeMap::new();
@@ -411,8 +406,6 @@ pub async fn crew_time(
     Extension(auth): Extension<Auth>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    auth.require("Deliverable", Action::Read)?;
-    auth.require("WorkSession", Action::Read)?;
     let mut ids = Vec::new();
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match k.as_ref() {
@@ -443,9 +436,7 @@ pub async fn crew_time(
         .store
         .read(move |tx| {
             let sessions_table = resource("deliverable/work-sessions").table();
-            let expr = tx
-                .dialect()
-                .text_expr(&FieldPath::parse("deliverableId").expect("static path"));
+            let expr = tx.text_expr(&FieldPath::parse("deliverableId").expect("static path"));
             let mut out = Map::new();
             for id in &ids {
                 let row = tree_row(tx, org, *id)?.ok_or_else(ApiError::not_found)?;

@@ -12,10 +12,10 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::resource;
-use crate::app::{AppState, JsonBody, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency, format_time};
 use crate::engine::{create_record, parse_body, update_record};
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::{AppState, JsonBody, Reply, write_reply};
+use crate::http::context::{Auth, Ctx, Idempotency, format_time};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records;
 use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
@@ -26,9 +26,7 @@ const SESSIONS: &str = "deliverable/work-sessions";
 /// expression index on that field.
 fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<WorkSession>> {
     let table = resource(SESSIONS).table();
-    let expr = tx
-        .dialect()
-        .text_expr(&FieldPath::parse(field).expect("static path"));
+    let expr = tx.text_expr(&FieldPath::parse(field).expect("static path"));
     let rows = tx.query(
         &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
         &[ctx.org().into(), id.into()],
@@ -91,8 +89,6 @@ pub async fn save(
     idem: Option<Extension<Idempotency>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("WorkSession", Action::Create)?;
-    auth.require("WorkSession", Action::Update)?;
     let req: SaveRequest = parse_body(body)?;
     let violations = req.violations();
     if !violations.is_empty() {
@@ -123,9 +119,7 @@ pub async fn save(
         }
         if req.should_stop_entire_batch {
             let table = resource(SESSIONS).table();
-            let expr = tx
-                .dialect()
-                .text_expr(&FieldPath::parse("shopId").expect("static path"));
+            let expr = tx.text_expr(&FieldPath::parse("shopId").expect("static path"));
             let rows = tx.query(
                 &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
                 &[ctx.org().into(), req.shop_id.into()],
@@ -171,7 +165,6 @@ pub async fn stop(
     idem: Option<Extension<Idempotency>>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    auth.require("WorkSession", Action::Update)?;
     let req: StopRequest = parse_body(body)?;
     let violations = req.violations();
     if !violations.is_empty() {

@@ -15,12 +15,11 @@ use prodops_core::tree::TreeStore;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
-use crate::store::{Dialect, SqlValue, Tx, records};
-
-pub const TABLE: &str = "deliverable";
-pub const TREE: &str = "deliverable_tree";
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
+pub use crate::store::deliverables::{TABLE, TREE};
+use crate::store::deliverables::{read_records, record_text, records_join};
+use crate::store::{SqlValue, Tx, records};
 
 /// One row of the tree index.
 #[derive(Debug, Clone)]
@@ -144,60 +143,8 @@ pub fn insert(tx: &mut dyn Tx, org: Uuid, id: Uuid, parent: Option<Uuid>) -> Api
         }
         None => (format!("{id}/"), id, 0),
     };
-    // On SQLite the record's rowid too (the record is written before its tree row).
-    let rid = match tx.dialect() {
-        Dialect::Sqlite => {
-            format!("(SELECT rowid FROM {TABLE} WHERE organization_id = ? AND id = ?)")
-        }
-        Dialect::Postgres => "NULL".to_string(),
-    };
-    let mut params = vec![
-        org.into(),
-        id.into(),
-        parent.into(),
-        root.into(),
-        path.into(),
-        SqlValue::Int(sort_key),
-    ];
-    if tx.dialect() == Dialect::Sqlite {
-        params.extend([org.into(), id.into()]);
-    }
-    tx.execute(
-        &format!(
-            "INSERT INTO {TREE} (organization_id, id, parent_id, root_id, path, sort_key, rid) VALUES (?, ?, ?, ?, ?, ?, {rid})"
-        ),
-        &params,
-    )?;
+    crate::store::deliverables::insert_tree_row(tx, org, id, parent, root, path, sort_key)?;
     Ok(())
-}
-
-/// How tree reads join the records to the index rows `t`, as `d`. On SQLite by the record's
-/// rowid held in the index (one lookup instead of a search of the `(organization_id, id)`
-/// index then one by rowid: the two searches were a third of a 10,000-node hierarchy read),
-/// checked against the id, so that a stale rowid reads as a missing record (`data` NULL) which
-/// [`record_text`] then reads by id. On PostgreSQL by id.
-fn records_join(dialect: Dialect) -> String {
-    match dialect {
-        Dialect::Sqlite => format!(
-            "LEFT JOIN {TABLE} d ON d.rowid = t.rid AND d.organization_id = t.organization_id AND d.id = t.id"
-        ),
-        Dialect::Postgres => {
-            format!("JOIN {TABLE} d ON d.organization_id = t.organization_id AND d.id = t.id")
-        }
-    }
-}
-
-/// The stored text of a record the rowid join missed (its rowid is repaired on the next start).
-fn record_text(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Option<String>> {
-    let rows = tx.query(
-        &format!("SELECT data FROM {TABLE} WHERE organization_id = ? AND id = ?"),
-        &[org.into(), id.into()],
-    )?;
-    Ok(rows
-        .into_iter()
-        .next()
-        .and_then(|mut r| r.pop())
-        .and_then(SqlValue::into_string))
 }
 
 /// The number of levels of a node's subtree, the node included (1 for a leaf): one read of
@@ -295,7 +242,7 @@ pub fn set_sort_key(tx: &mut dyn Tx, org: Uuid, id: Uuid, key: i64) -> ApiResult
 pub struct IndexNode {
     pub id: Uuid,
     pub sort_key: i64,
-    /// On SQLite, the rowid of the node's record (a hint, see [`records_join`]).
+    /// On SQLite, the rowid of the node's record (a hint, see `store::deliverables::records_join`).
     pub rid: Option<i64>,
     /// Its depth below the root (the number of ids in its path).
     pub depth: usize,
@@ -337,97 +284,14 @@ pub fn subtree_index(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec
 
 /// Reads the stored records of `nodes` with one query per call, handing each record's JSON text
 /// to `each` with the node's position in `nodes`, in any order (a node whose record is missing
-/// is left out). On SQLite the records are looked up by the rowids the index holds, checked
-/// against the ids (a stale one is read by id); on PostgreSQL by id.
+/// is left out); the rowids the index holds are hints (`store::deliverables::read_records`).
 pub fn records_of(
     tx: &mut dyn Tx,
     org: Uuid,
     nodes: &[IndexNode],
     each: &mut dyn FnMut(usize, &[u8]),
 ) -> ApiResult<()> {
-    if nodes.is_empty() {
-        return Ok(());
-    }
-    let mut params: Vec<SqlValue> = Vec::with_capacity(nodes.len() + 1);
-    // Each rowid and the node it is read for, by rowid (looked up by binary search: a hierarchy
-    // read finds every record of a large subtree here).
-    let mut slots: Vec<(i64, usize)> = Vec::new();
-    let mut by_id: HashMap<Uuid, usize> = HashMap::new();
-    let sql = match tx.dialect() {
-        Dialect::Sqlite => {
-            slots.extend(
-                nodes
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, n)| n.rid.map(|rid| (rid, i))),
-            );
-            slots.sort_unstable();
-            slots.dedup_by_key(|s| s.0);
-            params.extend(slots.iter().map(|&(rid, _)| SqlValue::Int(rid)));
-            // The rowids alone drive the search: `+` keeps the planner from scanning the
-            // organization's index instead (measured: 3 s instead of 0.3 s for 100,000 nodes).
-            let sql = format!(
-                "SELECT rowid, id, data FROM {TABLE} WHERE rowid IN ({}) AND +organization_id = ?",
-                placeholders(params.len())
-            );
-            params.push(org.into());
-            sql
-        }
-        Dialect::Postgres => {
-            params.push(org.into());
-            for (i, n) in nodes.iter().enumerate() {
-                by_id.insert(n.id, i);
-                params.push(n.id.into());
-            }
-            format!(
-                "SELECT CAST(NULL AS BIGINT), id, data FROM {TABLE} WHERE organization_id = ? AND id IN ({})",
-                placeholders(params.len() - 1)
-            )
-        }
-    };
-    let mut found = vec![false; nodes.len()];
-    if params.len() > 1 {
-        tx.for_each_row(&sql, &params, &mut |row| {
-            let id = row
-                .get(1)
-                .and_then(|c| c.as_bytes())
-                .and_then(|s| Uuid::try_parse_ascii(s).ok());
-            let slot = match row.first().and_then(|c| c.as_i64()) {
-                Some(rid) => slots
-                    .binary_search_by_key(&rid, |s| s.0)
-                    .ok()
-                    .map(|k| slots[k].1),
-                None => id.and_then(|id| by_id.get(&id).copied()),
-            };
-            // A rowid now naming another record is a stale hint: that node is read by id.
-            if let (Some(slot), Some(id), Some(data)) =
-                (slot, id, row.get(2).and_then(|c| c.as_bytes()))
-                && nodes[slot].id == id
-            {
-                found[slot] = true;
-                each(slot, data);
-            }
-            Ok(())
-        })?;
-    }
-    // Nodes without a rowid, or whose rowid named another record: by id.
-    for slot in (0..nodes.len()).filter(|i| !found[*i]) {
-        if let Some(data) = record_text(tx, org, nodes[slot].id)? {
-            each(slot, data.as_bytes());
-        }
-    }
-    Ok(())
-}
-
-fn placeholders(n: usize) -> String {
-    let mut s = String::with_capacity(n * 3);
-    for i in 0..n {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        s.push('?');
-    }
-    s
+    Ok(read_records(tx, org, nodes, |n| (n.id, n.rid), each)?)
 }
 
 /// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
@@ -440,7 +304,7 @@ pub fn raw_records(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<R
         &format!(
             "SELECT t.id, t.parent_id, t.sort_key, LENGTH(t.path), d.data FROM {TREE} t {} \
              WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
-            records_join(tx.dialect())
+            records_join(&*tx)
         ),
         &[
             org.into(),
@@ -601,7 +465,7 @@ impl TreeStore for TxTree<'_> {
             &format!(
                 "SELECT t.id, d.data FROM {TREE} t {} \
                  WHERE t.organization_id = ? AND t.parent_id = ? ORDER BY t.sort_key, t.id",
-                records_join(self.tx.dialect())
+                records_join(&*self.tx)
             ),
             &[org.into(), id.into()],
         )?;
@@ -664,14 +528,13 @@ impl TreeStore for TxTree<'_> {
             return Ok(w.clone());
         }
         let table = super::resource("deliverable/work-sessions").table();
-        let dialect = self.tx.dialect();
         let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
         let rows = self.tx.query(
             &format!(
                 "SELECT {} FROM {table} WHERE organization_id = ? AND {} = ? AND {} IS NULL",
-                dialect.text_expr(&path("workerId")),
-                dialect.text_expr(&path("deliverableId")),
-                dialect.text_expr(&path("endDate")),
+                self.tx.text_expr(&path("workerId")),
+                self.tx.text_expr(&path("deliverableId")),
+                self.tx.text_expr(&path("endDate")),
             ),
             &[self.ctx.org().into(), id.into()],
         )?;
@@ -789,7 +652,7 @@ mod tests {
                     }
                 }
                 let ctx = Ctx::new(
-                    crate::context::Auth {
+                    crate::http::context::Auth {
                         key_id: Uuid::new_v4(),
                         org,
                         admin: true,
@@ -802,38 +665,11 @@ mod tests {
                 let kids = store.children(a)?;
                 assert_eq!(kids.iter().map(|k| k.id).collect::<Vec<_>>(), vec![b]);
                 drop(store);
-                crate::deliverables::backfill_tree(tx)?;
+                crate::store::deliverables::backfill_tree(tx)?;
                 assert!(
                     rids(tx)
                         .iter()
                         .all(|(rid, real)| rid.is_some() && rid == real)
-                );
-                Ok::<_, ApiError>(())
-            })
-            .await
-            .unwrap();
-    }
-
-    #[tokio::test]
-    async fn record_reads_by_rowid_search_the_table_by_rowid() {
-        let store = crate::store::Store::open("sqlite::memory:").await.unwrap();
-        store
-            .read(move |tx| {
-                let sql = format!(
-                    "EXPLAIN QUERY PLAN SELECT rowid, id, data FROM {TABLE} WHERE rowid IN ({}) AND +organization_id = ?",
-                    placeholders(512)
-                );
-                let mut params: Vec<SqlValue> = (0..512).map(SqlValue::Int).collect();
-                params.push(Uuid::nil().into());
-                let plan: Vec<String> = tx
-                    .query(&sql, &params)?
-                    .into_iter()
-                    .filter_map(|r| r.last().and_then(|c| c.as_str()).map(str::to_string))
-                    .collect();
-                assert!(
-                    plan.iter().any(|p| p.contains("INTEGER PRIMARY KEY"))
-                        && !plan.iter().any(|p| p.contains("INDEX")),
-                    "{plan:?}"
                 );
                 Ok::<_, ApiError>(())
             })

@@ -3,11 +3,11 @@
 //! index and nothing written, or the first other failure (a unique key clash, ...) with its
 //! index, or every record written.
 //!
-//! Where the resource allows it ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)),
+//! Where the resource allows it ([`Hooks::batch_creates`](crate::engine::hooks::Hooks::batch_creates)),
 //! the work is done per batch instead of per record:
 //!
 //! - the ids the records name are looked up in one query per chunk;
-//! - a plain create ([`Hooks::plain_create`](crate::hooks::Hooks::plain_create)) is built as
+//! - a plain create ([`Hooks::plain_create`](crate::engine::hooks::Hooks::plain_create)) is built as
 //!   JSON text from the record's own text (the same candidate [`new_candidate`] builds), read
 //!   straight into core's record type and checked (`ResourceKind::check_new_json`), and its
 //!   stored text kept pending; pending creates are written with multi-row inserts;
@@ -29,9 +29,9 @@ use uuid::Uuid;
 
 use super::ServedResource;
 use super::pipeline::upsert_record;
-use crate::app::RawJsonBody;
-use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::RawJsonBody;
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::{self, NewRow};
 use crate::store::{StoreError, Tx};
 
@@ -203,7 +203,7 @@ enum Create {
 
 impl Prepared {
     /// Splits `body` (a JSON array) into its records and, where the resource allows it
-    /// ([`Hooks::batch_creates`](crate::hooks::Hooks::batch_creates)), builds each plain create.
+    /// ([`Hooks::batch_creates`](crate::engine::hooks::Hooks::batch_creates)), builds each plain create.
     pub(crate) fn new(res: &ServedResource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
         let records: Vec<&RawValue> = body.parse()?;
         // docs/limits.md: a larger batch is refused whole, before anything is built or written.
@@ -380,15 +380,15 @@ impl<'r> CreateBuilder<'r> {
             Some(Ok(text)) => {
                 // A long text in an indexed field (rare: more bytes as written than the limit
                 // has characters) is judged on the checked record, as the pipeline judges it.
-                let long = crate::text::indexed_fields(desc).any(|f| {
+                let long = crate::http::text::indexed_fields(desc).any(|f| {
                     let top = f.split('.').next().unwrap_or(f);
                     fields
                         .get(top)
-                        .is_some_and(|raw| raw.get().len() > crate::text::MAX_INDEXED_TEXT)
+                        .is_some_and(|raw| raw.get().len() > crate::http::text::MAX_INDEXED_TEXT)
                 });
                 if long
                     && let Ok(record) = serde_json::from_str::<Value>(&text)
-                    && let Err(e) = crate::text::check_indexed_lengths(desc, None, &record)
+                    && let Err(e) = crate::http::text::check_indexed_lengths(desc, None, &record)
                 {
                     return Some(Create::Invalid(id, e));
                 }

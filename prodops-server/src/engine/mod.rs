@@ -16,18 +16,20 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Prefetched, RawJsonBody, Reply, write_reply};
-use crate::call::Call;
-use crate::context::{Action, Auth, Ctx};
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::{self, Hooks};
+use crate::http::app::{AppState, JsonBody, Prefetched, RawJsonBody, Reply, write_reply};
+use crate::http::call::Call;
+use crate::http::context::{Action, Auth, Ctx};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
+use hooks::Hooks;
 
 mod bulk;
+pub mod hooks;
 pub(crate) mod params;
 mod pipeline;
+pub mod rawjson;
 
 pub use params::{
     ListParams, filter_conds, flattened_name, parse_body, parse_id, parse_list_params,
@@ -67,9 +69,7 @@ impl ServedResource {
         ServedResource {
             kind,
             fields,
-            hooks: hooks::for_resource(
-                ResourceId::of(kind).expect("a resource of the registry has an id"),
-            ),
+            hooks: hooks_for(ResourceId::of(kind).expect("a resource of the registry has an id")),
             base: kind.desc().path.to_string(),
             implied: Vec::new(),
         }
@@ -133,6 +133,25 @@ impl ServedResource {
     }
 }
 
+/// Which hooks each resource is served with: the composition root's binding (`families.rs`),
+/// handed over with [`bind_hooks`] before any resource is built.
+pub type HookBinding = fn(ResourceId) -> Arc<dyn Hooks>;
+
+static HOOK_BINDING: std::sync::OnceLock<HookBinding> = std::sync::OnceLock::new();
+
+/// Hands the engine the binding of resources to their hooks; the first binding stays.
+pub fn bind_hooks(binding: HookBinding) {
+    let _ = HOOK_BINDING.set(binding);
+}
+
+/// The hooks of the resource `id`, from the binding handed over at start.
+fn hooks_for(id: ResourceId) -> Arc<dyn Hooks> {
+    let binding = HOOK_BINDING.get().expect(
+        "the hooks are bound (prodops_server::families::install) before a resource is built",
+    );
+    binding(id)
+}
+
 /// The engine's description of the resource served at `path`, built once; for resource
 /// modules that write standard records through the pipeline.
 pub fn resource(path: &str) -> Arc<ServedResource> {
@@ -158,21 +177,6 @@ fn schema_fields(kind: &dyn ResourceKind) -> HashSet<String> {
     }
 }
 
-/// The message of a 409 raised by the unique index `name`.
-pub fn conflict_message(name: &str) -> String {
-    if name == "primary_key" {
-        return "a record with this id already exists".into();
-    }
-    for kind in registry::resources() {
-        for key in kind.desc().unique {
-            if crate::migrate::unique_index_name(kind.desc(), key.name) == name {
-                return key.message.to_string();
-            }
-        }
-    }
-    "the write conflicts with an existing record".into()
-}
-
 /// The routes of every standard resource; methods a resource serves itself (`Allow::Custom`)
 /// are left for its own module to add.
 pub fn routes() -> Router<Arc<AppState>> {
@@ -183,7 +187,7 @@ pub fn routes() -> Router<Arc<AppState>> {
     router
 }
 
-/// The resources whose read by id the key lookup can do along (app.rs `point_read`): the
+/// The resources whose read by id the key lookup can do along (http/app.rs `point_read`): the
 /// table of each, by the path of its records (`/api/v2/<path>`).
 pub fn point_reads() -> HashMap<String, &'static str> {
     registry::resources()
@@ -330,7 +334,7 @@ async fn get_one(
     let id = parse_id(&id)?;
     if res.reads_stored_record_by_id() {
         let raw = match prefetched {
-            // Read along with the key, in the same statement (app.rs `point_read`).
+            // Read along with the key, in the same statement (http/app.rs `point_read`).
             Some(Extension(p)) if p.read.table == res.table() && p.read.id == id => p.record,
             _ => state.store.get_raw(res.table(), auth.org, id).await?,
         };

@@ -5,13 +5,11 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::{DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE, ServedResource};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::Select;
 use crate::store::sql::{Cond, FieldPath, Sort};
 
-pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
-}
+pub use crate::http::call::parse_id;
 
 /// Filters, search, sort and paging of a list or bulk call.
 #[derive(Debug, Default)]
@@ -122,7 +120,7 @@ pub(crate) fn search_cond(res: &ServedResource, text: &str) -> ApiResult<Cond> {
             format!("/{} has no search columns", res.desc().path),
         ));
     }
-    crate::text::check_search(text)?;
+    crate::http::text::check_search(text)?;
     let columns = columns.iter().filter_map(|c| FieldPath::parse(c)).collect();
     Ok(Cond::Search {
         columns,

@@ -7,9 +7,9 @@ use uuid::Uuid;
 
 use super::ServedResource;
 use super::params::{body_object, parse_id};
-use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::DeleteAction;
+use crate::engine::hooks::DeleteAction;
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 use crate::store::records;
 
@@ -128,7 +128,7 @@ pub(crate) fn create_candidate(
         .kind
         .check(Value::Object(candidate), None)
         .map_err(ApiError::violations)?;
-    crate::text::check_indexed_lengths(res.desc(), None, &record)?;
+    crate::http::text::check_indexed_lengths(res.desc(), None, &record)?;
     res.hooks.check_facts(tx, ctx, res, None, &record)?;
     records::insert(tx, res.table(), ctx.org(), &record)?;
     res.hooks.after_write(tx, ctx, res, None, &record)?;
@@ -212,7 +212,7 @@ fn update_inner(
     if without_updated_at(&record) == without_updated_at(old) {
         return Ok(old.clone());
     }
-    crate::text::check_indexed_lengths(res.desc(), Some(old), &record)?;
+    crate::http::text::check_indexed_lengths(res.desc(), Some(old), &record)?;
     record["updatedAt"] = json!(ctx.now_text());
     res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
     records::update(tx, res.table(), ctx.org(), &record)?;
@@ -272,7 +272,7 @@ fn implied_patch_rule(res: &ServedResource, patch: &Map<String, Value>) -> ApiRe
 /// (each a field of the record, with a value of its type). With `rules` (a bulk PATCH whose
 /// filter matched nothing), also the record's own rules on those fields, unless the
 /// resource's update hooks fill fields from other records
-/// ([`Hooks::fills_on_update`](crate::hooks::Hooks::fills_on_update)), so that a body refused
+/// ([`Hooks::fills_on_update`](crate::engine::hooks::Hooks::fills_on_update)), so that a body refused
 /// for any matching record is refused when none matches, too.
 pub(crate) fn check_patch_body(
     res: &ServedResource,
@@ -289,7 +289,7 @@ pub(crate) fn check_patch_body(
         .map_err(ApiError::violations)?;
     if rules {
         // The length of indexed text (docs/limits.md), as a matching record would be refused.
-        crate::text::check_indexed_lengths(res.desc(), None, &Value::Object(body))?;
+        crate::http::text::check_indexed_lengths(res.desc(), None, &Value::Object(body))?;
     }
     Ok(())
 }

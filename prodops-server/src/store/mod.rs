@@ -5,10 +5,14 @@
 //! reads of every request, the API key lookup and a record by id, have async fast paths
 //! ([`Store::find_key`], [`Store::get_raw`]) that avoid a thread hand-off; a read by id does
 //! both in one statement ([`PointRead`]).
-//! Dialect differences stay in [`Dialect`] and the two implementations; nothing above this
-//! module knows which database runs.
+//! Dialect differences stay in [`Dialect`], the two implementations, the migrations
+//! ([`migrate`]) and the SQL of the deliverable tables ([`deliverables`]); nothing above this
+//! module knows which database runs (`tests/layers.rs` checks it). The lowest layer of the
+//! crate: it imports nothing of the others.
 
+pub mod deliverables;
 pub mod limits;
+pub mod migrate;
 mod postgres;
 pub mod property_index;
 pub mod records;
@@ -99,6 +103,29 @@ impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
     }
 }
 
+tokio::task_local! {
+    /// The id of the request being served, for error bodies and the statements in flight; set
+    /// by the request-id middleware (`http::app`).
+    pub static REQUEST_ID: std::sync::Arc<str>;
+}
+
+/// What can stop the server or an operator command (`prodops_server::Error`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl TxError for Error {
+    fn is_retry(&self) -> bool {
+        matches!(self, Error::Store(StoreError::Retry))
+    }
+}
+
 /// What can go wrong in the storage layer. The text of `Other` goes to the log, never to a client.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -142,6 +169,28 @@ impl TxError for StoreError {
 /// numbers them.
 pub trait Tx {
     fn dialect(&self) -> Dialect;
+    /// The field of the record's `data` as SQL text ([`Dialect::text_expr`]), for statements
+    /// written outside this module.
+    fn text_expr(&self, path: &sql::FieldPath) -> String {
+        self.dialect().text_expr(path)
+    }
+    /// The field of the record's `data` as JSON text ([`Dialect::json_expr`]).
+    fn json_expr(&self, path: &sql::FieldPath) -> String {
+        self.dialect().json_expr(path)
+    }
+    /// ` WHERE organization_id = ? AND ...` of the conditions ([`Dialect::where_clause`]).
+    fn where_clause(
+        &self,
+        org: uuid::Uuid,
+        conds: &[sql::Cond],
+        params: &mut Vec<SqlValue>,
+    ) -> String {
+        self.dialect().where_clause(org, conds, params)
+    }
+    /// ` ORDER BY ...` of the sort keys ([`Dialect::order_by`]).
+    fn order_by(&self, sort: &[sql::Sort]) -> String {
+        self.dialect().order_by(sort)
+    }
     /// Runs a statement; returns the number of rows it changed.
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64>;
     /// [`Tx::execute`] with parameters borrowed instead of owned, for statements with many
@@ -328,7 +377,7 @@ impl Store {
                 if tx.dialect() == Dialect::Postgres {
                     tx.execute("SET LOCAL statement_timeout = 0", &[])?;
                 }
-                crate::migrate::run(tx)
+                migrate::run(tx)
             })
             .await?;
         Ok(store)
@@ -392,7 +441,7 @@ impl Store {
         let store = self.clone();
         let handle = tokio::runtime::Handle::current();
         let cancel = Arc::new(limits::Cancel::default());
-        let request_id = crate::error::REQUEST_ID.try_with(Arc::clone).ok();
+        let request_id = REQUEST_ID.try_with(Arc::clone).ok();
         let guard = limits::CancelOnDrop::new(cancel.clone());
         let result = tokio::task::spawn_blocking(move || {
             let _in_flight = limits::InFlight::enter(request_id);

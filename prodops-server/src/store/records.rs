@@ -311,7 +311,7 @@ const INSERT_CHUNK: usize = 512;
 /// one at a time ([`insert_row`]).
 ///
 /// A large batch on SQLite is inserted with the connection's triggers off, and the record
-/// counts their triggers keep (`record_count_shards`, migrate.rs) are raised once per batch
+/// counts their triggers keep (`record_count_shards`, store/migrate.rs) are raised once per batch
 /// instead: the counting trigger was a fifth of the cost of each row. Either way the counts
 /// change in the same transaction as the rows, so they stay exact.
 pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(

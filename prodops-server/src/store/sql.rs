@@ -155,6 +155,14 @@ impl Dialect {
         }
     }
 
+    /// The function answering the largest of its arguments.
+    pub fn greatest(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "MAX",
+            Dialect::Postgres => "GREATEST",
+        }
+    }
+
     /// The field as SQL text (strings unquoted), NULL when absent.
     pub fn text_expr(self, path: &FieldPath) -> String {
         match self {

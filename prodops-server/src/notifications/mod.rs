@@ -6,12 +6,10 @@
 //! Recipients: every member of the organization who is not deactivated, one notification per
 //! account, except the account that caused the event ([`prodops_core::notification::recipients`]).
 
-use std::sync::Arc;
+use prodops_core::api;
 
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
 use prodops_core::notification::{
     NotificationKind, ReadChannelComments, ReadDeliverableDocuments, recipients,
 };
@@ -19,26 +17,21 @@ use prodops_core::organization::OrganizationMember;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::Call;
-use crate::context::{Action, Ctx};
+use crate::engine::hooks::Hooks;
 use crate::engine::{self, ServedResource, create_record, parse_body};
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::Hooks;
+use crate::http::app::{JsonBody, Reply};
+use crate::http::call::Call;
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route(
-            "/api/v2/notification/read-channel-comments",
-            post(read_channel_comments),
-        )
-        .route(
-            "/api/v2/notification/read-deliverable-documents",
-            post(read_deliverable_documents),
-        )
+// The handlers of this family's declared actions (`prodops_core::api::notification`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::notification::ReadChannelComments => read_channel_comments;
+    api::notification::ReadDeliverableDocuments => read_deliverable_documents;
 }
 
 fn field(path: &str, value: String) -> Cond {
@@ -106,7 +99,6 @@ fn user_cond(user: Option<Uuid>) -> Option<Cond> {
 }
 
 async fn read_channel_comments(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Notification", Action::Update)?;
     let body: ReadChannelComments = parse_body(body)?;
     call.write(move |tx, ctx| {
         let mut conds = vec![
@@ -121,7 +113,6 @@ async fn read_channel_comments(call: Call, JsonBody(body): JsonBody) -> ApiResul
 }
 
 async fn read_deliverable_documents(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Notification", Action::Update)?;
     let body: ReadDeliverableDocuments = parse_body(body)?;
     call.write(move |tx, ctx| {
         let mut conds = vec![

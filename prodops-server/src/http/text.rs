@@ -8,7 +8,7 @@
 //!   refused the same way.
 //!
 //! The checks are central: [`check_json`] runs on every JSON request body before it is parsed
-//! (`app.rs`: the body extractors, the bulk PUT's raw body included), [`check_uri`] on the path
+//! (`http/app.rs`: the body extractors, the bulk PUT's raw body included), [`check_uri`] on the path
 //! and query string of every request (the gateway), so no handler can forget them. Headers
 //! the server reads as text (`Idempotency-Key`, `X-Request-Id`) take visible ASCII only.
 //!
@@ -20,7 +20,7 @@ use prodops_core::ResourceDesc;
 use prodops_core::Violation;
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
 /// The most characters a text field the database indexes may hold (4 bytes a character at
 /// most, so two of them and the organization id stay inside PostgreSQL's index row limit).

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::app::AppState;
-use crate::context::{Ctx, format_time};
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::AppState;
+use crate::http::context::{Ctx, format_time};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 use crate::store::{SqlValue, StoreError, Tx};

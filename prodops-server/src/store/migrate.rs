@@ -52,8 +52,9 @@ const STEPS: &[(i64, &str)] = &[
     ),
     (
         10,
-        // The tree index of deliverables (deliverables/tree.rs): materialized path from the root
-        // (compared bytewise, so a subtree is one index range) and the sort key among siblings.
+        // The tree index of deliverables (deliverables/tree.rs, store/deliverables.rs):
+        // materialized path from the root (compared bytewise, so a subtree is one index range)
+        // and the sort key among siblings.
         // Both indexes cover what subtree and children reads select, so they never visit rows.
         "CREATE TABLE IF NOT EXISTS deliverable_tree (
         organization_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, root_id TEXT NOT NULL,
@@ -63,9 +64,9 @@ const STEPS: &[(i64, &str)] = &[
     ),
     (
         11,
-        // On SQLite, the rowid of each node's record (deliverables/tree.rs `records_join`): tree
+        // On SQLite, the rowid of each node's record (store/deliverables.rs `records_join`): tree
         // reads fetch records by rowid instead of a second index search by id. NULL on
-        // PostgreSQL; filled and repaired on start (`deliverables::backfill_tree`).
+        // PostgreSQL; filled and repaired on start (`store::deliverables::backfill_tree`).
         "ALTER TABLE deliverable_tree ADD COLUMN rid BIGINT",
     ),
     (
@@ -135,8 +136,9 @@ const STEPS: &[(i64, &str)] = &[
     ),
     (
         40,
-        // The counters behind generated identifiers (deliverables/identifiers.rs): the next
-        // number of each organization and scope, moved in the write transaction that uses it.
+        // The counters behind generated identifiers (deliverables/identifiers.rs,
+        // store/deliverables.rs): the next number of each organization and scope, moved in the
+        // write transaction that uses it.
         "CREATE TABLE IF NOT EXISTS identifier_counters (
         organization_id TEXT NOT NULL, scope TEXT NOT NULL, next BIGINT NOT NULL,
         PRIMARY KEY (organization_id, scope))",
@@ -155,7 +157,7 @@ type CodeStep = fn(&mut dyn Tx) -> StoreResult<()>;
 /// Steps done by code, once, after the resource tables exist: (version, step).
 const CODE_STEPS: &[(i64, CodeStep)] = &[
     // Deliverables stored before identifiers were generated get one (and their counters).
-    (41, crate::deliverables::identifiers::backfill),
+    (41, crate::store::deliverables::backfill_identifiers),
     // Deliverables stored before custom property values were indexed get their index rows.
     (43, crate::store::property_index::backfill),
 ];
@@ -196,7 +198,7 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
         )?;
     }
     set_up_resources(tx)?;
-    crate::deliverables::backfill_tree(tx)?;
+    crate::store::deliverables::backfill_tree(tx)?;
     for (version, step) in CODE_STEPS {
         if applied.contains(version) {
             continue;
@@ -228,7 +230,7 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
         .map(|kind| (kind.desc().table, resource_ddl(dialect, kind.desc())))
         .collect();
     let side = crate::store::property_index::ddl(dialect);
-    let mut extra = crate::deliverables::extra_ddl(dialect);
+    let mut extra = crate::store::deliverables::extra_ddl(dialect);
     extra.extend(
         registry::resources()
             .iter()
@@ -561,4 +563,19 @@ pub fn unique_index_name(desc: &ResourceDesc, key: &str) -> String {
 pub fn has_organizations(tx: &mut dyn Tx) -> StoreResult<bool> {
     let rows = tx.query("SELECT id FROM organizations LIMIT 1", &[])?;
     Ok(!rows.is_empty())
+}
+
+/// The message of a 409 raised by the unique index `name`.
+pub fn conflict_message(name: &str) -> String {
+    if name == "primary_key" {
+        return "a record with this id already exists".into();
+    }
+    for kind in registry::resources() {
+        for key in kind.desc().unique {
+            if unique_index_name(kind.desc(), key.name) == name {
+                return key.message.to_string();
+            }
+        }
+    }
+    "the write conflicts with an existing record".into()
 }

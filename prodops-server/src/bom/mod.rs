@@ -1,13 +1,11 @@
 //! The BOM actions of spec 4.5: prepopulate an order's BOM, allocate materials (reservations,
 //! which change `reserved` on stock rows, never `onHand`), and the demand and materials rollups.
 
+use prodops_core::api;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use prodops_core::bom_actions::{
     AllocateRequest, AllocateResult, BomSeed, DemandRow, DemandSource, MaterialsAcc,
     MaterialsRollup, PrepopulateRequest, PrepopulateResult, Reservation, SkippedLine,
@@ -19,11 +17,11 @@ use prodops_core::production_actions::{planned_for_order, remaining};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Ctx};
 use crate::engine::{create_record, parse_body};
-use crate::error::{ApiError, ApiResult, read_stored};
+use crate::http::app::{JsonBody, Reply};
+use crate::http::call::{Call, PathId};
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::production::{
     deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
     table_of, uuid_field,
@@ -32,20 +30,14 @@ use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
 use crate::store::{SqlValue, Tx};
 
-/// The BOM action routes of spec 4.5.
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/bom-line/order/{id}/prepopulate", post(prepopulate))
-        .route("/api/v2/bom-line/order/{id}/allocate", post(allocate_order))
-        .route(
-            "/api/v2/bom-line/project/{id}/allocate",
-            post(allocate_project),
-        )
-        .route("/api/v2/bom-line/demand-rollup", get(demand_rollup))
-        .route(
-            "/api/v2/bom-line/project/{id}/materials-rollup",
-            get(materials_rollup),
-        )
+// The handlers of this family's declared actions (`prodops_core::api::bom`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::bom::Prepopulate => prepopulate;
+    api::bom::AllocateOrder => allocate_order;
+    api::bom::AllocateProject => allocate_project;
+    api::bom::DemandRollup => demand_rollup;
+    api::bom::MaterialsRollup => materials_rollup;
 }
 
 const SOURCE_LINE: &str = "sourceBomLineId";
@@ -113,8 +105,6 @@ async fn prepopulate(
     PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    call.require("BomLine", Action::Create)?;
-    call.require("ProductionOutput", Action::Create)?;
     let req: PrepopulateRequest = optional_body(body)?;
     call.write(move |tx, ctx| Ok(Reply::value(&prepopulate_in(tx, ctx, id, &req)?)))
         .await
@@ -482,7 +472,6 @@ async fn allocate_order(
     PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    call.require("BomLine", Action::Update)?;
     let req: AllocateRequest = optional_body(body)?;
     call.write(move |tx, ctx| {
         let order = order_by_path(tx, ctx, id)?;
@@ -502,7 +491,6 @@ async fn allocate_project(
     PathId(id): PathId,
     body: Option<JsonBody>,
 ) -> ApiResult<Response> {
-    call.require("BomLine", Action::Update)?;
     if let Some(JsonBody(v)) = body
         && !(v.is_null() || v.as_object().is_some_and(Map::is_empty))
     {
@@ -560,7 +548,6 @@ fn is_open_order(order: &Value) -> bool {
 }
 
 async fn demand_rollup(call: Call) -> ApiResult<Response> {
-    call.require("BomLine", Action::Read)?;
     let rows = call.read(move |tx, ctx| demand_in(tx, ctx)).await?;
     Ok((StatusCode::OK, axum::Json(json!({ "value": rows }))).into_response())
 }
@@ -675,7 +662,6 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
 }
 
 async fn materials_rollup(call: Call, PathId(id): PathId) -> ApiResult<Response> {
-    call.require("BomLine", Action::Read)?;
     let rollup = call.read(move |tx, ctx| materials_in(tx, ctx, id)).await?;
     Ok((StatusCode::OK, axum::Json(json!({ "value": rollup }))).into_response())
 }

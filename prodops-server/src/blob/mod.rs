@@ -16,15 +16,15 @@ use object_store::ObjectStore;
 use object_store::path::Path as BlobPath;
 use uuid::Uuid;
 
-use crate::Error;
-use crate::clock::Clock;
-use crate::error::{ApiError, ApiResult};
-use crate::store::{SqlValue, Store, StoreError};
+use crate::http::app::AppState;
+use prodops_core::api::Endpoint;
+use prodops_core::api::document::Download;
+
+use crate::http::clock::Clock;
+use crate::http::error::{ApiError, ApiResult};
+use crate::store::{Error, SqlValue, Store, StoreError};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
-
-/// The path prefix of download links, served without an API key.
-pub const FILE_PATH_PREFIX: &str = "/api/v2/document/file/";
 
 /// Where the files are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +95,14 @@ pub enum LinkError {
 }
 
 impl Files {
+    /// The files of the running service (installed in [`AppState::services`] at start).
+    pub fn of(state: &AppState) -> &Files {
+        state
+            .services
+            .get::<Files>()
+            .expect("the document files are installed at start")
+    }
+
     /// Opens the store and loads (creating once) the signing secret from the database.
     pub async fn open(
         config: &FilesConfig,
@@ -183,8 +191,10 @@ impl Files {
     /// A download link for an organization's key that works until `now + ttl`.
     pub fn link(&self, org: Uuid, key: &str, now: i64) -> String {
         let expires = now + self.ttl.as_secs() as i64;
+        // The path of the declared download action (`prodops_core::api::document::Download`).
+        let path = Download::DESC.fill(&[org.to_string(), key.to_string()]);
         format!(
-            "{}{FILE_PATH_PREFIX}{org}/{key}?expires={expires}&signature={}",
+            "{}/api/v2{path}?expires={expires}&signature={}",
             self.public_url,
             self.sign(org, key, expires)
         )
@@ -282,7 +292,7 @@ mod tests {
         );
         let link = f.link(org, "k", 40);
         assert!(link.starts_with(&format!(
-            "http://h{FILE_PATH_PREFIX}{org}/k?expires=100&signature="
+            "http://h/api/v2/document/file/{org}/k?expires=100&signature="
         )));
     }
 

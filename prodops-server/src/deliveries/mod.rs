@@ -6,12 +6,11 @@
 //! with `data.deliveryId`, `data.cargoDeliverableIds` and `data.deliveryStatus`, and a `schedule`
 //! equal to the delivery's planned times (docs/deliveries.md).
 
+use prodops_core::api;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
 use prodops_core::delivery::{
     CargoFacts, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, LifecycleRequest,
     LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
@@ -21,32 +20,33 @@ use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Auth, Ctx};
+use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{
     self, ServedResource, apply_server_change, create_server_record, parse_body, parse_id,
 };
-use crate::error::{ApiError, ApiResult, read_stored};
-use crate::hooks::{DeleteAction, Hooks};
+use crate::http::app::{AppState, JsonBody, Reply};
+use crate::http::call::{Call, PathId};
+use crate::http::context::{Auth, Ctx};
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
 
 pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/delivery/outbound", post(create_outbound))
-        .route("/api/v2/delivery/{id}/outbound", patch(patch_outbound))
-        .route("/api/v2/delivery/{id}/start", post(start))
-        .route("/api/v2/delivery/{id}/complete", post(complete))
-        .route("/api/v2/delivery/{id}/cancel", post(cancel))
-        .route("/api/v2/delivery/{id}/receive", post(receive))
-        .route("/api/v2/delivery/{id}/archive", post(archive))
-        .route("/api/v2/delivery/{id}/restore", post(restore))
-        .route("/api/v2/delivery/{id}/itinerary", get(itinerary))
-        .route("/api/v2/delivery/{id}/cargo-plan", get(cargo_plan))
+// The handlers of this family's declared actions (`prodops_core::api::delivery`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::delivery::CreateOutbound => create_outbound;
+    api::delivery::PatchOutbound => patch_outbound;
+    api::delivery::Start => start;
+    api::delivery::Complete => complete;
+    api::delivery::Cancel => cancel;
+    api::delivery::Receive => receive;
+    api::delivery::Archive => archive;
+    api::delivery::Restore => restore;
+    api::delivery::Itinerary => itinerary;
+    api::delivery::CargoPlan => cargo_plan;
 }
 
 fn of_delivery(id: Uuid) -> Cond {
@@ -96,7 +96,6 @@ fn public_token() -> String {
 // ----- outbound create and planned times --------------------------------------------------------
 
 async fn create_outbound(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Delivery", Action::Create)?;
     let req: OutboundCreate = parse_body(body)?;
     let v = req.validate();
     if !v.is_empty() {
@@ -296,7 +295,6 @@ async fn patch_outbound(
     PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    call.require("Delivery", Action::Update)?;
     let req: OutboundPatch = parse_body(body)?;
     let st = call.state.clone();
     call.write(move |tx, ctx| {
@@ -383,11 +381,6 @@ async fn lifecycle(
     body: Option<JsonBody>,
     action: DeliveryAction,
 ) -> ApiResult<Response> {
-    call.require("Delivery", Action::Update)?;
-    if action == DeliveryAction::Complete {
-        // Completing an outbound delivery posts `ship` rows.
-        call.require("Item", Action::Update)?;
-    }
     let req: LifecycleRequest = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => LifecycleRequest::default(),
@@ -438,7 +431,6 @@ lifecycle_handler!(complete, DeliveryAction::Complete);
 lifecycle_handler!(cancel, DeliveryAction::Cancel);
 
 async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let req: ReceiveRequest = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => ReceiveRequest::default(),
@@ -536,7 +528,6 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
 // ----- archive and restore -----------------------------------------------------------------------
 
 async fn set_archived(call: Call, id: Uuid, archived: bool) -> ApiResult<Response> {
-    call.require("Delivery", Action::Delete)?;
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (res, old, d) = load(tx, ctx.org(), id)?;
@@ -566,7 +557,6 @@ async fn restore(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 // ----- reads -------------------------------------------------------------------------------------
 
 async fn itinerary(call: Call, PathId(id): PathId) -> ApiResult<Response> {
-    call.require("Delivery", Action::Read)?;
     let org = call.org();
     let body = call
         .state
@@ -582,7 +572,6 @@ async fn itinerary(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 }
 
 async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
-    call.require("Delivery", Action::Read)?;
     let org = call.org();
     let body = call
         .state

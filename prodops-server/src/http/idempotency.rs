@@ -3,9 +3,9 @@
 
 use axum::http::StatusCode;
 
-use crate::app::Reply;
-use crate::context::{Ctx, Idempotency};
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::Reply;
+use crate::http::context::{Ctx, Idempotency};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::{SqlValue, StoreError, Tx};
 
 /// How long a reply is kept.

@@ -11,13 +11,12 @@
 //!
 //! Every member endpoint needs an admin key, or both `User.Read` and `User.Update`.
 
+use prodops_core::api::{self, Endpoint};
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use chrono::Duration;
 use prodops_core::organization::{
     AcceptInvitation, AppUserStatus, InviteRequest, MemberStatus, OrganizationMember, can_resend,
@@ -27,39 +26,28 @@ use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, hash_key, write_reply};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Auth, Ctx, format_time};
+use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{self, ServedResource, apply_server_change, create_server_record, parse_body};
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::{DeleteAction, Hooks};
+use crate::http::app::{AppState, JsonBody, Reply, hash_key, write_reply};
+use crate::http::call::{Call, PathId};
+use crate::http::context::{Action, Auth, Ctx, format_time};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records;
 use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
 
-/// The path of the acceptance action, served without an API key.
-pub const ACCEPT_PATH: &str = "/api/v2/organization-member/accept-invitation";
-
 /// How long an invitation token works.
 pub const INVITATION_DAYS: i64 = 14;
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/organization-member", post(invite))
-        .route(ACCEPT_PATH, post(accept))
-        .route(
-            "/api/v2/organization-member/{id}/resend-invitation",
-            post(resend),
-        )
-        .route(
-            "/api/v2/organization-member/{id}/deactivate",
-            post(deactivate),
-        )
-        .route(
-            "/api/v2/organization-member/{id}/reactivate",
-            post(reactivate),
-        )
-        .route("/api/v2/outbox", get(outbox))
+// The handlers of this family's declared actions (`prodops_core::api::member`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::member::Invite => invite;
+    api::member::AcceptInvitation => accept;
+    api::member::ResendInvitation => resend;
+    api::member::Deactivate => deactivate;
+    api::member::Reactivate => reactivate;
+    api::member::Outbox => outbox;
 }
 
 /// Admin, or both `User.Read` and `User.Update` (spec 4.12); DELETE also needs `User.Delete`.
@@ -108,8 +96,9 @@ fn send_invitation(tx: &mut dyn Tx, ctx: &Ctx, member: &OrganizationMember) -> A
     let org = org_name(tx, ctx.org())?;
     let subject = format!("You are invited to {org}");
     let body = format!(
-        "Hello {name},\n\nyou have been invited to {org}. To accept, send\n\n  POST {ACCEPT_PATH}\n  {{\"token\": \"{token}\"}}\n\nThe invitation expires on {expires}.\n",
+        "Hello {name},\n\nyou have been invited to {org}. To accept, send\n\n  POST /api/v2{accept}\n  {{\"token\": \"{token}\"}}\n\nThe invitation expires on {expires}.\n",
         name = member.app_user.name,
+        accept = api::member::AcceptInvitation::DESC.path,
         expires = format_time(expires),
     );
     let payload = json!({
@@ -183,7 +172,6 @@ fn account_for(
 }
 
 async fn invite(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    member_auth(&call.auth, Action::Create)?;
     let req: InviteRequest = parse_body(body)?;
     let email = req
         .normalized_email()
@@ -218,9 +206,7 @@ fn sync_account(
     changes: &Map<String, Value>,
 ) -> ApiResult<()> {
     let res = engine::resource("organization-member");
-    let expr = tx
-        .dialect()
-        .text_expr(&FieldPath::parse("appUserId").expect("static path"));
+    let expr = tx.text_expr(&FieldPath::parse("appUserId").expect("static path"));
     let rows = tx.query(
         &format!(
             "SELECT organization_id, data FROM {} WHERE {expr} = ?",
@@ -333,7 +319,6 @@ where
         + Send
         + 'static,
 {
-    member_auth(&call.auth, Action::Update)?;
     call.write(move |tx, ctx| {
         let res = engine::resource("organization-member");
         let old = records::get(tx, res.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
@@ -396,11 +381,6 @@ async fn reactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 /// `GET /outbox?kind=&recipient=`: the organization's outgoing messages, oldest first
 /// (admin keys only).
 async fn outbox(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
-    if !call.auth.admin {
-        return Err(ApiError::forbidden(
-            "the outbox is readable with an admin key only",
-        ));
-    }
     let mut sql = String::from(
         "SELECT id, kind, recipient, subject, body, payload, created_at, sent_at FROM outbox WHERE organization_id = ?",
     );

@@ -7,14 +7,13 @@
 //! location) and applies their net change to the `stock` table in the same transaction,
 //! enforcing the negative-stock policy of [`prodops_core::inventory::next_on_hand`].
 
+use prodops_core::api;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post as post_route};
 use prodops_core::inventory::{
     InventoryTransaction, MAX_STOCK_MICROS, Stock, StockRefusal, TransactionType, from_micros,
     net_deltas, next_on_hand,
@@ -23,12 +22,12 @@ use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::Call;
-use crate::context::{Action, Ctx};
+use crate::engine::hooks::Hooks;
 use crate::engine::{self, ServedResource, create_record};
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::Hooks;
+use crate::http::app::{JsonBody, Reply};
+use crate::http::call::Call;
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records;
 use crate::store::{SqlValue, Tx};
 
@@ -295,20 +294,16 @@ impl Hooks for LedgerHooks {
 
 // ----- endpoints -----------------------------------------------------------------------------
 
-/// `POST /inventory-transaction` and `GET /stock`.
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route(
-            "/api/v2/inventory-transaction",
-            post_route(post_transaction),
-        )
-        .route("/api/v2/stock", get(list_stock))
+// The handlers of this family's declared actions (`prodops_core::api::inventory`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::inventory::PostTransaction => post_transaction;
+    api::inventory::StockList => list_stock;
 }
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs
 /// `Item.Update`. 201 with the stored row.
 async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let Value::Object(body) = body else {
         return Err(ApiError::validation(
             "the body of POST /inventory-transaction is one JSON object",
@@ -341,7 +336,6 @@ async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Res
 /// `GET /stock?itemId=&locationId=&shopId=&page=&pageSize=`: stock on hand per item and
 /// location, ordered by item then location. Needs `Item.Read`.
 async fn list_stock(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
-    call.require("Item", Action::Read)?;
     let mut conds = String::new();
     let mut params: Vec<SqlValue> = vec![call.org().into()];
     let mut page = 1u64;

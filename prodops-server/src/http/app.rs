@@ -1,5 +1,6 @@
-//! The application: shared state, the router, and the gateway every request passes through
-//! (request id → API key → rate limit → idempotency fingerprint → route → error shape).
+//! The application: shared state, the router around the routes the composition root assembles,
+//! and the gateway every request passes through (request id → API key → rate limit →
+//! idempotency fingerprint → route → error shape).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,9 +21,9 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::context::{Auth, Ctx, Idempotency};
-use crate::error::{ApiError, ApiResult, REQUEST_ID, code_for};
-use crate::ratelimit::RateLimiter;
+use crate::http::context::{Auth, Ctx, Idempotency};
+use crate::http::error::{ApiError, ApiResult, REQUEST_ID, code_for};
+use crate::http::ratelimit::RateLimiter;
 use crate::store::{PointRead, Store, Tx};
 
 /// Request bodies larger than this are refused with 413 (decisions.md section 4).
@@ -30,20 +31,26 @@ pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 pub struct AppState {
     pub store: Store,
-    /// Document files and their signed links.
-    pub files: crate::blob::Files,
+    /// Services of the layers above this one that handlers reach through the state, by type
+    /// (document files and their signed links: `blob::Files::of`).
+    pub services: axum::http::Extensions,
     pub limiter: RateLimiter,
     /// The OpenAPI document, rendered once at start.
     pub openapi: Bytes,
     /// Wakes the background job runner when a job is queued.
     pub jobs: Arc<tokio::sync::Notify>,
     /// The tables of the resources whose read by id the key lookup can do along
-    /// ([`crate::engine::point_reads`]), by the path they are served at.
+    /// (the engine's `point_reads`), by the path they are served at.
     pub point_reads: HashMap<String, &'static str>,
+    /// Paths under `/api/v2` that need no key beyond the OpenAPI document: those starting with
+    /// one of `open_prefixes` (download links, whose signature is the credential) and those
+    /// equal to one of `open_paths` (accepting an invitation, whose token is the credential).
+    pub open_prefixes: Vec<String>,
+    pub open_paths: Vec<String>,
 }
 
 /// The record of a `GET /api/v2/<resource>/<id>` that the key lookup reads in its own
-/// statement; the route's handler answers from it ([`crate::engine`]'s `get_one`).
+/// statement; the route's handler answers from it (the engine's `get_one`).
 #[derive(Debug, Clone)]
 pub struct Prefetched {
     pub read: PointRead,
@@ -112,11 +119,11 @@ where
         .store
         .write(move |tx| match &ctx.idempotency {
             Some(idem) => {
-                if let Some(stored) = crate::idempotency::replay(tx, &ctx, idem)? {
+                if let Some(stored) = crate::http::idempotency::replay(tx, &ctx, idem)? {
                     return Ok(stored);
                 }
                 let reply = f(tx, &ctx)?;
-                crate::idempotency::remember(tx, &ctx, idem, &reply)?;
+                crate::http::idempotency::remember(tx, &ctx, idem, &reply)?;
                 Ok(reply)
             }
             None => f(tx, &ctx),
@@ -156,7 +163,7 @@ async fn nonblank_body(req: Request) -> ApiResult<Option<Bytes>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    crate::text::check_json(&bytes)?;
+    crate::http::text::check_json(&bytes)?;
     Ok(Some(bytes))
 }
 
@@ -225,12 +232,12 @@ fn request_id(headers: &HeaderMap) -> Arc<str> {
 }
 
 /// Paths under `/api/v2` that need no key.
-fn is_open(path: &str) -> bool {
+fn is_open(state: &AppState, path: &str) -> bool {
     path == "/api/v2/openapi.json"
         || !path.starts_with("/api/v2")
         // The signature of a download link and the token of an invitation are the credentials.
-        || path.starts_with(crate::blob::FILE_PATH_PREFIX)
-        || path == crate::members::ACCEPT_PATH
+        || state.open_prefixes.iter().any(|p| path.starts_with(p.as_str()))
+        || state.open_paths.iter().any(|p| p == path)
 }
 
 /// The record a request reads by id, when the key lookup can read it along: a `GET` of
@@ -310,9 +317,9 @@ async fn admit(
     mut req: Request,
     next: Next,
     peer: Option<SocketAddr>,
-) -> (Response, Option<crate::ratelimit::Standing>) {
+) -> (Response, Option<crate::http::ratelimit::Standing>) {
     let path = req.uri().path().to_string();
-    let auth = if is_open(&path) {
+    let auth = if is_open(state, &path) {
         None
     } else {
         let read = point_read(state, req.method(), &path);
@@ -342,8 +349,8 @@ async fn admit(
         }
         None => {}
     }
-    // Path and query text: no U+0000, UTF-8 only, for every endpoint (text.rs).
-    if let Err(e) = crate::text::check_uri(req.uri()) {
+    // Path and query text: no U+0000, UTF-8 only, for every endpoint (http/text.rs).
+    if let Err(e) = crate::http::text::check_uri(req.uri()) {
         return (e.into_response(), Some(standing));
     }
     if matches!(
@@ -467,20 +474,13 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint")
 }
 
-pub fn router(state: Arc<AppState>) -> Router {
+/// The service: the health check, the OpenAPI document and `routes` (every endpoint, as the
+/// composition root assembles them) behind the gateway.
+pub fn router(state: Arc<AppState>, routes: Router<Arc<AppState>>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/api/v2/openapi.json", get(openapi))
-        .merge(crate::documents::routes())
-        .merge(crate::deliveries::routes())
-        .merge(crate::qc::routes())
-        .merge(crate::members::routes())
-        .merge(crate::notifications::routes())
-        .merge(crate::engine::routes())
-        .merge(crate::inventory::routes())
-        .merge(crate::production::routes())
-        .merge(crate::bom::routes())
-        .merge(crate::deliverables::routes())
+        .merge(routes)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)

@@ -9,27 +9,11 @@ use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
-/// The action part of a permission name (`Worker.Read`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Read,
-    Create,
-    Update,
-    Delete,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Read => "Read",
-            Action::Create => "Create",
-            Action::Update => "Update",
-            Action::Delete => "Delete",
-        }
-    }
-}
+/// The action part of a permission name (`Worker.Read`): core's, which the action
+/// declarations name too.
+pub use prodops_core::api::Perm as Action;
 
 /// An authenticated API key.
 #[derive(Debug, Clone)]

@@ -6,14 +6,13 @@
 //! to post, and post it through [`crate::inventory::post`] in the same transaction, keeping
 //! `quantityActual` equal to the sum of the order's production postings.
 
+use prodops_core::api;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use prodops_core::deliverable::DeliverableType;
 use prodops_core::inventory::{InventoryTransaction, TransactionType, round_quantity};
 use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner};
@@ -27,12 +26,12 @@ use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Ctx};
+use crate::engine::hooks::Hooks;
 use crate::engine::{self, ServedResource, create_record, parse_body};
-use crate::error::{ApiError, ApiResult, read_stored};
-use crate::hooks::Hooks;
+use crate::http::app::{JsonBody, Reply};
+use crate::http::call::{Call, PathId};
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
 use crate::store::{Tx, lock_scope};
@@ -333,14 +332,14 @@ impl Hooks for PlanHooks {
 
 // ----- the actions ---------------------------------------------------------------------------
 
-/// The production routes of spec 4.4.
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/production/produce", post(produce))
-        .route("/api/v2/production/consume", post(consume))
-        .route("/api/v2/production/adjust-actual", post(adjust_actual))
-        .route("/api/v2/production/order/{id}/status", get(order_status))
-        .route("/api/v2/production/order/{id}/entries", get(order_entries))
+// The handlers of this family's declared actions (`prodops_core::api::production`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::production::Produce => produce;
+    api::production::Consume => consume;
+    api::production::AdjustActual => adjust_actual;
+    api::production::OrderStatus => order_status;
+    api::production::OrderEntries => order_entries;
 }
 
 /// Posts ledger rows and returns them typed.
@@ -394,7 +393,6 @@ fn default_location(tx: &mut dyn Tx, ctx: &Ctx, field: &str, item_id: Uuid) -> A
 }
 
 async fn produce(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let req: ProduceRequest = parse_body(body)?;
     call.write(move |tx, ctx| {
         let result = produce_in(tx, ctx, &req)?;
@@ -476,7 +474,6 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
 }
 
 async fn consume(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let req: ConsumeRequest = parse_body(body)?;
     call.write(move |tx, ctx| {
         let result = consume_in(tx, ctx, &req)?;
@@ -543,7 +540,6 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
 }
 
 async fn adjust_actual(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let req: AdjustActualRequest = parse_body(body)?;
     check_adjust_actual(&req).map_err(ApiError::violations)?;
     call.write(move |tx, ctx| {
@@ -674,7 +670,6 @@ fn order_postings(
 }
 
 async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let status = call
         .read(move |tx, ctx| {
             let order = order_by_path(tx, ctx, id)?;
@@ -763,7 +758,6 @@ async fn order_entries(
     PathId(id): PathId,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
-    call.require("Item", Action::Update)?;
     let (page, page_size) = paging(query.as_deref())?;
     let body = call
         .read(move |tx, ctx| {
@@ -812,207 +806,3 @@ pub(crate) fn paging(query: Option<&str>) -> ApiResult<(u64, u64)> {
 }
 
 // ----- OpenAPI -------------------------------------------------------------------------------
-
-/// The endpoints of the inventory, production and BOM actions, for the OpenAPI document.
-pub fn openapi(
-    mut paths: utoipa::openapi::PathsBuilder,
-    schemas: &mut Vec<(
-        String,
-        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-    )>,
-) -> utoipa::openapi::PathsBuilder {
-    use prodops_core::bom_actions::{
-        AllocateRequest, AllocateResult, DemandRow, MaterialsRollup, PrepopulateRequest,
-        PrepopulateResult,
-    };
-    use prodops_core::inventory::Stock;
-    use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItemBuilder};
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder};
-    use utoipa::openapi::{Ref, RefOr, schema::Schema};
-    use utoipa::{PartialSchema, ToSchema};
-
-    use crate::openapi::{body, error_responses, id_param, page_of, response};
-
-    fn add<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) -> RefOr<Schema> {
-        T::schemas(schemas);
-        schemas.push((T::name().into_owned(), <T as PartialSchema>::schema()));
-        Ref::from_schema_name(T::name()).into()
-    }
-    fn value_of(schema: RefOr<Schema>) -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .property("value", schema)
-            .required("value")
-            .into()
-    }
-    struct Endpoint {
-        method: HttpMethod,
-        path: &'static str,
-        id: &'static str,
-        tag: &'static str,
-        summary: &'static str,
-        request: Option<RefOr<Schema>>,
-        status: &'static str,
-        reply: RefOr<Schema>,
-        path_id: bool,
-    }
-    let tx_schema: RefOr<Schema> = Ref::from_schema_name("InventoryTransaction").into();
-    let endpoints = vec![
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/inventory-transaction",
-            id: "inventory_transaction_post",
-            tag: "inventory-transaction",
-            summary: "Post an adjust, transfer or return (Item.Update); stock updated atomically; 409 when stock would go below zero",
-            request: Some(tx_schema.clone()),
-            status: "201",
-            reply: tx_schema,
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Get,
-            path: "/api/v2/stock",
-            id: "stock_list",
-            tag: "stock",
-            summary: "Stock on hand and reserved per item and location (filters itemId, locationId, shopId; page, pageSize)",
-            request: None,
-            status: "200",
-            reply: page_of(add::<Stock>(schemas)),
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/production/produce",
-            id: "production_produce",
-            tag: "production",
-            summary: "Post produced output of an order's declarations (or ad-hoc items)",
-            request: Some(add::<ProduceRequest>(schemas)),
-            status: "200",
-            reply: value_of(add::<ProduceResult>(schemas)),
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/production/consume",
-            id: "production_consume",
-            tag: "production",
-            summary: "Post consumption of an order's BOM lines",
-            request: Some(add::<ConsumeRequest>(schemas)),
-            status: "200",
-            reply: value_of(add::<ConsumeResult>(schemas)),
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/production/adjust-actual",
-            id: "production_adjust_actual",
-            tag: "production",
-            summary: "Correct a declaration's or BOM line's actual quantity (posts an adjust row)",
-            request: Some(add::<AdjustActualRequest>(schemas)),
-            status: "200",
-            reply: value_of(add::<AdjustActualResult>(schemas)),
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Get,
-            path: "/api/v2/production/order/{id}/status",
-            id: "production_order_status",
-            tag: "production",
-            summary: "Planned against actual output and material of an order",
-            request: None,
-            status: "200",
-            reply: add::<OrderStatus>(schemas),
-            path_id: true,
-        },
-        Endpoint {
-            method: HttpMethod::Get,
-            path: "/api/v2/production/order/{id}/entries",
-            id: "production_order_entries",
-            tag: "production",
-            summary: "The production trace of an order: its production ledger rows (page, pageSize)",
-            request: None,
-            status: "200",
-            reply: page_of(add::<OrderEntry>(schemas)),
-            path_id: true,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/bom-line/order/{id}/prepopulate",
-            id: "bom_line_order_prepopulate",
-            tag: "bom-line",
-            summary: "Seed an order's BOM from its project BOM, else a route's inputs (idempotent)",
-            request: Some(add::<PrepopulateRequest>(schemas)),
-            status: "200",
-            reply: value_of(add::<PrepopulateResult>(schemas)),
-            path_id: true,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/bom-line/order/{id}/allocate",
-            id: "bom_line_order_allocate",
-            tag: "bom-line",
-            summary: "Reserve an order's remaining materials",
-            request: Some(add::<AllocateRequest>(schemas)),
-            status: "200",
-            reply: value_of(add::<AllocateResult>(schemas)),
-            path_id: true,
-        },
-        Endpoint {
-            method: HttpMethod::Post,
-            path: "/api/v2/bom-line/project/{id}/allocate",
-            id: "bom_line_project_allocate",
-            tag: "bom-line",
-            summary: "Reserve a project's materials",
-            request: None,
-            status: "200",
-            reply: value_of(Ref::from_schema_name("AllocateResult").into()),
-            path_id: true,
-        },
-        Endpoint {
-            method: HttpMethod::Get,
-            path: "/api/v2/bom-line/demand-rollup",
-            id: "bom_line_demand_rollup",
-            tag: "bom-line",
-            summary: "Material demand per item with its sources, stock and shortage",
-            request: None,
-            status: "200",
-            reply: value_of(ArrayBuilder::new().items(add::<DemandRow>(schemas)).into()),
-            path_id: false,
-        },
-        Endpoint {
-            method: HttpMethod::Get,
-            path: "/api/v2/bom-line/project/{id}/materials-rollup",
-            id: "bom_line_project_materials_rollup",
-            tag: "bom-line",
-            summary: "A project's estimate, planned, on-order, used and variance per item",
-            request: None,
-            status: "200",
-            reply: value_of(add::<MaterialsRollup>(schemas)),
-            path_id: true,
-        },
-    ];
-    // Paths served here beside the engine's own operations on the same path are merged.
-    let mut items: Vec<(&str, PathItemBuilder)> = Vec::new();
-    for e in endpoints {
-        let mut op = error_responses(
-            OperationBuilder::new()
-                .tag(e.tag)
-                .summary(Some(e.summary))
-                .operation_id(Some(e.id)),
-        )
-        .response(e.status, response("Success", Some(e.reply)));
-        if let Some(request) = e.request {
-            op = op.request_body(Some(body(request)));
-        }
-        if e.path_id {
-            op = op
-                .parameter(id_param())
-                .response("404", response("No such record in this organization", None));
-        }
-        let item = PathItemBuilder::new().operation(e.method, op.build());
-        items.push((e.path, item));
-    }
-    for (path, item) in items {
-        paths = paths.path(path, item.build());
-    }
-    paths
-}

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::clock::{Clock, system_secs};
+use crate::http::clock::{Clock, system_secs};
 use crate::store::{SqlValue, Store, StoreError};
 
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(250);

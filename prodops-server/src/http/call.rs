@@ -18,10 +18,9 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use uuid::Uuid;
 
-use crate::app::{AppState, Reply, write_reply};
-use crate::context::{Action, Auth, Ctx, Idempotency};
-use crate::engine::parse_id;
-use crate::error::{ApiError, ApiResult};
+use crate::http::app::{AppState, Reply, write_reply};
+use crate::http::context::{Action, Auth, Ctx, Idempotency};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 
 /// The state, the authenticated key and the idempotency key of one request.
@@ -86,6 +85,11 @@ impl Call {
         let ctx = Ctx::new(self.auth, None);
         self.state.store.read(move |tx| f(tx, &ctx)).await
     }
+}
+
+/// An id given in a path or body, parsed as a UUID (400 naming `id` when it is not one).
+pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
 }
 
 /// The `{id}` segment of a route, parsed as a UUID (400 naming `id` when it is not one).

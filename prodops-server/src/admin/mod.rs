@@ -7,10 +7,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::Error;
-use crate::app::hash_key;
-use crate::context::format_time;
-use crate::store::{SqlValue, Store, StoreError};
+use crate::http::app::hash_key;
+use crate::http::context::format_time;
+use crate::store::{Error, SqlValue, Store, StoreError};
 
 /// The organization feature flags an operator can set.
 pub const FLAGS: &[&str] = &["documentsHubEnabled", "deliveryComponentCargoEnabled"];

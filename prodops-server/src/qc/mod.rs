@@ -8,34 +8,32 @@
 //! - `DELETE /qc-template/{id}` removes the version for good, 409 while a QC set references it.
 //! - A QC set must reference an existing version.
 
-use std::sync::Arc;
+use prodops_core::api;
 
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{patch, post};
 use prodops_core::qc::{QcTemplateVersionCreate, next_version_number};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Ctx};
+use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{self, ServedResource, create_record, parse_body};
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::{DeleteAction, Hooks};
+use crate::http::app::{JsonBody, Reply};
+use crate::http::call::{Call, PathId};
+use crate::http::context::Ctx;
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
 use crate::store::{Tx, lock_scope};
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/qc-template/versions", post(publish))
-        .route("/api/v2/qc-template/{id}", patch(patch_nothing))
+// The handlers of this family's declared actions (`prodops_core::api::qc`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::qc::PublishVersion => publish;
+    api::qc::UpdateTemplate => patch_nothing;
 }
 
 async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("QcTemplate", Action::Create)?;
     let req: QcTemplateVersionCreate = parse_body(body)?;
     call.write(move |tx, ctx| {
         let res = engine::resource("qc-template");
@@ -82,7 +80,6 @@ async fn patch_nothing(
     PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    call.require("QcTemplate", Action::Update)?;
     if !body.is_object() {
         return Err(ApiError::validation(
             "the request body must be a JSON object",

@@ -7,10 +7,8 @@ use serde_json::json;
 
 use crate::store::{StoreError, TxError};
 
-tokio::task_local! {
-    /// The id of the request being served, for error bodies; set by the request-id middleware.
-    pub static REQUEST_ID: std::sync::Arc<str>;
-}
+/// The id of the request being served, for error bodies; set by the request-id middleware.
+pub use crate::store::REQUEST_ID;
 
 pub fn current_request_id() -> String {
     REQUEST_ID.try_with(|id| id.to_string()).unwrap_or_default()
@@ -157,7 +155,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict(name) => {
-                let message = crate::engine::conflict_message(&name);
+                let message = crate::store::migrate::conflict_message(&name);
                 ApiError::conflict(message)
             }
             StoreError::Retry => ApiError {

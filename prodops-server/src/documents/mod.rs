@@ -14,14 +14,13 @@
 //! Everything but the reads, archive/restore, permanent DELETE, counts and downloads needs the
 //! organization flag `documentsHubEnabled` (403 without it).
 
+use prodops_core::api;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, post};
 use prodops_core::document::{
     CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload, LinkRequest,
     MAX_HUB_UPLOAD, UploadedFile, VersionCreate, current_version_patch,
@@ -32,41 +31,33 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::app::{AppState, JsonBody, Reply, read_body};
-use crate::blob::{LinkError, is_key};
-use crate::call::{Call, PathId};
-use crate::context::{Action, Auth, Ctx};
+use crate::blob::{Files, LinkError, is_key};
+use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{
     self, ServedResource, apply_server_change, create_record, parse_body, parse_id,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::hooks::{DeleteAction, Hooks};
+use crate::http::app::{AppState, JsonBody, Reply, read_body};
+use crate::http::call::{Call, PathId};
+use crate::http::context::{Action, Auth, Ctx};
+use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
 use crate::store::{SqlValue, Tx};
 
 pub const HUB_FLAG: &str = "documentsHubEnabled";
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/v2/document/upload", post(upload))
-        .route(
-            "/api/v2/document/file/{org}/{key}",
-            axum::routing::get(download),
-        )
-        .route("/api/v2/document/hub/bulk-upload", post(hub_bulk_upload))
-        .route(
-            "/api/v2/document/counts-by-deliverable",
-            post(counts_by_deliverable),
-        )
-        .route("/api/v2/document-version", post(create_version_body))
-        .route("/api/v2/document/{id}/versions", post(create_version_path))
-        .route("/api/v2/document/{id}/links", post(link))
-        .route(
-            "/api/v2/document/{id}/links/{deliverable_id}",
-            delete(unlink),
-        )
-        .route("/api/v2/document/{id}/copy-mode", post(copy_mode))
+// The handlers of this family's declared actions (`prodops_core::api::document`); the router
+// serves each on its declared method and path, behind its declared access.
+crate::http::action::handle! {
+    api::document::Upload => upload;
+    api::document::Download => download;
+    api::document::HubBulkUpload => hub_bulk_upload;
+    api::document::CountsByDeliverable => counts_by_deliverable;
+    api::document::CreateVersion => create_version_body;
+    api::document::AddVersion => create_version_path;
+    api::document::Link => link;
+    api::document::Unlink => unlink;
+    api::document::SetCopyMode => copy_mode;
 }
 
 fn require_hub(auth: &Auth) -> ApiResult<()> {
@@ -125,7 +116,7 @@ async fn upload(call: Call, headers: HeaderMap, body: Body) -> ApiResult<Respons
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let size_bytes = bytes.len() as i64;
     let org = call.org();
-    let key = call.state.files.put(org, bytes).await?;
+    let key = Files::of(&call.state).put(org, bytes).await?;
     call.write(move |tx, ctx| {
         tx.execute(
             "INSERT INTO blobs (organization_id, document_key, size_bytes, mime_type, sha256, created_at) \
@@ -172,8 +163,8 @@ async fn download(
     let (Some(expires), Some(signature)) = (expires, signature) else {
         return Err(refused());
     };
-    let now = state.files.now();
-    match state.files.verify(org, &key, expires, &signature, now) {
+    let now = Files::of(&state).now();
+    match Files::of(&state).verify(org, &key, expires, &signature, now) {
         Ok(()) => {}
         Err(LinkError::Expired) => {
             return Err(ApiError::forbidden(
@@ -188,8 +179,7 @@ async fn download(
         .read(move |tx| blob_row(tx, org, &lookup_key))
         .await?
         .ok_or_else(ApiError::not_found)?;
-    let bytes = state
-        .files
+    let bytes = Files::of(&state)
         .get(org, &key)
         .await?
         .ok_or_else(ApiError::not_found)?;
@@ -275,13 +265,8 @@ async fn version_reply(call: Call, document_id: Uuid, req: VersionCreate) -> Api
     .await
 }
 
-fn version_auth(auth: &Auth) -> ApiResult<()> {
-    require_hub(auth)?;
-    auth.require("Document", Action::Update)
-}
-
 async fn create_version_body(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    version_auth(&call.auth)?;
+    require_hub(&call.auth)?;
     let req: VersionCreate = parse_body(body)?;
     let document_id = req
         .document_id
@@ -295,7 +280,7 @@ async fn create_version_path(
     PathId(document_id): PathId,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    version_auth(&call.auth)?;
+    require_hub(&call.auth)?;
     let req: VersionCreate = parse_body(body)?;
     if req.document_id.is_some_and(|d| d != document_id) {
         return Err(ApiError::field(
@@ -330,7 +315,6 @@ fn check_version(req: &VersionCreate) -> ApiResult<()> {
 
 async fn hub_bulk_upload(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
     require_hub(&call.auth)?;
-    call.require("Document", Action::Create)?;
     let req: HubBulkUpload = parse_body(body)?;
     if req.documents.is_empty() || req.documents.len() > MAX_HUB_UPLOAD {
         return Err(ApiError::field(
@@ -439,14 +423,8 @@ fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedR
     Ok((docs, doc))
 }
 
-fn link_auth(auth: &Auth) -> ApiResult<()> {
-    require_hub(auth)?;
-    auth.require("Document", Action::Read)?;
-    auth.require("Deliverable", Action::Update)
-}
-
 async fn link(call: Call, PathId(id): PathId, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    link_auth(&call.auth)?;
+    require_hub(&call.auth)?;
     let req: LinkRequest = parse_body(body)?;
     let st = call.state.clone();
     call.write(move |tx, ctx| {
@@ -478,7 +456,7 @@ async fn unlink(
     call: Call,
     Path((id, deliverable)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    link_auth(&call.auth)?;
+    require_hub(&call.auth)?;
     let id = parse_id(&id)?;
     let deliverable = parse_id(&deliverable)?;
     let st = call.state.clone();
@@ -518,7 +496,6 @@ async fn copy_mode(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     require_hub(&call.auth)?;
-    call.require("Document", Action::Update)?;
     let req: CopyModeRequest = parse_body(body)?;
     let st = call.state.clone();
     call.write(move |tx, ctx| {
@@ -535,7 +512,6 @@ async fn copy_mode(
 // ----- counts ------------------------------------------------------------------------------------
 
 async fn counts_by_deliverable(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    call.require("Document", Action::Read)?;
     let req: CountsByDeliverable = parse_body(body)?;
     let v = req.validate();
     if !v.is_empty() {
@@ -609,7 +585,7 @@ fn present_file(state: &AppState, org: Uuid, record: &mut Value) {
         .filter(|k| !k.is_empty())
         .map(str::to_string);
     let url = match key {
-        Some(key) => json!(state.files.link(org, &key, state.files.now())),
+        Some(key) => json!(Files::of(state).link(org, &key, Files::of(state).now())),
         None => obj
             .get("externalUrl")
             .or_else(|| obj.get("documentUrl"))

@@ -1,0 +1,131 @@
+//! The binding of every resource to its hooks (composition root): the one exhaustive match
+//! over `ResourceId`, naming the hook types of every resource family. The engine is handed
+//! this binding at start ([`install`]); it never names a family itself.
+
+use std::sync::Arc;
+
+use prodops_core::registry::ResourceId;
+
+use crate::engine::hooks::{Hooks, NoHooks};
+
+/// Hands the engine this binding (idempotent); done before anything is served or migrated.
+pub fn install() {
+    crate::engine::bind_hooks(for_resource);
+}
+
+/// The hooks of the resource `id`.
+pub fn for_resource(id: ResourceId) -> Arc<dyn Hooks> {
+    bound(id).0
+}
+
+/// The hooks of the resource `id`, with the name of their type (which the test of this
+/// binding reads). No wildcard arm: a new resource does not compile until it is given its
+/// hooks here, `NoHooks` included.
+fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
+    use crate::{catalog, workers};
+    use crate::{deliverables, deliveries, documents, inventory, members, notifications};
+    use crate::{production, qc};
+    match id {
+        ResourceId::Worker => bind(workers::WorkerHooks),
+        ResourceId::CatalogEntry => bind(catalog::CatalogHooks),
+        ResourceId::Deliverable => bind(deliverables::hooks::DeliverableHooks { concept: false }),
+        ResourceId::Dependency => bind(deliverables::hooks::DependencyHooks),
+        ResourceId::WorkSession => bind(deliverables::hooks::WorkSessionHooks),
+        ResourceId::Document => bind(documents::DocumentHooks),
+        ResourceId::DocumentVersion => bind(documents::VersionHooks),
+        ResourceId::QcTemplate => bind(qc::QcTemplateHooks),
+        ResourceId::QcSet => bind(qc::QcSetHooks),
+        ResourceId::OrganizationMember => bind(members::MemberHooks),
+        ResourceId::Comment => bind(notifications::CommentHooks),
+        ResourceId::Delivery => bind(deliveries::DeliveryHooks),
+        ResourceId::DeliveryManifestLine => bind(deliveries::ManifestHooks),
+        ResourceId::InventoryTransaction => bind(inventory::LedgerHooks),
+        ResourceId::ProductionOutput | ResourceId::BomLine => bind(production::PlanHooks),
+        ResourceId::Vendor
+        | ResourceId::Contact
+        | ResourceId::CustomProperty
+        | ResourceId::DeliveryStop
+        | ResourceId::DeliveryLeg
+        | ResourceId::DeliveryCargoSpan
+        | ResourceId::Role
+        | ResourceId::Notification
+        | ResourceId::Item
+        | ResourceId::Location
+        | ResourceId::Shop
+        | ResourceId::Stage
+        | ResourceId::UnitMeasure
+        | ResourceId::Team
+        | ResourceId::Project
+        | ResourceId::Code
+        | ResourceId::Note
+        | ResourceId::Timesheet => bind(NoHooks),
+    }
+}
+
+fn bind<H: Hooks + 'static>(hooks: H) -> (Arc<dyn Hooks>, &'static str) {
+    (Arc::new(hooks), std::any::type_name::<H>())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::any::type_name;
+    use std::collections::BTreeMap;
+
+    use prodops_core::registry;
+
+    use super::*;
+    use crate::{catalog, workers};
+    use crate::{deliverables, deliveries, documents, inventory, members, notifications};
+    use crate::{production, qc};
+
+    /// Every registered resource gets the hooks it is served with, by path: the resources with
+    /// hooks of their own are exactly these, every other one has `NoHooks`.
+    #[test]
+    fn every_resource_gets_its_hooks() {
+        let expected: BTreeMap<&str, &str> = [
+            ("worker", type_name::<workers::WorkerHooks>()),
+            ("catalog-entry", type_name::<catalog::CatalogHooks>()),
+            (
+                "deliverable",
+                type_name::<deliverables::hooks::DeliverableHooks>(),
+            ),
+            (
+                "dependency",
+                type_name::<deliverables::hooks::DependencyHooks>(),
+            ),
+            (
+                "deliverable/work-sessions",
+                type_name::<deliverables::hooks::WorkSessionHooks>(),
+            ),
+            ("document", type_name::<documents::DocumentHooks>()),
+            ("document-version", type_name::<documents::VersionHooks>()),
+            ("qc-template", type_name::<qc::QcTemplateHooks>()),
+            ("qc-set", type_name::<qc::QcSetHooks>()),
+            ("organization-member", type_name::<members::MemberHooks>()),
+            ("comment", type_name::<notifications::CommentHooks>()),
+            ("delivery", type_name::<deliveries::DeliveryHooks>()),
+            (
+                "delivery-manifest-line",
+                type_name::<deliveries::ManifestHooks>(),
+            ),
+            (
+                "inventory-transaction",
+                type_name::<inventory::LedgerHooks>(),
+            ),
+            ("production-output", type_name::<production::PlanHooks>()),
+            ("bom-line", type_name::<production::PlanHooks>()),
+        ]
+        .into();
+
+        let mut with_hooks = BTreeMap::new();
+        for kind in registry::resources() {
+            let path = kind.desc().path;
+            let id = ResourceId::of(*kind).unwrap_or_else(|| panic!("/{path} has no id"));
+            let (_, hooks) = bound(id);
+            if hooks != type_name::<NoHooks>() {
+                with_hooks.insert(path, hooks);
+            }
+        }
+        assert_eq!(with_hooks, expected);
+    }
+}

@@ -1,0 +1,171 @@
+//! Workers (spec 3.3): the hooks of the worker resource.
+
+use prodops_core::worker;
+use serde_json::{Map, Value, json};
+
+use crate::engine::ServedResource;
+use crate::engine::hooks::Hooks;
+use crate::http::context::Ctx;
+use crate::http::error::ApiResult;
+use crate::store::Tx;
+use crate::store::records::{self, Select};
+use crate::store::sql::Cond;
+
+fn str_field<'a>(v: &'a Map<String, Value>, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether a record of `table` other than `except` has `field == value`, among active records
+/// only when `active_only`.
+fn taken(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    table: &str,
+    field: &str,
+    value: &str,
+    except: &str,
+    active_only: bool,
+) -> ApiResult<bool> {
+    let mut conds = vec![Cond::field_equals(field, value)];
+    if active_only {
+        conds.push(Cond::Archived(false));
+    }
+    let select = Select {
+        conds,
+        limit: 2,
+        ..Default::default()
+    };
+    let found = records::select_values(tx, table, ctx.org(), &select)?;
+    Ok(found
+        .iter()
+        .any(|r| r.get("id").and_then(Value::as_str) != Some(except)))
+}
+
+/// Workers (spec 3.3): archive suffixes, restore naming, the end of open work on archive.
+pub struct WorkerHooks;
+
+impl Hooks for WorkerHooks {
+    // The hooks write the worker itself and work sessions (ending open work on archive).
+    fn batch_creates(&self) -> bool {
+        true
+    }
+
+    /// A worker created archived ends its open work (`after_write`); any other create is plain.
+    fn plain_create(&self, field: &dyn Fn(&str) -> Option<Value>) -> bool {
+        field("isArchived") != Some(Value::Bool(true))
+    }
+
+    fn before_update(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &ServedResource,
+        old: &Value,
+        patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        let was_archived = old
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let archived = candidate
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let id = str_field(candidate, "id").to_string();
+        let table = res.table();
+        if was_archived != archived {
+            // Choosing a free name reads, then writes: two archives or restores at once on
+            // PostgreSQL (READ COMMITTED) could otherwise both choose the same name.
+            crate::store::lock_scope(tx, &format!("worker-names:{}", ctx.org()))?;
+        }
+        if !was_archived && archived {
+            let name = str_field(candidate, "name").trim().to_string();
+            let (archived_name, n) = worker::archived_name(&name, |candidate_name| {
+                taken(tx, ctx, table, "name", candidate_name, &id, false)
+            })?;
+            candidate.insert("name".into(), json!(archived_name));
+            let identifier = str_field(candidate, "customerIdentifier")
+                .trim()
+                .to_string();
+            if !identifier.is_empty() {
+                candidate.insert(
+                    "customerIdentifier".into(),
+                    json!(format!("{identifier}{}", worker::archive_suffix(n))),
+                );
+            }
+            candidate.insert("teamId".into(), Value::Null);
+        } else if was_archived && !archived {
+            let old_name = old.get("name").and_then(Value::as_str).unwrap_or("");
+            // A restore may rename in the same call; otherwise the suffix comes off.
+            let base = match patch.get("name").and_then(Value::as_str) {
+                Some(new_name) if new_name != old_name => new_name.trim().to_string(),
+                _ => worker::strip_archive_suffix(old_name).to_string(),
+            };
+            let restored = worker::restored_name(&base, |candidate_name| {
+                taken(tx, ctx, table, "name", candidate_name, &id, true)
+            })?;
+            candidate.insert("name".into(), json!(restored));
+            let identifier = str_field(candidate, "customerIdentifier").to_string();
+            candidate.insert(
+                "customerIdentifier".into(),
+                json!(worker::strip_archive_suffix(&identifier)),
+            );
+        }
+        Ok(())
+    }
+
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let was_archived = old
+            .and_then(|o| o.get("isArchived"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let archived = new
+            .get("isArchived")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !was_archived && archived {
+            let id = new.get("id").and_then(Value::as_str).unwrap_or("");
+            end_open_work(tx, ctx, id)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends a worker's open work sessions and removes their open plans (spec 3.3).
+fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
+    let Some(kind) = prodops_core::registry::by_path("deliverable/work-sessions") else {
+        return Ok(());
+    };
+    let table = kind.desc().table;
+    let select = Select {
+        conds: vec![
+            Cond::field_equals("workerId", worker_id),
+            Cond::field_equals("endDate", "null"),
+        ],
+        limit: 100_000,
+        ..Default::default()
+    };
+    let mut deliverables = Vec::new();
+    for mut session in records::select_values(tx, table, ctx.org(), &select)? {
+        session["endDate"] = json!(ctx.now_text());
+        session["updatedAt"] = json!(ctx.now_text());
+        records::update(tx, table, ctx.org(), &session)?;
+        if let Some(d) = session
+            .get("deliverableId")
+            .and_then(Value::as_str)
+            .and_then(|s| uuid::Uuid::parse_str(s).ok())
+        {
+            deliverables.push(d);
+        }
+    }
+    // The deliverables' computed workers follow.
+    crate::deliverables::hooks::sessions_changed(tx, ctx, &deliverables)
+}
