@@ -1,9 +1,11 @@
-//! The command tree, generated from the resource registry and the action table.
+//! The command tree, generated from the resource registry (the standard verbs of each
+//! resource) and from the action declarations of `prodops_core::api` (see `actions.rs`).
 
 use clap::{Arg, ArgAction, Command};
+use prodops_core::api::ParamKind;
 use prodops_core::{Allow, Archive, ResourceDesc};
 
-use crate::actions::{ACTIONS, ActionSpec, FlagKind, To, path_params};
+use crate::actions::{self, ActionCommand, FlagKind, To};
 
 /// The command name of a resource: its path, with nested paths given a short name.
 pub fn resource_command_name(path: &str) -> String {
@@ -225,22 +227,62 @@ fn resource_command(d: &ResourceDesc) -> Command {
     cmd
 }
 
-fn action_command(a: &ActionSpec) -> Command {
-    let mut cmd = Command::new(a.verb)
-        .about(format!("{} ({} {})", a.about, a.method, a.path))
-        .after_help(example(a.example.to_string()));
-    for p in path_params(a.path) {
+/// The method and path template (`{id}` for the record) a standard verb of a resource command
+/// sends, as `Resource` in the client sends it; `None` for a verb the command does not have (or
+/// one that is not one request, such as `import`). The agreement test holds the actions served
+/// by a standard verb to it.
+pub fn standard_route(d: &ResourceDesc, verb: &str) -> Option<(&'static str, String)> {
+    let base = format!("/{}", d.path);
+    let item = format!("/{}/{{id}}", d.path);
+    let ops = d.ops;
+    Some(match verb {
+        "list" => ("GET", base),
+        "get" => ("GET", item),
+        "query" => ("POST", format!("{base}/query")),
+        "count" => ("GET", format!("{base}/count")),
+        "group-count" => ("POST", format!("{base}/group-and-count")),
+        "create" if offered(ops.create) => ("POST", base),
+        "update" if offered(ops.update) => ("PATCH", item),
+        "delete" if offered(ops.delete) => ("DELETE", item),
+        "bulk-put" if offered(ops.bulk_put) => ("PUT", format!("{base}/bulk")),
+        "bulk-update" if offered(ops.bulk_patch) => ("PATCH", format!("{base}/bulk")),
+        "bulk-delete" if offered(ops.bulk_delete) => ("DELETE", format!("{base}/bulk")),
+        "archive" | "restore" => match d.archive {
+            Archive::No => return None,
+            Archive::Actions => ("POST", format!("{item}/{verb}")),
+            Archive::OnDelete if verb == "archive" => ("DELETE", item),
+            Archive::OnDelete | Archive::PatchOnly => ("PATCH", item),
+        },
+        _ => return None,
+    })
+}
+
+fn action_command(c: &ActionCommand) -> Command {
+    let a = c.desc;
+    let mut cmd = Command::new(a.cli.verb)
+        .about(format!(
+            "{} ({} {})",
+            a.cli.about,
+            a.method.as_str(),
+            a.path
+        ))
+        .after_help(example(a.cli.example.to_string()));
+    for (i, p) in a.path_params().into_iter().enumerate() {
+        let what = match a.path_kinds.get(i) {
+            Some(ParamKind::Uuid) | None => format!("The {p} in {}", a.path),
+            Some(_) => format!("The {p} in {} (text)", a.path),
+        };
         cmd = cmd.arg(
-            Arg::new(p.to_string())
+            Arg::new(p)
                 .required(true)
                 .value_name(p.to_uppercase())
-                .help(format!("The {p} in {}", a.path)),
+                .help(what),
         );
     }
-    for f in a.flags {
-        let mut arg = Arg::new(f.name)
-            .long(f.name)
-            .help(f.help)
+    for f in &c.flags {
+        let mut arg = Arg::new(f.id.clone())
+            .long(f.name.clone())
+            .help(f.help.clone())
             .value_name(match f.kind {
                 FlagKind::Uuid => "UUID",
                 FlagKind::UuidList => "UUIDS",
@@ -252,7 +294,9 @@ fn action_command(a: &ActionSpec) -> Command {
             });
         if f.to == To::Raw {
             // The raw body is a positional FILE after the path's ids.
-            arg = Arg::new(f.name).value_name("FILE").help(f.help);
+            arg = Arg::new(f.id.clone())
+                .value_name("FILE")
+                .help(f.help.clone());
         }
         if f.kind == FlagKind::UuidList {
             arg = arg.value_delimiter(',').action(ArgAction::Append);
@@ -265,12 +309,12 @@ fn action_command(a: &ActionSpec) -> Command {
             arg = arg.value_parser(clap::value_parser!(bool));
         }
         // A required body field may come from --data instead of its flag.
-        if f.required && !(a.body && f.to == To::Body) {
+        if f.required && !(a.takes_json() && f.to == To::Body) {
             arg = arg.required(true);
         }
         cmd = cmd.arg(arg);
     }
-    if a.body {
+    if a.takes_json() {
         cmd = cmd.arg(data_arg(false));
     }
     cmd.arg(select_arg())
@@ -302,8 +346,9 @@ pub fn command() -> Command {
     for kind in prodops_core::registry::resources() {
         groups.push(resource_command(kind.desc()));
     }
-    for a in ACTIONS {
-        let action = action_command(a);
+    for c in actions::commands() {
+        let a = c.desc.cli;
+        let action = action_command(&c);
         match groups.iter_mut().find(|c| c.get_name() == a.command) {
             Some(cmd) => {
                 let taken = std::mem::replace(cmd, Command::new("placeholder"));
@@ -410,6 +455,199 @@ mod tests {
                 production.find_subcommand(verb).is_some(),
                 "production {verb}"
             );
+        }
+    }
+
+    /// The agreement test: every declared action has its command (or the standard verb that
+    /// serves it, with the same method and path), its positional arguments are the path's
+    /// parameters in order, every flag maps to a query parameter or a field of the request
+    /// type and every one of those has a flag, required-ness follows the schema, and every
+    /// `cli.flags` override names something that exists.
+    #[test]
+    fn every_action_agrees_with_its_declaration() {
+        let root = command();
+        // Arguments every action command has besides its own flags.
+        let common = [
+            "data",
+            "select",
+            "help",
+            "base-url",
+            "api-key",
+            "output",
+            "timeout",
+            "max-attempts",
+        ];
+        for a in prodops_core::api::ACTIONS {
+            let what = format!("{} {} ({})", a.cli.command, a.cli.verb, a.operation_id);
+            let group = root
+                .find_subcommand(a.cli.command)
+                .unwrap_or_else(|| panic!("{what}: no command {}", a.cli.command));
+            let cmd = group
+                .find_subcommand(a.cli.verb)
+                .unwrap_or_else(|| panic!("{what}: no verb"));
+            if let Some(d) = actions::served_by_standard_verb(a) {
+                let (method, path) = standard_route(d, a.cli.verb).unwrap();
+                let norm = |p: &str| -> String {
+                    p.split('/')
+                        .map(|s| if s.starts_with('{') { "{}" } else { s })
+                        .collect::<Vec<_>>()
+                        .join("/")
+                };
+                assert_eq!(
+                    method,
+                    a.method.as_str(),
+                    "{what}: the standard verb's method"
+                );
+                assert_eq!(
+                    norm(&path),
+                    norm(a.path),
+                    "{what}: the standard verb's path"
+                );
+                let positionals = cmd.get_positionals().count();
+                assert_eq!(positionals, a.path_params().len(), "{what}: positionals");
+                continue;
+            }
+            let derived = actions::derive(a);
+            // Positional arguments: the path's parameters in order, then a file body's FILE.
+            let positionals: Vec<String> = cmd
+                .get_positionals()
+                .map(|p| p.get_id().to_string())
+                .collect();
+            let mut expected: Vec<String> = a.path_params().iter().map(|p| p.to_string()).collect();
+            if matches!(a.request, prodops_core::api::RequestBody::Bytes) {
+                expected.push("file".into());
+            }
+            assert_eq!(positionals, expected, "{what}: positional arguments");
+            // Flags: each maps to a query parameter or a request field.
+            let fields =
+                prodops_core::api::request_fields(a, &mut prodops_core::api::Schemas::new());
+            let (schema_fields, _) = actions::request_fields(a);
+            for arg in cmd.get_arguments().filter(|x| !x.is_positional()) {
+                let id = arg.get_id().as_str();
+                if common.contains(&id) {
+                    continue;
+                }
+                let f = derived
+                    .flags
+                    .iter()
+                    .find(|f| f.id == id)
+                    .unwrap_or_else(|| panic!("{what}: --{id} is no derived flag"));
+                assert_eq!(arg.get_long(), Some(f.name.as_str()), "{what}");
+                match f.to {
+                    To::Query => {
+                        let q = a
+                            .query
+                            .iter()
+                            .find(|q| q.name == f.field)
+                            .unwrap_or_else(|| {
+                                panic!("{what}: --{} names no query parameter", f.name)
+                            });
+                        assert_eq!(
+                            arg.is_required_set(),
+                            q.required,
+                            "{what}: --{} required",
+                            f.name
+                        );
+                    }
+                    To::Body => {
+                        assert!(
+                            fields.contains(&f.field),
+                            "{what}: --{} names no field",
+                            f.name
+                        );
+                        let schema = schema_fields.iter().find(|x| x.name == f.field).unwrap();
+                        assert_eq!(f.required, schema.required, "{what}: --{} required", f.name);
+                        // A required field may come from --data instead.
+                        assert!(!arg.is_required_set(), "{what}: --{}", f.name);
+                    }
+                    To::ContentType => {
+                        assert!(matches!(a.request, prodops_core::api::RequestBody::Bytes))
+                    }
+                    To::Raw => unreachable!("positional"),
+                }
+            }
+            assert_eq!(
+                cmd.get_arguments().any(|x| x.get_id() == "data"),
+                a.takes_json(),
+                "{what}: --data"
+            );
+            // Every query parameter and field has its flag.
+            for q in a.query {
+                if actions::skipped_query_param(q.name) {
+                    // Served by the command's --select.
+                    assert!(
+                        cmd.get_arguments().any(|x| x.get_id() == "select"),
+                        "{what}"
+                    );
+                    continue;
+                }
+                assert!(
+                    derived
+                        .flags
+                        .iter()
+                        .any(|f| f.to == To::Query && f.field == q.name),
+                    "{what}: no flag for ?{}",
+                    q.name
+                );
+            }
+            for field in &fields {
+                assert!(
+                    derived
+                        .flags
+                        .iter()
+                        .any(|f| f.to == To::Body && &f.field == field),
+                    "{what}: no flag for {field}"
+                );
+            }
+            // Every override names a field or a query parameter, and is used.
+            for o in a.cli.flags {
+                assert!(
+                    derived
+                        .flags
+                        .iter()
+                        .any(|f| f.field == o.field && f.name == o.flag),
+                    "{what}: the override --{} ({}) names no field or query parameter",
+                    o.flag,
+                    o.field
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn standard_routes_cover_the_standard_verbs() {
+        for r in prodops_core::registry::resources() {
+            let d = r.desc();
+            let cmd = resource_command(d);
+            for sub in cmd.get_subcommands() {
+                let verb = sub.get_name();
+                if matches!(verb, "import" | "export") {
+                    continue;
+                }
+                assert!(standard_route(d, verb).is_some(), "{} {verb}", d.path);
+            }
+        }
+    }
+
+    #[test]
+    fn shortcuts_are_commands_of_their_own() {
+        let root = command();
+        for s in actions::SHORTCUTS {
+            let cli = s.desc.cli;
+            assert!(
+                prodops_core::api::ACTIONS
+                    .iter()
+                    .all(|a| a.path != s.desc.path),
+                "{} is an action, not a shortcut",
+                s.desc.path
+            );
+            let cmd = root
+                .find_subcommand(cli.command)
+                .and_then(|c| c.find_subcommand(cli.verb))
+                .unwrap();
+            for (flag, ..) in s.flags {
+                assert!(cmd.get_arguments().any(|x| x.get_long() == Some(flag)));
+            }
         }
     }
 }

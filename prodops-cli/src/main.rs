@@ -1,7 +1,8 @@
 //! `prodops`: the command line of the Production Operations API v2, for scripts and CI.
 //!
 //! `prodops <resource> <verb>` for every registered resource (generated from the registry),
-//! action commands from the declarative table in `actions.rs`, `prodops api METHOD PATH`,
+//! action commands derived from the declarations of `prodops_core::api` (`actions.rs`),
+//! `prodops api METHOD PATH`,
 //! `prodops auth login|status|logout`, `prodops completions SHELL`, and the worker CSV
 //! `import`/`export`. Exit codes and output formats: docs/cli.md.
 

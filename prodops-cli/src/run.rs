@@ -6,10 +6,11 @@ use std::time::Duration;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use futures::TryStreamExt;
-use prodops_client::{Client, Config, ListParams, Method, Query};
+use prodops_client::{Client, Config, DescribedBody, ListParams, Method, Query};
+use prodops_core::api::{AnswerBody, ParamKind};
 use serde_json::{Map, Value, json};
 
-use crate::actions::{ACTIONS, ActionSpec, FlagKind, To, path_params};
+use crate::actions::{self, ActionCommand, FlagKind, To};
 use crate::cli::resource_command_name;
 use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
@@ -119,8 +120,8 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     if name == "deliverable" && verb == "hierarchy" && ctx.format == crate::output::Format::Table {
         return crate::csvio::deliverable::hierarchy_tree(ctx, args).await;
     }
-    if let Some(spec) = ACTIONS.iter().find(|a| a.command == name && a.verb == verb) {
-        return action(ctx, spec, args).await;
+    if let Some(command) = actions::find(name, verb) {
+        return action(ctx, &command, args).await;
     }
     let desc = prodops_core::registry::resources()
         .iter()
@@ -379,7 +380,8 @@ fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
 
 // ---- actions --------------------------------------------------------------------------------
 
-fn flag_value(kind: FlagKind, name: &str, args: &ArgMatches) -> CmdResult<Option<Value>> {
+/// The value of the flag `--name` (argument id `id`), parsed as its kind says.
+fn flag_value(kind: FlagKind, id: &str, name: &str, args: &ArgMatches) -> CmdResult<Option<Value>> {
     let bad = |raw: &str, what: &str| Fail::usage(format!("--{name} {raw}: {what}"));
     let uuid = |raw: &str| {
         uuid::Uuid::parse_str(raw.trim())
@@ -387,8 +389,8 @@ fn flag_value(kind: FlagKind, name: &str, args: &ArgMatches) -> CmdResult<Option
             .map_err(|_| bad(raw, "not a UUID"))
     };
     Ok(match kind {
-        FlagKind::Bool => args.get_one::<bool>(name).map(|b| Value::Bool(*b)),
-        FlagKind::UuidList => match args.get_many::<String>(name) {
+        FlagKind::Bool => args.get_one::<bool>(id).map(|b| Value::Bool(*b)),
+        FlagKind::UuidList => match args.get_many::<String>(id) {
             None => None,
             Some(items) => Some(Value::Array(
                 items
@@ -397,7 +399,7 @@ fn flag_value(kind: FlagKind, name: &str, args: &ArgMatches) -> CmdResult<Option
                     .collect::<CmdResult<_>>()?,
             )),
         },
-        _ => match args.get_one::<String>(name) {
+        _ => match args.get_one::<String>(id) {
             None => None,
             Some(raw) => Some(match kind {
                 FlagKind::Uuid => uuid(raw)?,
@@ -418,15 +420,24 @@ fn flag_value(kind: FlagKind, name: &str, args: &ArgMatches) -> CmdResult<Option
     })
 }
 
-async fn action(ctx: &CommandContext, spec: &ActionSpec, args: &ArgMatches) -> CmdResult {
-    let mut path = spec.path.to_string();
-    for p in path_params(spec.path) {
+/// Runs an action command: the path's segments from the positional arguments, the query and
+/// the body from the flags (over `--data`), sent with the client's described call.
+async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
+    let desc = command.desc;
+    let mut segments = Vec::new();
+    for (i, p) in desc.path_params().into_iter().enumerate() {
         let raw = args.get_one::<String>(p).expect("required");
-        let id = uuid::Uuid::parse_str(raw.trim())
-            .map_err(|_| Fail::usage(format!("{}: {raw:?} is not a UUID", p.to_uppercase())))?;
-        path = path.replace(&format!("{{{p}}}"), &id.to_string());
+        match desc.path_kinds.get(i) {
+            Some(ParamKind::Uuid) | None => {
+                let id = uuid::Uuid::parse_str(raw.trim()).map_err(|_| {
+                    Fail::usage(format!("{}: {raw:?} is not a UUID", p.to_uppercase()))
+                })?;
+                segments.push(id.to_string());
+            }
+            Some(_) => segments.push(raw.clone()),
+        }
     }
-    let mut body = if spec.body {
+    let mut body = if desc.takes_json() {
         match args.get_one::<String>("data") {
             Some(raw) => Some(read_json_arg(raw, "--data")?),
             None => Some(Value::Object(Map::new())),
@@ -437,8 +448,8 @@ async fn action(ctx: &CommandContext, spec: &ActionSpec, args: &ArgMatches) -> C
     let mut query = Vec::new();
     let mut raw_file: Option<String> = None;
     let mut content_type: Option<String> = None;
-    for f in spec.flags {
-        let Some(value) = flag_value(f.kind, f.name, args)? else {
+    for f in &command.flags {
+        let Some(value) = flag_value(f.kind, &f.id, &f.name, args)? else {
             continue;
         };
         match f.to {
@@ -454,7 +465,7 @@ async fn action(ctx: &CommandContext, spec: &ActionSpec, args: &ArgMatches) -> C
                         .join(","),
                     other => crate::output::cell(Some(other)),
                 };
-                query.push(format!("{}={}", f.field, prodops_client::encode(&text)))
+                query.push((f.field.clone(), text));
             }
             To::Body => {
                 let map = body
@@ -463,36 +474,63 @@ async fn action(ctx: &CommandContext, spec: &ActionSpec, args: &ArgMatches) -> C
                     .ok_or_else(|| {
                         Fail::usage(format!("--{} needs --data to be a JSON object", f.name))
                     })?;
-                map.insert(f.field.to_string(), value);
+                map.insert(f.field.clone(), value);
             }
         }
     }
-    for f in spec.flags.iter().filter(|f| f.required && f.to == To::Body) {
-        if body.as_ref().and_then(|b| b.get(f.field)).is_none() {
+    missing_required(command, body.as_ref())?;
+    let body = match (raw_file, body) {
+        (Some(file), _) => {
+            let bytes = read_file_arg(&file)?;
+            let content_type = content_type.unwrap_or_else(|| guess_content_type(&file).into());
+            DescribedBody::File {
+                bytes: bytes.into(),
+                content_type,
+            }
+        }
+        (None, Some(json)) => DescribedBody::Json(json),
+        (None, None) => DescribedBody::None,
+    };
+    let answer = ctx
+        .client
+        .call_described(desc, &segments, &query, body)
+        .await?;
+    if matches!(desc.answer, AnswerBody::Bytes) {
+        // A file: its bytes as they came.
+        let mut out = std::io::stdout().lock();
+        return out
+            .write_all(&answer)
+            .and_then(|()| out.flush())
+            .map_err(|e| Fail::io("writing the file", e));
+    }
+    if answer.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let answer: Value = serde_json::from_slice(&answer).map_err(|e| {
+        let sample: String = String::from_utf8_lossy(&answer).chars().take(200).collect();
+        Fail::from(prodops_client::Error::Decode(format!("{e} in {sample}")))
+    })?;
+    if answer.is_null() {
+        return Ok(());
+    }
+    write_value(ctx.format, &answer, &select(args))
+}
+
+/// A required body field given neither by its flag nor in `--data`.
+pub fn missing_required(command: &ActionCommand, body: Option<&Value>) -> CmdResult {
+    for f in command
+        .flags
+        .iter()
+        .filter(|f| f.required && f.to == To::Body)
+    {
+        if body.and_then(|b| b.get(&f.field)).is_none() {
             return Err(Fail::usage(format!(
                 "--{} is required (or {} in --data)",
                 f.name, f.field
             )));
         }
     }
-    if !query.is_empty() {
-        path = format!("{path}?{}", query.join("&"));
-    }
-    let method = Method::from_bytes(spec.method.as_bytes()).expect("a method");
-    let answer: Value = match raw_file {
-        Some(file) => {
-            let bytes = read_file_arg(&file)?;
-            let content_type = content_type.unwrap_or_else(|| guess_content_type(&file).into());
-            ctx.client
-                .action_bytes(method, &path, bytes.into(), &content_type)
-                .await?
-        }
-        None => ctx.client.action(method, &path, body.as_ref()).await?,
-    };
-    if answer.is_null() {
-        return Ok(());
-    }
-    write_value(ctx.format, &answer, &select(args))
+    Ok(())
 }
 
 /// The bytes of FILE, or of stdin for `-`.

@@ -445,6 +445,25 @@ async fn delivery_document_member_and_notification_commands() {
     let read = api.read("document", &doc).await;
     assert_eq!(read["sizeBytes"], 13);
     assert_eq!(read["name"], "plan-v2.txt");
+    // `document download ORG KEY --expires E --signature S`: the bytes of the signed link.
+    let link = read["documentUrl"].as_str().expect("a signed link");
+    let rest = &link[link.find("/document/file/").unwrap() + "/document/file/".len()..];
+    let (path, query) = rest.split_once('?').unwrap();
+    let (org, key) = path.split_once('/').unwrap();
+    let mut args = vec!["document", "download", org, key];
+    for pair in query.split('&') {
+        if let Some((name, value)) = pair.split_once('=') {
+            args.push(if name == "expires" {
+                "--expires"
+            } else {
+                "--signature"
+            });
+            args.push(value);
+        }
+    }
+    let out = run(&server, &api, p, &args).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "second draft!");
     let out = run(
         &server,
         &api,

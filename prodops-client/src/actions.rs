@@ -1,10 +1,14 @@
-//! Typed action endpoints (spec 4.2 to 4.13): each is one call of [`Client::action`] (or
-//! [`Client::action_bytes`] for a file upload) with the server's own request and answer types
-//! from `prodops-core`, so the client and the server cannot disagree on a field.
+//! The named action methods (spec 4.2 to 4.13). Every action endpoint is declared once, in
+//! `prodops_core::api` (its method, path template, query, request and answer types); each
+//! method here is one call of [`Client::call`] with that declaration's type
+//! (`self.call::<api::production::Produce>(...)`), so no path is written here and the client
+//! cannot disagree with the server on a path, a field or an answer's shape.
 //!
 //! Answers the server wraps in `{"value": ...}` (the production and BOM actions) are unwrapped:
 //! the methods return the inner value. Answers whose shape has no core type (groups, crew time,
-//! itinerary, cargo plan, outbox) are `serde_json::Value`.
+//! itinerary, cargo plan, outbox) are `serde_json::Value`. The request types that live with
+//! the declarations are re-exported here under their former names ([`PostInventory`],
+//! [`StockParams`], [`ValueAnswer`]).
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
@@ -12,7 +16,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::{Client, GroupCount, Method, Page, Result, encode};
+use crate::{Client, Error, GroupCount, Page, Result};
+use prodops_core::api::{
+    self, FileBody, PageQuery, deliverable::CrewTimeQuery, deliverable::GroupsRequest,
+    deliverable::HierarchyQuery, deliverable::ReorderRequest, member::OutboxQuery,
+};
 use prodops_core::bom_actions::{
     AllocateRequest, AllocateResult, DemandRow, MaterialsRollup, PrepopulateRequest,
     PrepopulateResult,
@@ -24,7 +32,7 @@ use prodops_core::document::{
     CopyMode, CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload,
     LinkRequest, UploadedFile, VersionCreate,
 };
-use prodops_core::inventory::{InventoryTransaction, Stock, TransactionSource, TransactionType};
+use prodops_core::inventory::{InventoryTransaction, Stock};
 use prodops_core::notification::{ReadChannelComments, ReadDeliverableDocuments};
 use prodops_core::organization::{AcceptInvitation, InviteRequest, OrganizationMember};
 use prodops_core::production_actions::{
@@ -37,121 +45,37 @@ use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
 use prodops_core::work_session::{SaveRequest, StopRequest};
 use prodops_core::worker::Worker;
 
-/// `{ "value": ... }`, how the production and BOM actions answer (spec 4.4, 4.5).
+/// `{ "value": ... }`, how the production and BOM actions answer (spec 4.4, 4.5); declared in
+/// `prodops_core::api`.
 ///
 /// ```
 /// let v: prodops_client::actions::ValueAnswer = serde_json::from_str(r#"{"value":{"posted":2}}"#).unwrap();
 /// assert_eq!(v.value["posted"], 2);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ValueAnswer<T = Value> {
-    /// What the action did.
-    pub value: T,
-}
+pub use prodops_core::api::ValueAnswer;
 
-/// The body of `POST /inventory-transaction` (spec 4.6): an adjust, transfer or return. (The
-/// server stores it as an [`InventoryTransaction`], whose other fields it fills in.)
+/// The body of `POST /inventory-transaction` (spec 4.6), declared with the action in
+/// `prodops_core::api::inventory`.
 ///
 /// ```
 /// use prodops_core::inventory::TransactionType;
-/// let r = prodops_client::actions::PostInventory::new(uuid::Uuid::nil(), TransactionType::Adjust, 5.0);
-/// assert_eq!(serde_json::to_value(&r).unwrap()["type"], "adjust");
+/// let r = prodops_client::actions::PostInventory::new(uuid::Uuid::nil(), TransactionType::Return, 1.0);
+/// assert!(r.from_location_id.is_none());
+/// assert_eq!(serde_json::to_value(&r).unwrap()["type"], "return");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PostInventory {
-    /// The item.
-    pub item_id: Uuid,
-    /// `adjust`, `transfer` or `return` (the other types are posted by their workflows).
-    #[serde(rename = "type")]
-    pub kind: TransactionType,
-    /// How much (signed for an adjust).
-    pub quantity: f64,
-    /// Source location.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from_location_id: Option<Uuid>,
-    /// Destination location.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub to_location_id: Option<Uuid>,
-    /// How the row was captured (default `manual`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<TransactionSource>,
-    /// Why.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Cost of one unit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unit_cost: Option<f64>,
-}
+pub use prodops_core::api::inventory::PostInventory;
 
-impl PostInventory {
-    /// A posting of `quantity` of `item_id` with no location yet.
-    ///
-    /// ```
-    /// use prodops_core::inventory::TransactionType;
-    /// let r = prodops_client::actions::PostInventory::new(uuid::Uuid::nil(), TransactionType::Return, 1.0);
-    /// assert!(r.from_location_id.is_none());
-    /// ```
-    pub fn new(item_id: Uuid, kind: TransactionType, quantity: f64) -> PostInventory {
-        PostInventory {
-            item_id,
-            kind,
-            quantity,
-            from_location_id: None,
-            to_location_id: None,
-            source: None,
-            reason: None,
-            unit_cost: None,
-        }
-    }
-}
-
-/// The filters of `GET /stock`.
+/// The filters of `GET /stock`: `prodops_core::api::inventory::StockQuery` under its former
+/// client name (its query pairs: `prodops_core::api::QueryArgs::pairs`).
 ///
 /// ```
+/// use prodops_core::api::QueryArgs;
 /// let p = prodops_client::actions::StockParams { item_id: Some(uuid::Uuid::nil()), ..Default::default() };
-/// assert!(p.query_string().starts_with("itemId=00000000"));
+/// assert_eq!(p.pairs()[0], ("itemId".to_string(), uuid::Uuid::nil().to_string()));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StockParams {
-    /// Only this item.
-    pub item_id: Option<Uuid>,
-    /// Only this location.
-    pub location_id: Option<Uuid>,
-    /// Only locations of this shop.
-    pub shop_id: Option<Uuid>,
-    /// Page (1-based).
-    pub page: Option<u64>,
-    /// Page size.
-    pub page_size: Option<u64>,
-}
+pub use prodops_core::api::inventory::StockQuery as StockParams;
 
-impl StockParams {
-    /// The query string, without `?`.
-    ///
-    /// ```
-    /// assert_eq!(prodops_client::actions::StockParams::default().query_string(), "");
-    /// ```
-    pub fn query_string(&self) -> String {
-        let mut q = Vec::new();
-        for (k, v) in [
-            ("itemId", self.item_id),
-            ("locationId", self.location_id),
-            ("shopId", self.shop_id),
-        ] {
-            if let Some(v) = v {
-                q.push(format!("{k}={v}"));
-            }
-        }
-        if let Some(p) = self.page {
-            q.push(format!("page={p}"));
-        }
-        if let Some(p) = self.page_size {
-            q.push(format!("pageSize={p}"));
-        }
-        q.join("&")
-    }
-}
+pub use prodops_core::api::inventory::StockQuery;
 
 /// The answer of `POST /document/hub/bulk-upload`: the created documents.
 ///
@@ -172,26 +96,12 @@ struct Values<T> {
     values: Vec<T>,
 }
 
-const NONE: Option<&()> = None;
-
-fn with_query(path: String, query: String) -> String {
-    if query.is_empty() {
-        path
-    } else {
-        format!("{path}?{query}")
-    }
+/// Reads a free-form JSON answer as the method's type.
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| Error::Decode(e.to_string()))
 }
 
 impl Client {
-    async fn value_action<B, T>(&self, method: Method, path: &str, body: Option<&B>) -> Result<T>
-    where
-        B: Serialize + ?Sized,
-        T: DeserializeOwned,
-    {
-        let answer: ValueAnswer<T> = self.action(method, path, body).await?;
-        Ok(answer.value)
-    }
-
     // ---- worker (spec 4.11): archive and restore are PATCHes of `isArchived` ----
 
     /// Archives a worker (`PATCH /worker/{id}` `{"isArchived": true}`); the name and
@@ -203,12 +113,9 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn archive_worker(&self, id: Uuid) -> Result<Worker> {
-        self.action(
-            Method::PATCH,
-            &format!("/worker/{id}"),
-            Some(&json!({"isArchived": true})),
-        )
-        .await
+        self.workers()
+            .update(id, &json!({"isArchived": true}))
+            .await
     }
 
     /// Restores an archived worker (`PATCH /worker/{id}` `{"isArchived": false}`).
@@ -219,12 +126,9 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn restore_worker(&self, id: Uuid) -> Result<Worker> {
-        self.action(
-            Method::PATCH,
-            &format!("/worker/{id}"),
-            Some(&json!({"isArchived": false})),
-        )
-        .await
+        self.workers()
+            .update(id, &json!({"isArchived": false}))
+            .await
     }
 
     // ---- deliverable extras (spec 4.2) and work sessions (4.3) ----
@@ -237,7 +141,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn deliverable_hierarchy(&self, id: Uuid) -> Result<Page<Value>> {
-        self.action(Method::GET, &format!("/deliverable/{id}/hierarchy"), NONE)
+        self.call::<api::deliverable::Hierarchy>(id, &HierarchyQuery::default(), &())
             .await
     }
 
@@ -258,11 +162,15 @@ impl Client {
         id: Uuid,
         select: &[&str],
     ) -> Result<crate::ValuesStream> {
-        let mut path = format!("/deliverable/{id}/hierarchy");
-        if !select.is_empty() {
-            path.push_str("?select=");
-            path.push_str(&crate::encode(&select.join(",")));
-        }
+        use api::{Endpoint, QueryArgs};
+        let query = HierarchyQuery {
+            select: (!select.is_empty()).then(|| select.join(",")),
+        };
+        let path = crate::action_path(
+            &api::deliverable::Hierarchy::DESC,
+            &[id.to_string()],
+            &query.pairs(),
+        );
         self.values_stream(&path).await
     }
 
@@ -279,12 +187,20 @@ impl Client {
         group_by: &str,
         filter: Option<&Value>,
     ) -> Result<Value> {
-        let mut body = json!({ "groupBy": group_by });
-        if let Some(f) = filter {
-            body["filter"] = f.clone();
-        }
-        self.action(Method::POST, "/deliverable/groups", Some(&body))
-            .await
+        let filter = match filter {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(map)) => Some(map.clone()),
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "the groups filter must be a JSON object, not {other}"
+                )));
+            }
+        };
+        let body = GroupsRequest {
+            group_by: group_by.to_string(),
+            filter,
+        };
+        self.call::<api::deliverable::Groups>((), &(), &body).await
     }
 
     /// `POST /deliverable/reorder`: the listed nodes take this order among their siblings.
@@ -295,12 +211,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn deliverable_reorder(&self, root_parent_id: Uuid, ordered: &[Uuid]) -> Result<()> {
-        self.action(
-            Method::POST,
-            "/deliverable/reorder",
-            Some(&json!({ "rootParentId": root_parent_id, "orderedDeliverableIds": ordered })),
-        )
-        .await
+        let body = ReorderRequest {
+            root_parent_id,
+            ordered_deliverable_ids: ordered.to_vec(),
+        };
+        self.call::<api::deliverable::Reorder>((), &(), &body).await
     }
 
     /// `GET /deliverable/crew-time?deliverableId=..`: `{"<id>": {"totalSeconds", "openSessions",
@@ -312,13 +227,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn deliverable_crew_time(&self, ids: &[Uuid]) -> Result<Value> {
-        let query: Vec<String> = ids.iter().map(|i| format!("deliverableId={i}")).collect();
-        self.action(
-            Method::GET,
-            &format!("/deliverable/crew-time?{}", query.join("&")),
-            NONE,
-        )
-        .await
+        let query = CrewTimeQuery {
+            deliverable_id: ids.to_vec(),
+        };
+        self.call::<api::deliverable::CrewTime>((), &query, &())
+            .await
     }
 
     /// `POST /deliverable/root/{root}/progress/{id}`: a progress action; answers the workers
@@ -336,12 +249,8 @@ impl Client {
         id: Uuid,
         action: &ProgressAction,
     ) -> Result<ProgressResult> {
-        self.action(
-            Method::POST,
-            &format!("/deliverable/root/{root}/progress/{id}"),
-            Some(action),
-        )
-        .await
+        self.call::<api::deliverable::Progress>((root, id), &(), action)
+            .await
     }
 
     /// `POST /deliverable/root/{root}/schedule/{id}`: a schedule action (204).
@@ -358,12 +267,8 @@ impl Client {
         id: Uuid,
         action: &ScheduleAction,
     ) -> Result<()> {
-        self.action(
-            Method::POST,
-            &format!("/deliverable/root/{root}/schedule/{id}"),
-            Some(action),
-        )
-        .await
+        self.call::<api::deliverable::Schedule>((root, id), &(), action)
+            .await
     }
 
     /// `POST /deliverable/schedule/batch`: schedule actions in order, all or nothing (204).
@@ -374,7 +279,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn deliverable_schedule_batch(&self, items: &[ScheduleBatchItem]) -> Result<()> {
-        self.action(Method::POST, "/deliverable/schedule/batch", Some(items))
+        self.call::<api::deliverable::ScheduleBatch>((), &(), items)
             .await
     }
 
@@ -386,7 +291,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn save_work_sessions(&self, body: &SaveRequest) -> Result<()> {
-        self.action(Method::POST, "/deliverable/work-sessions/save", Some(body))
+        self.call::<api::deliverable::SaveWorkSessions>((), &(), body)
             .await
     }
 
@@ -399,7 +304,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn stop_work_sessions(&self, body: &StopRequest) -> Result<()> {
-        self.action(Method::POST, "/deliverable/work-sessions/stop", Some(body))
+        self.call::<api::deliverable::StopWorkSessions>((), &(), body)
             .await
     }
 
@@ -415,8 +320,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn produce(&self, body: &ProduceRequest) -> Result<ProduceResult> {
-        self.value_action(Method::POST, "/production/produce", Some(body))
-            .await
+        self.call::<api::production::Produce>((), &(), body).await
     }
 
     /// `POST /production/consume`: the posted rows, the drawn lines, the ignored entries.
@@ -428,8 +332,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn consume(&self, body: &ConsumeRequest) -> Result<ConsumeResult> {
-        self.value_action(Method::POST, "/production/consume", Some(body))
-            .await
+        self.call::<api::production::Consume>((), &(), body).await
     }
 
     /// `POST /production/adjust-actual`.
@@ -440,7 +343,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn adjust_actual(&self, body: &AdjustActualRequest) -> Result<AdjustActualResult> {
-        self.value_action(Method::POST, "/production/adjust-actual", Some(body))
+        self.call::<api::production::AdjustActual>((), &(), body)
             .await
     }
 
@@ -452,12 +355,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn production_status(&self, order: Uuid) -> Result<OrderStatus> {
-        self.action(
-            Method::GET,
-            &format!("/production/order/{order}/status"),
-            NONE,
-        )
-        .await
+        self.call::<api::production::OrderStatus>(order, &(), &())
+            .await
     }
 
     /// `GET /production/order/{id}/entries?page=&pageSize=`: the production trace, oldest first
@@ -474,15 +373,9 @@ impl Client {
         page: Option<u64>,
         page_size: Option<u64>,
     ) -> Result<Page<OrderEntry>> {
-        let mut q = Vec::new();
-        if let Some(p) = page {
-            q.push(format!("page={p}"));
-        }
-        if let Some(p) = page_size {
-            q.push(format!("pageSize={p}"));
-        }
-        let path = with_query(format!("/production/order/{order}/entries"), q.join("&"));
-        self.action(Method::GET, &path, NONE).await
+        let query = PageQuery { page, page_size };
+        self.call::<api::production::OrderEntries>(order, &query, &())
+            .await
     }
 
     // ---- BOM (spec 4.5) ----
@@ -500,12 +393,7 @@ impl Client {
         order: Uuid,
         body: &PrepopulateRequest,
     ) -> Result<PrepopulateResult> {
-        self.value_action(
-            Method::POST,
-            &format!("/bom-line/order/{order}/prepopulate"),
-            Some(body),
-        )
-        .await
+        self.call::<api::bom::Prepopulate>(order, &(), body).await
     }
 
     /// `POST /bom-line/order/{id}/allocate` (every line, or the lines of `itemIds`).
@@ -520,12 +408,7 @@ impl Client {
         order: Uuid,
         body: &AllocateRequest,
     ) -> Result<AllocateResult> {
-        self.value_action(
-            Method::POST,
-            &format!("/bom-line/order/{order}/allocate"),
-            Some(body),
-        )
-        .await
+        self.call::<api::bom::AllocateOrder>(order, &(), body).await
     }
 
     /// `POST /bom-line/project/{id}/allocate` (no body).
@@ -536,12 +419,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn bom_allocate_project(&self, project: Uuid) -> Result<AllocateResult> {
-        self.value_action(
-            Method::POST,
-            &format!("/bom-line/project/{project}/allocate"),
-            NONE,
-        )
-        .await
+        self.call::<api::bom::AllocateProject>(project, &(), &api::NoFields {})
+            .await
     }
 
     /// `GET /bom-line/demand-rollup`: demand per item, largest shortage first.
@@ -552,8 +431,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn bom_demand_rollup(&self) -> Result<Vec<DemandRow>> {
-        self.value_action(Method::GET, "/bom-line/demand-rollup", NONE)
-            .await
+        self.call::<api::bom::DemandRollup>((), &(), &()).await
     }
 
     /// `GET /bom-line/project/{id}/materials-rollup`.
@@ -564,12 +442,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn bom_materials_rollup(&self, project: Uuid) -> Result<MaterialsRollup> {
-        self.value_action(
-            Method::GET,
-            &format!("/bom-line/project/{project}/materials-rollup"),
-            NONE,
-        )
-        .await
+        self.call::<api::bom::MaterialsRollup>(project, &(), &())
+            .await
     }
 
     // ---- inventory (spec 4.6, decisions.md section 5) ----
@@ -583,7 +457,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn post_inventory(&self, body: &PostInventory) -> Result<InventoryTransaction> {
-        self.action(Method::POST, "/inventory-transaction", Some(body))
+        self.call::<api::inventory::PostTransaction>((), &(), body)
             .await
     }
 
@@ -596,8 +470,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn stock(&self, params: &StockParams) -> Result<Page<Stock>> {
-        let path = with_query("/stock".into(), params.query_string());
-        self.action(Method::GET, &path, NONE).await
+        self.call::<api::inventory::StockList>((), params, &())
+            .await
     }
 
     // ---- delivery (spec 4.8) ----
@@ -613,7 +487,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn create_outbound_delivery(&self, body: &OutboundCreate) -> Result<Delivery> {
-        self.action(Method::POST, "/delivery/outbound", Some(body))
+        self.call::<api::delivery::CreateOutbound>((), &(), body)
             .await
     }
 
@@ -629,12 +503,8 @@ impl Client {
         id: Uuid,
         body: &OutboundPatch,
     ) -> Result<Delivery> {
-        self.action(
-            Method::PATCH,
-            &format!("/delivery/{id}/outbound"),
-            Some(body),
-        )
-        .await
+        self.call::<api::delivery::PatchOutbound>(id, &(), body)
+            .await
     }
 
     /// `POST /delivery/{id}/receive`: receipts for an inbound delivery (every outstanding line
@@ -646,8 +516,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn receive_delivery(&self, id: Uuid, body: &ReceiveRequest) -> Result<Delivery> {
-        self.action(Method::POST, &format!("/delivery/{id}/receive"), Some(body))
-            .await
+        self.call::<api::delivery::Receive>(id, &(), body).await
     }
 
     /// `POST /delivery/{id}/start` (optional `reason`).
@@ -658,8 +527,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn start_delivery(&self, id: Uuid, body: &LifecycleRequest) -> Result<Delivery> {
-        self.action(Method::POST, &format!("/delivery/{id}/start"), Some(body))
-            .await
+        self.call::<api::delivery::Start>(id, &(), body).await
     }
 
     /// `POST /delivery/{id}/complete`: delivered; ships every manifest line.
@@ -670,12 +538,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn complete_delivery(&self, id: Uuid, body: &LifecycleRequest) -> Result<Delivery> {
-        self.action(
-            Method::POST,
-            &format!("/delivery/{id}/complete"),
-            Some(body),
-        )
-        .await
+        self.call::<api::delivery::Complete>(id, &(), body).await
     }
 
     /// `POST /delivery/{id}/cancel`.
@@ -687,8 +550,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn cancel_delivery(&self, id: Uuid, body: &LifecycleRequest) -> Result<Delivery> {
-        self.action(Method::POST, &format!("/delivery/{id}/cancel"), Some(body))
-            .await
+        self.call::<api::delivery::Cancel>(id, &(), body).await
     }
 
     /// `POST /delivery/{id}/archive` (received, delivered or cancelled deliveries).
@@ -699,8 +561,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn archive_delivery(&self, id: Uuid) -> Result<Delivery> {
-        self.action(Method::POST, &format!("/delivery/{id}/archive"), NONE)
-            .await
+        self.call::<api::delivery::Archive>(id, &(), &()).await
     }
 
     /// `POST /delivery/{id}/restore`.
@@ -711,8 +572,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn restore_delivery(&self, id: Uuid) -> Result<Delivery> {
-        self.action(Method::POST, &format!("/delivery/{id}/restore"), NONE)
-            .await
+        self.call::<api::delivery::Restore>(id, &(), &()).await
     }
 
     /// `GET /delivery/{id}/itinerary`: `{deliveryId, stops, legs}`.
@@ -723,8 +583,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn delivery_itinerary(&self, id: Uuid) -> Result<Value> {
-        self.action(Method::GET, &format!("/delivery/{id}/itinerary"), NONE)
-            .await
+        self.call::<api::delivery::Itinerary>(id, &(), &()).await
     }
 
     /// `GET /delivery/{id}/cargo-plan`: `{deliveryId, cargoCount, spans}`.
@@ -735,8 +594,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn delivery_cargo_plan(&self, id: Uuid) -> Result<Value> {
-        self.action(Method::GET, &format!("/delivery/{id}/cargo-plan"), NONE)
-            .await
+        self.call::<api::delivery::CargoPlan>(id, &(), &()).await
     }
 
     // ---- documents (spec 4.7) ----
@@ -750,8 +608,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn upload_file(&self, bytes: Bytes, content_type: &str) -> Result<UploadedFile> {
-        self.action_bytes(Method::POST, "/document/upload", bytes, content_type)
-            .await
+        let file = FileBody {
+            bytes: bytes.to_vec(),
+            content_type: content_type.to_string(),
+        };
+        self.call::<api::document::Upload>((), &(), &file).await
     }
 
     /// `POST /document/hub/bulk-upload`: Hub documents with a first version each, all or
@@ -763,8 +624,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn hub_bulk_upload(&self, body: &HubBulkUpload) -> Result<HubUploaded> {
-        self.action(Method::POST, "/document/hub/bulk-upload", Some(body))
-            .await
+        typed(
+            self.call::<api::document::HubBulkUpload>((), &(), body)
+                .await?,
+        )
     }
 
     /// `POST /document/{id}/versions`: a new version of a document, made current.
@@ -779,12 +642,8 @@ impl Client {
         document: Uuid,
         body: &VersionCreate,
     ) -> Result<DocumentVersion> {
-        self.action(
-            Method::POST,
-            &format!("/document/{document}/versions"),
-            Some(body),
-        )
-        .await
+        self.call::<api::document::AddVersion>(document, &(), body)
+            .await
     }
 
     /// `POST /document-version`: the same with the document named by `documentId` in the body.
@@ -798,7 +657,7 @@ impl Client {
         &self,
         body: &VersionCreate,
     ) -> Result<DocumentVersion> {
-        self.action(Method::POST, "/document-version", Some(body))
+        self.call::<api::document::CreateVersion>((), &(), body)
             .await
     }
 
@@ -810,14 +669,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn link_document(&self, document: Uuid, deliverable: Uuid) -> Result<Document> {
-        self.action(
-            Method::POST,
-            &format!("/document/{document}/links"),
-            Some(&LinkRequest {
-                deliverable_id: deliverable,
-            }),
-        )
-        .await
+        let body = LinkRequest {
+            deliverable_id: deliverable,
+        };
+        self.call::<api::document::Link>(document, &(), &body).await
     }
 
     /// `DELETE /document/{id}/links/{deliverableId}`: detaches it.
@@ -828,12 +683,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn unlink_document(&self, document: Uuid, deliverable: Uuid) -> Result<Document> {
-        self.action(
-            Method::DELETE,
-            &format!("/document/{document}/links/{deliverable}"),
-            NONE,
-        )
-        .await
+        self.call::<api::document::Unlink>((document, deliverable), &(), &())
+            .await
     }
 
     /// `POST /document/{id}/copy-mode`.
@@ -844,12 +695,9 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn set_document_copy_mode(&self, document: Uuid, mode: CopyMode) -> Result<Document> {
-        self.action(
-            Method::POST,
-            &format!("/document/{document}/copy-mode"),
-            Some(&CopyModeRequest { copy_mode: mode }),
-        )
-        .await
+        let body = CopyModeRequest { copy_mode: mode };
+        self.call::<api::document::SetCopyMode>(document, &(), &body)
+            .await
     }
 
     /// `POST /document/counts-by-deliverable`: unarchived documents per deliverable (ids that
@@ -861,15 +709,13 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn document_counts_by_deliverable(&self, ids: &[Uuid]) -> Result<Vec<GroupCount>> {
-        let answer: Values<GroupCount> = self
-            .action(
-                Method::POST,
-                "/document/counts-by-deliverable",
-                Some(&CountsByDeliverable {
-                    deliverable_ids: ids.to_vec(),
-                }),
-            )
-            .await?;
+        let body = CountsByDeliverable {
+            deliverable_ids: ids.to_vec(),
+        };
+        let answer: Values<GroupCount> = typed(
+            self.call::<api::document::CountsByDeliverable>((), &(), &body)
+                .await?,
+        )?;
         Ok(answer.values)
     }
 
@@ -887,8 +733,7 @@ impl Client {
         &self,
         body: &QcTemplateVersionCreate,
     ) -> Result<QcTemplateVersion> {
-        self.action(Method::POST, "/qc-template/versions", Some(body))
-            .await
+        self.call::<api::qc::PublishVersion>((), &(), body).await
     }
 
     // ---- organization members (spec 4.12) ----
@@ -902,8 +747,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn invite_member(&self, body: &InviteRequest) -> Result<OrganizationMember> {
-        self.action(Method::POST, "/organization-member", Some(body))
-            .await
+        self.call::<api::member::Invite>((), &(), body).await
     }
 
     /// `POST /organization-member/accept-invitation` `{token}`: the token is the credential
@@ -915,14 +759,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn accept_invitation(&self, token: &str) -> Result<OrganizationMember> {
-        self.action(
-            Method::POST,
-            "/organization-member/accept-invitation",
-            Some(&AcceptInvitation {
-                token: token.to_string(),
-            }),
-        )
-        .await
+        let body = AcceptInvitation {
+            token: token.to_string(),
+        };
+        self.call::<api::member::AcceptInvitation>((), &(), &body)
+            .await
     }
 
     /// `POST /organization-member/{id}/resend-invitation` (204): a new token, earlier ones
@@ -934,12 +775,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn resend_invitation(&self, member: Uuid) -> Result<()> {
-        self.action(
-            Method::POST,
-            &format!("/organization-member/{member}/resend-invitation"),
-            NONE,
-        )
-        .await
+        self.call::<api::member::ResendInvitation>(member, &(), &())
+            .await
     }
 
     /// `POST /organization-member/{id}/deactivate` (204).
@@ -950,12 +787,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn deactivate_member(&self, member: Uuid) -> Result<()> {
-        self.action(
-            Method::POST,
-            &format!("/organization-member/{member}/deactivate"),
-            NONE,
-        )
-        .await
+        self.call::<api::member::Deactivate>(member, &(), &()).await
     }
 
     /// `POST /organization-member/{id}/reactivate` (204).
@@ -966,12 +798,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn reactivate_member(&self, member: Uuid) -> Result<()> {
-        self.action(
-            Method::POST,
-            &format!("/organization-member/{member}/reactivate"),
-            NONE,
-        )
-        .await
+        self.call::<api::member::Reactivate>(member, &(), &()).await
     }
 
     /// `GET /outbox?kind=&recipient=` (admin keys): the organization's outgoing messages
@@ -983,19 +810,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn outbox(&self, kind: Option<&str>, recipient: Option<&str>) -> Result<Page<Value>> {
-        let mut q = Vec::new();
-        if let Some(k) = kind {
-            q.push(format!("kind={}", encode(k)));
-        }
-        if let Some(r) = recipient {
-            q.push(format!("recipient={}", encode(r)));
-        }
-        self.action(
-            Method::GET,
-            &with_query("/outbox".into(), q.join("&")),
-            NONE,
-        )
-        .await
+        let query = OutboxQuery {
+            kind: kind.map(str::to_string),
+            recipient: recipient.map(str::to_string),
+        };
+        self.call::<api::member::Outbox>((), &query, &()).await
     }
 
     // ---- notifications (spec 4.13) ----
@@ -1009,12 +828,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn read_channel_comments(&self, body: &ReadChannelComments) -> Result<()> {
-        self.action(
-            Method::POST,
-            "/notification/read-channel-comments",
-            Some(body),
-        )
-        .await
+        self.call::<api::notification::ReadChannelComments>((), &(), body)
+            .await
     }
 
     /// `POST /notification/read-deliverable-documents` (204).
@@ -1026,11 +841,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn read_deliverable_documents(&self, body: &ReadDeliverableDocuments) -> Result<()> {
-        self.action(
-            Method::POST,
-            "/notification/read-deliverable-documents",
-            Some(body),
-        )
-        .await
+        self.call::<api::notification::ReadDeliverableDocuments>((), &(), body)
+            .await
     }
 }

@@ -7,8 +7,11 @@
 //! - [`Client::resource`] gives the standard endpoints of any registered resource, typed with
 //!   the core record type (`client.resource::<Worker>()`); [`Client::resource_at`] gives the same
 //!   over `serde_json::Value` by path. Lists are a [`futures::Stream`] paging by itself.
-//! - [`Client::action`] is the one mechanism behind every action endpoint (method, path, body,
-//!   response); the typed action methods in [`actions`] are one line each on top of it.
+//! - [`Client::call`] is the one typed mechanism behind every action endpoint: the endpoint type
+//!   from `prodops_core::api` (declared once in core) gives the method, the path template, the
+//!   query, body and answer types; the named methods in [`actions`] are one call each on top of
+//!   it. [`Client::call_described`] is the same call from a description alone, untyped (the
+//!   CLI's). [`Client::action`] remains for a method and path of the caller's.
 //! - [`Error`] is the one error type: status, `error.code`, message, details, request id.
 //!
 //! ```no_run
@@ -37,14 +40,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use prodops_core::api::{
+    ActionDesc, AnswerKind, BodyKind, Endpoint, FileBody, FreeJson, HttpMethod, Json, JsonList,
+    NoBody, OptionalJson, PathArgs, QueryArgs, RawFile,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use config::{Config, ENV_API_KEY, ENV_BASE_URL};
 pub use error::{Error, ErrorDetail, Result};
+pub use prodops_core::api::Page;
 pub use reqwest::Method;
-pub use resource::{BulkPut, GroupCount, ListParams, Page, Query, Resource};
+pub use resource::{BulkPut, GroupCount, ListParams, Query, Resource};
 pub use stream::{Framer, ValuesStream};
 
 /// The `User-Agent` every request carries.
@@ -413,6 +421,87 @@ impl Client {
         decode(&bytes)
     }
 
+    /// The typed call of an action endpoint declared in `prodops_core::api`: the method and the
+    /// path template come from `E::DESC`, the path's segments from `path`, the query string
+    /// from `query`, the request body from `body` (JSON, or a file's bytes with its media type,
+    /// or none, as `E::Body` says), and the answer is read as `E::Answer` says (`{"value": T}`
+    /// unwrapped, a page, a file's bytes, nothing for a 204). It goes through the same send
+    /// path as [`Client::action`]: retries, idempotency key, error mapping. An open endpoint
+    /// (`Access::Open`: a signed download, accepting an invitation) is sent the same way: the
+    /// key goes along when the client has one (the request's own credential decides), and a
+    /// client configured without a key sends none.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client, order: uuid::Uuid) -> prodops_client::Result<()> {
+    /// use prodops_core::api::{PageQuery, production::OrderEntries};
+    /// let page = client
+    ///     .call::<OrderEntries>(order, &PageQuery { page: None, page_size: Some(100) }, &())
+    ///     .await?;
+    /// println!("{} entries", page.total_count);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call<E>(
+        &self,
+        path: E::Path,
+        query: &E::Query,
+        body: &<E::Body as BodyKind>::Send,
+    ) -> Result<<E::Answer as AnswerKind>::Out>
+    where
+        E: Endpoint,
+        E::Body: SendBody,
+    {
+        let desc = &E::DESC;
+        let url = action_path(desc, &path.segments(), &query.pairs());
+        let bytes = match <E::Body as SendBody>::encode(body)? {
+            Encoded::None => self.send_as(method_of(desc), &url, None, JSON).await?,
+            Encoded::Json(bytes) => {
+                self.send_as(method_of(desc), &url, Some(bytes), JSON)
+                    .await?
+            }
+            Encoded::Raw(bytes, content_type) => {
+                self.send_as(method_of(desc), &url, Some(bytes), &content_type)
+                    .await?
+            }
+        };
+        <E::Answer as AnswerKind>::decode(&bytes).map_err(|e| decode_error(e, &bytes))
+    }
+
+    /// The untyped call of an action from its description alone (what the CLI sends): the
+    /// path's segments in order, `(name, value)` query pairs (percent-encoded here), and the
+    /// body. Answers the body of a 2xx answer as it came; the send path is
+    /// [`Client::call`]'s.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client, order: uuid::Uuid) -> prodops_client::Result<()> {
+    /// use prodops_client::DescribedBody;
+    /// use prodops_core::api::{Endpoint, production::OrderStatus};
+    /// let body = client
+    ///     .call_described(&OrderStatus::DESC, &[order.to_string()], &[], DescribedBody::None)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_described(
+        &self,
+        desc: &ActionDesc,
+        segments: &[String],
+        query: &[(String, String)],
+        body: DescribedBody,
+    ) -> Result<Bytes> {
+        let url = action_path(desc, segments, query);
+        let method = method_of(desc);
+        match body {
+            DescribedBody::None => self.send_as(method, &url, None, JSON).await,
+            DescribedBody::Json(value) => {
+                let bytes = serde_json::to_vec(&value).map_err(body_error)?;
+                self.send_as(method, &url, Some(bytes.into()), JSON).await
+            }
+            DescribedBody::File {
+                bytes,
+                content_type,
+            } => self.send_as(method, &url, Some(bytes), &content_type).await,
+        }
+    }
+
     /// The standard endpoints of a core record type: `client.resource::<Worker>()`.
     ///
     /// ```
@@ -463,6 +552,126 @@ impl Client {
     }
 }
 
+const JSON: &str = "application/json";
+
+/// The body of [`Client::call_described`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum DescribedBody {
+    /// No body.
+    None,
+    /// A JSON body.
+    Json(serde_json::Value),
+    /// A file's bytes, sent as they are with this `Content-Type`.
+    File { bytes: Bytes, content_type: String },
+}
+
+/// A request body, ready to send.
+#[doc(hidden)]
+pub enum Encoded {
+    None,
+    Json(Bytes),
+    Raw(Bytes, String),
+}
+
+/// How the client sends each request-body kind of `prodops_core::api` (one impl per kind, so a
+/// new kind in core is a compile error here until the client knows how to send it).
+pub trait SendBody: BodyKind {
+    #[doc(hidden)]
+    fn encode(body: &Self::Send) -> Result<Encoded>;
+}
+
+fn body_error(e: serde_json::Error) -> Error {
+    Error::Decode(format!("the request body cannot be written: {e}"))
+}
+
+fn json_body<B: Serialize + ?Sized>(body: &B) -> Result<Encoded> {
+    serde_json::to_vec(body)
+        .map(|b| Encoded::Json(b.into()))
+        .map_err(body_error)
+}
+
+impl SendBody for NoBody {
+    fn encode(_: &()) -> Result<Encoded> {
+        Ok(Encoded::None)
+    }
+}
+
+impl<T: Serialize> SendBody for Json<T>
+where
+    Json<T>: BodyKind<Send = T>,
+{
+    fn encode(body: &T) -> Result<Encoded> {
+        json_body(body)
+    }
+}
+
+impl<T: Serialize> SendBody for OptionalJson<T>
+where
+    OptionalJson<T>: BodyKind<Send = T>,
+{
+    fn encode(body: &T) -> Result<Encoded> {
+        json_body(body)
+    }
+}
+
+impl<T: Serialize> SendBody for JsonList<T>
+where
+    JsonList<T>: BodyKind<Send = [T]>,
+{
+    fn encode(body: &[T]) -> Result<Encoded> {
+        json_body(body)
+    }
+}
+
+impl SendBody for FreeJson {
+    fn encode(body: &serde_json::Value) -> Result<Encoded> {
+        json_body(body)
+    }
+}
+
+impl SendBody for RawFile {
+    fn encode(body: &FileBody) -> Result<Encoded> {
+        Ok(Encoded::Raw(
+            Bytes::copy_from_slice(&body.bytes),
+            body.content_type.clone(),
+        ))
+    }
+}
+
+/// The method of an action.
+fn method_of(desc: &ActionDesc) -> Method {
+    match desc.method {
+        HttpMethod::Get => Method::GET,
+        HttpMethod::Post => Method::POST,
+        HttpMethod::Patch => Method::PATCH,
+        HttpMethod::Delete => Method::DELETE,
+    }
+}
+
+/// An action's path under `/api/v2`: its template filled with `segments` (each
+/// percent-encoded), then the query pairs (percent-encoded), if any.
+///
+/// ```
+/// use prodops_core::api::{Endpoint, member::Outbox};
+/// let path = prodops_client::action_path(&Outbox::DESC, &[], &[("recipient".into(), "a b".into())]);
+/// assert_eq!(path, "/outbox?recipient=a%20b");
+/// ```
+pub fn action_path(desc: &ActionDesc, segments: &[String], query: &[(String, String)]) -> String {
+    let mut path = desc.fill(segments);
+    for (i, (name, value)) in query.iter().enumerate() {
+        path.push(if i == 0 { '?' } else { '&' });
+        path.push_str(&encode(name));
+        path.push('=');
+        path.push_str(&encode(value));
+    }
+    path
+}
+
+fn decode_error(e: serde_json::Error, bytes: &[u8]) -> Error {
+    let sample: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
+    Error::Decode(format!("{e} in {sample}"))
+}
+
 /// Reads a JSON answer; an empty body reads as `null`.
 pub(crate) fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R> {
     let text = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -470,10 +679,7 @@ pub(crate) fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R> {
     } else {
         bytes
     };
-    serde_json::from_slice(text).map_err(|e| {
-        let sample: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
-        Error::Decode(format!("{e} in {sample}"))
-    })
+    serde_json::from_slice(text).map_err(|e| decode_error(e, bytes))
 }
 
 /// Percent-encodes one query-string component.
@@ -544,5 +750,30 @@ mod tests {
         let v: serde_json::Value = decode(b" ").unwrap();
         assert!(v.is_null());
         assert!(decode::<u64>(b"{").is_err());
+    }
+
+    /// Every declared action fills to a path of its own with no template left, and its method
+    /// is one the client sends; the typed and the described call build the same path.
+    #[test]
+    fn every_declared_action_has_a_path() {
+        use prodops_core::api::{ACTIONS, Endpoint, QueryArgs, member::Outbox};
+        for desc in ACTIONS {
+            let segments: Vec<String> = desc
+                .path_params()
+                .iter()
+                .map(|p| format!("x-{p}"))
+                .collect();
+            let path = action_path(desc, &segments, &[]);
+            assert!(!path.contains('{') && path.starts_with('/'), "{path}");
+            assert_eq!(method_of(desc).as_str(), desc.method.as_str());
+        }
+        let query = prodops_core::api::member::OutboxQuery {
+            kind: Some("invitation".into()),
+            recipient: Some("a+b@example.com".into()),
+        };
+        assert_eq!(
+            action_path(&Outbox::DESC, &[], &query.pairs()),
+            "/outbox?kind=invitation&recipient=a%2Bb%40example.com"
+        );
     }
 }

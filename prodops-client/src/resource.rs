@@ -10,27 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{Client, Error, Method, Result, decode, encode};
-
-/// One page of a list or query: `{"values": [...], "totalCount": N}`.
-///
-/// ```
-/// let page: prodops_client::Page<serde_json::Value> =
-///     serde_json::from_str(r#"{"values":[{"id":"a"}],"totalCount":7}"#).unwrap();
-/// assert_eq!(page.total_count, 7);
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    /// The records of this page.
-    pub values: Vec<T>,
-    /// How many records match in all.
-    pub total_count: u64,
-    /// On `GET /r` in the default order: the cursor of the page after this one (`null` on a
-    /// page that is not full). Absent from query answers and from lists with a `sort`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
+use crate::{Client, Error, Method, Page, Result, decode, encode};
 
 /// One group of a group-and-count: `{"groupId": VALUE, "count": N}`.
 ///

@@ -23,6 +23,22 @@ fn client(server: &TestServer, api: &Api) -> Client {
     Client::new(Config::new(server.base_url(), api.key().unwrap())).unwrap()
 }
 
+/// The organization, key and credentials of a signed link `.../document/file/{org}/{key}?...`.
+fn signed_link(link: &str) -> (Uuid, String, prodops_core::api::document::LinkQuery) {
+    let rest = &link[link.find("/document/file/").unwrap() + "/document/file/".len()..];
+    let (path, query) = rest.split_once('?').unwrap();
+    let (org, key) = path.split_once('/').unwrap();
+    let mut q = prodops_core::api::document::LinkQuery::default();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("expires", v)) => q.expires = v.parse().ok(),
+            Some(("signature", v)) => q.signature = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    (org.parse().unwrap(), key.to_string(), q)
+}
+
 fn uid(v: &Value) -> Uuid {
     v["id"].as_str().unwrap().parse().unwrap()
 }
@@ -268,6 +284,19 @@ async fn document_member_notification_qc_and_delivery_actions() {
         .await
         .unwrap();
     assert_eq!(moded.copy_mode, Some(CopyMode::Reference));
+
+    // The current version's signed link downloads through the typed call of its declaration.
+    let read = api.read("document", &doc.to_string()).await;
+    let link = read["documentUrl"]
+        .as_str()
+        .expect("a signed link")
+        .to_string();
+    let (org, key, query) = signed_link(&link);
+    let bytes = c
+        .call::<prodops_core::api::document::Download>((org, key), &query, &())
+        .await
+        .unwrap();
+    assert_eq!(bytes, b"second!");
 
     // Notifications: the Hub upload notified; reading marks it read.
     c.read_deliverable_documents(&ReadDeliverableDocuments {
