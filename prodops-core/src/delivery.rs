@@ -119,7 +119,9 @@ impl DeliveryAction {
 /// The status after `action`, or a violation when the action is not allowed from `current`.
 ///
 /// - Inbound: expected --start--> in_transit; expected or in_transit --receive--> received;
-///   expected or in_transit --cancel--> cancelled.
+///   expected or in_transit --cancel--> cancelled. A receive moves to `received` only when it
+///   completes the manifest, and close-short takes the same edge ([`crate::receiving`]); until
+///   then the delivery stays where it is and keeps receiving.
 /// - Outbound and transfer: scheduled --start--> in_transit --complete--> delivered;
 ///   scheduled or in_transit --cancel--> cancelled.
 pub fn next_status(
@@ -494,12 +496,15 @@ pub fn cargo_violations(items: &[(Uuid, CargoFacts)], component_cargo: bool) -> 
 /// Expected and received quantity of one manifest line.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LineQuantities {
+    /// `quantityExpected`.
     pub expected: f64,
+    /// `quantityReceived`.
     pub received: f64,
 }
 
 /// Whether a delivery is partial (spec 3.2: derived, never stored). Inbound: something was
-/// received and some line is still short. Outbound and transfer: on the way or delivered with
+/// received and some line is still short (while receiving, and after a close-short that left
+/// something out; [`crate::receiving`]). Outbound and transfer: on the way or delivered with
 /// some cargo deliverables done and some not.
 pub fn is_partial(
     direction: DeliveryDirection,
@@ -512,9 +517,7 @@ pub fn is_partial(
     }
     match direction {
         DeliveryDirection::Inbound => {
-            let any_received = lines.iter().any(|l| l.received > 0.0);
-            let any_short = lines.iter().any(|l| l.received < l.expected);
-            any_received && any_short
+            crate::receiving::any_received(lines) && !crate::receiving::is_complete(lines)
         }
         DeliveryDirection::Outbound | DeliveryDirection::Transfer => {
             matches!(
@@ -542,9 +545,12 @@ pub struct ManifestLine {
     /// Quantity expected (inbound) or shipped (outbound); positive.
     #[schema(exclusive_minimum = 0)]
     pub quantity_expected: f64,
-    /// Quantity received so far; written by `receive`.
+    /// Quantity received so far: the sum of the line's `receipt` rows; written by `receive`.
     #[serde(default)]
     pub quantity_received: f64,
+    /// What was still outstanding when receiving was closed short; written by `close-short`.
+    #[serde(default)]
+    pub quantity_short: f64,
     /// Receiving location (inbound) or shipping location (outbound).
     #[serde(default)]
     pub location_id: Option<Uuid>,
@@ -565,7 +571,7 @@ pub struct ManifestLine {
 impl Record for ManifestLine {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["notes"],
-        read_only: &["quantityReceived"],
+        read_only: &["quantityReceived", "quantityShort"],
         immutable: &["deliveryId"],
         summary: "Delivery manifest lines: the goods of a delivery",
         ..ResourceDesc::new(
@@ -585,6 +591,23 @@ impl Record for ManifestLine {
         }
         if !(self.quantity_received >= 0.0 && self.quantity_received.is_finite()) {
             v.push(Violation::field("quantityReceived", "must not be negative"));
+        } else if self.quantity_expected.is_finite()
+            && crate::inventory::to_micros(self.quantity_received)
+                > crate::receiving::allowed_micros(
+                    self.quantity_expected,
+                    crate::receiving::OVER_RECEIPT_TOLERANCE,
+                )
+        {
+            v.push(Violation::field(
+                "quantityExpected",
+                format!(
+                    "{} was already received against this line; quantityExpected cannot be less",
+                    self.quantity_received
+                ),
+            ));
+        }
+        if !(self.quantity_short >= 0.0 && self.quantity_short.is_finite()) {
+            v.push(Violation::field("quantityShort", "must not be negative"));
         }
         v
     }

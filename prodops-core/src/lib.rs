@@ -23,6 +23,7 @@ pub mod production_actions;
 pub mod progress;
 pub mod properties;
 pub mod qc;
+pub mod receiving;
 pub mod registry;
 pub mod resource;
 pub mod schedule;
