@@ -348,21 +348,27 @@ async fn delivery_document_member_and_notification_commands() {
     let bolt = id(&api.create("item", json!({"name": "Bolt"})).await);
     let delivery = id(&api.create("delivery", json!({"name": "Steel"})).await);
     let line = id(&api.create("delivery-manifest-line", json!({"deliveryId": delivery, "itemId": bolt, "quantityExpected": 4, "locationId": dock})).await);
-    let out = run(
-        &server,
-        &api,
-        p,
-        &[
-            "delivery",
-            "receive",
-            &delivery,
-            "--lines",
-            &json!([{"manifestLineId": line, "quantity": 3}]).to_string(),
-        ],
-    )
-    .await;
+    let receive = |quantity: f64| {
+        vec![
+            "delivery".to_string(),
+            "receive".into(),
+            delivery.clone(),
+            "--lines".into(),
+            json!([{"manifestLineId": line, "quantity": quantity}]).to_string(),
+        ]
+    };
+    let args = receive(1.0);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&server, &api, p, &args).await;
     assert_eq!(out.code, 0, "{out}");
-    assert_eq!(out.json()["status"], "received");
+    assert_eq!(out.json()["status"], "expected");
+    assert_eq!(out.json()["partial"], true);
+    // Receipts accumulate: a second receive of part.
+    let args = receive(2.0);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&server, &api, p, &args).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["status"], "expected");
     assert_eq!(out.json()["partial"], true);
     let out = run(
         &server,
@@ -372,7 +378,45 @@ async fn delivery_document_member_and_notification_commands() {
     )
     .await;
     assert_eq!(out.json()[0]["onHand"], 3.0, "{out}");
+    // Over-receipt (3 + 2 > 4) is a rejected request: exit 5, nothing posted.
+    let args = receive(2.0);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&server, &api, p, &args).await;
+    assert_eq!(out.code, 5, "{out}");
+    assert!(out.stderr.contains("lines[0].quantity"), "{out}");
+    // Closing short records the missing one.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "delivery",
+            "close-short",
+            &delivery,
+            "--reason",
+            "supplier out of stock",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["status"], "received");
+    assert_eq!(out.json()["lastReason"], "supplier out of stock");
+    assert_eq!(out.json()["partial"], true);
+    assert_eq!(
+        api.read("delivery-manifest-line", &line).await["quantityShort"],
+        1.0
+    );
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "stock", "--item-id", &bolt],
+    )
+    .await;
+    assert_eq!(out.json()[0]["onHand"], 3.0, "{out}");
     let out = run(&server, &api, p, &["delivery", "start", &delivery]).await;
+    assert_eq!(out.code, 5, "{out}");
+    let out = run(&server, &api, p, &["delivery", "close-short", &delivery]).await;
     assert_eq!(out.code, 5, "{out}");
 
     // Document upload of a file, a Hub document, then a second version.
@@ -564,6 +608,7 @@ async fn every_action_command_has_help_with_an_example() {
         ["document", "upload"],
         ["member", "invite"],
         ["delivery", "receive"],
+        ["delivery", "close-short"],
         ["bom", "demand-rollup"],
     ] {
         let out = Command::cargo_bin("prodops")

@@ -508,7 +508,8 @@ impl Client {
     }
 
     /// `POST /delivery/{id}/receive`: receipts for an inbound delivery (every outstanding line
-    /// when `lines` is `None`).
+    /// when `lines` is `None`). Receipts accumulate; the delivery is `received` once everything
+    /// is in.
     ///
     /// ```no_run
     /// # async fn run(c: prodops_client::Client, id: uuid::Uuid) -> prodops_client::Result<()> {
@@ -517,6 +518,23 @@ impl Client {
     /// ```
     pub async fn receive_delivery(&self, id: Uuid, body: &ReceiveRequest) -> Result<Delivery> {
         self.call::<api::delivery::Receive>(id, &(), body).await
+    }
+
+    /// `POST /delivery/{id}/close-short`: ends receiving with what is in (`received`); each
+    /// manifest line's outstanding quantity is kept as its `quantityShort`.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, id: uuid::Uuid) -> prodops_client::Result<()> {
+    /// use prodops_core::delivery::LifecycleRequest;
+    /// c.close_delivery_short(id, &LifecycleRequest { reason: Some("supplier out of stock".into()) }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn close_delivery_short(
+        &self,
+        id: Uuid,
+        body: &LifecycleRequest,
+    ) -> Result<Delivery> {
+        self.call::<api::delivery::CloseShort>(id, &(), body).await
     }
 
     /// `POST /delivery/{id}/start` (optional `reason`).

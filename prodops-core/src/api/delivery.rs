@@ -1,5 +1,5 @@
-//! Deliveries (spec 4.8): outbound create and planned times, the lifecycle actions, receiving,
-//! archive and restore, itinerary and cargo plan.
+//! Deliveries (spec 4.8): outbound create and planned times, the lifecycle actions, receiving
+//! and closing short, archive and restore, itinerary and cargo plan.
 
 use uuid::Uuid;
 
@@ -163,14 +163,41 @@ action! {
         status: 200,
         outcome: "The delivery",
         summary: "Receive an inbound delivery (posts receipt rows)",
-        description: "The body is optional: without `lines`, everything outstanding is received.",
+        description: "The body is optional: without `lines`, everything outstanding is received. Receipts accumulate: the delivery becomes `received` only when every manifest line is in (or it is closed short); a line may not receive more than its `quantityExpected` (400 naming `lines[i].quantity`, nothing posted).",
         cli: Cli {
             command: "delivery",
             verb: "receive",
-            about: "Receives an inbound delivery: posts receipts to stock",
+            about: "Receives (part of) an inbound delivery: posts receipts to stock",
             example: "prodops delivery receive ID",
             flags: &[
                 flag("lines", "lines", "[{\"manifestLineId\", \"quantity\", \"locationId\"?}] (default: everything outstanding)"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `POST /delivery/{id}/close-short`.
+    CloseShort: Post "/delivery/{id}/close-short" {
+        operation: "post_delivery_id_close_short",
+        tag: "delivery",
+        // The receiving clerk's action, with the same permission as receive.
+        access: Access::Key(&[("Item", Perm::Update)]),
+        path: Uuid,
+        query: (),
+        body: OptionalJson<LifecycleRequest>,
+        answer: Json<Delivery>,
+        status: 200,
+        outcome: "The delivery",
+        summary: "Close receiving of an inbound delivery short (records each line's shortfall)",
+        description: "Ends receiving with what is in: the delivery becomes `received` and each manifest line's outstanding quantity is kept as its `quantityShort`; nothing is posted to the ledger. The body is optional; `reason` is kept as `lastReason`.",
+        cli: Cli {
+            command: "delivery",
+            verb: "close-short",
+            about: "Closes receiving of an inbound delivery short: received with what is in, the rest recorded as shortfall",
+            example: "prodops delivery close-short ID --reason 'supplier cannot send the rest'",
+            flags: &[
+                flag("reason", "reason", "Why (kept as lastReason)"),
             ],
         },
     }

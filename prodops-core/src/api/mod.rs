@@ -712,6 +712,7 @@ macro_rules! for_each_action {
             $crate::api::delivery::Complete,
             $crate::api::delivery::Cancel,
             $crate::api::delivery::Receive,
+            $crate::api::delivery::CloseShort,
             $crate::api::delivery::Archive,
             $crate::api::delivery::Restore,
             $crate::api::delivery::Itinerary,

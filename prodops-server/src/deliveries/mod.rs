@@ -1,5 +1,5 @@
 //! Deliveries (spec 2.10, 3.2, 4.8): outbound create with the paired deliverable group, the
-//! lifecycle actions, receiving into the ledger, shipping on completion, planned times,
+//! lifecycle actions, receiving into the ledger (receipts accumulate; close-short), shipping on completion, planned times,
 //! archive and restore, itinerary and cargo plan, permanent DELETE with its cascade.
 //!
 //! The paired deliverable group is a root deliverable of type `order` named after the delivery,
@@ -16,6 +16,7 @@ use prodops_core::delivery::{
     LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
     cargo_violations, is_partial, next_status, planned_violation, span_status,
 };
+use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
 use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -43,6 +44,7 @@ crate::http::action::handle! {
     api::delivery::Complete => complete;
     api::delivery::Cancel => cancel;
     api::delivery::Receive => receive;
+    api::delivery::CloseShort => close_short;
     api::delivery::Archive => archive;
     api::delivery::Restore => restore;
     api::delivery::Itinerary => itinerary;
@@ -387,6 +389,14 @@ async fn lifecycle(
     };
     let st = call.state.clone();
     call.write(move |tx, ctx| {
+        if action == DeliveryAction::Cancel {
+            lock_receiving(tx, id)?;
+            let (_, _, d) = load(tx, ctx.org(), id)?;
+            let lines = manifest(tx, ctx.org(), id)?;
+            if let Some(v) = receiving::cancel_violation(d.direction, &quantities(&lines)) {
+                return Err(ApiError::violations(vec![v]));
+            }
+        }
         let (mut record, _, updated) = transition(tx, ctx, id, action, req.reason.clone())?;
         if action == DeliveryAction::Complete {
             let mut rows = Vec::new();
@@ -430,96 +440,135 @@ lifecycle_handler!(start, DeliveryAction::Start);
 lifecycle_handler!(complete, DeliveryAction::Complete);
 lifecycle_handler!(cancel, DeliveryAction::Cancel);
 
+/// The manifest lines of a delivery, stored and typed, in the store's order.
+fn manifest(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Vec<(Value, ManifestLine)>> {
+    related(tx, org, "delivery-manifest-line", id)?
+        .into_iter()
+        .map(|v| {
+            let m: ManifestLine = read_stored(&v)?;
+            Ok((v, m))
+        })
+        .collect()
+}
+
+fn quantities(lines: &[(Value, ManifestLine)]) -> Vec<LineQuantities> {
+    lines
+        .iter()
+        .map(|(_, m)| LineQuantities {
+            expected: m.quantity_expected,
+            received: m.quantity_received,
+        })
+        .collect()
+}
+
+/// Serializes the receiving actions of one delivery (receive, close-short, cancel): each reads
+/// the manifest's quantities, then writes from them.
+fn lock_receiving(tx: &mut dyn Tx, id: Uuid) -> ApiResult<()> {
+    crate::store::lock_scope(tx, &format!("delivery-receiving:{id}"))?;
+    Ok(())
+}
+
+/// `POST /delivery/{id}/receive`: receipts accumulate (`prodops_core::receiving`). One
+/// transaction: the `receipt` rows, each line's `quantityReceived`, and `received` once
+/// everything is in; a refused line refuses the whole receive.
 async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiResult<Response> {
     let req: ReceiveRequest = match body {
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => ReceiveRequest::default(),
     };
-    if req.lines.as_ref().is_some_and(Vec::is_empty) {
-        return Err(ApiError::field(
-            "lines",
-            "an empty lines array receives nothing; omit it to receive everything outstanding",
-        ));
-    }
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let lines_res = engine::resource("delivery-manifest-line");
-        let stored = related(tx, ctx.org(), "delivery-manifest-line", id)?;
-        let (mut record, _, _) = transition(tx, ctx, id, DeliveryAction::Receive, None)?;
-        // What arrives: the request's lines, or every line's outstanding quantity.
-        let mut arrivals: Vec<(Value, f64, Option<Uuid>)> = Vec::new();
-        match &req.lines {
-            Some(lines) => {
-                for (i, l) in lines.iter().enumerate() {
-                    let line = stored
-                        .iter()
-                        .find(|s| {
-                            s.get("id").and_then(Value::as_str)
-                                == Some(&l.manifest_line_id.to_string())
-                        })
-                        .ok_or_else(|| {
-                            ApiError::field(
-                                "manifestLineId",
-                                "not a manifest line of this delivery",
-                            )
-                            .with_index(i)
-                        })?;
-                    if !(l.quantity > 0.0 && l.quantity.is_finite()) {
-                        return Err(
-                            ApiError::field("quantity", "must be a positive number").with_index(i)
-                        );
-                    }
-                    arrivals.push((line.clone(), l.quantity, l.location_id));
-                }
-            }
-            None => {
-                for line in &stored {
-                    let m: ManifestLine = read_stored(line)?;
-                    let outstanding = m.quantity_expected - m.quantity_received;
-                    if outstanding > 0.0 {
-                        arrivals.push((line.clone(), outstanding, None));
-                    }
-                }
-            }
+        let org = ctx.org();
+        lock_receiving(tx, id)?;
+        let (_, _, d) = load(tx, org, id)?;
+        if d.is_archived {
+            return Err(ApiError::field(
+                "isArchived",
+                "an archived delivery cannot change; restore it first",
+            ));
         }
-        let mut rows = Vec::new();
-        let mut received: std::collections::HashMap<String, f64> = Default::default();
-        for (i, (line, qty, loc)) in arrivals.iter().enumerate() {
-            let m: ManifestLine = read_stored(line)?;
-            let to = loc.or(m.location_id).ok_or_else(|| {
-                ApiError::field(
-                    "locationId",
-                    "the manifest line has no location; give locationId",
-                )
-                .with_index(i)
-            })?;
-            let mut row = Map::new();
-            row.insert("type".into(), json!("receipt"));
-            row.insert("itemId".into(), json!(m.item_id));
-            row.insert("quantity".into(), json!(qty));
-            row.insert("toLocationId".into(), json!(to));
-            row.insert("deliveryId".into(), json!(id));
-            row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
-            rows.push(row);
-            *received.entry(m.id.to_string()).or_default() += qty;
-        }
+        let lines = manifest(tx, org, id)?;
+        let states: Vec<ManifestState> = lines
+            .iter()
+            .map(|(_, m)| ManifestState {
+                id: m.id,
+                expected: m.quantity_expected,
+                received: m.quantity_received,
+                location_id: m.location_id,
+            })
+            .collect();
+        let (plan, next) =
+            receiving::receive(d.direction, d.status, &req, &states, OVER_RECEIPT_TOLERANCE)
+                .map_err(ApiError::violations)?;
+        let rows: Vec<Map<String, Value>> = plan
+            .receipts
+            .iter()
+            .map(|r| {
+                let m = &lines[r.line].1;
+                let mut row = Map::new();
+                row.insert("type".into(), json!("receipt"));
+                row.insert("itemId".into(), json!(m.item_id));
+                row.insert("quantity".into(), json!(r.quantity));
+                row.insert("toLocationId".into(), json!(r.location_id));
+                row.insert("deliveryId".into(), json!(id));
+                row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
+                row.insert("metadata".into(), json!({"manifestLineId": m.id}));
+                row
+            })
+            .collect();
         if !rows.is_empty() {
             crate::inventory::post(tx, ctx, rows)?;
         }
-        for line in &stored {
-            let key = line
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if let Some(qty) = received.get(&key) {
-                let m: ManifestLine = read_stored(line)?;
+        let lines_res = engine::resource("delivery-manifest-line");
+        for ((stored, m), after) in lines.iter().zip(&plan.received) {
+            if *after != m.quantity_received {
                 let mut c = Map::new();
-                c.insert("quantityReceived".into(), json!(m.quantity_received + qty));
-                apply_server_change(tx, ctx, &lines_res, line, c)?;
+                c.insert("quantityReceived".into(), json!(after));
+                apply_server_change(tx, ctx, &lines_res, stored, c)?;
             }
         }
-        present(&st, tx, ctx.org(), &mut record)?;
+        let mut record = if next == d.status {
+            load(tx, org, id)?.1
+        } else {
+            transition(tx, ctx, id, DeliveryAction::Receive, None)?.0
+        };
+        present(&st, tx, org, &mut record)?;
+        Ok(Reply::json(StatusCode::OK, &record))
+    })
+    .await
+}
+
+/// `POST /delivery/{id}/close-short`: ends receiving with what is in; each line's outstanding
+/// quantity becomes its `quantityShort`, the delivery `received` (`lastReason` the reason).
+async fn close_short(
+    call: Call,
+    PathId(id): PathId,
+    body: Option<JsonBody>,
+) -> ApiResult<Response> {
+    let req: LifecycleRequest = match body {
+        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
+        _ => LifecycleRequest::default(),
+    };
+    let st = call.state.clone();
+    call.write(move |tx, ctx| {
+        let org = ctx.org();
+        lock_receiving(tx, id)?;
+        let (_, _, d) = load(tx, org, id)?;
+        let lines = manifest(tx, org, id)?;
+        // Only a delivery still receiving passes, and an archived one is final: refused here.
+        let closed = receiving::close_short(d.direction, d.status, &quantities(&lines))
+            .map_err(|v| ApiError::violations(vec![v]))?;
+        let lines_res = engine::resource("delivery-manifest-line");
+        for ((stored, m), short) in lines.iter().zip(&closed.shortfalls) {
+            if *short != m.quantity_short {
+                let mut c = Map::new();
+                c.insert("quantityShort".into(), json!(short));
+                apply_server_change(tx, ctx, &lines_res, stored, c)?;
+            }
+        }
+        let (mut record, _, _) =
+            transition(tx, ctx, id, DeliveryAction::Receive, req.reason.clone())?;
+        present(&st, tx, org, &mut record)?;
         Ok(Reply::json(StatusCode::OK, &record))
     })
     .await
@@ -588,16 +637,7 @@ async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 /// Adds the derived `partial` to a delivery answer.
 fn present(_state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> ApiResult<()> {
     let d: Delivery = read_stored(record)?;
-    let lines: Vec<LineQuantities> = related(tx, org, "delivery-manifest-line", d.id)?
-        .iter()
-        .map(|l| {
-            let m: ManifestLine = read_stored(l)?;
-            Ok(LineQuantities {
-                expected: m.quantity_expected,
-                received: m.quantity_received,
-            })
-        })
-        .collect::<ApiResult<_>>()?;
+    let lines = quantities(&manifest(tx, org, d.id)?);
     let deliverables = engine::resource("deliverable");
     let mut done = Vec::new();
     if d.direction != DeliveryDirection::Inbound {

@@ -3,6 +3,60 @@
 use prodops_tests::*;
 use serde_json::Value;
 
+/// The sum of the ledger for an item at a location (what arrives there less what leaves).
+async fn ledger(api: &Api, item: &Value, location: &Value) -> f64 {
+    let loc = location["id"].as_str().unwrap();
+    api.list(
+        "inventory-transaction",
+        &format!("itemId={}", item["id"].as_str().unwrap()),
+    )
+    .await
+    .iter()
+    .map(|row| {
+        let q = row["quantity"].as_f64().unwrap();
+        match (
+            row["toLocationId"].as_str() == Some(loc),
+            row["fromLocationId"].as_str() == Some(loc),
+        ) {
+            (true, false) => q,
+            (false, true) => -q,
+            _ => 0.0,
+        }
+    })
+    .sum()
+}
+
+/// Stock equals the sum of the ledger for each of these items at each of these locations.
+async fn assert_stock_is_ledger(api: &Api, items: &[&Value], locations: &[&Value]) {
+    for item in items {
+        for location in locations {
+            assert_eq!(
+                stock(api, item, location).await,
+                ledger(api, item, location).await,
+                "stock of {} at {}",
+                item["name"],
+                location["name"]
+            );
+        }
+    }
+}
+
+async fn receive(api: &Api, id: &str, body: Value) -> Resp {
+    api.post(&format!("/delivery/{id}/receive"), body).await
+}
+
+async fn receipts(api: &Api, id: &str) -> Vec<Value> {
+    api.list("inventory-transaction", &format!("deliveryId={id}"))
+        .await
+}
+
+async fn received(api: &Api, line: &Value) -> f64 {
+    api.read("delivery-manifest-line", line["id"].as_str().unwrap())
+        .await["quantityReceived"]
+        .as_f64()
+        .unwrap()
+}
+
 async fn stock(api: &Api, item: &Value, location: &Value) -> f64 {
     let resp = api
         .get(&format!(
@@ -99,7 +153,7 @@ async fn inbound_receiving_posts_receipts() {
             .await,
         "lines",
     );
-    // Partial receipt: stock and manifest move together with the status.
+    // Partial receipt: stock and manifest move together; the delivery keeps receiving.
     let r = api
         .post(
             &format!("/delivery/{id}/receive"),
@@ -107,7 +161,7 @@ async fn inbound_receiving_posts_receipts() {
         )
         .await;
     assert_eq!(r.status, 200, "{r}");
-    assert_eq!(r.body["status"], "received");
+    assert_eq!(r.body["status"], "expected");
     assert_eq!(r.body["partial"], true);
     assert_eq!(stock(&api, &bolt, &dock).await, 6.0);
     assert_eq!(stock(&api, &nut, &dock).await, 0.0);
@@ -121,6 +175,19 @@ async fn inbound_receiving_posts_receipts() {
         .await;
     assert_eq!(receipts.len(), 1);
     assert_eq!(receipts[0]["type"], "receipt");
+    // Without lines, the rest: 4 bolts and 4 nuts; then it is received, and receives no more.
+    let r = api
+        .post(&format!("/delivery/{id}/receive"), json!({}))
+        .await;
+    assert_eq!(r.body["status"], "received", "{r}");
+    assert_eq!(r.body["partial"], false);
+    assert_eq!(stock(&api, &bolt, &dock).await, 10.0);
+    assert_eq!(stock(&api, &nut, &dock).await, 4.0);
+    assert_eq!(
+        api.list_total("inventory-transaction", &format!("deliveryId={id}"))
+            .await,
+        3
+    );
     assert_validation_names(
         &api.post(&format!("/delivery/{id}/receive"), json!({}))
             .await,
@@ -412,6 +479,301 @@ async fn component_cargo_with_the_flag_and_cancel() {
     assert_error(
         &other
             .post(&format!("/delivery/{id}/start"), json!({}))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+}
+
+#[tokio::test]
+async fn partial_receipts_accumulate_and_over_receipt_is_refused() {
+    let server = TestServer::start().await;
+    let api = server.org("receiving").await;
+    let shop = api.create("shop", json!({"name": "Main"})).await;
+    let dock = api
+        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
+        .await;
+    let bay = api
+        .create("location", json!({"name": "Bay", "shopId": shop["id"]}))
+        .await;
+    let bolt = api.create("item", json!({"name": "Bolt"})).await;
+    let nut = api.create("item", json!({"name": "Nut"})).await;
+    let (items, locations) = ([&bolt, &nut], [&dock, &bay]);
+    let d = api.create("delivery", json!({"name": "Steel"})).await;
+    let id = d["id"].as_str().unwrap().to_string();
+    let l_bolt = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 10, "locationId": dock["id"]})).await;
+    let l_nut = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": nut["id"], "quantityExpected": 4.5, "locationId": dock["id"]})).await;
+    let receive = |body: Value| receive(&api, &id, body);
+    let receipts = || receipts(&api, &id);
+
+    // First partial receive: 3 bolts.
+    let r = receive(json!({"lines": [{"manifestLineId": l_bolt["id"], "quantity": 3}]})).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(r.body["status"], "expected");
+    assert_eq!(r.body["partial"], true);
+    assert_eq!(stock(&api, &bolt, &dock).await, 3.0);
+    assert_stock_is_ledger(&api, &items, &locations).await;
+
+    // Over-receipt is refused whole, naming the entry; nothing is posted.
+    let over = receive(json!({"lines": [
+        {"manifestLineId": l_nut["id"], "quantity": 1},
+        {"manifestLineId": l_bolt["id"], "quantity": 8}
+    ]}))
+    .await;
+    let details = assert_error_details(&over, 400, "VALIDATION_ERROR");
+    assert_eq!(details[0]["field"], "lines[1].quantity", "{over}");
+    assert!(
+        details[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over-receipt")
+    );
+    // Two entries of one line add up: the second crosses.
+    let over = receive(json!({"lines": [
+        {"manifestLineId": l_bolt["id"], "quantity": 4},
+        {"manifestLineId": l_bolt["id"], "quantity": 4}
+    ]}))
+    .await;
+    let details = assert_error_details(&over, 400, "VALIDATION_ERROR");
+    assert_eq!(details[0]["field"], "lines[1].quantity", "{over}");
+    assert_eq!(receipts().await.len(), 1);
+    assert_eq!(stock(&api, &nut, &dock).await, 0.0);
+    assert_eq!(received(&api, &l_bolt).await, 3.0);
+    assert_eq!(received(&api, &l_nut).await, 0.0);
+    // A line of another delivery, a zero quantity.
+    let other_delivery = api.create("delivery", json!({"name": "Other"})).await;
+    let foreign = api.create("delivery-manifest-line", json!({"deliveryId": other_delivery["id"], "itemId": bolt["id"], "quantityExpected": 1, "locationId": dock["id"]})).await;
+    let bad = receive(json!({"lines": [
+        {"manifestLineId": foreign["id"], "quantity": 1},
+        {"manifestLineId": l_bolt["id"], "quantity": 0}
+    ]}))
+    .await;
+    let details = assert_error_details(&bad, 400, "VALIDATION_ERROR");
+    assert_eq!(
+        field_of(&details, "field"),
+        ["lines[0].manifestLineId", "lines[1].quantity"]
+    );
+    assert_eq!(receipts().await.len(), 1);
+
+    // Second partial receive, with an idempotency key: 4 bolts to the bay, all the nuts. A retry
+    // answers the same without posting again.
+    let second = json!({"lines": [
+        {"manifestLineId": l_bolt["id"], "quantity": 4, "locationId": bay["id"]},
+        {"manifestLineId": l_nut["id"], "quantity": 4.5}
+    ]});
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        answers.push(
+            api.req(reqwest::Method::POST, &format!("/delivery/{id}/receive"))
+                .idempotency_key("receive-2")
+                .json(second.clone())
+                .send()
+                .await,
+        );
+    }
+    assert_eq!(answers[0].status, 200, "{}", answers[0]);
+    assert_eq!(answers[0].body, answers[1].body);
+    assert_eq!(answers[0].body["status"], "expected");
+    assert_eq!(answers[0].body["partial"], true);
+    assert_eq!(receipts().await.len(), 3);
+    assert_eq!(stock(&api, &bolt, &bay).await, 4.0);
+    assert_eq!(stock(&api, &nut, &dock).await, 4.5);
+    assert_eq!(received(&api, &l_bolt).await, 7.0);
+    assert_eq!(received(&api, &l_nut).await, 4.5);
+    assert_stock_is_ledger(&api, &items, &locations).await;
+    // The nuts are all in: one more is over-receipt.
+    assert_validation_names(
+        &receive(json!({"lines": [{"manifestLineId": l_nut["id"], "quantity": 0.5}]})).await,
+        "quantity",
+    );
+    // While receiving, the manifest cannot expect less than is in; cancel is refused.
+    assert_validation_names(
+        &api.patch(
+            &format!("/delivery-manifest-line/{}", l_bolt["id"].as_str().unwrap()),
+            json!({"quantityExpected": 6}),
+        )
+        .await,
+        "quantityExpected",
+    );
+    assert_validation_names(
+        &api.post(&format!("/delivery/{id}/cancel"), json!({})).await,
+        "status",
+    );
+    // Start still works on a partly received delivery.
+    let started = api.post(&format!("/delivery/{id}/start"), json!({})).await;
+    assert_eq!(started.body["status"], "in_transit", "{started}");
+    assert_eq!(started.body["partial"], true);
+
+    // The rest: the last 3 bolts complete the manifest.
+    let r = receive(json!({"lines": [{"manifestLineId": l_bolt["id"], "quantity": 3}]})).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(r.body["status"], "received");
+    assert_eq!(r.body["partial"], false);
+    assert_eq!(stock(&api, &bolt, &dock).await, 6.0);
+    assert_stock_is_ledger(&api, &items, &locations).await;
+    // One receipt row per receive line, each naming its manifest line; per line they sum to
+    // quantityReceived.
+    let rows = receipts().await;
+    assert_eq!(rows.len(), 4);
+    for (line, want) in [(&l_bolt, 10.0), (&l_nut, 4.5)] {
+        let sum: f64 = rows
+            .iter()
+            .filter(|r| r["metadata"]["manifestLineId"] == line["id"])
+            .inspect(|r| assert_eq!(r["type"], "receipt"))
+            .map(|r| r["quantity"].as_f64().unwrap())
+            .sum();
+        assert_eq!(sum, want);
+        assert_eq!(received(&api, line).await, want);
+    }
+    // Received: no more receiving, nor closing short.
+    assert_validation_names(
+        &receive(json!({"lines": [{"manifestLineId": l_bolt["id"], "quantity": 1}]})).await,
+        "status",
+    );
+    assert_validation_names(&receive(json!({})).await, "status");
+    assert_validation_names(
+        &api.post(&format!("/delivery/{id}/close-short"), json!({}))
+            .await,
+        "status",
+    );
+    assert_eq!(receipts().await.len(), 4);
+    assert_stock_is_ledger(&api, &items, &locations).await;
+
+    // Another organization sees nothing of it and cannot receive it.
+    let other = server.org("other").await;
+    assert_error(
+        &other
+            .post(&format!("/delivery/{id}/receive"), json!({}))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_error(
+        &other
+            .post(&format!("/delivery/{id}/close-short"), json!({}))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_eq!(other.list_total("inventory-transaction", "").await, 0);
+    assert_eq!(other.list_total("delivery-manifest-line", "").await, 0);
+}
+
+#[tokio::test]
+async fn close_short_records_the_shortfall() {
+    let server = TestServer::start().await;
+    let api = server.org("receiving").await;
+    let shop = api.create("shop", json!({"name": "Main"})).await;
+    let dock = api
+        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
+        .await;
+    let bolt = api.create("item", json!({"name": "Bolt"})).await;
+    let nut = api.create("item", json!({"name": "Nut"})).await;
+    let d = api.create("delivery", json!({"name": "Steel"})).await;
+    let id = d["id"].as_str().unwrap().to_string();
+    let l_bolt = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 5, "locationId": dock["id"]})).await;
+    let l_nut = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": nut["id"], "quantityExpected": 2, "locationId": dock["id"]})).await;
+    assert_eq!(l_bolt["quantityShort"], 0.0);
+    let r = api
+        .post(
+            &format!("/delivery/{id}/receive"),
+            json!({"lines": [{"manifestLineId": l_bolt["id"], "quantity": 2}]}),
+        )
+        .await;
+    assert_eq!(r.body["status"], "expected", "{r}");
+    // quantityShort is the server's: ignored on writes.
+    let patched = api
+        .patch(
+            &format!("/delivery-manifest-line/{}", l_bolt["id"].as_str().unwrap()),
+            json!({"quantityShort": 1, "quantityReceived": 5}),
+        )
+        .await;
+    assert_eq!(patched.body["quantityShort"], 0.0, "{patched}");
+    assert_eq!(patched.body["quantityReceived"], 2.0, "{patched}");
+    // Closing short needs Item.Update, like receiving.
+    let (no_item, _) = server
+        .key(&api, false, &["Delivery.Update", "Delivery.Read"])
+        .await;
+    assert_error(
+        &no_item
+            .post(&format!("/delivery/{id}/close-short"), json!({}))
+            .await,
+        403,
+        "FORBIDDEN",
+    );
+    let closed = api
+        .post(
+            &format!("/delivery/{id}/close-short"),
+            json!({"reason": "supplier cannot send the rest"}),
+        )
+        .await;
+    assert_eq!(closed.status, 200, "{closed}");
+    assert_eq!(closed.body["status"], "received");
+    assert_eq!(closed.body["lastReason"], "supplier cannot send the rest");
+    // Something but not everything arrived: still partial.
+    assert_eq!(closed.body["partial"], true);
+    let bolt_line = api
+        .read("delivery-manifest-line", l_bolt["id"].as_str().unwrap())
+        .await;
+    assert_eq!(bolt_line["quantityReceived"], 2.0);
+    assert_eq!(bolt_line["quantityShort"], 3.0);
+    let nut_line = api
+        .read("delivery-manifest-line", l_nut["id"].as_str().unwrap())
+        .await;
+    assert_eq!(nut_line["quantityReceived"], 0.0);
+    assert_eq!(nut_line["quantityShort"], 2.0);
+    // Nothing posted for what did not come; stock equals the ledger.
+    assert_eq!(
+        api.list_total("inventory-transaction", &format!("deliveryId={id}"))
+            .await,
+        1
+    );
+    assert_eq!(stock(&api, &bolt, &dock).await, 2.0);
+    assert_stock_is_ledger(&api, &[&bolt, &nut], &[&dock]).await;
+    // Closed: no more receiving, nor closing again; archivable.
+    assert_validation_names(
+        &api.post(&format!("/delivery/{id}/receive"), json!({}))
+            .await,
+        "status",
+    );
+    assert_validation_names(
+        &api.post(&format!("/delivery/{id}/close-short"), json!({}))
+            .await,
+        "status",
+    );
+    assert_eq!(
+        api.post(&format!("/delivery/{id}/archive"), json!({}))
+            .await
+            .status,
+        200
+    );
+    assert_validation_names(
+        &api.post(&format!("/delivery/{id}/close-short"), json!({}))
+            .await,
+        "status",
+    );
+    // Outbound deliveries are not closed short; nothing received yet means cancel still works.
+    let out = api
+        .post("/delivery/outbound", json!({"name": "Ship"}))
+        .await;
+    assert_validation_names(
+        &api.post(&format!("/delivery/{}/close-short", out.id()), json!({}))
+            .await,
+        "status",
+    );
+    let fresh = api.create("delivery", json!({"name": "Later"})).await;
+    let fresh_id = fresh["id"].as_str().unwrap();
+    assert_eq!(
+        api.post(&format!("/delivery/{fresh_id}/cancel"), json!({}))
+            .await
+            .body["status"],
+        "cancelled"
+    );
+    // Another organization: 404, as if it did not exist.
+    let other = server.org("other").await;
+    assert_error(
+        &other
+            .post(&format!("/delivery/{id}/close-short"), json!({}))
             .await,
         404,
         "NOT_FOUND",
