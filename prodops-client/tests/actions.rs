@@ -366,6 +366,41 @@ async fn document_member_notification_qc_and_delivery_actions() {
         .await
         .unwrap();
     assert_eq!(received.status, DeliveryStatus::Received);
+    // A partial receive keeps it receiving; closing short ends it and records the shortfall.
+    let short = uid(&api.create("delivery", json!({"name": "Nuts"})).await);
+    let line = uid(&api
+        .create(
+            "delivery-manifest-line",
+            json!({"deliveryId": short, "itemId": bolt, "quantityExpected": 5, "locationId": dock}),
+        )
+        .await);
+    let part = c
+        .receive_delivery(
+            short,
+            &serde_json::from_value::<ReceiveRequest>(
+                json!({"lines": [{"manifestLineId": line, "quantity": 2}]}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(part.status, DeliveryStatus::Expected);
+    assert_eq!(part.partial, Some(true));
+    let closed = c
+        .close_delivery_short(
+            short,
+            &LifecycleRequest {
+                reason: Some("supplier out".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(closed.status, DeliveryStatus::Received);
+    assert_eq!(closed.last_reason.as_deref(), Some("supplier out"));
+    assert_eq!(
+        api.read("delivery-manifest-line", &line.to_string()).await["quantityShort"],
+        3.0
+    );
     let archived = c.archive_delivery(inbound).await.unwrap();
     assert!(archived.is_archived);
     assert!(!c.restore_delivery(inbound).await.unwrap().is_archived);
