@@ -779,3 +779,48 @@ async fn close_short_records_the_shortfall() {
         "NOT_FOUND",
     );
 }
+
+#[tokio::test]
+async fn concurrent_receives_never_pass_the_expected_quantity() {
+    let server = TestServer::start().await;
+    let api = server.org("receiving").await;
+    let shop = api.create("shop", json!({"name": "Main"})).await;
+    let dock = api
+        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
+        .await;
+    let bolt = api.create("item", json!({"name": "Bolt"})).await;
+    let d = api.create("delivery", json!({"name": "Steel"})).await;
+    let id = d["id"].as_str().unwrap().to_string();
+    let line = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 10, "locationId": dock["id"]})).await;
+    // Eight clerks each receive 2 of 10 at once: exactly five succeed.
+    let body = json!({"lines": [{"manifestLineId": line["id"], "quantity": 2}]});
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (api, id, body) = (api.clone(), id.clone(), body.clone());
+            tokio::spawn(async move { receive(&api, &id, body).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+    let ok = answers.iter().filter(|r| r.status == 200).count();
+    assert_eq!(
+        ok,
+        5,
+        "{}",
+        answers
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for r in answers.iter().filter(|r| r.status != 200) {
+        assert_validation_names(r, "status");
+    }
+    assert_eq!(received(&api, &line).await, 10.0);
+    assert_eq!(receipts(&api, &id).await.len(), 5);
+    assert_eq!(stock(&api, &bolt, &dock).await, 10.0);
+    assert_stock_is_ledger(&api, &[&bolt], &[&dock]).await;
+    assert_eq!(api.read("delivery", &id).await["status"], "received");
+}
