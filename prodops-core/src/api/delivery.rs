@@ -190,7 +190,7 @@ action! {
         status: 200,
         outcome: "The delivery",
         summary: "Close receiving of an inbound delivery short (records each line's shortfall)",
-        description: "Ends receiving with what is in: the delivery becomes `received` and each manifest line's outstanding quantity is kept as its `quantityShort`; nothing is posted to the ledger. The body is optional; `reason` is kept as `lastReason`.",
+        description: "Ends receiving with what is in: the delivery becomes `received` and each manifest line's outstanding quantity is kept as its `quantityShort`; nothing is posted to the ledger. Only an inbound delivery still receiving (`expected` or `in_transit`) and not archived can be closed short; otherwise 400 naming `status`. The body is optional; `reason` is kept as `lastReason`.",
         cli: Cli {
             command: "delivery",
             verb: "close-short",
