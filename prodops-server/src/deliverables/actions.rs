@@ -46,7 +46,8 @@ fn order_and_node(
 }
 
 /// Applies a progress action to `node` and its effects, in one pass over one cached view of
-/// the tree: a complete also completes the node's subtree, progress rolls up to the ancestors
+/// the tree: a qcstep becoming done passes its QC gate first, a complete also completes the
+/// node's subtree, progress rolls up to the ancestors
 /// (stopping at the first one it leaves unchanged), every changed record is checked and written
 /// once, the computed fields are refreshed once for all of them, and the open sessions and plans
 /// on every node that became done end. Returns the kicked workers.
@@ -70,6 +71,9 @@ pub fn apply_progress(
             return Ok(());
         }
         if p.status == ProgressStatus::Done && tree::status(old) != ProgressStatus::Done {
+            // A qcstep's QC gate (docs/documents.md, "QC gates"): also when a complete of an
+            // ancestor cascades to it.
+            crate::qc::check_gate(&mut *store.tx, ctx, old)?;
             done.push(old.id);
         }
         let mut new = old.clone();

@@ -277,6 +277,16 @@ impl Hooks for DeliverableHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
+        // A write that makes a qcstep done (a raw PATCH or bulk write of `progress`) passes its
+        // QC gate, as the progress actions do.
+        let done =
+            |v: &Value| v.pointer("/progress/status").and_then(Value::as_str) == Some("done");
+        if new.get("type").and_then(Value::as_str) == Some("qcstep")
+            && done(new)
+            && !old.is_some_and(|o| done(o) && o.get("type") == new.get("type"))
+        {
+            crate::qc::check_gate(tx, ctx, &parse_deliverable(new)?)?;
+        }
         if !self.concept {
             return Ok(());
         }

@@ -27,6 +27,19 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 
+/// Applies a progress action to the deliverable `id` as the effect of another write (the
+/// rework a failing QC verdict causes), with its roll-up, in the caller's transaction. Returns
+/// the kicked workers.
+pub fn progress_effect(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    id: uuid::Uuid,
+    action: &prodops_core::progress::ProgressAction,
+) -> ApiResult<Vec<uuid::Uuid>> {
+    let node = crate::engine::load(tx, resource("deliverable"), ctx.org(), id)?;
+    actions::apply_progress(tx, ctx, &node, action)
+}
+
 /// The engine's description of a standard resource, built once.
 pub fn resource(path: &str) -> &'static ServedResource {
     static ALL: OnceLock<HashMap<&'static str, ServedResource>> = OnceLock::new();

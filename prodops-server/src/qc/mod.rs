@@ -6,18 +6,33 @@
 //! - `PATCH /qc-template/{id}` is accepted (a JSON object, `QcTemplate.Update`) and writes
 //!   nothing: it answers the stored version.
 //! - `DELETE /qc-template/{id}` removes the version for good, 409 while a QC set references it.
-//! - A QC set must reference an existing version.
+//! - Publishing while a template's highest version is a draft edits that draft in place;
+//!   `isDraft: false` finalizes it.
+//! - A QC set must reference an existing, finalized version and an existing deliverable (of the
+//!   qcstep's template when the deliverable is a qcstep); its answers and verdict are checked
+//!   against the version (`prodops_core::qc::check_set_against`); `verdictAt`/`verdictById`
+//!   are stamped when the verdict changes; a newly failing verdict sends the deliverable (and a
+//!   qcstep's stage) to rework in the same transaction.
+//! - [`check_gate`]: the QC gate a qcstep passes before it becomes done.
 
 use prodops_core::api;
 
+use std::collections::HashSet;
+
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use prodops_core::qc::{QcTemplateVersionCreate, next_version_number};
-use serde_json::{Value, json};
+use prodops_core::deliverable::{Deliverable, DeliverableType};
+use prodops_core::progress::ProgressAction;
+use prodops_core::qc::{
+    Publish, QcSet, QcTemplateVersion, QcTemplateVersionCreate, SetVerdict, Verdict,
+    check_set_against, may_complete, newly_failed, plan_publish, rework_needed, rework_targets,
+    stamp_verdict, version_in_force,
+};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, create_record, parse_body};
+use crate::engine::{self, ServedResource, apply_server_change, create_record, parse_body};
 use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
@@ -57,9 +72,12 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
                 "no such QC template; omit qcTemplateId to start a new template",
             ));
         }
-        let numbers: Vec<i64> = existing
+        let numbers: Vec<(i64, bool)> = existing
             .iter()
-            .filter_map(|v| v.get("versionNumber").and_then(Value::as_i64))
+            .filter_map(|v| {
+                let n = v.get("versionNumber").and_then(Value::as_i64)?;
+                Some((n, v.get("isDraft").and_then(Value::as_bool) == Some(true)))
+            })
             .collect();
         let mut body = serde_json::to_value(&req)
             .map_err(ApiError::internal)?
@@ -67,8 +85,22 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
             .cloned()
             .unwrap_or_default();
         body.insert("qcTemplateId".into(), json!(template));
-        body.insert("versionNumber".into(), json!(next_version_number(&numbers)));
-        let record = create_record(tx, ctx, &res, body)?;
+        let record = match plan_publish(&numbers) {
+            // The open draft is edited in place (finalized with `isDraft: false`); every field
+            // of the version comes from the body, as a new version's would.
+            Publish::EditDraft(n) => {
+                let old = existing
+                    .iter()
+                    .find(|v| v.get("versionNumber").and_then(Value::as_i64) == Some(n))
+                    .ok_or_else(|| ApiError::internal("the draft vanished"))?;
+                body.insert("description".into(), json!(req.description));
+                apply_server_change(tx, ctx, &res, old, body)?
+            }
+            Publish::New(n) => {
+                body.insert("versionNumber".into(), json!(n));
+                create_record(tx, ctx, &res, body)?
+            }
+        };
         Ok(Reply::json(StatusCode::CREATED, &record))
     })
     .await
@@ -128,10 +160,224 @@ impl Hooks for QcTemplateHooks {
     }
 }
 
-/// QC sets: `templateId` must name a version of the organization.
+/// Which of a deliverable's QC sets count for its gate and its rework: for a qcstep with a
+/// `data.qcTemplateId`, the sets of that template's versions (and the gate of its version in
+/// force); for any other deliverable, all its sets (and no gate).
+struct Counting {
+    versions: Option<HashSet<Uuid>>,
+    in_force: Option<bool>,
+}
+
+impl Counting {
+    fn of(tx: &mut dyn Tx, ctx: &Ctx, d: &Deliverable) -> ApiResult<Counting> {
+        let template = (d.kind == DeliverableType::Qcstep)
+            .then(|| prodops_core::tree::data_uuid(d, "qcTemplateId"))
+            .flatten();
+        let Some(template) = template else {
+            return Ok(Counting {
+                versions: None,
+                in_force: None,
+            });
+        };
+        let versions = records::select_values(
+            tx,
+            engine::resource("qc-template").table(),
+            ctx.org(),
+            &Select {
+                conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
+                limit: engine::MAX_BULK_RECORDS,
+                ..Default::default()
+            },
+        )?
+        .into_iter()
+        .map(serde_json::from_value::<QcTemplateVersion>)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ApiError::internal)?;
+        let facts: Vec<(i64, bool, bool)> = versions
+            .iter()
+            .map(|v| (v.version_number, v.is_draft, v.requires_pass_fail))
+            .collect();
+        Ok(Counting {
+            versions: Some(versions.iter().map(|v| v.id).collect()),
+            in_force: version_in_force(&facts).map(|(_, gated)| gated),
+        })
+    }
+
+    fn counts(&self, d: Uuid, set: &QcSet) -> bool {
+        set.deliverable_id == d
+            && self
+                .versions
+                .as_ref()
+                .is_none_or(|v| v.contains(&set.template_id))
+    }
+}
+
+fn verdict(set: &QcSet) -> SetVerdict {
+    SetVerdict {
+        qc_set_id: set.id,
+        verdict: set.verdict,
+        verdict_at: set.verdict_at,
+    }
+}
+
+/// The QC sets of deliverable `d` as stored now that count for it.
+fn counted_sets(tx: &mut dyn Tx, ctx: &Ctx, d: Uuid, counting: &Counting) -> ApiResult<Vec<QcSet>> {
+    let rows = records::select_values(
+        tx,
+        engine::resource("qc-set").table(),
+        ctx.org(),
+        &Select {
+            conds: vec![Cond::field_equals("deliverableId", d.to_string())],
+            limit: engine::MAX_BULK_RECORDS,
+            ..Default::default()
+        },
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for v in rows {
+        let set: QcSet = serde_json::from_value(v).map_err(ApiError::internal)?;
+        if counting.counts(d, &set) {
+            out.push(set);
+        }
+    }
+    Ok(out)
+}
+
+/// The QC gate of `step` about to become done (docs/documents.md, "QC gates"): a qcstep whose
+/// template (`data.qcTemplateId`) has a finalized version in force requiring pass/fail needs the
+/// latest verdict of its QC sets of that template to be `pass`; 400 naming `qcSetId` otherwise.
+/// Other deliverables, and qcsteps of templates without a finalized version, pass.
+pub fn check_gate(tx: &mut dyn Tx, ctx: &Ctx, step: &Deliverable) -> ApiResult<()> {
+    if step.kind != DeliverableType::Qcstep {
+        return Ok(());
+    }
+    let counting = Counting::of(tx, ctx, step)?;
+    if counting.in_force != Some(true) {
+        return Ok(());
+    }
+    let sets: Vec<SetVerdict> = counted_sets(tx, ctx, step.id, &counting)?
+        .iter()
+        .map(verdict)
+        .collect();
+    may_complete(step.id, counting.in_force, &sets).map_err(|v| ApiError::violations(vec![v]))
+}
+
+/// After the QC set `changed` of deliverable `d` was written (`was`: how it counted for `d`
+/// before, if it did) or is being deleted (`deleting`): sends `d` (and a qcstep's stage) to
+/// rework when core's [`rework_needed`] says so.
+fn settle(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    d: Uuid,
+    changed: Uuid,
+    was: Option<&QcSet>,
+    newly_failed: bool,
+    deleting: bool,
+) -> ApiResult<()> {
+    let deliverables = engine::resource("deliverable");
+    let Some(value) = records::get(tx, deliverables.table(), ctx.org(), d)? else {
+        return Ok(());
+    };
+    let node: Deliverable = serde_json::from_value(value).map_err(ApiError::internal)?;
+    let counting = Counting::of(tx, ctx, &node)?;
+    let now = counted_sets(tx, ctx, d, &counting)?;
+    let after: Vec<SetVerdict> = now
+        .iter()
+        .filter(|s| !(deleting && s.id == changed))
+        .map(verdict)
+        .collect();
+    let before: Vec<SetVerdict> = now
+        .iter()
+        .filter(|s| s.id != changed)
+        .chain(was.filter(|w| counting.counts(d, w)))
+        .map(verdict)
+        .collect();
+    if !rework_needed(&before, &after, newly_failed) {
+        return Ok(());
+    }
+    let parent = match node.parent_id {
+        Some(p) => records::get(tx, deliverables.table(), ctx.org(), p)?
+            .map(serde_json::from_value::<Deliverable>)
+            .transpose()
+            .map_err(ApiError::internal)?
+            .map(|p| (p.id, p.kind)),
+        None => None,
+    };
+    for target in rework_targets((node.id, node.kind), parent) {
+        crate::deliverables::progress_effect(tx, ctx, target, &ProgressAction::Rework {})?;
+    }
+    Ok(())
+}
+
+fn verdict_of(v: &Value) -> Option<Verdict> {
+    v.get("verdict")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+/// Sets `verdictAt` and `verdictById` of a candidate from its verdict and the stored record's
+/// (`prodops_core::qc::stamp_verdict`): kept as stored while the verdict stays.
+fn stamp(ctx: &Ctx, old: Option<&Value>, candidate: &mut Map<String, Value>) {
+    let old_facts = old.map(|o| {
+        (
+            verdict_of(o),
+            o.get("verdictAt")
+                .and_then(Value::as_str)
+                .and_then(|t| prodops_core::time::parse(t).ok()),
+            o.get("verdictById")
+                .and_then(Value::as_str)
+                .and_then(|t| Uuid::parse_str(t).ok()),
+        )
+    });
+    let verdict = candidate
+        .get("verdict")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let (at, by) = stamp_verdict(old_facts, verdict, ctx.auth.key_id, ctx.now);
+    if let (Some(old), Some((_, old_at, old_by))) = (old, old_facts)
+        && at.is_some()
+        && (at, by) == (old_at, old_by)
+    {
+        for field in ["verdictAt", "verdictById"] {
+            candidate.insert(field.into(), old.get(field).cloned().unwrap_or(Value::Null));
+        }
+        return;
+    }
+    candidate.insert(
+        "verdictAt".into(),
+        at.map_or(Value::Null, |_| json!(ctx.now_text())),
+    );
+    candidate.insert("verdictById".into(), json!(by));
+}
+
+/// QC sets: `templateId` must name a finalized version of the organization and `deliverableId`
+/// a deliverable of it; answers and verdict follow the version; a write or delete that leaves a
+/// failure as the deliverable's latest verdict ([`rework_needed`]) sends it (and a qcstep's
+/// stage) to rework in the same transaction.
 pub struct QcSetHooks;
 
 impl Hooks for QcSetHooks {
+    fn before_create(
+        &self,
+        _tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        stamp(ctx, None, candidate);
+        Ok(())
+    }
+
+    fn before_update(
+        &self,
+        _tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        old: &Value,
+        _patch: &Map<String, Value>,
+        candidate: &mut Map<String, Value>,
+    ) -> ApiResult<()> {
+        stamp(ctx, Some(old), candidate);
+        Ok(())
+    }
+
     fn check_facts(
         &self,
         tx: &mut dyn Tx,
@@ -140,20 +386,84 @@ impl Hooks for QcSetHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
-        let template = new.get("templateId").and_then(Value::as_str).unwrap_or("");
-        if old
-            .and_then(|o| o.get("templateId"))
-            .and_then(Value::as_str)
-            == Some(template)
-        {
-            return Ok(());
-        }
-        let id = Uuid::parse_str(template)
-            .map_err(|_| ApiError::field("templateId", "must be a UUID"))?;
+        let set: QcSet = serde_json::from_value(new.clone()).map_err(ApiError::internal)?;
         let versions = engine::resource("qc-template");
-        if records::get(tx, versions.table(), ctx.org(), id)?.is_none() {
+        let Some(version) = records::get(tx, versions.table(), ctx.org(), set.template_id)? else {
             return Err(ApiError::field("templateId", "no such QC template version"));
+        };
+        let version: QcTemplateVersion =
+            serde_json::from_value(version).map_err(ApiError::internal)?;
+        let moved = old.is_none_or(|o| o.get("deliverableId") != new.get("deliverableId"));
+        let retemplated = old.is_none_or(|o| o.get("templateId") != new.get("templateId"));
+        let mut violations = check_set_against(&set, &version);
+        if moved || retemplated {
+            let deliverables = engine::resource("deliverable");
+            match records::get(tx, deliverables.table(), ctx.org(), set.deliverable_id)? {
+                None => violations.push(prodops_core::Violation::field(
+                    "deliverableId",
+                    "no such deliverable in this organization",
+                )),
+                Some(d) => {
+                    let d: Deliverable = serde_json::from_value(d).map_err(ApiError::internal)?;
+                    if d.kind == DeliverableType::Qcstep
+                        && let Some(t) = prodops_core::tree::data_uuid(&d, "qcTemplateId")
+                        && t != version.qc_template_id
+                    {
+                        violations.push(prodops_core::Violation::field(
+                            "templateId",
+                            format!(
+                                "the qcstep's QC template is {t}; this version belongs to {}",
+                                version.qc_template_id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::violations(violations))
+        }
+    }
+
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let new: QcSet = serde_json::from_value(new.clone()).map_err(ApiError::internal)?;
+        let old: Option<QcSet> = old
+            .map(|o| serde_json::from_value(o.clone()))
+            .transpose()
+            .map_err(ApiError::internal)?;
+        let same = old
+            .as_ref()
+            .filter(|o| o.deliverable_id == new.deliverable_id);
+        let failed = newly_failed(same.map(|o| o.verdict), new.verdict);
+        settle(tx, ctx, new.deliverable_id, new.id, same, failed, false)?;
+        if let Some(o) = old
+            .as_ref()
+            .filter(|o| o.deliverable_id != new.deliverable_id)
+        {
+            // Moved to another deliverable: the one it left may be left with a failure.
+            settle(tx, ctx, o.deliverable_id, o.id, Some(o), false, false)?;
         }
         Ok(())
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let set: QcSet = serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
+        settle(tx, ctx, set.deliverable_id, set.id, Some(&set), false, true)?;
+        Ok(DeleteAction::Proceed)
     }
 }
