@@ -1,4 +1,5 @@
-//! QC templates (spec 4.10): publishing a version; a PATCH of a template changes nothing.
+//! QC templates (spec 4.10): publishing a version (or editing and finalizing the open draft); a
+//! PATCH of a template changes nothing.
 
 use uuid::Uuid;
 
@@ -18,11 +19,11 @@ action! {
         status: 201,
         outcome: "The version",
         summary: "Publish a QC template version",
-        description: "",
+        description: "A new version with the next number; while the template's highest version is a draft, that draft is edited in place instead, and `isDraft: false` finalizes it.",
         cli: Cli {
             command: "qc-template",
             verb: "publish",
-            about: "Publishes a QC template version (the next version number)",
+            about: "Publishes a QC template version (the next version number), or edits and finalizes (--is-draft false) the template's open draft",
             example: "prodops qc-template publish --name 'Weld check' --questions @questions.json",
             flags: &[
                 flag("qcTemplateId", "qc-template-id", "The template (omitted: a new template)"),
