@@ -242,6 +242,11 @@ fn counted_sets(tx: &mut dyn Tx, ctx: &Ctx, d: Uuid, counting: &Counting) -> Api
     Ok(out)
 }
 
+/// The scope that serializes a step's gate check with the QC set writes that may rework it.
+fn gate_scope(ctx: &Ctx, step: Uuid) -> String {
+    format!("qc-gate:{}:{step}", ctx.org())
+}
+
 /// The QC gate of `step` about to become done (docs/documents.md, "QC gates"): a qcstep whose
 /// template (`data.qcTemplateId`) has a finalized version in force requiring pass/fail needs the
 /// latest verdict of its QC sets of that template to be `pass`; 400 naming `qcSetId` otherwise.
@@ -254,6 +259,9 @@ pub fn check_gate(tx: &mut dyn Tx, ctx: &Ctx, step: &Deliverable) -> ApiResult<(
     if counting.in_force != Some(true) {
         return Ok(());
     }
+    // The gate reads the sets and the write makes the step done; a concurrent QC set write
+    // (`settle`) reads the step and may rework it: the two take turns per step.
+    lock_scope(tx, &gate_scope(ctx, step.id))?;
     let sets: Vec<SetVerdict> = counted_sets(tx, ctx, step.id, &counting)?
         .iter()
         .map(verdict)
@@ -273,6 +281,7 @@ fn settle(
     newly_failed: bool,
     deleting: bool,
 ) -> ApiResult<()> {
+    lock_scope(tx, &gate_scope(ctx, d))?;
     let deliverables = engine::resource("deliverable");
     let Some(value) = records::get(tx, deliverables.table(), ctx.org(), d)? else {
         return Ok(());

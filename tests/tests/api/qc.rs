@@ -487,3 +487,31 @@ async fn drafts_are_edited_and_finalized_through_the_versions_endpoint() {
     assert_eq!(v2.body["versionNumber"], 2, "{v2}");
     assert_ne!(id(&v2.body), draft_id);
 }
+
+/// A complete and a failing verdict racing on one qcstep: whichever commits first, the step
+/// ends in rework (never done with a failing latest verdict).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_complete_racing_a_failing_verdict_ends_in_rework() {
+    let server = TestServer::start().await;
+    let api = server.org("qc-race").await;
+    let v = api
+        .post("/qc-template/versions", json!({"name": "Weld check"}))
+        .await;
+    for _ in 0..4 {
+        let (o, _, _, q) = tree(&api, &v.body["qcTemplateId"]).await;
+        let set = api
+            .create(
+                "qc-set",
+                json!({"templateId": id(&v.body), "deliverableId": q, "verdict": "pass"}),
+            )
+            .await;
+        let path = format!("/qc-set/{}", id(&set));
+        let (done, failed) = tokio::join!(
+            progress(&api, &o, &q, "complete"),
+            api.patch(&path, json!({"verdict": "fail"}))
+        );
+        assert_eq!(failed.status, 200, "{failed}");
+        assert!(done.status == 200 || done.status == 400, "{done}");
+        assert_eq!(status(&api.read(D, &q).await), "rework");
+    }
+}
