@@ -188,31 +188,67 @@ impl Counting {
                 limit: engine::MAX_BULK_RECORDS,
                 ..Default::default()
             },
-        )?
-        .into_iter()
-        .map(serde_json::from_value::<QcTemplateVersion>)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(ApiError::internal)?;
+        )?;
+        // Read field by field, not as `QcTemplateVersion`: a version stored before questions
+        // had their shape still gates (and its sets still count).
         let facts: Vec<(i64, bool, bool)> = versions
             .iter()
-            .map(|v| (v.version_number, v.is_draft, v.requires_pass_fail))
+            .map(|v| {
+                (
+                    v.get("versionNumber").and_then(Value::as_i64).unwrap_or(1),
+                    v.get("isDraft").and_then(Value::as_bool) == Some(true),
+                    v.get("requiresPassFail").and_then(Value::as_bool) != Some(false),
+                )
+            })
             .collect();
         Ok(Counting {
-            versions: Some(versions.iter().map(|v| v.id).collect()),
+            versions: Some(versions.iter().filter_map(|v| uuid_of(v, "id")).collect()),
             in_force: version_in_force(&facts).map(|(_, gated)| gated),
         })
     }
 
-    fn counts(&self, d: Uuid, set: &QcSet) -> bool {
-        set.deliverable_id == d
+    fn counts(&self, d: Uuid, set: &SetFacts) -> bool {
+        set.deliverable_id == Some(d)
             && self
                 .versions
                 .as_ref()
-                .is_none_or(|v| v.contains(&set.template_id))
+                .is_none_or(|v| set.template_id.is_some_and(|t| v.contains(&t)))
     }
 }
 
-fn verdict(set: &QcSet) -> SetVerdict {
+fn uuid_of(v: &Value, field: &str) -> Option<Uuid> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// What the gate reads of a stored QC set, field by field (a set stored before answers had
+/// their shape still counts).
+#[derive(Debug, Clone)]
+struct SetFacts {
+    id: Uuid,
+    template_id: Option<Uuid>,
+    deliverable_id: Option<Uuid>,
+    verdict: Option<Verdict>,
+    verdict_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl SetFacts {
+    fn of(v: &Value) -> ApiResult<SetFacts> {
+        Ok(SetFacts {
+            id: uuid_of(v, "id").ok_or_else(|| ApiError::internal("a QC set without an id"))?,
+            template_id: uuid_of(v, "templateId"),
+            deliverable_id: uuid_of(v, "deliverableId"),
+            verdict: verdict_of(v),
+            verdict_at: v
+                .get("verdictAt")
+                .and_then(Value::as_str)
+                .and_then(|t| prodops_core::time::parse(t).ok()),
+        })
+    }
+}
+
+fn verdict(set: &SetFacts) -> SetVerdict {
     SetVerdict {
         qc_set_id: set.id,
         verdict: set.verdict,
@@ -221,7 +257,12 @@ fn verdict(set: &QcSet) -> SetVerdict {
 }
 
 /// The QC sets of deliverable `d` as stored now that count for it.
-fn counted_sets(tx: &mut dyn Tx, ctx: &Ctx, d: Uuid, counting: &Counting) -> ApiResult<Vec<QcSet>> {
+fn counted_sets(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    d: Uuid,
+    counting: &Counting,
+) -> ApiResult<Vec<SetFacts>> {
     let rows = records::select_values(
         tx,
         engine::resource("qc-set").table(),
@@ -234,7 +275,7 @@ fn counted_sets(tx: &mut dyn Tx, ctx: &Ctx, d: Uuid, counting: &Counting) -> Api
     )?;
     let mut out = Vec::with_capacity(rows.len());
     for v in rows {
-        let set: QcSet = serde_json::from_value(v).map_err(ApiError::internal)?;
+        let set = SetFacts::of(&v)?;
         if counting.counts(d, &set) {
             out.push(set);
         }
@@ -277,7 +318,7 @@ fn settle(
     ctx: &Ctx,
     d: Uuid,
     changed: Uuid,
-    was: Option<&QcSet>,
+    was: Option<&SetFacts>,
     newly_failed: bool,
     deleting: bool,
 ) -> ApiResult<()> {
@@ -400,8 +441,12 @@ impl Hooks for QcSetHooks {
         let Some(version) = records::get(tx, versions.table(), ctx.org(), set.template_id)? else {
             return Err(ApiError::field("templateId", "no such QC template version"));
         };
-        let version: QcTemplateVersion =
-            serde_json::from_value(version).map_err(ApiError::internal)?;
+        let version: QcTemplateVersion = serde_json::from_value(version).map_err(|_| {
+            ApiError::field(
+                "templateId",
+                "this version was stored before questions had their shape; publish a new version",
+            )
+        })?;
         let moved = old.is_none_or(|o| o.get("deliverableId") != new.get("deliverableId"));
         let retemplated = old.is_none_or(|o| o.get("templateId") != new.get("templateId"));
         let mut violations = check_set_against(&set, &version);
@@ -444,22 +489,22 @@ impl Hooks for QcSetHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
-        let new: QcSet = serde_json::from_value(new.clone()).map_err(ApiError::internal)?;
-        let old: Option<QcSet> = old
-            .map(|o| serde_json::from_value(o.clone()))
-            .transpose()
-            .map_err(ApiError::internal)?;
+        let new = SetFacts::of(new)?;
+        let old = old.map(SetFacts::of).transpose()?;
         let same = old
             .as_ref()
             .filter(|o| o.deliverable_id == new.deliverable_id);
         let failed = newly_failed(same.map(|o| o.verdict), new.verdict);
-        settle(tx, ctx, new.deliverable_id, new.id, same, failed, false)?;
+        if let Some(d) = new.deliverable_id {
+            settle(tx, ctx, d, new.id, same, failed, false)?;
+        }
         if let Some(o) = old
             .as_ref()
             .filter(|o| o.deliverable_id != new.deliverable_id)
+            && let Some(d) = o.deliverable_id
         {
             // Moved to another deliverable: the one it left may be left with a failure.
-            settle(tx, ctx, o.deliverable_id, o.id, Some(o), false, false)?;
+            settle(tx, ctx, d, o.id, Some(o), false, false)?;
         }
         Ok(())
     }
@@ -471,8 +516,10 @@ impl Hooks for QcSetHooks {
         _res: &ServedResource,
         record: &Value,
     ) -> ApiResult<DeleteAction> {
-        let set: QcSet = serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
-        settle(tx, ctx, set.deliverable_id, set.id, Some(&set), false, true)?;
+        let set = SetFacts::of(record)?;
+        if let Some(d) = set.deliverable_id {
+            settle(tx, ctx, d, set.id, Some(&set), false, true)?;
+        }
         Ok(DeleteAction::Proceed)
     }
 }
