@@ -447,3 +447,88 @@ async fn document_member_notification_qc_and_delivery_actions() {
         .unwrap_err();
     assert_eq!(err.status(), Some(400));
 }
+
+/// QC gates through the typed client: a draft published and finalized, a QC set recorded with
+/// core's `QcSet` type, the gate refusing a complete naming `qcSetId`, a failing verdict
+/// sending the qcstep to rework, a passing one opening it.
+#[tokio::test]
+async fn qc_gate_through_the_typed_client() {
+    use prodops_core::qc::{QcSet, Verdict};
+    let server = TestServer::start().await;
+    let api = server.org("ClientQc").await;
+    let c = client(&server, &api);
+    let draft: QcTemplateVersionCreate = serde_json::from_value(
+        json!({"name": "Weld check", "isDraft": true, "questions": [{"text": "Bead even?", "required": true}]}),
+    )
+    .unwrap();
+    let v = c.publish_qc_template_version(&draft).await.unwrap();
+    assert!(v.is_draft);
+    let mut fin = draft.clone();
+    fin.qc_template_id = Some(v.qc_template_id);
+    fin.is_draft = false;
+    let finalized = c.publish_qc_template_version(&fin).await.unwrap();
+    assert_eq!(
+        (finalized.id, finalized.version_number, finalized.is_draft),
+        (v.id, 1, false)
+    );
+    assert_eq!(finalized.questions[0].key.as_deref(), Some("q1"));
+
+    let shop = api.create("shop", json!({"name": "Weld"})).await;
+    let stage = api
+        .create("stage", json!({"name": "Weld", "shopId": shop["id"]}))
+        .await;
+    let order = uid(&api
+        .create("deliverable", json!({"name": "O", "type": "order"}))
+        .await);
+    let s = uid(&api
+        .create(
+            "deliverable",
+            json!({"name": "S", "type": "stage", "parentId": order, "data": {"stageId": stage["id"]}}),
+        )
+        .await);
+    let q = uid(&api
+        .create(
+            "deliverable",
+            json!({"name": "q", "type": "qcstep", "parentId": s, "data": {"qcTemplateId": v.qc_template_id}}),
+        )
+        .await);
+
+    let refused = c
+        .deliverable_progress(order, q, &ProgressAction::Complete {})
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(400));
+    assert!(
+        refused
+            .details()
+            .iter()
+            .any(|d| d.field.as_deref() == Some("qcSetId")),
+        "{refused}"
+    );
+
+    let sets = c.resource::<QcSet>();
+    let set = sets
+        .create(
+            &json!({"templateId": v.id, "deliverableId": q, "verdict": "fail",
+                        "answers": [{"questionKey": "q1", "value": false}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(set.verdict, Some(Verdict::Fail));
+    assert!(set.verdict_at.is_some() && set.verdict_by_id.is_some());
+    let step = api.read("deliverable", &q.to_string()).await;
+    assert_eq!(step["progress"]["status"], "rework");
+    let passed = sets
+        .update(
+            set.id,
+            &json!({"verdict": "pass", "answers": [{"questionKey": "q1", "value": true}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(passed.verdict, Some(Verdict::Pass));
+    c.deliverable_progress(order, q, &ProgressAction::Complete {})
+        .await
+        .unwrap();
+    let step = api.read("deliverable", &q.to_string()).await;
+    assert_eq!(step["progress"]["status"], "done");
+}
