@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::text::MAX_INDEXED_TEXT;
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
@@ -89,10 +90,19 @@ impl Hooks for WorkerHooks {
                 .trim()
                 .to_string();
             if !identifier.is_empty() {
-                candidate.insert(
-                    "customerIdentifier".into(),
-                    json!(format!("{identifier}{}", worker::archive_suffix(n))),
-                );
+                let archived = format!("{identifier}{}", worker::archive_suffix(n));
+                // The suffix must not push the identifier past what the database indexes;
+                // cutting the identifier instead would lose its end for good (a restore only
+                // strips the suffix), so the archive is refused and nothing changes.
+                if archived.chars().count() > MAX_INDEXED_TEXT {
+                    return Err(ApiError::conflict(format!(
+                        "customerIdentifier: archiving appends \"{}\", and the result would \
+                         exceed {MAX_INDEXED_TEXT} characters; shorten the customerIdentifier \
+                         first",
+                        worker::archive_suffix(n)
+                    )));
+                }
+                candidate.insert("customerIdentifier".into(), json!(archived));
             }
             candidate.insert("teamId".into(), Value::Null);
         } else if was_archived && !archived {

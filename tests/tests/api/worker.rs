@@ -63,6 +63,39 @@ async fn only_name_is_required() {
     assert_eq!(full["customerIdentifier"], "F-1");
 }
 
+/// An identifier whose archive suffix would pass the 256 characters the database indexes is not
+/// cut (a restore could not give its end back): the archive is refused with 409 and the worker
+/// stays as it was; one that fits archives as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archive_refuses_an_identifier_the_suffix_would_push_past_the_limit() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let long = "0".repeat(256);
+    let worker = api
+        .create("worker", json!({"name": "Ann", "customerIdentifier": long}))
+        .await;
+    let id = worker["id"].as_str().unwrap();
+    let resp = api
+        .patch(&format!("/worker/{id}"), json!({"isArchived": true}))
+        .await;
+    assert_error(&resp, 409, "CONFLICT");
+    assert!(resp.text.contains("customerIdentifier"), "{resp}");
+    let stored = api.read("worker", id).await;
+    assert_eq!(stored["isArchived"], false);
+    assert_eq!(stored["customerIdentifier"], json!(long));
+    assert_eq!(stored["name"], "Ann");
+
+    let fits = "1".repeat(256 - " - (archived 1)".len());
+    let worker = api
+        .create("worker", json!({"name": "Bo", "customerIdentifier": fits}))
+        .await;
+    let archived = archive(&api, worker["id"].as_str().unwrap()).await;
+    assert_eq!(
+        archived["customerIdentifier"],
+        json!(format!("{fits} - (archived 1)"))
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn archive_suffixes_name_and_identifier_and_clears_team() {
     let server = TestServer::start().await;
