@@ -72,6 +72,30 @@ async fn stock(api: &Api, item: &Value, location: &Value) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A shop and its `Dock` location, where the receiving tests' goods arrive.
+async fn shop_and_dock(api: &Api) -> (Value, Value) {
+    let shop = api.create("shop", json!({"name": "Main"})).await;
+    let dock = api
+        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
+        .await;
+    (shop, dock)
+}
+
+/// A manifest line of delivery `id`: `expected` of `item`, to arrive at `location`.
+async fn manifest_line(
+    api: &Api,
+    id: &str,
+    item: &Value,
+    expected: Value,
+    location: &Value,
+) -> Value {
+    api.create(
+        "delivery-manifest-line",
+        json!({"deliveryId": id, "itemId": item["id"], "quantityExpected": expected, "locationId": location["id"]}),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn inbound_receiving_posts_receipts() {
     let server = TestServer::start().await;
@@ -489,10 +513,7 @@ async fn component_cargo_with_the_flag_and_cancel() {
 async fn partial_receipts_accumulate_and_over_receipt_is_refused() {
     let server = TestServer::start().await;
     let api = server.org("receiving").await;
-    let shop = api.create("shop", json!({"name": "Main"})).await;
-    let dock = api
-        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
-        .await;
+    let (shop, dock) = shop_and_dock(&api).await;
     let bay = api
         .create("location", json!({"name": "Bay", "shopId": shop["id"]}))
         .await;
@@ -501,8 +522,8 @@ async fn partial_receipts_accumulate_and_over_receipt_is_refused() {
     let (items, locations) = ([&bolt, &nut], [&dock, &bay]);
     let d = api.create("delivery", json!({"name": "Steel"})).await;
     let id = d["id"].as_str().unwrap().to_string();
-    let l_bolt = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 10, "locationId": dock["id"]})).await;
-    let l_nut = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": nut["id"], "quantityExpected": 4.5, "locationId": dock["id"]})).await;
+    let l_bolt = manifest_line(&api, &id, &bolt, json!(10), &dock).await;
+    let l_nut = manifest_line(&api, &id, &nut, json!(4.5), &dock).await;
     let receive = |body: Value| receive(&api, &id, body);
     let receipts = || receipts(&api, &id);
 
@@ -663,16 +684,13 @@ async fn partial_receipts_accumulate_and_over_receipt_is_refused() {
 async fn close_short_records_the_shortfall() {
     let server = TestServer::start().await;
     let api = server.org("receiving").await;
-    let shop = api.create("shop", json!({"name": "Main"})).await;
-    let dock = api
-        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
-        .await;
+    let (_, dock) = shop_and_dock(&api).await;
     let bolt = api.create("item", json!({"name": "Bolt"})).await;
     let nut = api.create("item", json!({"name": "Nut"})).await;
     let d = api.create("delivery", json!({"name": "Steel"})).await;
     let id = d["id"].as_str().unwrap().to_string();
-    let l_bolt = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 5, "locationId": dock["id"]})).await;
-    let l_nut = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": nut["id"], "quantityExpected": 2, "locationId": dock["id"]})).await;
+    let l_bolt = manifest_line(&api, &id, &bolt, json!(5), &dock).await;
+    let l_nut = manifest_line(&api, &id, &nut, json!(2), &dock).await;
     assert_eq!(l_bolt["quantityShort"], 0.0);
     let r = api
         .post(
@@ -784,14 +802,11 @@ async fn close_short_records_the_shortfall() {
 async fn concurrent_receives_never_pass_the_expected_quantity() {
     let server = TestServer::start().await;
     let api = server.org("receiving").await;
-    let shop = api.create("shop", json!({"name": "Main"})).await;
-    let dock = api
-        .create("location", json!({"name": "Dock", "shopId": shop["id"]}))
-        .await;
+    let (_, dock) = shop_and_dock(&api).await;
     let bolt = api.create("item", json!({"name": "Bolt"})).await;
     let d = api.create("delivery", json!({"name": "Steel"})).await;
     let id = d["id"].as_str().unwrap().to_string();
-    let line = api.create("delivery-manifest-line", json!({"deliveryId": id, "itemId": bolt["id"], "quantityExpected": 10, "locationId": dock["id"]})).await;
+    let line = manifest_line(&api, &id, &bolt, json!(10), &dock).await;
     // Eight clerks each receive 2 of 10 at once: exactly five succeed.
     let body = json!({"lines": [{"manifestLineId": line["id"], "quantity": 2}]});
     let tasks: Vec<_> = (0..8)
