@@ -56,16 +56,7 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
         // Numbering reads, then writes: concurrent publishes of one template take turns (the
         // unique index on (qcTemplateId, versionNumber) backs this up).
         lock_scope(tx, &format!("qc-template:{}:{template}", ctx.org()))?;
-        let existing = records::select_values(
-            tx,
-            res.table(),
-            ctx.org(),
-            &Select {
-                conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
-                limit: engine::MAX_BULK_RECORDS,
-                ..Default::default()
-            },
-        )?;
+        let existing = versions_of(tx, ctx.org(), template)?;
         if req.qc_template_id.is_some() && existing.is_empty() {
             return Err(ApiError::field(
                 "qcTemplateId",
@@ -168,6 +159,21 @@ struct Counting {
     in_force: Option<bool>,
 }
 
+/// Every stored version of the QC template `template` (a template's versions share its
+/// `qcTemplateId`).
+fn versions_of(tx: &mut dyn Tx, org: Uuid, template: Uuid) -> ApiResult<Vec<Value>> {
+    Ok(records::select_values(
+        tx,
+        engine::resource("qc-template").table(),
+        org,
+        &Select {
+            conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
+            limit: engine::MAX_BULK_RECORDS,
+            ..Default::default()
+        },
+    )?)
+}
+
 impl Counting {
     fn of(tx: &mut dyn Tx, ctx: &Ctx, d: &Deliverable) -> ApiResult<Counting> {
         let template = (d.kind == DeliverableType::Qcstep)
@@ -179,16 +185,7 @@ impl Counting {
                 in_force: None,
             });
         };
-        let versions = records::select_values(
-            tx,
-            engine::resource("qc-template").table(),
-            ctx.org(),
-            &Select {
-                conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
-                limit: engine::MAX_BULK_RECORDS,
-                ..Default::default()
-            },
-        )?;
+        let versions = versions_of(tx, ctx.org(), template)?;
         // Read field by field, not as `QcTemplateVersion`: a version stored before questions
         // had their shape still gates (and its sets still count).
         let facts: Vec<(i64, bool, bool)> = versions
