@@ -646,11 +646,14 @@ fn read_value(v: ValueRef<'_>) -> SqlValue {
         ValueRef::Integer(i) => SqlValue::Int(i),
         ValueRef::Real(f) => SqlValue::Real(f),
         // Stored text is UTF-8: validating it is far cheaper than the lossy decoder's
-        // chunk-by-chunk walk (a tenth of a 15 MB hierarchy read went there).
-        ValueRef::Text(t) | ValueRef::Blob(t) => SqlValue::Text(match std::str::from_utf8(t) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(t).into_owned(),
-        }),
+        // chunk-by-chunk walk (a tenth of a 15 MB hierarchy read went there), and simdutf8
+        // validates a list page's 70 KB in about a fifth of std's instructions.
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            SqlValue::Text(match simdutf8::basic::from_utf8(t) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(t).into_owned(),
+            })
+        }
     }
 }
 
