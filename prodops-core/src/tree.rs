@@ -123,6 +123,15 @@ pub fn status(node: &Deliverable) -> ProgressStatus {
         .map_or(ProgressStatus::Waiting, |p| p.status)
 }
 
+/// Whether a node is held back from the work frontier: its progress is set and `waiting` (a
+/// predecessor has released nothing yet, docs/deliverables.md "Readiness"). A node whose
+/// progress was never set is not held back by anything.
+pub fn held_back(node: &Deliverable) -> bool {
+    node.progress
+        .as_ref()
+        .is_some_and(|p| p.status == ProgressStatus::Waiting)
+}
+
 /// The inherited part of `node` given its parent (whose computed fields are up to date) and,
 /// for a stage node, the shop of the stage resource it links.
 pub fn inherit(
@@ -225,13 +234,15 @@ pub fn compute(
     combined_workers.extend(own_workers.iter().copied());
     combined_tags.extend(own_tags.iter().cloned());
 
+    let own_held_back = held_back(node);
     if node.kind == DeliverableType::Stage {
-        if own_status != ProgressStatus::Done {
+        if own_status != ProgressStatus::Done && !own_held_back {
             current_stage_ids.extend(own_stage);
         }
-    } else {
+    } else if !own_held_back {
         // Stage nodes of one container are worked in sibling order: the first one not done is
-        // the current one. Other children contribute their own frontier.
+        // the current one (none while it waits for a predecessor). Other children contribute
+        // their own frontier (empty while they wait).
         let mut first_open_stage_seen = false;
         for child in &children {
             if child.kind == DeliverableType::Stage {
@@ -252,7 +263,9 @@ pub fn compute(
         let c = &child.computed;
         stage_ids.extend(c.contained_stage_ids.iter().copied());
         phase_names.extend(c.contained_phase_names.iter().cloned());
-        current_phase_names.extend(c.current_phase_names.iter().cloned());
+        if !own_held_back {
+            current_phase_names.extend(c.current_phase_names.iter().cloned());
+        }
         combined_workers.extend(c.combined_worker_ids.iter().copied());
         combined_tags.extend(c.combined_tag_ids.iter().cloned());
         child_late |= c.is_late;
