@@ -64,6 +64,19 @@ impl ProgressAction {
     }
 }
 
+/// The progress a node whose progress was never set counts as: `todo`, nothing done.
+fn never_set() -> Progress {
+    Progress {
+        status: ProgressStatus::Todo,
+        ..Default::default()
+    }
+}
+
+/// The status of a progress, `todo` for progress never set.
+pub fn status_of(p: Option<&Progress>) -> ProgressStatus {
+    p.map_or(ProgressStatus::Todo, |p| p.status)
+}
+
 fn started(p: &Progress) -> bool {
     p.started_at.is_some() || p.completed > 0.0 || p.wip > 0.0 || p.percentage > 0.0
 }
@@ -75,8 +88,8 @@ fn pct(completed: f64, quantity: f64) -> f64 {
     ((completed / quantity) * 100.0).clamp(0.0, 100.0)
 }
 
-/// The progress of a node after `action`, from its current progress (`None`: waiting, nothing
-/// done). `quantity` is the node's quantity (at least 1 is assumed for arithmetic), `by` the
+/// The progress of a node after `action`, from its current progress (`None`: never set, todo
+/// with nothing done). `quantity` is the node's quantity (at least 1 is assumed for arithmetic), `by` the
 /// key that acted, `now` the request time. Refusals name the field at fault.
 pub fn apply(
     current: Option<&Progress>,
@@ -87,7 +100,7 @@ pub fn apply(
     now: DateTime<Utc>,
 ) -> Result<Progress, Violation> {
     let q = quantity.max(1) as f64;
-    let mut p = current.cloned().unwrap_or_default();
+    let mut p = current.cloned().unwrap_or_else(never_set);
     let from = p.status;
     let start = |p: &mut Progress| {
         if p.started_at.is_none() {
@@ -282,7 +295,7 @@ fn stamp(p: &mut Progress, by: Uuid, now: DateTime<Utc>) {
     }
 }
 
-/// The progress of a parent from its children's (`None`: a child with no progress, waiting at
+/// The progress of a parent from its children's (`None`: a child with no progress, todo at
 /// 0 %), after an action below it. Returns `None` when every child is untouched and the parent
 /// has no progress of its own. Rules (docs/deliverables.md):
 /// - percentage: the mean of the children's percentages; completed: that share of the
@@ -314,10 +327,7 @@ pub fn roll_up(
         .map(|c| c.map_or(0.0, |c| c.percentage))
         .sum::<f64>()
         / n;
-    let statuses: Vec<ProgressStatus> = children
-        .iter()
-        .map(|c| c.map_or(ProgressStatus::Waiting, |c| c.status))
-        .collect();
+    let statuses: Vec<ProgressStatus> = children.iter().map(|c| status_of(*c)).collect();
     let all_done = statuses.iter().all(|s| *s == ProgressStatus::Done);
     let any_started = children.iter().any(|c| c.is_some_and(started));
     let any_todo = statuses.contains(&ProgressStatus::Todo);
@@ -413,10 +423,10 @@ pub fn readiness(
     } else {
         ProgressStatus::Todo
     };
-    if current.is_some_and(|p| p.status == status) {
+    if status_of(current) == status {
         return None;
     }
-    let mut p = current.cloned().unwrap_or_default();
+    let mut p = current.cloned().unwrap_or_else(never_set);
     p.status = status;
     stamp(&mut p, by, now);
     Some(p)
@@ -529,6 +539,13 @@ mod tests {
     #[test]
     fn set_percentage() {
         let p = run(None, ProgressAction::SetPercentage { percentage: 0.0 }).unwrap();
+        assert_eq!(p.status, ProgressStatus::Todo, "never set counts as todo");
+        let waiting = Progress::default();
+        let p = run(
+            Some(&waiting),
+            ProgressAction::SetPercentage { percentage: 0.0 },
+        )
+        .unwrap();
         assert_eq!(p.status, ProgressStatus::Waiting);
         assert_eq!(
             p.updated_by_id, None,
@@ -588,7 +605,8 @@ mod tests {
         assert!(!blocked(&[]));
         assert!(blocked(&[Some(&done), None]));
         assert!(!blocked(&[Some(&done), Some(&ahead)]));
-        // Never-set progress becomes waiting (no updater) or todo.
+        // Never-set progress counts as todo; held back, it is stored waiting (no updater).
+        assert_eq!(readiness(None, false, BY, now()), None);
         let w = readiness(None, true, BY, now()).unwrap();
         assert_eq!((w.status, w.updated_by_id), (ProgressStatus::Waiting, None));
         let t = readiness(Some(&w), false, BY, now()).unwrap();
@@ -659,9 +677,9 @@ mod tests {
             prop_assert_eq!(b, pred.as_ref().is_none_or(|p| p.status != ProgressStatus::Done && p.completed <= 0.0));
             let after = readiness(succ.as_ref(), b, BY, now()).or(succ.clone());
             if unstarted(succ.as_ref()) {
-                let s = after.unwrap();
+                let s = after.unwrap_or_else(never_set);
                 prop_assert_eq!(s.status, if b { ProgressStatus::Waiting } else { ProgressStatus::Todo });
-                prop_assert_eq!(s.updated_by_id.is_none(), b);
+                prop_assert_eq!(status_of(Some(&s)) == ProgressStatus::Waiting, b);
                 // Evaluating again changes nothing.
                 prop_assert_eq!(readiness(Some(&s), b, BY, now()), None);
             } else {

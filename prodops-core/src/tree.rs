@@ -116,20 +116,17 @@ pub fn tags(node: &Deliverable) -> Vec<String> {
     tags
 }
 
-/// The progress status of a node (`waiting` when it has no progress).
+/// The progress status of a node: `todo` when its progress was never set (nothing holds it
+/// back: a successor of a dependency gets a stored `waiting` when the dependency is created,
+/// docs/deliverables.md "Readiness").
 pub fn status(node: &Deliverable) -> ProgressStatus {
-    node.progress
-        .as_ref()
-        .map_or(ProgressStatus::Waiting, |p| p.status)
+    crate::progress::status_of(node.progress.as_ref())
 }
 
-/// Whether a node is held back from the work frontier: its progress is set and `waiting` (a
-/// predecessor has released nothing yet, docs/deliverables.md "Readiness"). A node whose
-/// progress was never set is not held back by anything.
+/// Whether a node is held back from the work frontier: its status is `waiting` (a predecessor
+/// has released nothing yet, or every child of it waits).
 pub fn held_back(node: &Deliverable) -> bool {
-    node.progress
-        .as_ref()
-        .is_some_and(|p| p.status == ProgressStatus::Waiting)
+    status(node) == ProgressStatus::Waiting
 }
 
 /// The inherited part of `node` given its parent (whose computed fields are up to date) and,
