@@ -282,7 +282,7 @@ pub struct ChildSummary {
     /// Its type.
     #[serde(rename = "type")]
     pub kind: DeliverableType,
-    /// Its progress status (`waiting` without progress).
+    /// Its progress status (`todo` without progress).
     pub status: ProgressStatus,
     /// Its progress percentage (0 without progress).
     pub percentage: f64,

@@ -64,6 +64,19 @@ impl ProgressAction {
     }
 }
 
+/// The progress a node whose progress was never set counts as: `todo`, nothing done.
+fn never_set() -> Progress {
+    Progress {
+        status: ProgressStatus::Todo,
+        ..Default::default()
+    }
+}
+
+/// The status of a progress, `todo` for progress never set.
+pub fn status_of(p: Option<&Progress>) -> ProgressStatus {
+    p.map_or(ProgressStatus::Todo, |p| p.status)
+}
+
 fn started(p: &Progress) -> bool {
     p.started_at.is_some() || p.completed > 0.0 || p.wip > 0.0 || p.percentage > 0.0
 }
@@ -75,8 +88,8 @@ fn pct(completed: f64, quantity: f64) -> f64 {
     ((completed / quantity) * 100.0).clamp(0.0, 100.0)
 }
 
-/// The progress of a node after `action`, from its current progress (`None`: waiting, nothing
-/// done). `quantity` is the node's quantity (at least 1 is assumed for arithmetic), `by` the
+/// The progress of a node after `action`, from its current progress (`None`: never set, todo
+/// with nothing done). `quantity` is the node's quantity (at least 1 is assumed for arithmetic), `by` the
 /// key that acted, `now` the request time. Refusals name the field at fault.
 pub fn apply(
     current: Option<&Progress>,
@@ -87,7 +100,7 @@ pub fn apply(
     now: DateTime<Utc>,
 ) -> Result<Progress, Violation> {
     let q = quantity.max(1) as f64;
-    let mut p = current.cloned().unwrap_or_default();
+    let mut p = current.cloned().unwrap_or_else(never_set);
     let from = p.status;
     let start = |p: &mut Progress| {
         if p.started_at.is_none() {
@@ -282,7 +295,7 @@ fn stamp(p: &mut Progress, by: Uuid, now: DateTime<Utc>) {
     }
 }
 
-/// The progress of a parent from its children's (`None`: a child with no progress, waiting at
+/// The progress of a parent from its children's (`None`: a child with no progress, todo at
 /// 0 %), after an action below it. Returns `None` when every child is untouched and the parent
 /// has no progress of its own. Rules (docs/deliverables.md):
 /// - percentage: the mean of the children's percentages; completed: that share of the
@@ -314,10 +327,7 @@ pub fn roll_up(
         .map(|c| c.map_or(0.0, |c| c.percentage))
         .sum::<f64>()
         / n;
-    let statuses: Vec<ProgressStatus> = children
-        .iter()
-        .map(|c| c.map_or(ProgressStatus::Waiting, |c| c.status))
-        .collect();
+    let statuses: Vec<ProgressStatus> = children.iter().map(|c| status_of(*c)).collect();
     let all_done = statuses.iter().all(|s| *s == ProgressStatus::Done);
     let any_started = children.iter().any(|c| c.is_some_and(started));
     let any_todo = statuses.contains(&ProgressStatus::Todo);
@@ -366,6 +376,59 @@ pub fn roll_up(
     if Some(&p) != parent {
         stamp(&mut p, by, now);
     }
+    Some(p)
+}
+
+/// Whether the progress of a finish-to-start predecessor still holds its successors back: it
+/// has released nothing, i.e. it is not done and has completed nothing (`send-ahead`, like
+/// every completed quantity, releases what it completed; docs/deliverables.md, "Readiness").
+pub fn holds_back(pred: Option<&Progress>) -> bool {
+    pred.is_none_or(|p| p.status != ProgressStatus::Done && p.completed <= 0.0)
+}
+
+/// The quantity a predecessor has released to its successors: its completed quantity.
+pub fn released(pred: Option<&Progress>) -> f64 {
+    pred.map_or(0.0, |p| p.completed.max(0.0))
+}
+
+/// Whether a node whose predecessors have `preds` as progress waits for them: one of them
+/// still holds it back. A node without predecessors waits for nothing.
+pub fn blocked(preds: &[Option<&Progress>]) -> bool {
+    preds.iter().any(|p| holds_back(*p))
+}
+
+/// Whether a progress is unstarted: its status is `waiting` or `todo` and nothing was done.
+/// Only unstarted progress follows readiness; work that started keeps its status.
+pub fn unstarted(p: Option<&Progress>) -> bool {
+    p.is_none_or(|p| {
+        matches!(p.status, ProgressStatus::Waiting | ProgressStatus::Todo) && !started(p)
+    })
+}
+
+/// The progress of a node after its readiness was evaluated (`blocked`: a predecessor still
+/// holds it back, [`blocked`]), or `None` when it does not change: unstarted progress (also
+/// progress never set) becomes `waiting` when blocked and `todo` otherwise; started work keeps
+/// its status. A `waiting` result carries no updater (spec 2.1).
+pub fn readiness(
+    current: Option<&Progress>,
+    blocked: bool,
+    by: Uuid,
+    now: DateTime<Utc>,
+) -> Option<Progress> {
+    if !unstarted(current) {
+        return None;
+    }
+    let status = if blocked {
+        ProgressStatus::Waiting
+    } else {
+        ProgressStatus::Todo
+    };
+    if status_of(current) == status {
+        return None;
+    }
+    let mut p = current.cloned().unwrap_or_else(never_set);
+    p.status = status;
+    stamp(&mut p, by, now);
     Some(p)
 }
 
@@ -476,6 +539,13 @@ mod tests {
     #[test]
     fn set_percentage() {
         let p = run(None, ProgressAction::SetPercentage { percentage: 0.0 }).unwrap();
+        assert_eq!(p.status, ProgressStatus::Todo, "never set counts as todo");
+        let waiting = Progress::default();
+        let p = run(
+            Some(&waiting),
+            ProgressAction::SetPercentage { percentage: 0.0 },
+        )
+        .unwrap();
         assert_eq!(p.status, ProgressStatus::Waiting);
         assert_eq!(
             p.updated_by_id, None,
@@ -517,6 +587,45 @@ mod tests {
         assert_eq!(roll_up(None, 1, &[None, None], BY, now()), None);
     }
 
+    #[test]
+    fn readiness_rules() {
+        let done = run(None, ProgressAction::Complete {}).unwrap();
+        let ahead = run(None, ProgressAction::SendAhead { quantity: 2.0 }).unwrap();
+        let fresh = Progress::default();
+        // What holds a successor back.
+        assert!(holds_back(None));
+        assert!(holds_back(Some(&fresh)));
+        assert!(!holds_back(Some(&done)));
+        assert!(
+            !holds_back(Some(&ahead)),
+            "send-ahead releases its quantity"
+        );
+        assert_eq!(released(Some(&ahead)), 2.0);
+        assert_eq!(released(None), 0.0);
+        assert!(!blocked(&[]));
+        assert!(blocked(&[Some(&done), None]));
+        assert!(!blocked(&[Some(&done), Some(&ahead)]));
+        // Never-set progress counts as todo; held back, it is stored waiting (no updater).
+        assert_eq!(readiness(None, false, BY, now()), None);
+        let w = readiness(None, true, BY, now()).unwrap();
+        assert_eq!((w.status, w.updated_by_id), (ProgressStatus::Waiting, None));
+        let t = readiness(Some(&w), false, BY, now()).unwrap();
+        assert_eq!(
+            (t.status, t.updated_by_id),
+            (ProgressStatus::Todo, Some(BY))
+        );
+        assert_eq!(readiness(Some(&t), false, BY, now()), None);
+        let back = readiness(Some(&t), true, BY, now()).unwrap();
+        assert_eq!(back.status, ProgressStatus::Waiting);
+        assert_eq!(back.updated_at, None);
+        // Started work keeps its status.
+        let wip = run(None, ProgressAction::SetPercentage { percentage: 20.0 }).unwrap();
+        assert_eq!(readiness(Some(&wip), true, BY, now()), None);
+        assert_eq!(readiness(Some(&done), true, BY, now()), None);
+        let held = run(None, ProgressAction::PutOnHold {}).unwrap();
+        assert_eq!(readiness(Some(&held), false, BY, now()), None);
+    }
+
     fn action() -> impl Strategy<Value = ProgressAction> {
         prop_oneof![
             Just(ProgressAction::Complete {}),
@@ -545,6 +654,36 @@ mod tests {
                     prop_assert_eq!(next.status == ProgressStatus::Waiting, next.updated_by_id.is_none());
                     p = Some(next);
                 }
+            }
+        }
+
+        /// Readiness: after any actions on a predecessor, a successor that never started is
+        /// waiting exactly while the predecessor has released nothing, and started work is never
+        /// moved by readiness.
+        #[test]
+        fn readiness_follows_the_predecessor(
+            pred_actions in proptest::collection::vec(action(), 0..20),
+            succ_actions in proptest::collection::vec(action(), 0..4),
+        ) {
+            let mut pred: Option<Progress> = None;
+            for a in &pred_actions {
+                if let Ok(next) = run(pred.as_ref(), a.clone()) { pred = Some(next); }
+            }
+            let mut succ: Option<Progress> = None;
+            for a in &succ_actions {
+                if let Ok(next) = run(succ.as_ref(), a.clone()) { succ = Some(next); }
+            }
+            let b = blocked(&[pred.as_ref()]);
+            prop_assert_eq!(b, pred.as_ref().is_none_or(|p| p.status != ProgressStatus::Done && p.completed <= 0.0));
+            let after = readiness(succ.as_ref(), b, BY, now()).or(succ.clone());
+            if unstarted(succ.as_ref()) {
+                let s = after.unwrap_or_else(never_set);
+                prop_assert_eq!(s.status, if b { ProgressStatus::Waiting } else { ProgressStatus::Todo });
+                prop_assert_eq!(status_of(Some(&s)) == ProgressStatus::Waiting, b);
+                // Evaluating again changes nothing.
+                prop_assert_eq!(readiness(Some(&s), b, BY, now()), None);
+            } else {
+                prop_assert_eq!(after, succ);
             }
         }
 

@@ -116,11 +116,17 @@ pub fn tags(node: &Deliverable) -> Vec<String> {
     tags
 }
 
-/// The progress status of a node (`waiting` when it has no progress).
+/// The progress status of a node: `todo` when its progress was never set (nothing holds it
+/// back: a successor of a dependency gets a stored `waiting` when the dependency is created,
+/// docs/deliverables.md "Readiness").
 pub fn status(node: &Deliverable) -> ProgressStatus {
-    node.progress
-        .as_ref()
-        .map_or(ProgressStatus::Waiting, |p| p.status)
+    crate::progress::status_of(node.progress.as_ref())
+}
+
+/// Whether a node is held back from the work frontier: its status is `waiting` (a predecessor
+/// has released nothing yet, or every child of it waits).
+pub fn held_back(node: &Deliverable) -> bool {
+    status(node) == ProgressStatus::Waiting
 }
 
 /// The inherited part of `node` given its parent (whose computed fields are up to date) and,
@@ -225,13 +231,15 @@ pub fn compute(
     combined_workers.extend(own_workers.iter().copied());
     combined_tags.extend(own_tags.iter().cloned());
 
+    let own_held_back = held_back(node);
     if node.kind == DeliverableType::Stage {
-        if own_status != ProgressStatus::Done {
+        if own_status != ProgressStatus::Done && !own_held_back {
             current_stage_ids.extend(own_stage);
         }
-    } else {
+    } else if !own_held_back {
         // Stage nodes of one container are worked in sibling order: the first one not done is
-        // the current one. Other children contribute their own frontier.
+        // the current one (none while it waits for a predecessor). Other children contribute
+        // their own frontier (empty while they wait).
         let mut first_open_stage_seen = false;
         for child in &children {
             if child.kind == DeliverableType::Stage {
@@ -252,7 +260,9 @@ pub fn compute(
         let c = &child.computed;
         stage_ids.extend(c.contained_stage_ids.iter().copied());
         phase_names.extend(c.contained_phase_names.iter().cloned());
-        current_phase_names.extend(c.current_phase_names.iter().cloned());
+        if !own_held_back {
+            current_phase_names.extend(c.current_phase_names.iter().cloned());
+        }
         combined_workers.extend(c.combined_worker_ids.iter().copied());
         combined_tags.extend(c.combined_tag_ids.iter().cloned());
         child_late |= c.is_late;

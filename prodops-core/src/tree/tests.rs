@@ -188,6 +188,41 @@ fn computed_fields_of_a_small_order() {
     let order = &m.nodes[&Uuid::from_u128(10)].computed;
     assert_eq!(order.current_stage_ids, [Uuid::from_u128(STAGE_B)]);
     assert_eq!(m.scratch(), m.nodes);
+
+    // The second stage waits for a predecessor: nothing is on the frontier, and it is seen
+    // waiting in its parent's currentChildren.
+    let mut s2 = m.nodes[&Uuid::from_u128(13)].clone();
+    s2.progress = Some(Progress::default());
+    m.write(s2);
+    let phase = &m.nodes[&Uuid::from_u128(11)].computed;
+    assert_eq!(phase.current_children[1].status, ProgressStatus::Waiting);
+    assert!(
+        m.nodes[&Uuid::from_u128(13)]
+            .computed
+            .current_stage_ids
+            .is_empty()
+    );
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert!(order.current_stage_ids.is_empty());
+    assert!(order.current_phase_names.is_empty());
+    // Released (todo): it is current again.
+    let mut s2 = m.nodes[&Uuid::from_u128(13)].clone();
+    s2.progress = Some(Progress {
+        status: ProgressStatus::Todo,
+        ..Default::default()
+    });
+    m.write(s2);
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert_eq!(order.current_stage_ids, [Uuid::from_u128(STAGE_B)]);
+    assert_eq!(order.current_phase_names, ["phase 11"]);
+    // A waiting phase hides its whole frontier from its ancestors.
+    let mut phase = m.nodes[&Uuid::from_u128(11)].clone();
+    phase.progress = Some(Progress::default());
+    m.write(phase);
+    let order = &m.nodes[&Uuid::from_u128(10)].computed;
+    assert!(order.current_stage_ids.is_empty());
+    assert!(order.current_phase_names.is_empty());
+    assert_eq!(m.scratch(), m.nodes);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use prodops_core::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus};
+use prodops_core::deliverable::{Deliverable, DeliverableType, ProgressStatus};
 use prodops_core::progress::{self, ProgressAction, ProgressResult};
 use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
 use prodops_core::tree::{self, Change, TreeStore};
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::readiness::Progressor;
 use super::tree::{TxTree, parse_deliverable, tree_row};
 use super::{resource, sessions};
 use crate::engine::{load, parse_body, parse_id};
@@ -48,7 +49,8 @@ fn order_and_node(
 /// Applies a progress action to `node` and its effects, in one pass over one cached view of
 /// the tree: a qcstep becoming done passes its QC gate first, a complete also completes the
 /// node's subtree, progress rolls up to the ancestors
-/// (stopping at the first one it leaves unchanged), every changed record is checked and written
+/// (stopping at the first one it leaves unchanged), the successors of every node whose
+/// holding back changed are re-evaluated (`readiness`), every changed record is checked and written
 /// once, the computed fields are refreshed once for all of them, and the open sessions and plans
 /// on every node that became done end. Returns the kicked workers.
 ///
@@ -63,28 +65,7 @@ pub fn apply_progress(
 ) -> ApiResult<Vec<Uuid>> {
     let node = parse_deliverable(node_value)?;
     let by = ctx.auth.key_id;
-    let mut store = TxTree::deferred(tx, ctx);
-    let mut changes: Vec<Change> = Vec::new();
-    let mut done = Vec::new();
-    let mut set = |store: &mut TxTree, old: &Deliverable, p: Progress| -> ApiResult<()> {
-        if old.progress.as_ref() == Some(&p) {
-            return Ok(());
-        }
-        if p.status == ProgressStatus::Done && tree::status(old) != ProgressStatus::Done {
-            // A qcstep's QC gate (docs/documents.md, "QC gates"): also when a complete of an
-            // ancestor cascades to it.
-            crate::qc::check_gate(&mut *store.tx, ctx, old)?;
-            done.push(old.id);
-        }
-        let mut new = old.clone();
-        new.progress = Some(p);
-        store.write(old, &new)?;
-        changes.push(Change {
-            id: old.id,
-            old: Some(old.clone()),
-        });
-        Ok(())
-    };
+    let mut w = Progressor::new(tx, ctx);
     let next = progress::apply(
         node.progress.as_ref(),
         node.kind,
@@ -96,44 +77,22 @@ pub fn apply_progress(
     .map_err(|v| ApiError::violations(vec![v]))?;
     if matches!(action, ProgressAction::Complete {}) {
         // Children before parents, so that each write sees its subtree done.
-        let descendants = store.descendants(node.id)?;
+        let descendants = w.store.descendants(node.id)?;
         for d in descendants.iter().rev() {
             if tree::status(d) == ProgressStatus::Done || d.is_archived {
                 continue;
             }
             let p = progress::apply(d.progress.as_ref(), d.kind, d.quantity, action, by, ctx.now)
                 .map_err(|v| ApiError::violations(vec![v]))?;
-            set(&mut store, d, p)?;
+            w.set(d, p)?;
         }
     }
-    let current = store.node(node.id)?;
-    set(&mut store, &current, next)?;
-    let mut parent_id = node.parent_id;
-    while let Some(pid) = parent_id {
-        let parent = store.node(pid)?;
-        let children: Vec<std::sync::Arc<Deliverable>> = store
-            .children(pid)?
-            .into_iter()
-            .filter(|c| !c.is_archived)
-            .collect();
-        let kids: Vec<Option<&Progress>> = children.iter().map(|c| c.progress.as_ref()).collect();
-        let rolled = progress::roll_up(
-            parent.progress.as_ref(),
-            parent.quantity,
-            &kids,
-            by,
-            ctx.now,
-        );
-        match rolled {
-            Some(p) if Some(&p) != parent.progress.as_ref() => set(&mut store, &parent, p)?,
-            _ => break,
-        }
-        parent_id = parent.parent_id;
-    }
-    let today = store.today();
-    tree::refresh(&mut store, &changes, today)?;
-    store.flush()?;
-    drop(store);
+    let current = w.store.node(node.id)?;
+    // An action that leaves the node unstarted leaves it as ready as its predecessors say.
+    let next = w.ready(&current, next)?;
+    w.set(&current, next)?;
+    w.roll_up_from(node.parent_id)?;
+    let done = w.finish()?;
     sessions::end_open_on(tx, ctx, &done)
 }
 

@@ -427,8 +427,151 @@ impl Hooks for DependencyHooks {
                 "this dependency would close a cycle",
             ));
         }
+        // A dependency constrains whole subtrees (docs/deliverables.md, "Schedule engine"):
+        // one between a node and its own container, or one closing a chain through containers,
+        // could never hold.
+        let (tree_edges, ancestry) = tree_edges_and_paths(
+            tx,
+            ctx,
+            root_of(&ends[0]),
+            dep.id,
+            &[dep.predecessor_id, dep.successor_id],
+        )?;
+        let related = |a: Uuid, b: Uuid| ancestry.get(&a).is_some_and(|l| l.contains(&b));
+        if related(dep.predecessor_id, dep.successor_id)
+            || related(dep.successor_id, dep.predecessor_id)
+        {
+            return Err(ApiError::field(
+                "successorId",
+                "a dependency cannot link a deliverable and one of its own ancestors or descendants",
+            ));
+        }
+        if prodops_core::schedule::creates_cycle_in_tree(
+            &tree_edges,
+            &ancestry,
+            dep.predecessor_id,
+            dep.successor_id,
+        ) {
+            return Err(ApiError::field(
+                "successorId",
+                "this dependency would close a cycle through the containers it constrains",
+            ));
+        }
         Ok(())
     }
+
+    /// A new or changed dependency re-evaluates the readiness of its successor (and of the
+    /// successor it no longer names), in the same transaction.
+    fn after_write(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let ids: Vec<Uuid> = old
+            .and_then(dependency_successor)
+            .into_iter()
+            .chain(dependency_successor(new))
+            .collect();
+        super::readiness::dependencies_changed(tx, ctx, &ids)
+    }
+
+    /// A removed dependency re-evaluates the readiness of its successor once it is gone.
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &ServedResource,
+        record: &Value,
+    ) -> ApiResult<crate::engine::hooks::DeleteAction> {
+        let Some(id) = record
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+        else {
+            return Ok(crate::engine::hooks::DeleteAction::Proceed);
+        };
+        records::delete(tx, res.table(), ctx.org(), id)?;
+        let ids: Vec<Uuid> = dependency_successor(record).into_iter().collect();
+        super::readiness::dependencies_changed(tx, ctx, &ids)?;
+        Ok(crate::engine::hooks::DeleteAction::Handled)
+    }
+}
+
+fn dependency_successor(v: &Value) -> Option<Uuid> {
+    v.get("successorId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+fn path_ids(path: &str) -> Vec<Uuid> {
+    path.split('/')
+        .filter_map(|seg| Uuid::parse_str(seg).ok())
+        .collect()
+}
+
+/// The dependencies under the root `root` but `except` (through the tree's index range and the
+/// `(organization_id, predecessorId)` index), and the ancestors-and-self of each of their ends
+/// and of `also`.
+#[allow(clippy::type_complexity)]
+fn tree_edges_and_paths(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    root: Uuid,
+    except: Uuid,
+    also: &[Uuid],
+) -> ApiResult<(Vec<(Uuid, Uuid)>, HashMap<Uuid, Vec<Uuid>>)> {
+    let org = ctx.org();
+    let mut ancestry = HashMap::new();
+    for id in also {
+        if let Some(row) = super::tree::tree_row(tx, org, *id)? {
+            ancestry.insert(*id, path_ids(&row.path));
+        }
+    }
+    let Some(row) = super::tree::tree_row(tx, org, root)? else {
+        return Ok((Vec::new(), ancestry));
+    };
+    let table = resource("dependency").table();
+    let pred =
+        tx.text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
+    let succ =
+        tx.text_expr(&crate::store::sql::FieldPath::parse("successorId").expect("static path"));
+    let tree = super::tree::TREE;
+    let rows = tx.query(
+        &format!(
+            "SELECT x.data, t.path, u.path FROM {tree} t \
+             JOIN {table} x ON x.organization_id = t.organization_id AND {pred} = t.id \
+             JOIN {tree} u ON u.organization_id = x.organization_id AND u.id = {succ} \
+             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?"
+        ),
+        &[
+            org.into(),
+            row.path.clone().into(),
+            super::tree::path_upper(&row.path).into(),
+        ],
+    )?;
+    let mut edges = Vec::with_capacity(rows.len());
+    for r in rows {
+        let (Some(text), Some(pp), Some(sp)) = (
+            r.first().and_then(|v| v.as_str()),
+            r.get(1).and_then(|v| v.as_str()),
+            r.get(2).and_then(|v| v.as_str()),
+        ) else {
+            continue;
+        };
+        let Ok(d) = serde_json::from_str::<Dependency>(text) else {
+            continue;
+        };
+        if d.id == except {
+            continue;
+        }
+        ancestry.insert(d.predecessor_id, path_ids(pp));
+        ancestry.insert(d.successor_id, path_ids(sp));
+        edges.push((d.predecessor_id, d.successor_id));
+    }
+    Ok((edges, ancestry))
 }
 
 /// Every dependency of the organization as `(predecessor, successor)`, but `except`.

@@ -7,6 +7,7 @@ mod actions;
 mod buffers;
 pub mod hooks;
 pub mod identifiers;
+pub mod readiness;
 mod reads;
 mod sessions;
 pub mod tree;

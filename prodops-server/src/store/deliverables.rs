@@ -204,6 +204,11 @@ pub fn extra_ddl(dialect: Dialect) -> Vec<String> {
             "CREATE INDEX IF NOT EXISTS ix_dependency_predecessor ON dependency (organization_id, {})",
             expr("predecessorId")
         ),
+        // Readiness reads the predecessors of one successor (`deliverables/readiness.rs`).
+        format!(
+            "CREATE INDEX IF NOT EXISTS ix_dependency_successor ON dependency (organization_id, {})",
+            expr("successorId")
+        ),
     ]
 }
 

@@ -395,3 +395,210 @@ async fn dependencies_refuse_cycles_and_strangers() {
     assert_validation_names(&r, "successorId");
     assert_eq!(api.count("dependency", "").await, 3);
 }
+
+/// Readiness (docs/deliverables.md, "Readiness"): a successor waits while a predecessor has
+/// released nothing, is todo once every predecessor is done or sent some quantity ahead, goes
+/// back to waiting when that is undone (unless its work started); containers alike; the work
+/// frontier follows; removing the dependency releases it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_dependencies() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let (cut, _) = stage_resource(&api, "Cut").await;
+    let (weld, _) = stage_resource(&api, "Weld").await;
+    let (paint, _) = stage_resource(&api, "Paint").await;
+    let o = node(&api, "O", "order", None).await;
+    let p = node(&api, "P", "phase", Some(&o)).await;
+    let p2 = node(&api, "P2", "phase", Some(&o)).await;
+    let s1 = stage_node(&api, "S1", &p, &cut).await;
+    let s2 = stage_node(&api, "S2", &p, &weld).await;
+    let s3 = stage_node(&api, "S3", &p2, &paint).await;
+    let a = api
+        .create(
+            D,
+            json!({"name": "a", "type": "step", "parentId": s1, "quantity": 10}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = node(&api, "b", "step", Some(&s2)).await;
+    // Never set, nothing holds it back: todo, on the frontier.
+    assert_eq!(
+        api.read(D, &o).await["computed"]["currentChildren"][0]["status"],
+        "todo"
+    );
+    let dep = |p: &str, s: &str| json!({"predecessorId": p, "successorId": s});
+    api.create("dependency", dep(&a, &b)).await;
+    api.create("dependency", dep(&p, &p2)).await;
+    let rb = api.read(D, &b).await;
+    assert_eq!(status(&rb), "waiting");
+    assert!(rb["progress"]["updatedById"].is_null());
+    assert_eq!(
+        api.read(D, &s2).await["computed"]["currentChildren"][0]["status"],
+        "waiting"
+    );
+    let rp2 = api.read(D, &p2).await;
+    assert_eq!(status(&rp2), "waiting");
+    assert_eq!(rp2["computed"]["currentStageIds"], json!([]));
+    let ro = api.read(D, &o).await;
+    assert_eq!(ro["computed"]["currentStageIds"], json!([cut]));
+    assert_eq!(ro["computed"]["currentPhaseNames"], json!(["P"]));
+    assert_eq!(ro["computed"]["currentChildren"][1]["status"], "waiting");
+
+    // send-ahead releases the quantity sent: the successor may start.
+    let r = progress(&api, &o, &a, json!({"type": "send-ahead", "quantity": 4})).await;
+    assert_eq!(r.status, 200, "{r}");
+    let rb = api.read(D, &b).await;
+    assert_eq!(status(&rb), "todo");
+    assert!(rb["progress"]["updatedById"].is_string());
+    assert_eq!(
+        api.read(D, &s2).await["computed"]["currentChildren"][0]["status"],
+        "todo"
+    );
+    // Undoing it holds the untouched successor back again.
+    progress(&api, &o, &a, json!({"type": "uncomplete", "quantity": 4})).await;
+    assert_eq!(status(&api.read(D, &b).await), "waiting");
+    // Done: released, and the frontier moves on to the second stage.
+    progress(&api, &o, &a, json!({"type": "complete"})).await;
+    assert_eq!(status(&api.read(D, &b).await), "todo");
+    let ro = api.read(D, &o).await;
+    assert_eq!(ro["computed"]["currentStageIds"], json!([weld]));
+    // Started work keeps its status when the predecessor is reworked.
+    progress(
+        &api,
+        &o,
+        &b,
+        json!({"type": "set-percentage", "percentage": 50}),
+    )
+    .await;
+    progress(&api, &o, &a, json!({"type": "rework"})).await;
+    assert_eq!(status(&api.read(D, &b).await), "wip");
+    // Back to 0 %, it was touched (startedAt stays): todo, not held back again.
+    progress(
+        &api,
+        &o,
+        &b,
+        json!({"type": "set-percentage", "percentage": 0}),
+    )
+    .await;
+    assert_eq!(status(&api.read(D, &b).await), "todo");
+
+    // Completing the phase releases the phase after it and its frontier.
+    let r = progress(&api, &o, &p, json!({"type": "complete"})).await;
+    assert_eq!(r.status, 200, "{r}");
+    let rp2 = api.read(D, &p2).await;
+    assert_eq!(status(&rp2), "todo");
+    assert_eq!(rp2["computed"]["currentStageIds"], json!([paint]));
+    let ro = api.read(D, &o).await;
+    assert_eq!(ro["computed"]["currentStageIds"], json!([paint]));
+    assert_eq!(ro["computed"]["currentPhaseNames"], json!(["P2"]));
+
+    // Removing a dependency releases its successor; PATCHing one re-evaluates both ends.
+    let c = node(&api, "c", "step", Some(&s3)).await;
+    let e = node(&api, "e", "step", Some(&s3)).await;
+    let d = api.create("dependency", dep(&c, &e)).await;
+    let did = d["id"].as_str().unwrap().to_string();
+    assert_eq!(status(&api.read(D, &e).await), "waiting");
+    let r = api
+        .patch(
+            &format!("/dependency/{did}"),
+            json!({"predecessorId": e, "successorId": c}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(status(&api.read(D, &e).await), "todo");
+    assert_eq!(status(&api.read(D, &c).await), "waiting");
+    let r = api.delete(&format!("/dependency/{did}")).await;
+    assert!(r.status == 204 || r.status == 200, "{r}");
+    assert_eq!(status(&api.read(D, &c).await), "todo");
+    assert_eq!(api.count("dependency", "").await, 2);
+}
+
+/// A dependency between two phases constrains everything under them, whichever node an action
+/// moves; dependencies that could never hold through containers are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_respects_dependencies_at_every_level() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let o = node(&api, "O", "order", None).await;
+    let pa = node(&api, "A", "phase", Some(&o)).await;
+    let pb = node(&api, "B", "phase", Some(&o)).await;
+    let mk = |name: &'static str, parent: String, dur: i64| {
+        let api = &api;
+        async move {
+            api.create(
+                D,
+                json!({"name": name, "type": "component", "parentId": parent, "durationSec": dur}),
+            )
+            .await["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let a1 = mk("a1", pa.clone(), 3600).await;
+    let a2 = mk("a2", pa.clone(), 600).await;
+    let b1 = mk("b1", pb.clone(), 1800).await;
+    let dep = |p: &str, s: &str| json!({"predecessorId": p, "successorId": s});
+    api.create("dependency", dep(&pa, &pb)).await;
+    // Never satisfiable: a node and its own container, or a step of B before a step of A.
+    let r = api.post("/dependency", dep(&pa, &a1)).await;
+    assert_validation_names(&r, "successorId");
+    let r = api.post("/dependency", dep(&b1, &a2)).await;
+    assert_validation_names(&r, "successorId");
+
+    const T: i64 = 1_700_000_000;
+    schedule(&api, &o, &a1, json!({"type": "schedule", "newStart": T})).await;
+    // b1, under B, cannot start before everything under A ends.
+    let r = schedule(&api, &o, &b1, json!({"type": "schedule", "newStart": T})).await;
+    assert_eq!(r.status, 204, "{r}");
+    assert_eq!(
+        api.read(D, &b1).await["schedule"]["startDate"],
+        "2023-11-14T23:13:20Z"
+    );
+    assert_eq!(
+        api.read(D, &pb).await["schedule"]["startDate"],
+        "2023-11-14T23:13:20Z"
+    );
+    // Scheduling a2 past a1's end lengthens A and pushes everything under B.
+    schedule(
+        &api,
+        &o,
+        &a2,
+        json!({"type": "schedule", "newStart": T + 7200}),
+    )
+    .await;
+    let ra = api.read(D, &pa).await;
+    assert_eq!(ra["schedule"]["endDate"], "2023-11-15T00:23:20Z");
+    assert_eq!(
+        api.read(D, &b1).await["schedule"]["startDate"],
+        "2023-11-15T00:23:20Z"
+    );
+    let ro = api.read(D, &o).await;
+    assert_eq!(ro["schedule"]["startDate"], "2023-11-14T22:13:20Z");
+    assert_eq!(ro["schedule"]["endDate"], "2023-11-15T00:53:20Z");
+    // Dragging B before A ends keeps it after A; reschedule of b1 starts it when A ends.
+    schedule(&api, &o, &pb, json!({"type": "drag", "newStart": T})).await;
+    assert_eq!(
+        api.read(D, &b1).await["schedule"]["startDate"],
+        "2023-11-15T00:23:20Z"
+    );
+    schedule(
+        &api,
+        &o,
+        &b1,
+        json!({"type": "drag", "newStart": T + 90_000}),
+    )
+    .await;
+    let r = schedule(&api, &o, &b1, json!({"type": "reschedule"})).await;
+    assert_eq!(r.status, 204, "{r}");
+    assert_eq!(
+        api.read(D, &b1).await["schedule"]["startDate"],
+        "2023-11-15T00:23:20Z"
+    );
+    assert_eq!(
+        api.read(D, &pb).await["schedule"]["endDate"],
+        "2023-11-15T00:53:20Z"
+    );
+}
