@@ -8,7 +8,8 @@ mod buffers;
 pub mod hooks;
 pub mod identifiers;
 mod reads;
-mod sessions;
+pub mod sessions;
+pub mod timesheets;
 pub mod tree;
 
 use prodops_core::api;
