@@ -360,10 +360,10 @@ mod tests {
         before["endDate"] = json!("2024-03-01T07:59:59Z");
         assert!(check::<WorkSession>(before).is_err());
         let mut year = base.clone();
-        year["endDate"] = json!("2025-03-01T08:00:00Z");
+        year["endDate"] = json!("2025-03-02T08:00:00Z");
         assert!(check::<WorkSession>(year).is_ok());
         let mut longer = base;
-        longer["endDate"] = json!("2025-03-01T08:00:01Z");
+        longer["endDate"] = json!("2025-03-02T08:00:01Z");
         assert!(check::<WorkSession>(longer).is_err());
     }
 }
