@@ -28,6 +28,7 @@ pub mod registry;
 pub mod resource;
 pub mod schedule;
 pub mod time;
+pub mod timesheet;
 pub mod tree;
 pub mod vendor;
 pub mod violation;

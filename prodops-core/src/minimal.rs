@@ -1,14 +1,14 @@
 //! The resources the specification names without fields (spec 2.16, decisions.md section 5),
 //! with minimal fields: items, locations, shops, stages, units of measure, teams, projects,
-//! codes, dependencies, comments, notes and timesheets.
+//! codes, dependencies, comments and notes (timesheets: `timesheet`).
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_true, require_nonempty, trim, trim_opt};
-use crate::resource::{Archive, Ops, Record, ResourceDesc};
+use crate::resource::{Archive, Record, ResourceDesc};
 use crate::violation::Violation;
 
 /// Defines an archivable resource identified by a required `name` (trimmed, nonempty), archived
@@ -325,50 +325,6 @@ impl Record for Note {
     }
 }
 
-/// Hours a worker spent on one day (read-only through the API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Timesheet {
-    /// Record id.
-    pub id: Uuid,
-    /// Owning organization, from the API key.
-    pub organization_id: Uuid,
-    /// The worker.
-    pub worker_id: Uuid,
-    /// The day.
-    pub date: NaiveDate,
-    /// The deliverable the hours were spent on.
-    #[serde(default)]
-    pub deliverable_id: Option<Uuid>,
-    /// Hours worked.
-    #[serde(default)]
-    pub hours: f64,
-    /// Codes of the `pay_type` catalog; rewritten when a code is renamed.
-    #[serde(default)]
-    pub pay_types: Vec<String>,
-    /// Creation time.
-    #[serde(with = "crate::time::iso")]
-    pub created_at: DateTime<Utc>,
-    /// Last update time.
-    #[serde(with = "crate::time::iso")]
-    pub updated_at: DateTime<Utc>,
-}
-
-impl Record for Timesheet {
-    const DESC: ResourceDesc = ResourceDesc {
-        ops: Ops::READ_ONLY,
-        summary: "Timesheets: hours worked per worker and day (read-only)",
-        ..ResourceDesc::new("timesheet", "timesheet", "Timesheet")
-    };
-
-    fn validate(&self) -> Vec<Violation> {
-        if self.hours < 0.0 {
-            return vec![Violation::field("hours", "hours must not be negative")];
-        }
-        Vec::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,16 +360,6 @@ mod tests {
         assert_eq!(
             (code["code"].as_str(), code["isActive"].as_bool()),
             (Some("C1"), Some(true))
-        );
-        let ts =
-            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06", "payTypes": ["OT"]}))
-                .unwrap();
-        assert_eq!(ts["hours"], 0.0);
-        assert!(
-            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06T00:00:00Z"})).is_err()
-        );
-        assert!(
-            check::<Timesheet>(json!({"workerId": id, "date": "2024-05-06", "hours": -1})).is_err()
         );
     }
 }

@@ -3,7 +3,7 @@
 use crate::resource::{Kind, ResourceKind};
 use crate::{
     catalog, contact, custom_property, deliverable, delivery, document, inventory, minimal,
-    notification, organization, production, qc, vendor, work_session, worker,
+    notification, organization, production, qc, timesheet, vendor, work_session, worker,
 };
 
 /// Declares [`ResourceId`] and the kinds of [`resources`] from one list, in the same order,
@@ -63,7 +63,7 @@ registry! {
     Dependency => minimal::Dependency,
     Comment => minimal::Comment,
     Note => minimal::Note,
-    Timesheet => minimal::Timesheet,
+    Timesheet => timesheet::Timesheet,
 }
 
 impl ResourceId {

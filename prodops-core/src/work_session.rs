@@ -19,6 +19,10 @@ pub enum WorkSessionKind {
     Plan,
 }
 
+/// The longest a stopped work session (or plan) may last: its time is rolled up into one
+/// timesheet per day it spans (`timesheet`).
+pub const MAX_SESSION_DAYS: i64 = 366;
+
 /// A worker's session (or plan) on one deliverable in one shop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -56,6 +60,13 @@ impl WorkSession {
     pub fn is_open(&self) -> bool {
         self.end_date.is_none()
     }
+
+    /// The end a stop (or the server ending the session) at `end` gives it: never before its
+    /// start, never more than [`MAX_SESSION_DAYS`] after it.
+    pub fn clamp_end(&self, end: DateTime<Utc>) -> DateTime<Utc> {
+        end.max(self.start_date)
+            .min(self.start_date + chrono::Duration::days(MAX_SESSION_DAYS))
+    }
 }
 
 impl Record for WorkSession {
@@ -70,6 +81,12 @@ impl Record for WorkSession {
                 vec![Violation::field(
                     "endDate",
                     "endDate must not be before startDate",
+                )]
+            }
+            Some(end) if end - self.start_date > chrono::Duration::days(MAX_SESSION_DAYS) => {
+                vec![Violation::field(
+                    "endDate",
+                    format!("a work session lasts at most {MAX_SESSION_DAYS} days"),
                 )]
             }
             _ => Vec::new(),
@@ -146,17 +163,20 @@ impl StopRequest {
     }
 }
 
-/// What a save does: open sessions (or plans) to end, and `(worker, deliverable, kind)` to start.
+/// What a save does: open sessions (or plans) to end, open plans that become sessions (the
+/// worker clocked in), and `(worker, deliverable, kind)` to start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SaveDiff {
     pub stop: Vec<Uuid>,
+    pub to_session: Vec<Uuid>,
     pub start: Vec<(Uuid, Uuid, WorkSessionKind)>,
 }
 
 /// Diffs a save against the open sessions and plans (rule 1): for each named worker, what is
 /// open and no longer listed ends, what is listed and not open starts. A worker in `absent`
-/// gets a plan instead of a session (rule 2); a worker's open entries of the other kind end.
-/// With `shouldStopEntireBatch`, open entries in the shop of workers not named end too.
+/// gets a plan instead of a session (rule 2); a present worker's open plan on a listed
+/// deliverable becomes the session (the worker clocked in), their other open entries of the
+/// other kind end. With `shouldStopEntireBatch`, open entries in the shop of workers not named end too.
 pub fn plan_save(
     open: &[WorkSession],
     req: &SaveRequest,
@@ -173,20 +193,28 @@ pub fn plan_save(
             .iter()
             .filter(|s| s.worker_id == *worker && s.is_open())
             .collect();
+        let mut covered = std::collections::HashSet::new();
         for s in &mine {
-            if s.kind != kind || !wanted.contains(&s.deliverable_id) {
+            if s.kind == kind && wanted.contains(&s.deliverable_id) {
+                covered.insert(s.deliverable_id);
+            }
+        }
+        for s in &mine {
+            if s.kind == kind && wanted.contains(&s.deliverable_id) {
+                continue;
+            }
+            let clocks_in = kind == WorkSessionKind::Session
+                && s.kind == WorkSessionKind::Plan
+                && wanted.contains(&s.deliverable_id);
+            if clocks_in && covered.insert(s.deliverable_id) {
+                diff.to_session.push(s.id);
+            } else {
                 diff.stop.push(s.id);
             }
         }
         let mut seen = std::collections::HashSet::new();
         for d in wanted {
-            if !seen.insert(*d) {
-                continue;
-            }
-            let running = mine
-                .iter()
-                .any(|s| s.kind == kind && s.deliverable_id == *d);
-            if !running {
+            if seen.insert(*d) && !covered.contains(d) {
                 diff.start.push((*worker, *d, kind));
             }
         }
@@ -267,6 +295,23 @@ mod tests {
                 WorkSessionKind::Plan
             )]
         );
+        // The worker is present again: the plan becomes the session, nothing else starts.
+        let planned = vec![session(4, 11, 100, "plan"), session(5, 11, 101, "plan")];
+        let diff = plan_save(
+            &planned,
+            &save(&[(11, &[100, 102])], false),
+            &HashSet::new(),
+        );
+        assert_eq!(diff.to_session, vec![Uuid::from_u128(4)]);
+        assert_eq!(diff.stop, vec![Uuid::from_u128(5)]);
+        assert_eq!(
+            diff.start,
+            vec![(
+                Uuid::from_u128(11),
+                Uuid::from_u128(102),
+                WorkSessionKind::Session
+            )]
+        );
         // Saving the same again changes nothing.
         let diff = plan_save(&open, &save(&[(10, &[100, 101])], false), &HashSet::new());
         assert_eq!(diff, SaveDiff::default());
@@ -281,6 +326,17 @@ mod tests {
         };
         assert!(stop.violations().is_empty());
         assert!(stop.matches(&session(1, 10, 100, "session")));
+        let s = session(1, 10, 100, "session");
+        let at = |t: &str| t.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(s.clamp_end(at("2024-03-01T07:00:00Z")), s.start_date);
+        assert_eq!(
+            s.clamp_end(at("2024-03-01T09:00:00Z")),
+            at("2024-03-01T09:00:00Z")
+        );
+        assert_eq!(
+            s.clamp_end(at("2030-01-01T00:00:00Z")),
+            at("2025-03-02T08:00:00Z")
+        );
         assert!(!stop.matches(&session(1, 11, 100, "session")));
         assert_eq!(save(&[(10, &[])], false).violations().len(), 1);
         assert!(serde_json::from_value::<StopRequest>(json!({"bogus": 1})).is_err());
@@ -300,8 +356,14 @@ mod tests {
         let mut same = base.clone();
         same["endDate"] = json!("2024-03-01T08:00:00Z");
         assert!(check::<WorkSession>(same).is_ok());
-        let mut before = base;
+        let mut before = base.clone();
         before["endDate"] = json!("2024-03-01T07:59:59Z");
         assert!(check::<WorkSession>(before).is_err());
+        let mut year = base.clone();
+        year["endDate"] = json!("2025-03-02T08:00:00Z");
+        assert!(check::<WorkSession>(year).is_ok());
+        let mut longer = base;
+        longer["endDate"] = json!("2025-03-02T08:00:01Z");
+        assert!(check::<WorkSession>(longer).is_err());
     }
 }

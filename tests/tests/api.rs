@@ -76,6 +76,8 @@ mod scale;
 mod server;
 #[path = "api/standard.rs"]
 mod standard;
+#[path = "api/timesheet.rs"]
+mod timesheet;
 #[path = "api/vendor_contact.rs"]
 mod vendor_contact;
 #[path = "api/worker.rs"]

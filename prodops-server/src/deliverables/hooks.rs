@@ -618,7 +618,8 @@ pub fn sessions_changed(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> Ap
 }
 
 /// Work sessions: a session or plan that starts, ends, moves or disappears changes its
-/// deliverable's `computed.workerIds`.
+/// deliverable's `computed.workerIds`; a stopped session's days are rolled up into timesheets
+/// again (`timesheets`).
 pub struct WorkSessionHooks;
 
 fn session_deliverable(v: &Value) -> Option<Uuid> {
@@ -641,7 +642,8 @@ impl Hooks for WorkSessionHooks {
             .into_iter()
             .chain(session_deliverable(new))
             .collect();
-        sessions_changed(tx, ctx, &ids)
+        sessions_changed(tx, ctx, &ids)?;
+        super::timesheets::session_changed(tx, ctx, old, Some(new))
     }
 
     fn before_delete(
@@ -660,6 +662,7 @@ impl Hooks for WorkSessionHooks {
         }
         let ids: Vec<Uuid> = session_deliverable(record).into_iter().collect();
         sessions_changed(tx, ctx, &ids)?;
+        super::timesheets::session_changed(tx, ctx, Some(record), None)?;
         Ok(crate::engine::hooks::DeleteAction::Handled)
     }
 }

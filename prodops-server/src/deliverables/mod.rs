@@ -9,7 +9,8 @@ pub mod hooks;
 pub mod identifiers;
 pub mod readiness;
 mod reads;
-mod sessions;
+pub mod sessions;
+pub mod timesheets;
 pub mod tree;
 
 use prodops_core::api;

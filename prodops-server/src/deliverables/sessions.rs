@@ -1,5 +1,7 @@
-//! Work sessions (spec 4.3): save diffs against open sessions, absent workers get plans, stop
-//! needs ids or workers; a transition to done ends the open sessions and plans on the node.
+//! Work sessions (spec 4.3): save diffs against open sessions, absent workers get plans that
+//! become sessions when they clock in, stop needs ids or workers; a transition to done ends the
+//! open sessions and plans on the node. Every ended session's days roll up into timesheets
+//! through the work-session hooks.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -7,12 +9,12 @@ use std::sync::Arc;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession};
+use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession, WorkSessionKind};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::resource;
-use crate::engine::{create_record, parse_body, update_record};
+use crate::engine::{apply_server_change, create_record, parse_body, update_record};
 use crate::http::app::{AppState, JsonBody, Reply, write_reply};
 use crate::http::context::{Auth, Ctx, Idempotency, format_time};
 use crate::http::error::{ApiError, ApiResult};
@@ -44,7 +46,8 @@ fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<W
     Ok(out)
 }
 
-/// Ends one open session or plan at `end` (never before its start).
+/// Ends one open session or plan at `end` (never before its start, never more than a year
+/// after it: `WorkSession::clamp_end`).
 fn end_session(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -54,7 +57,7 @@ fn end_session(
     let res = resource(SESSIONS);
     let old = records::get(tx, res.table(), ctx.org(), s.id)?.ok_or_else(ApiError::not_found)?;
     let mut patch = Map::new();
-    patch.insert("endDate".into(), json!(format_time(end.max(s.start_date))));
+    patch.insert("endDate".into(), json!(format_time(s.clamp_end(end))));
     update_record(tx, ctx, res, &old, patch)?;
     Ok(())
 }
@@ -69,6 +72,37 @@ pub fn end_open_on(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> ApiResu
         }
     }
     Ok(workers.into_iter().collect())
+}
+
+/// Turns an open plan into a session starting at `start` (never before the plan's start):
+/// the worker clocked in.
+fn plan_to_session(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    plan: &WorkSession,
+    start: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<()> {
+    let res = resource(SESSIONS);
+    let old = records::get(tx, res.table(), ctx.org(), plan.id)?.ok_or_else(ApiError::not_found)?;
+    let mut changes = Map::new();
+    changes.insert("kind".into(), json!(WorkSessionKind::Session));
+    changes.insert(
+        "startDate".into(),
+        json!(format_time(start.max(plan.start_date))),
+    );
+    apply_server_change(tx, ctx, res, &old, changes)?;
+    Ok(())
+}
+
+/// A worker clocks in (their `status` becomes `active`): each of their open plans becomes a
+/// running session starting now (spec 4.3 rule 2).
+pub fn clock_in(tx: &mut dyn Tx, ctx: &Ctx, worker: Uuid) -> ApiResult<()> {
+    for s in open_by(tx, ctx, "workerId", worker)? {
+        if s.kind == WorkSessionKind::Plan {
+            plan_to_session(tx, ctx, &s, ctx.now)?;
+        }
+    }
+    Ok(())
 }
 
 fn require_record(
@@ -137,6 +171,11 @@ pub async fn save(
         for id in &diff.stop {
             if let Some(s) = open.iter().find(|s| s.id == *id) {
                 end_session(tx, ctx, s, start)?;
+            }
+        }
+        for id in &diff.to_session {
+            if let Some(s) = open.iter().find(|s| s.id == *id) {
+                plan_to_session(tx, ctx, s, start)?;
             }
         }
         let res = resource(SESSIONS);

@@ -3,6 +3,7 @@
 use prodops_core::worker;
 use serde_json::{Map, Value, json};
 
+use crate::deliverables::{sessions, timesheets};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
@@ -145,11 +146,25 @@ impl Hooks for WorkerHooks {
             let id = new.get("id").and_then(Value::as_str).unwrap_or("");
             end_open_work(tx, ctx, id)?;
         }
+        // Clocking in: a worker who becomes active has their open plans become sessions.
+        let active = |v: &Value| v.get("status").and_then(Value::as_str) == Some("active");
+        if let Some(old) = old
+            && !archived
+            && active(new)
+            && !active(old)
+            && let Some(id) = new
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|s| uuid::Uuid::parse_str(s).ok())
+        {
+            sessions::clock_in(tx, ctx, id)?;
+        }
         Ok(())
     }
 }
 
-/// Ends a worker's open work sessions and removes their open plans (spec 3.3).
+/// Ends a worker's open work sessions and plans (spec 3.3), and rolls the days of the ended
+/// sessions up into timesheets.
 fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
     let Some(kind) = prodops_core::registry::by_path("deliverable/work-sessions") else {
         return Ok(());
@@ -164,10 +179,18 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
         ..Default::default()
     };
     let mut deliverables = Vec::new();
+    let mut days = std::collections::BTreeSet::new();
     for mut session in records::select_values(tx, table, ctx.org(), &select)? {
-        session["endDate"] = json!(ctx.now_text());
+        let end = match timesheets::parse_session(&session) {
+            Some(open) => crate::http::context::format_time(open.clamp_end(ctx.now)),
+            None => ctx.now_text(),
+        };
+        session["endDate"] = json!(end);
         session["updatedAt"] = json!(ctx.now_text());
         records::update(tx, table, ctx.org(), &session)?;
+        if let Some(ended) = timesheets::parse_session(&session) {
+            days.extend(prodops_core::timesheet::days_of(&ended));
+        }
         if let Some(d) = session
             .get("deliverableId")
             .and_then(Value::as_str)
@@ -176,6 +199,7 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
             deliverables.push(d);
         }
     }
-    // The deliverables' computed workers follow.
-    crate::deliverables::hooks::sessions_changed(tx, ctx, &deliverables)
+    // The deliverables' computed workers and the worker's timesheets follow.
+    crate::deliverables::hooks::sessions_changed(tx, ctx, &deliverables)?;
+    timesheets::roll_up(tx, ctx, &days)
 }
