@@ -77,7 +77,7 @@ async fn production_inventory_and_progress_end_to_end() {
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
-    let out = run(&server, &api, p, &["bom-line", "create", "--data", &json!({"orderDeliverableId": order, "itemId": steel, "quantity": 3, "mode": "total", "scaling": "per_order"}).to_string()]).await;
+    let out = run(&server, &api, p, &["bom-line", "create", "--data", &json!({"orderDeliverableId": order, "itemId": steel, "quantity": 3, "mode": "total", "scaling": "per_order", "placedOnDeliverableId": phase}).to_string()]).await;
     assert_eq!(out.code, 0, "{out}");
 
     // Inventory: a posting, then a refused negative posting (409, exit 5, nothing written).
@@ -141,7 +141,7 @@ async fn production_inventory_and_progress_end_to_end() {
     .await;
     assert_eq!(out.code, 2, "{out}");
 
-    // BOM allocation, consume on the phase, produce on the order.
+    // BOM allocation, consume on the phase (where the line is placed), produce on the order.
     let out = run(&server, &api, p, &["bom", "allocate", &order]).await;
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(out.json()["value"]["reservations"][0]["quantity"], 3.0);
@@ -185,6 +185,62 @@ async fn production_inventory_and_progress_end_to_end() {
     .await;
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(out.json()["value"]["outputs"][0]["quantityActual"], 2.0);
+    // A route applied onto the phase: its nodes below the phase, its line onto the order.
+    let route = id(&api
+        .create("deliverable", json!({"name": "Route", "type": "route"}))
+        .await);
+    let cut = id(&api
+        .create(
+            "deliverable",
+            json!({"name": "Cut", "type": "phase", "parentId": route}),
+        )
+        .await);
+    api.create(
+        "bom-line",
+        json!({"routeDeliverableId": route, "itemId": steel, "outputPerUnit": 0.5}),
+    )
+    .await;
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "apply-template",
+            &phase,
+            "--template-id",
+            &route,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let applied = &out.json()["value"];
+    assert_eq!(applied["nodes"][0]["templateNodeId"], cut.as_str());
+    assert_eq!(applied["nodes"][0]["parentId"], phase.as_str());
+    assert_eq!(
+        applied["bomLines"][0]["quantity"], 2.0,
+        "0.5 x the phase's 4"
+    );
+    assert_eq!(
+        applied["bomLines"][0]["placedOnDeliverableId"],
+        phase.as_str()
+    );
+    // A template onto a target it does not apply to (a route onto a route): 400, exit 5.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "deliverable",
+            "apply-template",
+            &route,
+            "--template-id",
+            &route,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    assert!(out.stdout.is_empty());
     // A produce with nothing to name on an unknown order is rejected (exit 5).
     let out = run(
         &server,

@@ -42,6 +42,7 @@ use prodops_core::production_actions::{
 use prodops_core::progress::{ProgressAction, ProgressResult};
 use prodops_core::qc::{QcTemplateVersion, QcTemplateVersionCreate};
 use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
+use prodops_core::template::{ApplyTemplateRequest, ApplyTemplateResult};
 use prodops_core::work_session::{SaveRequest, StopRequest};
 use prodops_core::worker::Worker;
 
@@ -333,6 +334,24 @@ impl Client {
     /// ```
     pub async fn consume(&self, body: &ConsumeRequest) -> Result<ConsumeResult> {
         self.call::<api::production::Consume>((), &(), body).await
+    }
+
+    /// `POST /deliverable/{id}/apply-template`: a route (onto an order, phase or component) or
+    /// template-phase (onto a phase) copied under `target`, with its lines and declarations.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, phase: uuid::Uuid, route: uuid::Uuid) -> prodops_client::Result<()> {
+    /// use prodops_core::template::ApplyTemplateRequest;
+    /// let applied = c.apply_template(phase, &ApplyTemplateRequest { template_id: route }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn apply_template(
+        &self,
+        target: Uuid,
+        body: &ApplyTemplateRequest,
+    ) -> Result<ApplyTemplateResult> {
+        self.call::<api::production::ApplyTemplate>(target, &(), body)
+            .await
     }
 
     /// `POST /production/adjust-actual`.

@@ -74,7 +74,7 @@ async fn production_bom_inventory_and_deliverable_actions() {
     let line = api
         .create(
             "bom-line",
-            json!({"orderDeliverableId": order, "itemId": steel, "quantity": 3, "mode": "total", "scaling": "per_order"}),
+            json!({"orderDeliverableId": order, "itemId": steel, "quantity": 3, "mode": "total", "scaling": "per_order", "placedOnDeliverableId": phase}),
         )
         .await;
 
@@ -116,7 +116,8 @@ async fn production_bom_inventory_and_deliverable_actions() {
         .unwrap_err();
     assert_eq!(err.status(), Some(400));
 
-    // Production: consume on the phase, produce on the order, adjust, status and entries.
+    // Production: consume on the phase (the line is placed there), produce on the order, adjust,
+    // status and entries.
     let consumed = c
         .consume(&ConsumeRequest {
             deliverable_id: phase,

@@ -27,6 +27,7 @@ pub mod receiving;
 pub mod registry;
 pub mod resource;
 pub mod schedule;
+pub mod template;
 pub mod time;
 pub mod timesheet;
 pub mod tree;

@@ -95,6 +95,57 @@ pub fn check_owner(
     Ok(())
 }
 
+/// The deliverable types a BOM line may be placed on (rule 2 of spec 2.3: phases, stages or
+/// steps; a component nests like a phase, a qcstep is a step).
+pub const PLACEMENT_TYPES: [DeliverableType; 5] = [
+    DeliverableType::Phase,
+    DeliverableType::Component,
+    DeliverableType::Stage,
+    DeliverableType::Step,
+    DeliverableType::Qcstep,
+];
+
+/// Rule 2 of spec 2.3, placements: the node a line is placed on must be a phase, component,
+/// stage or step inside the line's owner (`node_root` is the root of the node's hierarchy,
+/// `None` when the node is itself a root). `owner` is the line's route or order.
+pub fn check_placement(
+    owner: Owner,
+    node_type: DeliverableType,
+    node_root: Option<Uuid>,
+) -> Result<(), Violation> {
+    let field = "placedOnDeliverableId";
+    if owner.deliverable_type().is_none() {
+        return Err(Violation::field(
+            field,
+            "project lines are not placed: placements target phases, stages or steps of a route or order",
+        ));
+    }
+    if !PLACEMENT_TYPES.contains(&node_type) {
+        return Err(Violation::field(
+            field,
+            format!(
+                "a line is placed on a phase, component, stage or step, not on a {node_type}{}",
+                if node_root.is_none() {
+                    " (leave placedOnDeliverableId null for the owner as a whole)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if node_root != Some(owner.id()) {
+        return Err(Violation::field(
+            field,
+            format!(
+                "the placed node must be inside the line's {} {}",
+                owner.deliverable_type().map_or("owner", |t| t.as_str()),
+                owner.id()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Where a production output declaration came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -287,6 +338,11 @@ pub struct BomLine {
     /// Owner when the line belongs to a project.
     #[serde(default)]
     pub project_id: Option<Uuid>,
+    /// Where the material is used (rule 2): a phase, component, stage or step inside the owning
+    /// route or order. Null: the line belongs to the owner as a whole. A consume on a node draws
+    /// the lines placed on it and below it ([`crate::production_actions::lines_drawn_by`]).
+    #[serde(default)]
+    pub placed_on_deliverable_id: Option<Uuid>,
     /// `ratio` or `total`; defaulted by `normalize` from the owner (rule 6).
     #[serde(default)]
     pub mode: Option<BomMode>,
@@ -429,6 +485,12 @@ impl Record for BomLine {
                 "quantity must not be negative",
             ));
         }
+        if matches!(owner, Some(Owner::Project(_))) && self.placed_on_deliverable_id.is_some() {
+            v.push(Violation::field(
+                "placedOnDeliverableId",
+                "project lines are not placed: placements target phases, stages or steps of a route or order",
+            ));
+        }
         // Rule 7.
         if self.mode == Some(BomMode::Ratio) && self.scaling == Some(BomScaling::PerOrder) {
             v.push(Violation::field(
@@ -564,7 +626,53 @@ mod tests {
         assert_eq!(ratio_order.unwrap()["scaling"], "per_unit");
     }
 
+    #[test]
+    fn placements_are_phases_stages_or_steps_inside_the_owner() {
+        let order_id = Uuid::from_u128(7);
+        let order = Owner::Order(order_id);
+        for t in PLACEMENT_TYPES {
+            assert!(check_placement(order, t, Some(order_id)).is_ok(), "{t}");
+        }
+        let err = check_placement(order, DeliverableType::Order, None).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("placedOnDeliverableId"));
+        assert!(check_placement(order, DeliverableType::Phase, Some(Uuid::from_u128(8))).is_err());
+        assert!(check_placement(order, DeliverableType::Overhead, Some(order_id)).is_err());
+        let route = Owner::Route(order_id);
+        assert!(check_placement(route, DeliverableType::Stage, Some(order_id)).is_ok());
+        assert!(
+            check_placement(
+                Owner::Project(order_id),
+                DeliverableType::Phase,
+                Some(order_id)
+            )
+            .is_err()
+        );
+        let project_line =
+            bom(json!({"projectId": OWNER, "quantity": 1, "placedOnDeliverableId": OWNER}));
+        assert_eq!(
+            project_line.unwrap_err()[0].field.as_deref(),
+            Some("placedOnDeliverableId")
+        );
+        assert!(
+            bom(
+                json!({"orderDeliverableId": OWNER, "quantity": 1, "placedOnDeliverableId": OWNER})
+            )
+            .is_ok()
+        );
+    }
+
     proptest! {
+        /// A placement is accepted exactly for a placement type inside the owner.
+        #[test]
+        fn placement_needs_type_and_owner(t in 0usize..9, inside in any::<bool>(), route in any::<bool>()) {
+            let kind = DeliverableType::ALL[t];
+            let owner_id = Uuid::from_u128(1);
+            let owner = if route { Owner::Route(owner_id) } else { Owner::Order(owner_id) };
+            let root = if inside { Some(owner_id) } else { Some(Uuid::from_u128(2)) };
+            let ok = check_placement(owner, kind, root).is_ok();
+            prop_assert_eq!(ok, inside && PLACEMENT_TYPES.contains(&kind));
+        }
+
         #[test]
         fn normalized_route_lines_with_a_positive_figure_are_valid(
             per_unit in proptest::option::of(0.001f64..1e6),

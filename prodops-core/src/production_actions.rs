@@ -432,9 +432,34 @@ pub struct PlannedDraw {
     pub location_id: Option<Uuid>,
 }
 
-/// Decides what a consume call draws (spec 4.4 rules 6, 7), given the order's active BOM lines
-/// in display order and the order's quantity. Without `lines`, each line's remaining recipe;
-/// with `lines`, the given quantities for the lines they name, entries outside the BOM ignored.
+/// Which of an order's BOM lines a consume on `node` draws (spec 2.3 rule 2, 4.4 rule 6): on
+/// the order itself (`node == order`), every line, the whole recipe; on a node below it, the
+/// lines placed on that node or on one of its descendants (`subtree`: the node and every node
+/// below it). Unplaced lines belong to the order as a whole, so only a consume on the order
+/// draws them. Indexes into `lines`, in their order.
+pub fn lines_drawn_by(
+    lines: &[BomLine],
+    node: Uuid,
+    order: Uuid,
+    subtree: &std::collections::HashSet<Uuid>,
+) -> Vec<usize> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            node == order
+                || l.placed_on_deliverable_id
+                    .is_some_and(|placed| subtree.contains(&placed))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Decides what a consume call draws (spec 4.4 rules 6, 7), given the node's BOM lines (see
+/// [`lines_drawn_by`]) in display order and the order's quantity. Without `lines`, each line's
+/// full recipe (rule 6: a consume posts the recipe once per call, whatever was drawn before;
+/// retries are kept from repeating it by their idempotency key); with `lines`, the given
+/// quantities for the lines they name, entries outside the node's BOM ignored.
 pub fn plan_consume(
     req: &ConsumeRequest,
     lines: &[BomLine],
@@ -454,10 +479,7 @@ pub fn plan_consume(
                 draws.push(PlannedDraw {
                     line: i,
                     item_id: line.item_id,
-                    quantity: remaining(
-                        planned_for_order(line, order_quantity),
-                        line.quantity_actual,
-                    ),
+                    quantity: planned_for_order(line, order_quantity),
                     location_id: req.from_location_id,
                 });
             }
@@ -494,7 +516,8 @@ pub fn plan_consume(
                         index: i,
                         item_id: entry.item_id,
                         bom_line_id: entry.bom_line_id,
-                        reason: "not one of this order's BOM lines".into(),
+                        reason: "not one of this node's BOM lines (placed on it or below it)"
+                            .into(),
                     }),
                 }
             }
@@ -506,7 +529,7 @@ pub fn plan_consume(
     draws.retain(|d| d.quantity > 0.0);
     if draws.is_empty() {
         return Err(vec![Violation::general(
-            "nothing to consume: the order's BOM lines have no remaining quantity (or the entries name none of them); name quantities in lines",
+            "nothing to consume: no BOM line is placed on this node or below it, or every quantity is zero (or the entries name none of its lines)",
         )]);
     }
     Ok((draws, ignored))
@@ -688,8 +711,12 @@ mod tests {
             serde_json::from_value(body).unwrap()
         };
         let (draws, ignored) = plan_consume(&req(json!({})), &lines, 1.0).unwrap();
-        assert_eq!(draws.len(), 1, "line 2 is fully drawn");
-        assert_eq!((draws[0].item_id, draws[0].quantity), (item(1), 5.0));
+        let got: Vec<_> = draws.iter().map(|d| (d.item_id, d.quantity)).collect();
+        assert_eq!(
+            got,
+            vec![(item(1), 5.0), (item(2), 2.0)],
+            "the full recipe, whatever was drawn before"
+        );
         assert!(ignored.is_empty());
         assert!(plan_consume(&req(json!({"lines": []})), &lines, 1.0).is_err());
         let (draws, ignored) = plan_consume(
@@ -759,7 +786,79 @@ mod tests {
         );
     }
 
+    fn placed(item_n: u128, node: Option<Uuid>) -> BomLine {
+        let mut l = line(item_n, json!({"quantity": 1}));
+        l.placed_on_deliverable_id = node;
+        l
+    }
+
+    #[test]
+    fn a_node_draws_the_lines_placed_on_it_and_below_it() {
+        let order = Uuid::parse_str(ORDER).unwrap();
+        let (phase, stage, step, other) = (item(50), item(51), item(52), item(53));
+        let lines = [
+            placed(1, None),
+            placed(2, Some(phase)),
+            placed(3, Some(stage)),
+            placed(4, Some(step)),
+            placed(5, Some(other)),
+        ];
+        let set = |ids: &[Uuid]| {
+            ids.iter()
+                .copied()
+                .collect::<std::collections::HashSet<_>>()
+        };
+        assert_eq!(
+            lines_drawn_by(
+                &lines,
+                order,
+                order,
+                &set(&[order, phase, stage, step, other])
+            ),
+            vec![0, 1, 2, 3, 4],
+            "the order draws the whole recipe"
+        );
+        assert_eq!(
+            lines_drawn_by(&lines, phase, order, &set(&[phase, stage, step])),
+            vec![1, 2, 3]
+        );
+        assert_eq!(
+            lines_drawn_by(&lines, stage, order, &set(&[stage, step])),
+            vec![2, 3]
+        );
+        assert_eq!(lines_drawn_by(&lines, step, order, &set(&[step])), vec![3]);
+        // A node with nothing placed on or below it draws nothing (the consume is refused).
+        let none = lines_drawn_by(&lines, item(60), order, &set(&[item(60)]));
+        assert!(none.is_empty());
+        let drawn: Vec<BomLine> = none.iter().map(|&i| lines[i].clone()).collect();
+        let req: ConsumeRequest =
+            serde_json::from_value(json!({"deliverableId": item(60)})).unwrap();
+        assert!(plan_consume(&req, &drawn, 1.0).is_err());
+    }
+
     proptest! {
+        /// A node draws exactly the lines placed inside its subtree; the order draws all of
+        /// them; nodes that split a subtree into disjoint parts draw disjoint lines.
+        #[test]
+        fn drawn_lines_follow_the_placements(
+            placements in proptest::collection::vec(proptest::option::of(0u128..6), 0..12),
+            subtree in proptest::collection::btree_set(0u128..6, 1..6),
+        ) {
+            let order = Uuid::parse_str(ORDER).unwrap();
+            let lines: Vec<_> = placements.iter().enumerate().map(|(i, p)| placed(i as u128 + 1, p.map(|n| item(100 + n)))).collect();
+            let ids: std::collections::HashSet<Uuid> = subtree.iter().map(|n| item(100 + n)).collect();
+            let node = item(100 + *subtree.iter().next().unwrap());
+            let drawn = lines_drawn_by(&lines, node, order, &ids);
+            for (i, l) in lines.iter().enumerate() {
+                let inside = l.placed_on_deliverable_id.is_some_and(|p| ids.contains(&p));
+                prop_assert_eq!(drawn.contains(&i), inside);
+            }
+            prop_assert_eq!(lines_drawn_by(&lines, order, order, &ids).len(), lines.len());
+            let rest: std::collections::HashSet<Uuid> = (0u128..6).map(|n| item(100 + n)).filter(|id| !ids.contains(id)).collect();
+            let other = lines_drawn_by(&lines, item(999), order, &rest);
+            prop_assert!(other.iter().all(|i| !drawn.contains(i)));
+        }
+
         /// Every planned output and draw is positive and finite, and a default never exceeds
         /// what is left of a planned quantity.
         #[test]
@@ -782,12 +881,14 @@ mod tests {
             }
             let lines: Vec<_> = specs.iter().enumerate().map(|(i, (_, q, a))| line(i as u128 + 1, json!({"quantity": q.unwrap_or(1.0), "quantityActual": a}))).collect();
             let req: ConsumeRequest = serde_json::from_value(json!({"deliverableId": ORDER})).unwrap();
-            if let Ok((draws, _)) = plan_consume(&req, &lines, order_quantity) {
-                for d in &draws {
-                    let l = &lines[d.line];
-                    prop_assert!(d.quantity > 0.0);
-                    prop_assert!(l.quantity_actual + d.quantity <= planned_for_order(l, order_quantity) + 1e-6);
-                }
+            let (draws, _) = plan_consume(&req, &lines, order_quantity).unwrap();
+            // Omitting `lines` draws every line's full recipe, once, whatever its actual.
+            prop_assert_eq!(draws.len(), lines.len());
+            for (i, d) in draws.iter().enumerate() {
+                let l = &lines[d.line];
+                prop_assert_eq!(d.line, i);
+                prop_assert!(d.quantity > 0.0);
+                prop_assert_eq!(d.quantity, planned_for_order(l, order_quantity));
             }
         }
     }

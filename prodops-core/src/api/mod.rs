@@ -680,6 +680,7 @@ macro_rules! for_each_action {
             $crate::api::production::AdjustActual,
             $crate::api::production::OrderStatus,
             $crate::api::production::OrderEntries,
+            $crate::api::production::ApplyTemplate,
             $crate::api::bom::Prepopulate,
             $crate::api::bom::AllocateOrder,
             $crate::api::bom::AllocateProject,

@@ -1,5 +1,6 @@
-//! Production (spec 4.4): produce, consume, adjust an actual, an order's status and trace.
-//! Produce, consume and adjust answer `{"value": ...}`.
+//! Production (spec 4.4): produce, consume, adjust an actual, an order's status and trace; and
+//! applying a route or template-phase onto an order's node (spec 2.1). The POSTs answer
+//! `{"value": ...}`.
 
 use uuid::Uuid;
 
@@ -8,6 +9,7 @@ use crate::production_actions::{
     AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, OrderEntry,
     ProduceRequest, ProduceResult,
 };
+use crate::template::{ApplyTemplateRequest, ApplyTemplateResult};
 
 /// Production posts to, and reads, the item ledger.
 const ITEM_UPDATE: Access = Access::Key(&[("Item", Perm::Update)]);
@@ -54,12 +56,12 @@ action! {
         answer: ValueOf<ConsumeResult>,
         status: 200,
         outcome: "Success",
-        summary: "Post consumption of an order's BOM lines",
+        summary: "Post consumption of a node's BOM lines (placed on it or below it; the order: all)",
         description: "",
         cli: Cli {
             command: "production",
             verb: "consume",
-            about: "Consumes an order's BOM lines (what remains of each recipe, or the given lines)",
+            about: "Consumes the BOM lines placed on a node and below it (the order: all), the full recipe or the given lines",
             example: "prodops production consume --deliverable-id ORDER --from-location-id LOC",
             flags: &[
                 flag("deliverableId", "deliverable-id", "The order (or a node under it) consuming"),
@@ -143,6 +145,37 @@ action! {
             about: "The production trace of an order, oldest first",
             example: "prodops production entries ORDER --output ndjson",
             flags: &[flag("pageSize", "page-size", "Entries per page")],
+        },
+    }
+}
+
+action! {
+    /// `POST /deliverable/{id}/apply-template`.
+    ApplyTemplate: Post "/deliverable/{id}/apply-template" {
+        operation: "deliverable_apply_template",
+        tag: "deliverable",
+        access: Access::Key(&[
+            ("Deliverable", Perm::Create),
+            ("Dependency", Perm::Create),
+            ("BomLine", Perm::Create),
+            ("ProductionOutput", Perm::Create),
+        ]),
+        path: Uuid,
+        query: (),
+        body: Json<ApplyTemplateRequest>,
+        answer: ValueOf<ApplyTemplateResult>,
+        status: 200,
+        outcome: "Success",
+        summary: "Apply a route (onto an order, phase or component) or a template-phase (onto a phase)",
+        description: "Copies the template's nodes below the target (originTemplateId set, new identifiers), \
+             the dependencies between them, and the route's BOM lines and output declarations onto the \
+             target's order, scaled to the target's quantity; in one transaction. Each call applies once.",
+        cli: Cli {
+            command: "deliverable",
+            verb: "apply-template",
+            about: "Applies a route or template-phase onto an order, phase or component",
+            example: "prodops deliverable apply-template PHASE --template-id ROUTE",
+            flags: &[flag("templateId", "template-id", "The root route or template-phase applied")],
         },
     }
 }

@@ -40,8 +40,8 @@ crate::http::action::handle! {
     api::bom::MaterialsRollup => materials_rollup;
 }
 
-const SOURCE_LINE: &str = "sourceBomLineId";
-const SOURCE_OUTPUT: &str = "sourceOutputId";
+pub(crate) const SOURCE_LINE: &str = "sourceBomLineId";
+pub(crate) const SOURCE_OUTPUT: &str = "sourceOutputId";
 
 fn all_where(tx: &mut dyn Tx, ctx: &Ctx, table: &str, conds: Vec<Cond>) -> ApiResult<Vec<Value>> {
     let select = Select {

@@ -6,6 +6,8 @@
 //! to post, and post it through [`crate::inventory::post`] in the same transaction, keeping
 //! `quantityActual` equal to the sum of the order's production postings.
 
+mod apply;
+
 use prodops_core::api;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -15,12 +17,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use prodops_core::deliverable::DeliverableType;
 use prodops_core::inventory::{InventoryTransaction, TransactionType, round_quantity};
-use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner};
+use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner, check_placement};
 use prodops_core::production_actions::{
     ActualKind, AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, Credit,
     MaterialStatus, OrderEntry, OrderStatus, OutputStatus, ProduceRequest, ProduceResult,
-    actual_stock_delta, check_adjust_actual, keys, plan_consume, plan_produce, planned_for_order,
-    planned_output, production_state, remaining,
+    actual_stock_delta, check_adjust_actual, keys, lines_drawn_by, plan_consume, plan_produce,
+    planned_for_order, planned_output, production_state, remaining,
 };
 use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
@@ -300,6 +302,16 @@ impl Hooks for PlanHooks {
         let Some(owner) = owner_of(res, new) else {
             return Ok(());
         };
+        // Spec 2.3 rule 2: a placement names a phase, component, stage or step inside the
+        // line's owner (checked whenever the placement or the owner changes).
+        if let Some(node) = uuid_field(new, "placedOnDeliverableId")
+            && old.is_none_or(|o| {
+                uuid_field(o, "placedOnDeliverableId") != Some(node)
+                    || owner_of(res, o) != Some(owner)
+            })
+        {
+            check_placed_node(tx, ctx, owner, node)?;
+        }
         if old.is_some_and(|o| owner_of(res, o) == Some(owner)) {
             return Ok(());
         }
@@ -330,6 +342,35 @@ impl Hooks for PlanHooks {
     }
 }
 
+/// The node a BOM line is placed on exists and is a phase, component, stage or step inside the
+/// line's owner (core's `check_placement`), by the tree index.
+fn check_placed_node(tx: &mut dyn Tx, ctx: &Ctx, owner: Owner, node: Uuid) -> ApiResult<()> {
+    let field = "placedOnDeliverableId";
+    let missing = || ApiError::field(field, format!("no deliverable {node} in this organization"));
+    let record = deliverable(tx, ctx, node)?.ok_or_else(missing)?;
+    let kind = deliverable_type(&record).ok_or_else(missing)?;
+    let row = crate::deliverables::tree::tree_row(tx, ctx.org(), node)?.ok_or_else(missing)?;
+    let root = (row.root_id != node).then_some(row.root_id);
+    check_placement(owner, kind, root).map_err(|v| ApiError::violations(vec![v]))
+}
+
+/// The node and every node below it, by the tree index.
+pub(crate) fn subtree_ids(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    node: Uuid,
+) -> ApiResult<std::collections::HashSet<Uuid>> {
+    let Some(row) = crate::deliverables::tree::tree_row(tx, ctx.org(), node)? else {
+        return Ok([node].into());
+    };
+    Ok(
+        crate::deliverables::tree::subtree_rows(tx, ctx.org(), &row)?
+            .into_iter()
+            .map(|r| r.id)
+            .collect(),
+    )
+}
+
 // ----- the actions ---------------------------------------------------------------------------
 
 // The handlers of this family's declared actions (`prodops_core::api::production`); the router
@@ -340,6 +381,7 @@ crate::http::action::handle! {
     api::production::AdjustActual => adjust_actual;
     api::production::OrderStatus => order_status;
     api::production::OrderEntries => order_entries;
+    api::production::ApplyTemplate => apply::apply_template;
 }
 
 /// Posts ledger rows and returns them typed.
@@ -488,11 +530,23 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     let order_id = uuid_field(&order, "id").unwrap_or_default();
     lock_owner(tx, ctx, order_id)?;
     let res = lines_res();
-    let lines = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
-    let typed_lines: Vec<BomLine> = lines.iter().map(read_stored).collect::<ApiResult<_>>()?;
+    let all_lines = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
+    let all_typed: Vec<BomLine> = all_lines
+        .iter()
+        .map(read_stored)
+        .collect::<ApiResult<_>>()?;
+    let node_id = uuid_field(&node, "id").unwrap_or_default();
+    // The node's own BOM: on the order every line, on a node the lines placed on it or below.
+    let subtree = if node_id == order_id {
+        [node_id].into()
+    } else {
+        subtree_ids(tx, ctx, node_id)?
+    };
+    let drawn = lines_drawn_by(&all_typed, node_id, order_id, &subtree);
+    let lines: Vec<Value> = drawn.iter().map(|&i| all_lines[i].clone()).collect();
+    let typed_lines: Vec<BomLine> = drawn.iter().map(|&i| all_typed[i].clone()).collect();
     let (draws, ignored) =
         plan_consume(req, &typed_lines, order_quantity(&order)).map_err(ApiError::violations)?;
-    let node_id = uuid_field(&node, "id").unwrap_or_default();
     let mut rows = Vec::with_capacity(draws.len());
     for d in &draws {
         let location = match d.location_id {

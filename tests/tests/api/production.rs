@@ -543,7 +543,7 @@ async fn consume_rules() {
     let value = plant
         .ok(
             "/production/consume",
-            json!({"deliverableId": plant.phase, "lines": [
+            json!({"deliverableId": plant.order, "lines": [
                 {"itemId": paint, "quantity": 1, "fromLocationId": f.b},
                 {"itemId": stray, "quantity": 4}
             ]}),
@@ -556,7 +556,7 @@ async fn consume_rules() {
     assert_eq!(value["lines"][0]["quantityActual"], 1.0);
     assert_eq!(f.on_hand(&paint, &f.b).await, 9.0);
     assert_eq!(f.on_hand(&stray, &f.a).await, 0.0);
-    // Full recipe with fromLocationId for the paint: draws what remains (steel 10, paint 2).
+    // Full recipe with fromLocationId for the paint: the whole recipe again (steel 10, paint 3).
     let resp = plant
         .action(
             "/production/consume",
@@ -573,10 +573,10 @@ async fn consume_rules() {
     ]})).await;
     assert_eq!(value["transactions"].as_array().unwrap().len(), 2);
     assert_eq!(f.on_hand(&steel, &f.a).await, 90.0);
-    // Everything drawn: a default consume has nothing left.
+    // No line is placed on the phase: a consume there draws nothing and is refused.
     assert_error_details(
         &plant
-            .action("/production/consume", json!({"deliverableId": plant.order}))
+            .action("/production/consume", json!({"deliverableId": plant.phase}))
             .await,
         400,
         "VALIDATION_ERROR",
@@ -815,7 +815,7 @@ async fn concurrent_actions_keep_actuals_true() {
     let line = api
         .create(
             "bom-line",
-            json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 1000}),
+            json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 1000, "placedOnDeliverableId": plant.phase}),
         )
         .await;
     let decl = api
@@ -865,4 +865,591 @@ async fn api_item(api: &Api, decl: &str) -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// Creates a deliverable and returns its id.
+async fn node(api: &Api, body: Value) -> String {
+    id(&api.create("deliverable", body).await)
+}
+
+#[tokio::test]
+async fn consume_draws_where_the_material_is_placed() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Placed").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let stage = node(
+        api,
+        json!({"name": "Weld", "type": "stage", "parentId": plant.phase}),
+    )
+    .await;
+    let step = node(
+        api,
+        json!({"name": "Tack", "type": "step", "parentId": stage}),
+    )
+    .await;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let bolts = f.item("Bolts", Some(&f.a)).await;
+    let glue = f.item("Glue", Some(&f.a)).await;
+    for item in [&steel, &bolts, &glue] {
+        f.adjust(item, &f.a, 100.0).await;
+    }
+    let line = |item: &str, quantity: f64, placed: Option<&str>| json!({"itemId": item, "orderDeliverableId": plant.order, "quantity": quantity, "placedOnDeliverableId": placed});
+    let post = |body: Value| async move { api.post("/bom-line", body).await };
+
+    // Placements: a phase, stage or step inside the line's own order.
+    assert_validation_names(
+        &post(line(&steel, 4.0, Some(&plant.order))).await,
+        "placedOnDeliverableId",
+    );
+    let other_order = node(api, json!({"name": "Other", "type": "order"})).await;
+    let other_phase = node(
+        api,
+        json!({"name": "P", "type": "phase", "parentId": other_order}),
+    )
+    .await;
+    assert_validation_names(
+        &post(line(&steel, 4.0, Some(&other_phase))).await,
+        "placedOnDeliverableId",
+    );
+    assert_validation_names(
+        &post(line(&steel, 4.0, Some(&uuid::Uuid::new_v4().to_string()))).await,
+        "placedOnDeliverableId",
+    );
+    let project = api.create("project", json!({"name": "P1"})).await;
+    assert_validation_names(
+        &post(json!({"itemId": steel, "projectId": id(&project), "quantity": 1, "placedOnDeliverableId": plant.phase})).await,
+        "placedOnDeliverableId",
+    );
+    let steel_line = api
+        .create("bom-line", line(&steel, 4.0, Some(&plant.phase)))
+        .await;
+    let bolts_line = api
+        .create("bom-line", line(&bolts, 2.0, Some(&stage)))
+        .await;
+    let glue_line = api.create("bom-line", line(&glue, 1.0, None)).await;
+    // A placement moves by PATCH, checked the same way.
+    assert_validation_names(
+        &api.patch(
+            &format!("/bom-line/{}", id(&bolts_line)),
+            json!({"placedOnDeliverableId": other_phase}),
+        )
+        .await,
+        "placedOnDeliverableId",
+    );
+    let moved = api
+        .patch(
+            &format!("/bom-line/{}", id(&bolts_line)),
+            json!({"placedOnDeliverableId": step}),
+        )
+        .await;
+    assert_eq!(moved.status, 200, "{moved}");
+    assert_eq!(
+        api.list_ids("bom-line", &format!("placedOnDeliverableId={step}"))
+            .await,
+        vec![id(&bolts_line)]
+    );
+
+    let drawn = |value: &Value| -> Vec<(String, f64)> {
+        let mut rows: Vec<(String, f64)> = value["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["metadata"]["bomLineId"].as_str().unwrap().to_string(),
+                    t["quantity"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows
+    };
+    let sorted = |mut v: Vec<(String, f64)>| {
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    // The step draws its own line; every call posts the full recipe once.
+    for _ in 0..2 {
+        let value = plant
+            .ok("/production/consume", json!({"deliverableId": step}))
+            .await;
+        assert_eq!(drawn(&value), vec![(id(&bolts_line), 2.0)]);
+        assert_eq!(value["transactions"][0]["deliverableId"], step.as_str());
+    }
+    assert_eq!(
+        api.read("bom-line", &id(&bolts_line)).await["quantityActual"],
+        4.0
+    );
+    // The phase draws what is placed on it and below it; not the order's unplaced glue.
+    let value = plant
+        .ok("/production/consume", json!({"deliverableId": plant.phase}))
+        .await;
+    assert_eq!(
+        drawn(&value),
+        sorted(vec![(id(&steel_line), 4.0), (id(&bolts_line), 2.0)])
+    );
+    // Overrides on a node: only that node's lines; the glue is outside its BOM, ignored.
+    let value = plant
+        .ok(
+            "/production/consume",
+            json!({"deliverableId": stage, "lines": [{"itemId": glue, "quantity": 1}, {"itemId": bolts, "quantity": 0.5}]}),
+        )
+        .await;
+    assert_eq!(drawn(&value), vec![(id(&bolts_line), 0.5)]);
+    assert_eq!(value["ignored"][0]["index"], 0);
+    // The order draws the whole recipe.
+    let value = plant
+        .ok("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    assert_eq!(
+        drawn(&value),
+        sorted(vec![
+            (id(&steel_line), 4.0),
+            (id(&bolts_line), 2.0),
+            (id(&glue_line), 1.0)
+        ])
+    );
+    // A node with nothing placed on or below it has nothing to consume.
+    let empty = node(
+        api,
+        json!({"name": "Paint", "type": "phase", "parentId": plant.order}),
+    )
+    .await;
+    assert_error_details(
+        &plant
+            .action("/production/consume", json!({"deliverableId": empty}))
+            .await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    assert_eq!(
+        api.read("bom-line", &id(&bolts_line)).await["quantityActual"],
+        8.5
+    );
+    assert_eq!(f.on_hand(&steel, &f.a).await, 92.0);
+    assert_quantity_actual_is_ledger(&plant).await;
+    assert_stock_is_ledger(api).await;
+}
+
+/// A route with two phases (the first holding a stage with two steps, linked by a dependency),
+/// an archived phase, a placed and an unplaced line, and an output declaration.
+struct Route {
+    id: String,
+    phase1: String,
+    stage: String,
+    step1: String,
+    step2: String,
+    phase2: String,
+}
+
+async fn route_template(plant: &Plant, steel: &str, paint: &str, widget: &str) -> Route {
+    let api = plant.api();
+    let r = plant.route.clone();
+    let phase1 = node(
+        api,
+        json!({"name": "Cut", "type": "phase", "parentId": r, "durationSec": 60}),
+    )
+    .await;
+    let stage = node(
+        api,
+        json!({"name": "Saw", "type": "stage", "parentId": phase1, "data": {"note": "blade 3"}}),
+    )
+    .await;
+    let step1 = node(
+        api,
+        json!({"name": "Measure", "type": "step", "parentId": stage}),
+    )
+    .await;
+    let step2 = node(
+        api,
+        json!({"name": "Saw", "type": "step", "parentId": stage, "cycleTimeSec": 30}),
+    )
+    .await;
+    let phase2 = node(
+        api,
+        json!({"name": "Finish", "type": "phase", "parentId": r, "quantity": 2}),
+    )
+    .await;
+    let gone = node(api, json!({"name": "Old", "type": "phase", "parentId": r})).await;
+    node(
+        api,
+        json!({"name": "Old step", "type": "step", "parentId": gone}),
+    )
+    .await;
+    assert_eq!(
+        api.delete(&format!("/deliverable/{gone}")).await.status,
+        204
+    );
+    for (p, s) in [(&step1, &step2), (&phase1, &phase2)] {
+        api.create("dependency", json!({"predecessorId": p, "successorId": s}))
+            .await;
+    }
+    api.create(
+        "bom-line",
+        json!({"itemId": steel, "routeDeliverableId": r, "outputPerUnit": 2, "placedOnDeliverableId": stage}),
+    )
+    .await;
+    api.create(
+        "bom-line",
+        json!({"itemId": paint, "routeDeliverableId": r, "quantity": 3, "scaling": "per_order"}),
+    )
+    .await;
+    api.create(
+        "production-output",
+        json!({"itemId": widget, "routeDeliverableId": r, "producedPerUnit": 1}),
+    )
+    .await;
+    Route {
+        id: r,
+        phase1,
+        stage,
+        step1,
+        step2,
+        phase2,
+    }
+}
+
+#[tokio::test]
+async fn applying_a_route_copies_its_tree_lines_and_outputs() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Apply").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let paint = f.item("Paint", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.a)).await;
+    let route = route_template(&plant, &steel, &paint, &widget).await;
+    // A component of 3 units under the order (of 4).
+    let component = node(
+        api,
+        json!({"name": "Frame", "type": "component", "parentId": plant.order, "quantity": 3}),
+    )
+    .await;
+    let path = format!("/deliverable/{component}/apply-template");
+    let value = plant.ok(&path, json!({"templateId": route.id})).await;
+    assert_eq!(value["targetId"], component.as_str());
+    assert_eq!(value["orderId"], plant.order.as_str());
+    assert_eq!(value["targetQuantity"], 3.0);
+    let nodes = value["nodes"].as_array().unwrap();
+    let sources: Vec<&str> = nodes
+        .iter()
+        .map(|n| n["templateNodeId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        vec![
+            route.phase1.as_str(),
+            route.stage.as_str(),
+            route.step1.as_str(),
+            route.step2.as_str(),
+            route.phase2.as_str()
+        ],
+        "parents first, siblings in order, the archived phase left out"
+    );
+    let copy = |source: &str| -> String {
+        nodes
+            .iter()
+            .find(|n| n["templateNodeId"] == source)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut identifiers = Vec::new();
+    for n in nodes {
+        let stored = api.read("deliverable", n["id"].as_str().unwrap()).await;
+        let source = api
+            .read("deliverable", n["templateNodeId"].as_str().unwrap())
+            .await;
+        assert_eq!(stored["originTemplateId"], route.id.as_str());
+        assert_eq!(stored["rootParentId"], plant.order.as_str());
+        assert_eq!(stored["parentId"], n["parentId"]);
+        for field in [
+            "name",
+            "type",
+            "quantity",
+            "durationSec",
+            "cycleTimeSec",
+            "data",
+        ] {
+            assert_eq!(stored[field], source[field], "{field}");
+        }
+        assert_eq!(stored["identifier"], n["identifier"]);
+        assert_ne!(stored["identifier"], source["identifier"]);
+        identifiers.push(stored["identifier"].as_str().unwrap().to_string());
+    }
+    identifiers.sort();
+    identifiers.dedup();
+    assert_eq!(identifiers.len(), 5, "every copy has its own identifier");
+    assert_eq!(nodes[0]["parentId"], component.as_str());
+    assert_eq!(nodes[1]["parentId"], copy(&route.phase1).as_str());
+    // The tree index and computed fields know the copies (one refresh at the end).
+    let hierarchy = api
+        .get(&format!("/deliverable/{component}/hierarchy"))
+        .await;
+    assert_eq!(hierarchy.status, 200, "{hierarchy}");
+    assert_eq!(hierarchy.body["values"].as_array().unwrap().len(), 6);
+    let stage_copy = api.read("deliverable", &copy(&route.stage)).await;
+    assert_eq!(
+        stage_copy["computed"]["fullName"],
+        json!(["Order 1", "Frame", "Cut", "Saw"])
+    );
+    let component_now = api.read("deliverable", &component).await;
+    assert_eq!(component_now["computed"]["isLeaf"], false);
+    // Dependencies between copies, remapped.
+    let deps = value["dependencies"].as_array().unwrap();
+    let pairs: Vec<(String, String)> = deps
+        .iter()
+        .map(|d| {
+            (
+                d["predecessorId"].as_str().unwrap().to_string(),
+                d["successorId"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 2);
+    assert!(pairs.contains(&(copy(&route.step1), copy(&route.step2))));
+    assert!(pairs.contains(&(copy(&route.phase1), copy(&route.phase2))));
+    // Lines onto the order, scaled to the component's 3 units and placed.
+    let lines = value["bomLines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    for l in lines {
+        assert_eq!(l["orderDeliverableId"], plant.order.as_str());
+        assert_eq!(
+            (l["mode"].as_str(), l["scaling"].as_str()),
+            (Some("total"), Some("per_order"))
+        );
+        assert_eq!(l["source"], "route_template");
+    }
+    let steel_line = lines
+        .iter()
+        .find(|l| l["itemId"] == steel.as_str())
+        .unwrap();
+    assert_eq!(steel_line["quantity"], 6.0, "2 per unit x 3");
+    assert_eq!(
+        steel_line["placedOnDeliverableId"],
+        copy(&route.stage).as_str()
+    );
+    let paint_line = lines
+        .iter()
+        .find(|l| l["itemId"] == paint.as_str())
+        .unwrap();
+    assert_eq!(paint_line["quantity"], 3.0, "per order: once");
+    assert_eq!(paint_line["placedOnDeliverableId"], component.as_str());
+    let outputs = value["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs[0]["quantity"], 3.0);
+    assert_eq!(outputs[0]["orderDeliverableId"], plant.order.as_str());
+    // The component now consumes its material: steel at the copied stage, paint on it.
+    f.adjust(&steel, &f.a, 50.0).await;
+    f.adjust(&paint, &f.a, 50.0).await;
+    let consumed = plant
+        .ok("/production/consume", json!({"deliverableId": component}))
+        .await;
+    assert_eq!(consumed["transactions"].as_array().unwrap().len(), 2);
+    // The steel is placed on the stage, above the step: the step has nothing to consume.
+    assert_error_details(
+        &plant
+            .action(
+                "/production/consume",
+                json!({"deliverableId": copy(&route.step2)}),
+            )
+            .await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    assert_quantity_actual_is_ledger(&plant).await;
+}
+
+#[tokio::test]
+async fn apply_template_rules() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("ApplyRules").await).await;
+    let api = plant.api();
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let paint = f.item("Paint", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.a)).await;
+    let route = route_template(&plant, &steel, &paint, &widget).await;
+    let apply = |target: String, body: Value| async move {
+        api.post(&format!("/deliverable/{target}/apply-template"), body)
+            .await
+    };
+    let template_phase = node(
+        api,
+        json!({"name": "Paint header", "type": "template-phase"}),
+    )
+    .await;
+    let tp_stage = node(
+        api,
+        json!({"name": "Spray", "type": "stage", "parentId": template_phase}),
+    )
+    .await;
+    node(
+        api,
+        json!({"name": "Coat", "type": "step", "parentId": tp_stage}),
+    )
+    .await;
+    let component = node(
+        api,
+        json!({"name": "C", "type": "component", "parentId": plant.order}),
+    )
+    .await;
+    // What applies where.
+    assert_validation_names(
+        &apply(component.clone(), json!({"templateId": template_phase})).await,
+        "id",
+    );
+    assert_validation_names(
+        &apply(plant.phase.clone(), json!({"templateId": plant.order})).await,
+        "templateId",
+    );
+    assert_validation_names(
+        &apply(plant.phase.clone(), json!({"templateId": route.phase1})).await,
+        "templateId",
+    );
+    assert_validation_names(
+        &apply(route.phase2.clone(), json!({"templateId": route.id})).await,
+        "id",
+    );
+    assert_validation_names(
+        &apply(
+            plant.phase.clone(),
+            json!({"templateId": uuid::Uuid::new_v4()}),
+        )
+        .await,
+        "templateId",
+    );
+    assert_validation_names(&apply(plant.phase.clone(), json!({})).await, "templateId");
+    assert_error(
+        &apply(
+            uuid::Uuid::new_v4().to_string(),
+            json!({"templateId": route.id}),
+        )
+        .await,
+        404,
+        "NOT_FOUND",
+    );
+    let other = server.org("Elsewhere").await;
+    assert_error(
+        &other
+            .post(
+                &format!("/deliverable/{}/apply-template", plant.phase),
+                json!({"templateId": route.id}),
+            )
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+    assert_eq!(
+        api.count("deliverable", &format!("originTemplateId={}", route.id))
+            .await,
+        0,
+        "nothing written by a refused call"
+    );
+    // A template-phase onto a phase: its nodes, no lines (it owns none).
+    let resp = apply(plant.phase.clone(), json!({"templateId": template_phase})).await;
+    assert_eq!(resp.status, 200, "{resp}");
+    let value = &resp.body["value"];
+    assert_eq!(value["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(value["bomLines"], json!([]));
+    // A route onto the order itself: lines unplaced unless placed in the route, scaled by 4.
+    let key = unique();
+    let send = || {
+        api.req(
+            Method::POST,
+            &format!("/deliverable/{}/apply-template", plant.order),
+        )
+        .json(json!({"templateId": route.id}))
+        .idempotency_key(&key)
+        .send()
+    };
+    let first = send().await;
+    assert_eq!(first.status, 200, "{first}");
+    let lines = first.body["value"]["bomLines"].as_array().unwrap().clone();
+    let paint_line = lines
+        .iter()
+        .find(|l| l["itemId"] == paint.as_str())
+        .unwrap();
+    assert_eq!(paint_line["placedOnDeliverableId"], Value::Null);
+    let steel_line = lines
+        .iter()
+        .find(|l| l["itemId"] == steel.as_str())
+        .unwrap();
+    assert_eq!(steel_line["quantity"], 8.0);
+    assert_eq!(first.body["value"]["outputs"][0]["quantity"], 4.0);
+    // A retry with the same key applies once; each new call applies again.
+    let again = send().await;
+    assert_eq!(again.body, first.body);
+    assert_eq!(
+        api.count("deliverable", &format!("originTemplateId={}", route.id))
+            .await,
+        5
+    );
+    // Permissions: creating deliverables, dependencies, lines and declarations.
+    let (reader, _) = server
+        .key(
+            api,
+            false,
+            &[
+                "Deliverable.Read",
+                "BomLine.Create",
+                "ProductionOutput.Create",
+            ],
+        )
+        .await;
+    assert_error(
+        &reader
+            .post(
+                &format!("/deliverable/{}/apply-template", plant.phase),
+                json!({"templateId": route.id}),
+            )
+            .await,
+        403,
+        "FORBIDDEN",
+    );
+}
+
+#[tokio::test]
+async fn applying_a_large_route_is_one_batch() {
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("ApplyLarge").await).await;
+    let api = plant.api();
+    // A route of 40 phases x (1 stage + 24 steps) = 1,000 nodes below the route.
+    let mut records = Vec::new();
+    let mut expected = 0;
+    for p in 0..40 {
+        let phase = uuid::Uuid::now_v7().to_string();
+        records.push(
+            json!({"id": phase, "name": format!("P{p}"), "type": "phase", "parentId": plant.route}),
+        );
+        let stage = uuid::Uuid::now_v7().to_string();
+        records.push(json!({"id": stage, "name": "S", "type": "stage", "parentId": phase}));
+        for s in 0..23 {
+            records.push(json!({"name": format!("step {s}"), "type": "step", "parentId": stage}));
+        }
+        expected += 25;
+    }
+    for chunk in records.chunks(500) {
+        api.bulk_put("deliverable", chunk.to_vec()).await;
+    }
+    let value = plant
+        .ok(
+            &format!("/deliverable/{}/apply-template", plant.phase),
+            json!({"templateId": plant.route}),
+        )
+        .await;
+    assert_eq!(value["nodes"].as_array().unwrap().len(), expected);
+    let hierarchy = api
+        .get(&format!("/deliverable/{}/hierarchy", plant.phase))
+        .await;
+    assert_eq!(
+        hierarchy.body["values"].as_array().unwrap().len(),
+        expected + 1
+    );
+    let last = value["nodes"].as_array().unwrap().last().unwrap();
+    let stored = api.read("deliverable", last["id"].as_str().unwrap()).await;
+    assert_eq!(stored["computed"]["rootType"], "order");
+    assert_eq!(stored["computed"]["phase"], "P39");
 }
