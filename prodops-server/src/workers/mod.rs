@@ -164,10 +164,13 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
         ..Default::default()
     };
     let mut deliverables = Vec::new();
+    let served = crate::engine::resource(kind.desc().path);
     for mut session in records::select_values(tx, table, ctx.org(), &select)? {
+        let old = session.clone();
         session["endDate"] = json!(ctx.now_text());
         session["updatedAt"] = json!(ctx.now_text());
         records::update(tx, table, ctx.org(), &session)?;
+        crate::engine::events::updated(ctx, &served, &old, &session);
         if let Some(d) = session
             .get("deliverableId")
             .and_then(Value::as_str)
