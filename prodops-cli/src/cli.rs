@@ -364,6 +364,11 @@ pub fn command() -> Command {
             ),
         }
     }
+    // `events tail`, a loop over `events list` (the declared `GET /event`).
+    if let Some(cmd) = groups.iter_mut().find(|c| c.get_name() == "events") {
+        let taken = std::mem::replace(cmd, Command::new("placeholder"));
+        *cmd = taken.subcommand(crate::events::tail_command());
+    }
     root = root.subcommands(groups);
     root.subcommand(
         Command::new("api")

@@ -10,6 +10,7 @@ mod actions;
 mod cli;
 mod creds;
 mod csvio;
+mod events;
 mod fail;
 mod output;
 mod run;

@@ -120,6 +120,9 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     if name == "deliverable" && verb == "hierarchy" && ctx.format == crate::output::Format::Table {
         return crate::csvio::deliverable::hierarchy_tree(ctx, args).await;
     }
+    if name == "events" && verb == "tail" {
+        return crate::events::tail(ctx, args).await;
+    }
     if let Some(command) = actions::find(name, verb) {
         return action(ctx, &command, args).await;
     }

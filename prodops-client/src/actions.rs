@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{Client, Error, GroupCount, Page, Result};
+use prodops_core::api::event::EventQuery;
 use prodops_core::api::{
     self, FileBody, PageQuery, deliverable::CrewTimeQuery, deliverable::GroupsRequest,
     deliverable::HierarchyQuery, deliverable::ReorderRequest, member::OutboxQuery,
@@ -32,6 +33,7 @@ use prodops_core::document::{
     CopyMode, CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload,
     LinkRequest, UploadedFile, VersionCreate,
 };
+use prodops_core::event::{Event, EventPage};
 use prodops_core::inventory::{InventoryTransaction, Stock};
 use prodops_core::notification::{ReadChannelComments, ReadDeliverableDocuments};
 use prodops_core::organization::{AcceptInvitation, InviteRequest, OrganizationMember};
@@ -880,5 +882,69 @@ impl Client {
     pub async fn read_deliverable_documents(&self, body: &ReadDeliverableDocuments) -> Result<()> {
         self.call::<api::notification::ReadDeliverableDocuments>((), &(), body)
             .await
+    }
+
+    // ---- the change feed (docs/events.md) ----
+
+    /// `GET /event`: one page of the change feed, the events after `query.after` in commit
+    /// order (with `wait`, the server holds an empty answer up to that many seconds).
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use prodops_core::api::event::EventQuery;
+    /// let page = c.events(&EventQuery { event_type: Some("worker.archived".into()), ..Default::default() }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn events(&self, query: &EventQuery) -> Result<EventPage> {
+        self.call::<api::event::List>((), query, &()).await
+    }
+
+    /// The change feed as a stream of events, resuming after `query.after`: page after page
+    /// until the feed is read; with `follow`, it never ends and waits on the server for new
+    /// events (long polling, `wait` of 30 seconds unless `query.wait` says otherwise). Each
+    /// event carries its `cursor`: keep the last one to resume from it later. A failed request
+    /// ends the stream with its error.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use futures::StreamExt;
+    /// use prodops_core::api::event::EventQuery;
+    /// let mut feed = Box::pin(c.event_stream(EventQuery::default(), true));
+    /// while let Some(event) = feed.next().await {
+    ///     let event = event?;
+    ///     println!("{} {}", event.cursor, event.event_type);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn event_stream(
+        &self,
+        mut query: EventQuery,
+        follow: bool,
+    ) -> impl futures::Stream<Item = Result<Event>> + '_ {
+        if follow && query.wait.is_none() {
+            query.wait = Some(api::event::MAX_WAIT_SECS);
+        }
+        let state = (query, std::collections::VecDeque::<Event>::new(), false);
+        futures::stream::unfold(state, move |(mut query, mut buffered, done)| async move {
+            loop {
+                if let Some(event) = buffered.pop_front() {
+                    return Some((Ok(event), (query, buffered, done)));
+                }
+                if done {
+                    return None;
+                }
+                match self.events(&query).await {
+                    Ok(page) => {
+                        let empty = page.values.is_empty();
+                        query.after = Some(page.next_cursor);
+                        buffered.extend(page.values);
+                        if empty && !follow {
+                            return None;
+                        }
+                    }
+                    Err(e) => return Some((Err(e), (query, buffered, true))),
+                }
+            }
+        })
     }
 }

@@ -11,6 +11,7 @@ pub mod custom_property;
 pub mod deliverable;
 pub mod delivery;
 pub mod document;
+pub mod event;
 pub mod filter_fields;
 pub mod inventory;
 pub mod minimal;

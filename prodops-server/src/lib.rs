@@ -11,7 +11,7 @@
 //!    `families.rs` (which hooks each resource is served with) and `router.rs` (every route);
 //! 4. the resource families, each with its hooks and handlers: `deliverables`, `production`,
 //!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
-//!    `workers`, `catalog` (they may use each other);
+//!    `workers`, `catalog`, and `events` (the change feed's reader; they may use each other);
 //! 3. `engine` (the standard endpoints and the `Hooks` interface), `jobs`, `blob`, `admin`;
 //! 2. `http`: the gateway every request passes and the request kernel;
 //! 1. `store`: the database, the only module that knows SQL dialects.
@@ -24,6 +24,7 @@ pub mod deliverables;
 pub mod deliveries;
 pub mod documents;
 pub mod engine;
+pub mod events;
 pub mod families;
 pub mod http;
 pub mod inventory;
@@ -79,6 +80,9 @@ pub struct Config {
     /// How long one statement may run or wait for a lock before it is stopped and the request
     /// answers 503 (docs/operations.md); zero: no limit.
     pub statement_timeout: Duration,
+    /// How long events of the change feed are kept (docs/events.md); older ones are pruned
+    /// every hour.
+    pub event_retention: Duration,
 }
 
 impl Config {
@@ -94,9 +98,13 @@ impl Config {
             public_url: None,
             clock: http::clock::Clock::system(),
             statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
+            event_retention: DEFAULT_EVENT_RETENTION,
         }
     }
 }
+
+/// How long events are kept unless configured: 30 days.
+pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// A server serving in the background.
 pub struct RunningServer {
@@ -144,6 +152,7 @@ pub async fn serve_on(
             .with_clock(config.clock.clone()),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
+        events: Arc::new(tokio::sync::Notify::new()),
         point_reads: engine::point_reads(),
         open_prefixes,
         open_paths,
@@ -152,6 +161,7 @@ pub async fn serve_on(
         tokio::spawn(sync_rate_limits(state.clone())),
         tokio::spawn(jobs::run(state.clone())),
         tokio::spawn(purge_idempotency(state.clone())),
+        tokio::spawn(prune_events(state.clone(), config.event_retention)),
     ];
     let router = http::app::router(state, router::routes());
     let (tx, rx) = oneshot::channel::<()>();
@@ -193,6 +203,23 @@ async fn purge_idempotency(state: Arc<AppState>) {
             .await
         {
             tracing::warn!("idempotency purge failed: {e}");
+        }
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+}
+
+/// Removes events older than the retention, every hour. Any number of processes may run it:
+/// each run is one idempotent `DELETE` by age, so a process that dies mid-way loses nothing.
+async fn prune_events(state: Arc<AppState>, retention: Duration) {
+    loop {
+        let before = chrono::Utc::now().timestamp_millis()
+            - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX / 2);
+        if let Err(e) = state
+            .store
+            .write(move |tx| store::events::prune(tx, before))
+            .await
+        {
+            tracing::warn!("event pruning failed: {e}");
         }
         tokio::time::sleep(Duration::from_secs(3600)).await;
     }

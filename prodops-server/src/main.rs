@@ -76,6 +76,10 @@ enum Command {
         /// the request answers 503 (0: no limit).
         #[arg(long, env = "PRODOPS_STATEMENT_TIMEOUT", default_value_t = 30)]
         statement_timeout: u64,
+        /// Days events of the change feed are kept (GET /event; docs/events.md); older events
+        /// are pruned every hour.
+        #[arg(long, env = "PRODOPS_EVENT_RETENTION_DAYS", default_value_t = 30)]
+        event_retention_days: u64,
         #[command(flatten)]
         files: FilesArgs,
     },
@@ -214,6 +218,7 @@ async fn serve(
     rate_limit: u32,
     window: u64,
     statement_timeout: u64,
+    event_retention_days: u64,
     files: FilesArgs,
 ) -> Result<(), Error> {
     let statement_timeout = Duration::from_secs(statement_timeout);
@@ -247,6 +252,7 @@ async fn serve(
         public_url: files.public_url,
         clock: prodops_server::clock::Clock::system(),
         statement_timeout,
+        event_retention: Duration::from_secs(event_retention_days.max(1) * 24 * 3600),
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
     let stop = shutdown_signal()?;
@@ -265,6 +271,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             rate_limit,
             rate_limit_window,
             statement_timeout,
+            event_retention_days,
             files,
         } => {
             serve(
@@ -273,6 +280,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 rate_limit,
                 rate_limit_window,
                 statement_timeout,
+                event_retention_days,
                 files,
             )
             .await

@@ -31,6 +31,7 @@ const RANKS: &[(&str, u8)] = &[
     ("qc", 4),
     ("workers", 4),
     ("catalog", 4),
+    ("events", 4),
     // 3: the standard endpoints and the services beside them.
     ("engine", 3),
     ("jobs", 3),

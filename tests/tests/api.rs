@@ -44,6 +44,8 @@ mod delivery;
 mod document;
 #[path = "api/errors.rs"]
 mod errors;
+#[path = "api/events.rs"]
+mod events;
 #[path = "api/filter_scale.rs"]
 mod filter_scale;
 #[path = "api/hostile_text.rs"]

@@ -41,6 +41,7 @@ pub mod bom;
 pub mod deliverable;
 pub mod delivery;
 pub mod document;
+pub mod event;
 pub mod inventory;
 pub mod member;
 pub mod notification;
@@ -718,6 +719,7 @@ macro_rules! for_each_action {
             $crate::api::delivery::Restore,
             $crate::api::delivery::Itinerary,
             $crate::api::delivery::CargoPlan,
+            $crate::api::event::List,
         }
     };
 }

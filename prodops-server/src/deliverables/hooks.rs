@@ -657,8 +657,9 @@ impl Hooks for WorkSessionHooks {
             .get("id")
             .and_then(Value::as_str)
             .and_then(|s| Uuid::parse_str(s).ok())
+            && records::delete(tx, res.table(), ctx.org(), id)?
         {
-            records::delete(tx, res.table(), ctx.org(), id)?;
+            crate::engine::events::deleted(ctx, res, record);
         }
         let ids: Vec<Uuid> = session_deliverable(record).into_iter().collect();
         sessions_changed(tx, ctx, &ids)?;

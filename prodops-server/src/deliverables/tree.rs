@@ -425,6 +425,16 @@ impl<'a> TxTree<'a> {
             dirty.insert(new.id);
             let mut stored = new.clone();
             stored.updated_at = self.ctx.now;
+            // Announced as written by the action; the deferred refresh of computed fields at
+            // the end of the bulk call is not an event of its own (docs/events.md).
+            let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
+            let new_v = serde_json::to_value(&stored).map_err(ApiError::internal)?;
+            crate::engine::events::updated(
+                self.ctx,
+                super::resource("deliverable"),
+                &old_v,
+                &new_v,
+            );
             self.nodes.insert(new.id, Arc::new(stored.clone()));
             return Ok(stored);
         }
@@ -436,6 +446,7 @@ impl<'a> TxTree<'a> {
             .check(new_v, Some(&old_v))
             .map_err(ApiError::violations)?;
         records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+        crate::engine::events::updated(self.ctx, super::resource("deliverable"), &old_v, &checked);
         let node = parse_deliverable(&checked)?;
         self.nodes.insert(node.id, Arc::new(node.clone()));
         Ok(node)

@@ -693,8 +693,9 @@ impl Hooks for DeliveryHooks {
                     .get("id")
                     .and_then(Value::as_str)
                     .and_then(|s| Uuid::parse_str(s).ok())
+                    && records::delete(tx, res.table(), ctx.org(), rid)?
                 {
-                    records::delete(tx, res.table(), ctx.org(), rid)?;
+                    engine::events::deleted(ctx, &res, &r);
                 }
             }
         }

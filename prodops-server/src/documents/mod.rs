@@ -671,8 +671,9 @@ impl Hooks for DocumentHooks {
                 .get("id")
                 .and_then(Value::as_str)
                 .and_then(|s| Uuid::parse_str(s).ok())
+                && records::delete(tx, versions.table(), ctx.org(), vid)?
             {
-                records::delete(tx, versions.table(), ctx.org(), vid)?;
+                engine::events::deleted(ctx, &versions, &v);
             }
         }
         keys.extend(
@@ -681,7 +682,9 @@ impl Hooks for DocumentHooks {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         );
-        records::delete(tx, res.table(), ctx.org(), id)?;
+        if records::delete(tx, res.table(), ctx.org(), id)? {
+            engine::events::deleted(ctx, res, record);
+        }
         keys.sort();
         keys.dedup();
         forget_files(tx, ctx.org(), keys)?;

@@ -587,6 +587,10 @@ impl<'r> Batch<'r> {
             }
         }
         tx.execute("RELEASE SAVEPOINT bulk_put", &[])?;
+        // Their events, kept for the end of the transaction (appended in one batch there).
+        for row in rows {
+            super::events::created_text(self.ctx, self.res, row.id.clone(), row.data.clone());
+        }
         Ok(())
     }
 }

@@ -26,6 +26,7 @@ use crate::store::sql::{Cond, FieldPath};
 use hooks::Hooks;
 
 mod bulk;
+pub mod events;
 pub mod hooks;
 pub(crate) mod params;
 mod pipeline;

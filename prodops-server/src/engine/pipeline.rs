@@ -131,6 +131,7 @@ pub(crate) fn create_candidate(
     crate::http::text::check_indexed_lengths(res.desc(), None, &record)?;
     res.hooks.check_facts(tx, ctx, res, None, &record)?;
     records::insert(tx, res.table(), ctx.org(), &record)?;
+    super::events::created(ctx, res, &record);
     res.hooks.after_write(tx, ctx, res, None, &record)?;
     Ok(record)
 }
@@ -216,6 +217,7 @@ fn update_inner(
     record["updatedAt"] = json!(ctx.now_text());
     res.hooks.check_facts(tx, ctx, res, Some(old), &record)?;
     records::update(tx, res.table(), ctx.org(), &record)?;
+    super::events::updated(ctx, res, old, &record);
     res.hooks.after_write(tx, ctx, res, Some(old), &record)?;
     Ok(record)
 }
@@ -315,8 +317,10 @@ pub fn delete_record(
                 .get("id")
                 .and_then(Value::as_str)
                 .and_then(|s| Uuid::parse_str(s).ok());
-            if let Some(id) = id {
-                records::delete(tx, res.table(), ctx.org(), id)?;
+            if let Some(id) = id
+                && records::delete(tx, res.table(), ctx.org(), id)?
+            {
+                super::events::deleted(ctx, res, old);
             }
         }
     }

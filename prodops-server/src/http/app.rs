@@ -39,6 +39,9 @@ pub struct AppState {
     pub openapi: Bytes,
     /// Wakes the background job runner when a job is queued.
     pub jobs: Arc<tokio::sync::Notify>,
+    /// Wakes the readers of the change feed waiting for an event (`GET /event?wait=`) when a
+    /// write of this process committed some.
+    pub events: Arc<tokio::sync::Notify>,
     /// The tables of the resources whose read by id the key lookup can do along
     /// (the engine's `point_reads`), by the path they are served at.
     pub point_reads: HashMap<String, &'static str>,
@@ -115,20 +118,32 @@ pub async fn write_reply<F>(state: &AppState, ctx: Ctx, mut f: F) -> ApiResult<R
 where
     F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
 {
-    let reply = state
+    let (reply, events) = state
         .store
-        .write(move |tx| match &ctx.idempotency {
-            Some(idem) => {
-                if let Some(stored) = crate::http::idempotency::replay(tx, &ctx, idem)? {
-                    return Ok(stored);
+        .write(move |tx| {
+            // A transaction run again (a serialization failure) starts without the events of
+            // the attempt that was rolled back.
+            ctx.take_events();
+            let reply = match &ctx.idempotency {
+                Some(idem) => {
+                    if let Some(stored) = crate::http::idempotency::replay(tx, &ctx, idem)? {
+                        return Ok::<_, ApiError>((stored, 0));
+                    }
+                    let reply = f(tx, &ctx)?;
+                    crate::http::idempotency::remember(tx, &ctx, idem, &reply)?;
+                    reply
                 }
-                let reply = f(tx, &ctx)?;
-                crate::http::idempotency::remember(tx, &ctx, idem, &reply)?;
-                Ok(reply)
-            }
-            None => f(tx, &ctx),
+                None => f(tx, &ctx)?,
+            };
+            // The events of the writes, last, in the same transaction (docs/events.md).
+            let events = ctx.take_events();
+            let n = crate::store::events::append(tx, &ctx.event_origin(), &events)?;
+            Ok((reply, n))
         })
         .await?;
+    if events > 0 {
+        state.events.notify_waiters();
+    }
     Ok(reply.into_response())
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::http::error::{ApiError, ApiResult};
+use crate::store::events::{NewEvent, Origin};
 
 /// The action part of a permission name (`Worker.Read`): core's, which the action
 /// declarations name too.
@@ -71,6 +72,11 @@ pub struct Ctx {
     /// Set while a bulk write runs ([`Ctx::deferring`]): where hooks keep work they put off
     /// until every record of the call is written (`Hooks::end_bulk`).
     pub deferred: Option<Arc<Deferred>>,
+    /// The `X-Request-Id` of the request, for the events it writes.
+    pub request_id: Option<Arc<str>>,
+    /// The events of the writes made so far in this transaction, appended to the feed when
+    /// the transaction's work is done (`http::app::write_reply`; docs/events.md).
+    pub events: Arc<Mutex<Vec<NewEvent>>>,
 }
 
 impl Ctx {
@@ -82,6 +88,8 @@ impl Ctx {
             idempotency,
             now_text: format_time(now),
             deferred: None,
+            request_id: crate::store::REQUEST_ID.try_with(Arc::clone).ok(),
+            events: Arc::default(),
         }
     }
 
@@ -90,6 +98,30 @@ impl Ctx {
         Ctx {
             deferred: Some(Arc::new(Deferred::default())),
             ..self.clone()
+        }
+    }
+
+    /// Keeps an event of this transaction's writes, to append with them.
+    pub fn record_event(&self, event: NewEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event);
+    }
+
+    /// Takes the events kept so far (the transaction appends them, or a retry starts anew).
+    pub fn take_events(&self) -> Vec<NewEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// What the events of this request share.
+    pub fn event_origin(&self) -> Origin {
+        Origin {
+            org: self.org(),
+            key_id: Some(self.auth.key_id),
+            request_id: self.request_id.as_deref().map(str::to_string),
+            occurred_at: self.now_text(),
+            occurred_ms: self.now.timestamp_millis(),
         }
     }
 

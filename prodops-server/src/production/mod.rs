@@ -184,6 +184,7 @@ pub(crate) fn set_actual(
         .check(candidate, Some(record))
         .map_err(ApiError::violations)?;
     records::update(tx, res.table(), ctx.org(), &checked)?;
+    crate::engine::events::updated(ctx, res, record, &checked);
     Ok(checked)
 }
 

@@ -149,6 +149,20 @@ const STEPS: &[(i64, &str)] = &[
         // statements last applied in full (see `run`).
         "CREATE TABLE IF NOT EXISTS schema_state (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
+    (
+        50,
+        // The change feed (store/events.rs, docs/events.md): every write's events, numbered per
+        // organization by `event_counters` in commit order; `occurred_ms` for pruning by age.
+        "CREATE TABLE IF NOT EXISTS event_counters (
+        organization_id TEXT PRIMARY KEY, last_seq BIGINT NOT NULL);
+     CREATE TABLE IF NOT EXISTS events (
+        organization_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, event_type TEXT NOT NULL,
+        resource TEXT NOT NULL, record_id TEXT NOT NULL, key_id TEXT, request_id TEXT,
+        occurred_at TEXT NOT NULL, occurred_ms BIGINT NOT NULL, data TEXT NOT NULL, changed TEXT,
+        PRIMARY KEY (organization_id, seq));
+     CREATE INDEX IF NOT EXISTS ix_events_record ON events (organization_id, record_id, seq);
+     CREATE INDEX IF NOT EXISTS ix_events_occurred ON events (occurred_ms)",
+    ),
 ];
 
 /// A migration step done by code.

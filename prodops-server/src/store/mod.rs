@@ -11,6 +11,7 @@
 //! crate: it imports nothing of the others.
 
 pub mod deliverables;
+pub mod events;
 pub mod limits;
 pub mod migrate;
 mod postgres;

@@ -180,7 +180,9 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
     };
     let mut deliverables = Vec::new();
     let mut days = std::collections::BTreeSet::new();
+    let served = crate::engine::resource(kind.desc().path);
     for mut session in records::select_values(tx, table, ctx.org(), &select)? {
+        let old = session.clone();
         let end = match timesheets::parse_session(&session) {
             Some(open) => crate::http::context::format_time(open.clamp_end(ctx.now)),
             None => ctx.now_text(),
@@ -188,6 +190,7 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
         session["endDate"] = json!(end);
         session["updatedAt"] = json!(ctx.now_text());
         records::update(tx, table, ctx.org(), &session)?;
+        crate::engine::events::updated(ctx, &served, &old, &session);
         if let Some(ended) = timesheets::parse_session(&session) {
             days.extend(prodops_core::timesheet::days_of(&ended));
         }

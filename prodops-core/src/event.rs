@@ -1,0 +1,365 @@
+//! The change feed (docs/events.md): what one write of a record announces, as plain functions.
+//!
+//! Every successful write of a record appends one event in the write's own transaction. Its
+//! `type` is derived here from the resource and the record before and after the change
+//! ([`event_type`]); for an update the event also lists the top-level fields that changed
+//! ([`changed_fields`]). Events are read in cursor order (`GET /event`); a cursor is the
+//! event's position in its organization's feed, a whole number written as text ([`Cursor`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// The kind of change a write made to one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    Created(&'a Value),
+    Updated { old: &'a Value, new: &'a Value },
+    Deleted(&'a Value),
+}
+
+/// The resource whose creations are announced as `inventory.posted` (ledger postings).
+pub const LEDGER: &str = "inventory-transaction";
+
+/// The event type of a change to a record of the resource served at `/<resource>`:
+///
+/// - a creation: `<resource>.created` (a ledger row: `inventory.posted`);
+/// - a deletion: `<resource>.deleted`;
+/// - an update that archives or restores: `<resource>.archived` / `<resource>.restored`;
+/// - an update of a deliverable's `progress.status`: `deliverable.progress.<status>`;
+/// - an update of a delivery's `status`: `delivery.<status>`;
+/// - any other update: `<resource>.updated`.
+///
+/// The first that applies is the type (one event per change).
+///
+/// ```
+/// use prodops_core::event::{Change, event_type};
+/// use serde_json::json;
+/// let old = json!({"isArchived": false});
+/// let new = json!({"isArchived": true});
+/// assert_eq!(event_type("worker", Change::Updated { old: &old, new: &new }), "worker.archived");
+/// ```
+pub fn event_type(resource: &str, change: Change<'_>) -> String {
+    match change {
+        Change::Created(_) if resource == LEDGER => "inventory.posted".to_string(),
+        Change::Created(_) => format!("{resource}.created"),
+        Change::Deleted(_) => format!("{resource}.deleted"),
+        Change::Updated { old, new } => {
+            let archived = |v: &Value| v.get("isArchived").and_then(Value::as_bool) == Some(true);
+            match (archived(old), archived(new)) {
+                (false, true) => return format!("{resource}.archived"),
+                (true, false) => return format!("{resource}.restored"),
+                _ => {}
+            }
+            let status_path: &[&str] = match resource {
+                "deliverable" => &["progress", "status"],
+                "delivery" => &["status"],
+                _ => &[],
+            };
+            if !status_path.is_empty() {
+                let at = |v: &Value| {
+                    status_path
+                        .iter()
+                        .try_fold(v, |v, k| v.get(*k))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                };
+                if let Some(status) = at(new)
+                    && at(old).as_ref() != Some(&status)
+                {
+                    let prefix = status_path[..status_path.len() - 1]
+                        .iter()
+                        .fold(resource.to_string(), |p, k| format!("{p}.{k}"));
+                    return format!("{prefix}.{status}");
+                }
+            }
+            format!("{resource}.updated")
+        }
+    }
+}
+
+/// The top-level fields whose values differ between `old` and `new`, sorted, without
+/// `updatedAt` (which moves on every change).
+///
+/// ```
+/// use serde_json::json;
+/// let got = prodops_core::event::changed_fields(&json!({"a": 1, "b": 2}), &json!({"a": 1, "c": 3}));
+/// assert_eq!(got, ["b", "c"]);
+/// ```
+pub fn changed_fields(old: &Value, new: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let o = old.as_object().unwrap_or(&empty);
+    let n = new.as_object().unwrap_or(&empty);
+    let mut out: Vec<String> = o
+        .keys()
+        .chain(n.keys())
+        .filter(|k| k.as_str() != "updatedAt" && o.get(*k) != n.get(*k))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether `ty` is matched by a `type` filter: equal, or a pattern ending in `.*` that is a
+/// prefix of it (`deliverable.progress.*`).
+///
+/// ```
+/// use prodops_core::event::type_matches;
+/// assert!(type_matches("deliverable.progress.*", "deliverable.progress.done"));
+/// assert!(!type_matches("deliverable.progress.*", "deliverable.updated"));
+/// ```
+pub fn type_matches(pattern: &str, ty: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) if prefix.ends_with('.') => ty.starts_with(prefix),
+        _ => pattern == ty,
+    }
+}
+
+/// A position in an organization's feed: the events after it are those not yet read.
+/// Written as a whole number (`0` is the start of the feed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cursor(pub i64);
+
+impl Cursor {
+    /// Reads a cursor as the feed writes it; `None` for anything else.
+    ///
+    /// ```
+    /// use prodops_core::event::Cursor;
+    /// assert_eq!(Cursor::parse("42"), Some(Cursor(42)));
+    /// assert_eq!(Cursor::parse("-1"), None);
+    /// assert_eq!(Cursor::parse("4x"), None);
+    /// ```
+    pub fn parse(text: &str) -> Option<Cursor> {
+        if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse().ok().map(Cursor)
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// One event of the feed, as `GET /event` answers it and webhooks would send it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Unique id of the event (UUIDv7, time-ordered): the key to drop a duplicate by.
+    pub id: Uuid,
+    /// The event's position in its organization's feed: pass it as `after` to read what
+    /// follows. Cursors of one organization increase in commit order, without gaps.
+    pub cursor: String,
+    /// `<resource>.created|updated|archived|restored|deleted`, `inventory.posted`,
+    /// `deliverable.progress.<status>`, `delivery.<status>` (docs/events.md).
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The resource path of the record (`worker`, `deliverable`, `inventory-transaction`).
+    pub resource: String,
+    pub record_id: Uuid,
+    /// The API key whose request made the change; `null` for changes the server made on
+    /// its own (a background job).
+    pub key_id: Option<Uuid>,
+    /// The `X-Request-Id` of that request; `null` for a background job.
+    pub request_id: Option<String>,
+    /// When the change was made (the request's time).
+    pub occurred_at: String,
+    /// The record after the change; for a deletion, the record as it was.
+    #[schema(value_type = Object)]
+    pub data: Value,
+    /// For an update, the top-level fields that changed; `null` otherwise.
+    pub changed: Option<Vec<String>>,
+}
+
+/// One page of the feed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPage {
+    /// Events after the requested cursor, oldest first.
+    pub values: Vec<Event>,
+    /// The cursor to ask for next: the last event's, or the requested one when the page is
+    /// empty.
+    pub next_cursor: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn upd(resource: &str, old: Value, new: Value) -> String {
+        event_type(
+            resource,
+            Change::Updated {
+                old: &old,
+                new: &new,
+            },
+        )
+    }
+
+    #[test]
+    fn types_of_creations_and_deletions() {
+        let v = json!({"id": "x"});
+        assert_eq!(event_type("worker", Change::Created(&v)), "worker.created");
+        assert_eq!(event_type(LEDGER, Change::Created(&v)), "inventory.posted");
+        assert_eq!(event_type("note", Change::Deleted(&v)), "note.deleted");
+    }
+
+    #[test]
+    fn archive_transitions_come_first() {
+        assert_eq!(
+            upd(
+                "worker",
+                json!({"isArchived": true}),
+                json!({"isArchived": false})
+            ),
+            "worker.restored"
+        );
+        // A delivery archived while its status changes is announced as archived.
+        assert_eq!(
+            upd(
+                "delivery",
+                json!({"isArchived": false, "status": "expected"}),
+                json!({"isArchived": true, "status": "cancelled"})
+            ),
+            "delivery.archived"
+        );
+        assert_eq!(
+            upd("worker", json!({"name": "a"}), json!({"name": "b"})),
+            "worker.updated"
+        );
+    }
+
+    #[test]
+    fn status_changes() {
+        assert_eq!(
+            upd(
+                "deliverable",
+                json!({"progress": {"status": "wip"}}),
+                json!({"progress": {"status": "done"}})
+            ),
+            "deliverable.progress.done"
+        );
+        assert_eq!(
+            upd(
+                "deliverable",
+                json!({"progress": null}),
+                json!({"progress": {"status": "on-hold"}})
+            ),
+            "deliverable.progress.on-hold"
+        );
+        assert_eq!(
+            upd(
+                "deliverable",
+                json!({"progress": {"status": "done"}, "name": "a"}),
+                json!({"progress": {"status": "done"}, "name": "b"})
+            ),
+            "deliverable.updated"
+        );
+        assert_eq!(
+            upd(
+                "delivery",
+                json!({"status": "expected"}),
+                json!({"status": "received"})
+            ),
+            "delivery.received"
+        );
+        // Only deliverables and deliveries have announced statuses.
+        assert_eq!(
+            upd("worker", json!({"status": "a"}), json!({"status": "b"})),
+            "worker.updated"
+        );
+    }
+
+    #[test]
+    fn changed_fields_ignore_updated_at() {
+        assert_eq!(
+            changed_fields(
+                &json!({"a": 1, "updatedAt": "x"}),
+                &json!({"a": 2, "updatedAt": "y"})
+            ),
+            ["a"]
+        );
+        assert!(changed_fields(&json!({"a": 1}), &json!({"a": 1})).is_empty());
+    }
+
+    #[test]
+    fn cursors_read_only_what_they_write() {
+        assert_eq!(Cursor::parse("0"), Some(Cursor(0)));
+        assert_eq!(Cursor::parse(""), None);
+        assert_eq!(Cursor::parse("+1"), None);
+        assert_eq!(Cursor::parse("1234567890123456789"), None);
+        assert_eq!(Cursor(17).to_string(), "17");
+    }
+
+    fn small_object() -> impl Strategy<Value = Value> {
+        proptest::collection::btree_map("[a-d]", 0i64..3, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k, json!(v))).collect()))
+    }
+
+    proptest! {
+        #[test]
+        fn cursors_round_trip(n in 0i64..=999_999_999_999_999_999) {
+            prop_assert_eq!(Cursor::parse(&Cursor(n).to_string()), Some(Cursor(n)));
+        }
+
+        #[test]
+        fn changed_fields_are_exactly_the_differing_keys(old in small_object(), new in small_object()) {
+            let got = changed_fields(&old, &new);
+            // Applying the changed fields of `new` to `old` gives `new`.
+            let mut patched = old.as_object().unwrap().clone();
+            for k in &got {
+                match new.get(k) {
+                    Some(v) => { patched.insert(k.clone(), v.clone()); }
+                    None => { patched.remove(k); }
+                }
+            }
+            prop_assert_eq!(Value::Object(patched), new.clone());
+            // And no unchanged field is listed.
+            for k in &got {
+                prop_assert_ne!(old.get(k), new.get(k));
+            }
+            prop_assert!(changed_fields(&new, &new).is_empty());
+        }
+
+        #[test]
+        fn every_change_has_one_type_of_its_resource(
+            resource in prop_oneof![Just("worker"), Just("deliverable"), Just("delivery")],
+            a in prop_oneof![Just(json!(null)), Just(json!(true)), Just(json!(false))],
+            b in prop_oneof![Just(json!(null)), Just(json!(true)), Just(json!(false))],
+            s in prop_oneof![Just("wip"), Just("done")],
+            t in prop_oneof![Just("wip"), Just("done")],
+        ) {
+            let old = json!({"isArchived": a, "status": s, "progress": {"status": s}});
+            let new = json!({"isArchived": b, "status": t, "progress": {"status": t}});
+            let ty = upd(resource, old, new);
+            let prefix = format!("{resource}.");
+            prop_assert!(ty.starts_with(&prefix));
+            let archived = |v: &Value| v == &json!(true);
+            if archived(&a) != archived(&b) {
+                prop_assert!(ty.ends_with(".archived") || ty.ends_with(".restored"));
+            } else if s != t && resource != "worker" {
+                let suffix = format!(".{t}");
+                prop_assert!(ty.ends_with(&suffix));
+            } else {
+                prop_assert_eq!(ty, format!("{resource}.updated"));
+            }
+        }
+
+        #[test]
+        fn prefix_patterns_match_their_prefix(a in "[a-z]{1,5}", b in "[a-z]{1,5}") {
+            let ty = format!("{a}.{b}");
+            let pattern = format!("{a}.*");
+            prop_assert!(type_matches(&pattern, &ty));
+            prop_assert!(type_matches(&ty, &ty));
+            prop_assert!(!type_matches("*", &ty));
+        }
+    }
+}

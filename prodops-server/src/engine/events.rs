@@ -1,0 +1,73 @@
+//! The events of the writes the pipeline makes (docs/events.md): each creation, update and
+//! deletion of a record keeps one event in the request's [`Ctx`]; `http::app::write_reply`
+//! appends them to the feed in the same transaction. The type comes from core
+//! ([`prodops_core::event::event_type`]), so actions get their events without writing them.
+
+use prodops_core::event::{Change, changed_fields, event_type};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::ServedResource;
+use crate::http::context::Ctx;
+use crate::store::events::NewEvent;
+
+fn id_text(record: &Value) -> String {
+    record
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A record was created.
+pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
+    let resource = res.desc().path;
+    ctx.record_event(NewEvent {
+        id: Uuid::now_v7(),
+        event_type: event_type(resource, Change::Created(record)),
+        resource,
+        record_id: id_text(record),
+        data: record.to_string(),
+        changed: None,
+    });
+}
+
+/// A record was created from its stored text (a bulk call's batched creates), with its id.
+pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String) {
+    let resource = res.desc().path;
+    ctx.record_event(NewEvent {
+        id: Uuid::now_v7(),
+        event_type: event_type(resource, Change::Created(&Value::Null)),
+        resource,
+        record_id: id,
+        data,
+        changed: None,
+    });
+}
+
+/// A record was changed from `old` to `new`.
+pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
+    let resource = res.desc().path;
+    let changed = changed_fields(old, new);
+    ctx.record_event(NewEvent {
+        id: Uuid::now_v7(),
+        event_type: event_type(resource, Change::Updated { old, new }),
+        resource,
+        record_id: id_text(new),
+        data: new.to_string(),
+        changed: Some(Value::from(changed).to_string()),
+    });
+}
+
+/// A record was removed; `old` is what it was.
+pub fn deleted(ctx: &Ctx, res: &ServedResource, old: &Value) {
+    let resource = res.desc().path;
+    ctx.record_event(NewEvent {
+        id: Uuid::now_v7(),
+        event_type: event_type(resource, Change::Deleted(old)),
+        resource,
+        record_id: id_text(old),
+        data: old.to_string(),
+        changed: None,
+    });
+}
