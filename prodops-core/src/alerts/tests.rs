@@ -381,10 +381,11 @@ proptest! {
             late[i] |= own;
             prop_assert_eq!(n.computed.is_late, late[i], "node {}", i);
             prop_assert_eq!(n.computed.effective_due_date_is_late, !done && due[i].is_some_and(|d| d <= t));
-            if let Some(p) = n.parent_id {
-                if !n.is_archived && late[i] {
-                    late[index[&p]] = true;
-                }
+            if let Some(p) = n.parent_id
+                && !n.is_archived
+                && late[i]
+            {
+                late[index[&p]] = true;
             }
         }
     }

@@ -286,7 +286,7 @@ pub async fn roots(
             let mut page_args = args.clone();
             page_args.push(SqlValue::Int(select.limit as i64));
             page_args.push(SqlValue::Int(select.offset as i64));
-            let values: Vec<String> = tx
+            let mut values: Vec<String> = tx
                 .query(
                     &format!(
                         "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
@@ -297,7 +297,6 @@ pub async fn roots(
                 .into_iter()
                 .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
                 .collect();
-            let mut values = values;
             crate::engine::hooks::as_of_now(res, &now, &mut values);
             let total = tx
                 .query(&format!("SELECT COUNT(*) FROM {TABLE}{filter}"), &args)?
