@@ -269,6 +269,16 @@ pub struct Computed {
     pub alert_type: AlertType,
     /// Ordinal of `alertType` (see [`AlertType::ordinal`]).
     pub alert_type_ordinal: i64,
+    /// When the effective due date passes (a date alone: the end of that day in UTC), as
+    /// `YYYY-MM-DDTHH:MM:SSZ`; inherited with it. `effectiveDueDateIsLate` is derived from it
+    /// at every read (`crate::alerts`).
+    pub effective_due_at: Option<String>,
+    /// From when the node or a node below it is late; null if nothing can become late.
+    /// `isLate` and `alertType` are derived from it at every read.
+    pub late_at: Option<String>,
+    /// Until when the node or a node below it is at risk; null if none is. `isAtRisk` and
+    /// `alertType` are derived from it at every read.
+    pub at_risk_until: Option<String>,
 }
 
 /// One entry of `computed.currentChildren`: a direct child of the node.

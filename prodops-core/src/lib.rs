@@ -3,6 +3,7 @@
 
 mod common;
 
+pub mod alerts;
 pub mod api;
 pub mod bom_actions;
 pub mod catalog;

@@ -15,7 +15,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -34,6 +34,8 @@ pub struct Inherited {
     pub shop_id: Option<Uuid>,
     pub project_id: Option<Uuid>,
     pub effective_due_date: Option<String>,
+    /// When the effective due date passes ([`crate::alerts::due_instant`]), as a stamp.
+    pub effective_due_at: Option<String>,
 }
 
 impl Inherited {
@@ -49,6 +51,7 @@ impl Inherited {
             shop_id: c.shop_id,
             project_id: c.project_id,
             effective_due_date: c.effective_due_date.clone(),
+            effective_due_at: c.effective_due_at.clone(),
         }
     }
 }
@@ -156,6 +159,13 @@ pub fn inherit(
         phases_path.push(node.name.clone());
     }
     let own_due = data_date(node, "dueDate");
+    let own_due_at = node
+        .data
+        .get("dueDate")
+        .and_then(Value::as_str)
+        .and_then(crate::alerts::due_instant)
+        .map(crate::alerts::stamp);
+    let inherited_due = own_due.is_none();
     Inherited {
         root_type: match &base {
             Some(b) => b.root_type,
@@ -175,6 +185,11 @@ pub fn inherit(
             base.as_ref().and_then(|b| b.shop_id)
         },
         project_id: data_uuid(node, "projectId").or(base.as_ref().and_then(|b| b.project_id)),
+        effective_due_at: if inherited_due {
+            base.as_ref().and_then(|b| b.effective_due_at.clone())
+        } else {
+            own_due_at
+        },
         effective_due_date: own_due.or(base.and_then(|b| b.effective_due_date)),
     }
 }
@@ -189,13 +204,14 @@ pub struct NodeFacts {
 }
 
 /// The computed fields of `node`: the inherited part from its parent, the aggregated part from
-/// its children (in sibling order; archived children are left out), `today` for the alerts.
+/// its children (in sibling order; archived children are left out); the alerts as of `now`
+/// (the instants they derive from do not depend on it, see [`crate::alerts`]).
 pub fn compute(
     node: &Deliverable,
     parent: Option<&Deliverable>,
     children: &[&Deliverable],
     facts: &NodeFacts,
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Computed {
     let inh = inherit(node, parent, facts.stage_shop);
     let children: Vec<&Deliverable> = children
@@ -253,9 +269,9 @@ pub fn compute(
         }
     }
     let mut current_children = Vec::with_capacity(children.len());
-    let mut child_late = false;
-    let mut child_at_risk = false;
-    let mut child_alert = AlertType::NoRisk;
+    let mut child_late_at: Option<&str> = None;
+    let mut child_at_risk_until: Option<&str> = None;
+    let mut child_on_hold = false;
     for child in &children {
         let c = &child.computed;
         stage_ids.extend(c.contained_stage_ids.iter().copied());
@@ -265,9 +281,9 @@ pub fn compute(
         }
         combined_workers.extend(c.combined_worker_ids.iter().copied());
         combined_tags.extend(c.combined_tag_ids.iter().cloned());
-        child_late |= c.is_late;
-        child_at_risk |= c.is_at_risk;
-        child_alert = child_alert.max(c.alert_type);
+        child_late_at = earliest(child_late_at, c.late_at.as_deref());
+        child_at_risk_until = latest(child_at_risk_until, c.at_risk_until.as_deref());
+        child_on_hold |= c.alert_type == AlertType::OnHold;
         current_children.push(ChildSummary {
             id: child.id,
             name: child.name.clone(),
@@ -285,23 +301,31 @@ pub fn compute(
         .schedule
         .as_ref()
         .map(|s| s.end_date.date_naive().format("%Y-%m-%d").to_string());
-    let due = inh.effective_due_date.as_deref().and_then(parse_date);
-    let end = node.schedule.as_ref().map(|s| s.end_date.date_naive());
-    let effective_due_date_is_late = !done && due.is_some_and(|d| d < today);
-    let own_late = !done && (effective_due_date_is_late || end.is_some_and(|e| e < today));
-    let own_at_risk = !done && !own_late && matches!((end, due), (Some(e), Some(d)) if e > d);
-    let is_late = own_late || child_late;
-    let is_at_risk = own_at_risk || child_at_risk;
-    let own_alert = if own_status == ProgressStatus::OnHold {
-        AlertType::OnHold
-    } else if own_late {
-        AlertType::Late
-    } else if own_at_risk {
-        AlertType::AtRisk
-    } else {
-        AlertType::NoRisk
-    };
-    let alert_type = own_alert.max(child_alert);
+    // Instants are stamps (fixed width), so their text order is their time order.
+    let due_at = inh.effective_due_at.as_deref();
+    let end_at = node
+        .schedule
+        .as_ref()
+        .map(|s| crate::alerts::stamp(s.end_date));
+    let end_at = end_at.as_deref();
+    // Not done, the node is late once its effective due date passes or its schedule ends,
+    // and at risk until then when it is scheduled to end after its due date.
+    let own_late_at = if done { None } else { earliest(due_at, end_at) };
+    let own_at_risk = !done && matches!((end_at, due_at), (Some(e), Some(d)) if e > d);
+    let late_at = earliest(own_late_at, child_late_at).map(str::to_string);
+    let at_risk_until =
+        latest(own_at_risk.then_some(due_at).flatten(), child_at_risk_until).map(str::to_string);
+    let alerts = crate::alerts::as_of(
+        &crate::alerts::Basis {
+            on_hold: own_status == ProgressStatus::OnHold || child_on_hold,
+            done,
+            effective_due_at: due_at,
+            late_at: late_at.as_deref(),
+            at_risk_until: at_risk_until.as_deref(),
+        },
+        &crate::alerts::AsOf::at(now),
+    );
+    let effective_due_at = inh.effective_due_at.clone();
 
     Computed {
         root_type: inh.root_type,
@@ -322,14 +346,30 @@ pub fn compute(
         tags: own_tags,
         project_id: inh.project_id,
         date,
-        is_at_risk,
-        is_late,
+        is_at_risk: alerts.is_at_risk,
+        is_late: alerts.is_late,
         effective_due_date: inh.effective_due_date,
         effective_due_date_is_inherited,
-        effective_due_date_is_late,
-        alert_type,
-        alert_type_ordinal: alert_type.ordinal(),
+        effective_due_date_is_late: alerts.effective_due_date_is_late,
+        alert_type: alerts.alert_type,
+        alert_type_ordinal: alerts.alert_type.ordinal(),
+        effective_due_at,
+        late_at,
+        at_risk_until,
     }
+}
+
+/// The earlier of two stamps (null: never).
+fn earliest<'a>(a: Option<&'a str>, b: Option<&'a str>) -> Option<&'a str> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The later of two stamps (null: none).
+fn latest<'a>(a: Option<&'a str>, b: Option<&'a str>) -> Option<&'a str> {
+    a.max(b)
 }
 
 /// The root a node hangs under, given its parent: null for a node without parent.
@@ -377,10 +417,10 @@ pub fn prepare<S: TreeStore>(
     node: &mut Deliverable,
     parent: Option<&Deliverable>,
     children: &[&Deliverable],
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Result<bool, S::Error> {
     let facts = facts_of(store, node)?;
-    let computed = compute(node, parent, children, &facts, today);
+    let computed = compute(node, parent, children, &facts, now);
     let root = root_parent_id(parent);
     let changed = computed != node.computed || root != node.root_parent_id;
     node.computed = computed;
@@ -408,7 +448,7 @@ pub struct Change {
 pub fn refresh<S: TreeStore>(
     store: &mut S,
     changes: &[Change],
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
     let mut saved = 0;
     let mut chains: Vec<Uuid> = Vec::new();
@@ -420,7 +460,7 @@ pub fn refresh<S: TreeStore>(
         };
         let children = store.children(change.id)?;
         let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-        if prepare(store, &mut node, parent.as_ref(), &refs, today)? {
+        if prepare(store, &mut node, parent.as_ref(), &refs, now)? {
             store.save(&node)?;
             saved += 1;
         }
@@ -428,7 +468,7 @@ pub fn refresh<S: TreeStore>(
             let inherited_changed = Inherited::of(old) != Inherited::of(&node)
                 || old.root_parent_id != node.root_parent_id;
             if inherited_changed {
-                let n = refresh_subtree(store, &node, today)?;
+                let n = refresh_subtree(store, &node, now)?;
                 if n > 0 {
                     saved += n;
                     // Its own aggregates read the children just refreshed.
@@ -445,7 +485,7 @@ pub fn refresh<S: TreeStore>(
             chains.push(p);
         }
     }
-    saved += refresh_ancestors(store, chains, today)?;
+    saved += refresh_ancestors(store, chains, now)?;
     Ok(saved)
 }
 
@@ -496,9 +536,9 @@ impl Batch {
 pub fn refresh_batch<S: TreeStore>(
     store: &mut S,
     batch: &Batch,
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
-    refresh(store, &batch.changes(), today)
+    refresh(store, &batch.changes(), now)
 }
 
 /// Recomputes every descendant of `top` (whose record is current): inherited parts parents
@@ -506,7 +546,7 @@ pub fn refresh_batch<S: TreeStore>(
 fn refresh_subtree<S: TreeStore>(
     store: &mut S,
     top: &Deliverable,
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
     let mut nodes = store.descendants(top.id)?;
     if nodes.is_empty() {
@@ -540,6 +580,7 @@ fn refresh_subtree<S: TreeStore>(
         c.shop_id = inh.shop_id;
         c.project_id = inh.project_id;
         c.effective_due_date = inh.effective_due_date;
+        c.effective_due_at = inh.effective_due_at;
     }
     // Children before parents: everything, now that inherited parts are right.
     for i in (0..nodes.len()).rev() {
@@ -553,7 +594,7 @@ fn refresh_subtree<S: TreeStore>(
             .unwrap_or_default();
         let refs: Vec<&Deliverable> = child_list.iter().collect();
         let facts = facts_of(store, &nodes[i])?;
-        let computed = compute(&nodes[i], Some(&parent), &refs, &facts, today);
+        let computed = compute(&nodes[i], Some(&parent), &refs, &facts, now);
         nodes[i].computed = computed;
     }
     let mut saved = 0;
@@ -572,7 +613,7 @@ fn refresh_subtree<S: TreeStore>(
 fn refresh_ancestors<S: TreeStore>(
     store: &mut S,
     starts: Vec<Uuid>,
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
     use std::cmp::Reverse;
     let mut saved = 0;
@@ -589,7 +630,7 @@ fn refresh_ancestors<S: TreeStore>(
         };
         let children = store.children(id)?;
         let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-        if !prepare(store, &mut node, parent.as_ref(), &refs, today)? {
+        if !prepare(store, &mut node, parent.as_ref(), &refs, now)? {
             continue;
         }
         store.save(&node)?;
@@ -608,7 +649,7 @@ pub fn recompute_all(
     sibling_key: &HashMap<Uuid, i64>,
     stage_shops: &HashMap<Uuid, Uuid>,
     session_workers: &HashMap<Uuid, Vec<Uuid>>,
-    today: NaiveDate,
+    now: DateTime<Utc>,
 ) {
     let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
     let mut kids: HashMap<Option<Uuid>, Vec<usize>> = HashMap::new();
@@ -657,6 +698,7 @@ pub fn recompute_all(
         c.shop_id = inh.shop_id;
         c.project_id = inh.project_id;
         c.effective_due_date = inh.effective_due_date;
+        c.effective_due_at = inh.effective_due_at;
     }
     for &i in order.iter().rev() {
         let parent = nodes[i]
@@ -675,7 +717,7 @@ pub fn recompute_all(
                 .cloned()
                 .unwrap_or_default(),
         };
-        nodes[i].computed = compute(&nodes[i], parent.as_ref(), &refs, &facts, today);
+        nodes[i].computed = compute(&nodes[i], parent.as_ref(), &refs, &facts, now);
     }
 }
 

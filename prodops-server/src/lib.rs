@@ -74,7 +74,7 @@ pub struct Config {
     /// The address links start with (`https://prodops.example.com`); `None` for
     /// `http://<bound address>`.
     pub public_url: Option<String>,
-    /// The clock document links and rate-limit windows run on: the system clock, or (tests) a
+    /// The clock document links, rate-limit windows and alerts as of now run on: the system clock, or (tests) a
     /// [`http::clock::Clock::manual`] one.
     pub clock: http::clock::Clock,
     /// How long one statement may run or wait for a lock before it is stopped and the request
@@ -150,6 +150,7 @@ pub async fn serve_on(
         store: store.clone(),
         limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window)
             .with_clock(config.clock.clone()),
+        clock: config.clock.clone(),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
         events: Arc::new(tokio::sync::Notify::new()),

@@ -8,6 +8,8 @@
 mod abandoned;
 #[path = "api/actions.rs"]
 mod actions;
+#[path = "api/alerts.rs"]
+mod alerts;
 #[path = "api/auth.rs"]
 mod auth;
 #[path = "api/bom.rs"]

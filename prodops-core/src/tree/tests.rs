@@ -9,8 +9,12 @@ use uuid::Uuid;
 use super::*;
 use crate::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus};
 
-fn today() -> NaiveDate {
-    NaiveDate::from_ymd_opt(2024, 6, 1).unwrap()
+/// The moment the tests write at (the start of a day).
+fn today() -> chrono::DateTime<chrono::Utc> {
+    NaiveDate::from_ymd_opt(2024, 6, 1)
+        .unwrap()
+        .and_time(chrono::NaiveTime::MIN)
+        .and_utc()
 }
 
 fn node(n: u128, kind: DeliverableType, parent: Option<Uuid>) -> Deliverable {

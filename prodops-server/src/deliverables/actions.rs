@@ -228,8 +228,8 @@ fn write_schedules(
         store.write(&old, &new)?;
         changes.push(Change { id, old: Some(old) });
     }
-    let today = store.today();
-    tree::refresh(&mut store, &changes, today)?;
+    let now = store.now();
+    tree::refresh(&mut store, &changes, now)?;
     store.flush()?;
     // Later actions of a batch start from what is stored now.
     let ids: Vec<Uuid> = loaded.records.keys().copied().collect();
@@ -369,8 +369,8 @@ pub async fn reorder(
             });
         }
         let mut store = TxTree::new(tx, ctx);
-        let today = store.today();
-        tree::refresh(&mut store, &changes, today)?;
+        let now = store.now();
+        tree::refresh(&mut store, &changes, now)?;
         Ok(Reply::empty(StatusCode::NO_CONTENT))
     })
     .await

@@ -140,8 +140,8 @@ fn prepare_candidate(
         Vec::new()
     };
     let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-    let today = store.today();
-    tree::prepare(&mut store, &mut node, parent, &refs, today)?;
+    let now = store.now();
+    tree::prepare(&mut store, &mut node, parent, &refs, now)?;
     candidate.insert(
         "computed".into(),
         serde_json::to_value(&node.computed).map_err(ApiError::internal)?,
@@ -345,8 +345,8 @@ impl Hooks for DeliverableHooks {
             return Ok(());
         }
         let mut store = TxTree::new(tx, ctx);
-        let today = store.today();
-        tree::refresh(&mut store, &[Change { id: node.id, old }], today)?;
+        let now = store.now();
+        tree::refresh(&mut store, &[Change { id: node.id, old }], now)?;
         Ok(())
     }
 
@@ -360,8 +360,8 @@ impl Hooks for DeliverableHooks {
         }
         // Each record changed by the refresh is written once, at the end.
         let mut store = TxTree::deferred(tx, ctx);
-        let today = store.today();
-        tree::refresh_batch(&mut store, &state.batch, today)?;
+        let now = store.now();
+        tree::refresh_batch(&mut store, &state.batch, now)?;
         store.flush()
     }
 }
@@ -612,8 +612,8 @@ pub fn sessions_changed(tx: &mut dyn Tx, ctx: &Ctx, deliverables: &[Uuid]) -> Ap
             changes.push(Change { id, old: Some(old) });
         }
     }
-    let today = store.today();
-    tree::refresh(&mut store, &changes, today)?;
+    let now = store.now();
+    tree::refresh(&mut store, &changes, now)?;
     Ok(())
 }
 

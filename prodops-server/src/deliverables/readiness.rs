@@ -206,8 +206,8 @@ impl<'a> Progressor<'a> {
     /// written, and writes each changed record once. Returns the nodes that became done.
     pub fn finish(mut self) -> ApiResult<Vec<Uuid>> {
         self.release()?;
-        let today = self.store.today();
-        tree::refresh(&mut self.store, &self.changes, today)?;
+        let now = self.store.now();
+        tree::refresh(&mut self.store, &self.changes, now)?;
         self.store.flush()?;
         Ok(self.done)
     }

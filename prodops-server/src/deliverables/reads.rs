@@ -23,6 +23,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::store::SqlValue;
 use crate::store::Tx;
 use crate::store::sql::FieldPath;
+use prodops_core::alerts::AsOf;
 
 /// Nodes whose records one query of a hierarchy read fetches.
 const FETCH_NODES: usize = 512;
@@ -77,6 +78,7 @@ pub async fn hierarchy(
 ) -> ApiResult<Response> {
     let id = parse_id(&id)?;
     let projection = hierarchy_select(query.as_deref())?;
+    let now = state.clock.as_of();
     let org = auth.org;
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<Part>>(4);
     let store = state.store.clone();
@@ -85,7 +87,8 @@ pub async fn hierarchy(
         let read = store
             .read(move |tx| {
                 let mut sent = false;
-                match write_hierarchy(tx, org, id, projection.as_ref(), &parts, &mut sent) {
+                let at = &now;
+                match write_hierarchy(tx, org, id, projection.as_ref(), at, &parts, &mut sent) {
                     // Part of the answer is out: the read cannot be run again.
                     Err(e) if sent => Err(ApiError::internal(format!(
                         "a hierarchy read failed while sending: {}",
@@ -128,6 +131,7 @@ fn write_hierarchy(
     org: Uuid,
     id: Uuid,
     projection: Option<&Projection>,
+    now: &AsOf,
     parts: &tokio::sync::mpsc::Sender<ApiResult<Part>>,
     sent: &mut bool,
 ) -> ApiResult<()> {
@@ -149,10 +153,18 @@ fn write_hierarchy(
     let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES);
     let mut kept: Vec<u8> = Vec::new();
     let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(FETCH_NODES);
-    let write = |data: &[u8], into: &mut Vec<u8>| match projection {
-        // What a projection reads must be text; the stored records always are.
-        Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
-        None => into.extend_from_slice(data),
+    let write = |data: &[u8], into: &mut Vec<u8>| {
+        // The alerts as of the read: a record whose stored ones are already right (most)
+        // is copied as it is, without being parsed.
+        let patched = std::str::from_utf8(data)
+            .ok()
+            .and_then(|text| prodops_core::alerts::patch_deliverable_text(text, now));
+        let data = patched.as_ref().map_or(data, |p| p.as_bytes());
+        match projection {
+            // What a projection reads must be text; the stored records always are.
+            Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
+            None => into.extend_from_slice(data),
+        }
     };
     for group in order.chunks(FETCH_NODES) {
         batch.clear();
@@ -251,7 +263,8 @@ pub async fn roots(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     let res = resource("deliverable");
-    let params = parse_list_params(res, query.as_deref(), true)?;
+    let now = state.clock.as_of();
+    let params = parse_list_params(res, query.as_deref(), true, &now)?;
     if params.cursor.is_some() {
         return Err(ApiError::field(
             "cursor",
@@ -273,7 +286,7 @@ pub async fn roots(
             let mut page_args = args.clone();
             page_args.push(SqlValue::Int(select.limit as i64));
             page_args.push(SqlValue::Int(select.offset as i64));
-            let values: Vec<String> = tx
+            let mut values: Vec<String> = tx
                 .query(
                     &format!(
                         "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
@@ -284,6 +297,7 @@ pub async fn roots(
                 .into_iter()
                 .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
                 .collect();
+            crate::engine::hooks::as_of_now(res, &now, &mut values);
             let total = tx
                 .query(&format!("SELECT COUNT(*) FROM {TABLE}{filter}"), &args)?
                 .first()
@@ -344,7 +358,7 @@ pub async fn groups(
         ));
     };
     let res = resource("deliverable");
-    let conds = filter_conds(res, req.filter.as_ref(), true)?;
+    let conds = filter_conds(res, req.filter.as_ref(), true, &state.clock.as_of())?;
     let org = auth.org;
     let group_by = req.group_by.clone();
     let values = state

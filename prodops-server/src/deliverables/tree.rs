@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, Utc};
 use prodops_core::deliverable::Deliverable;
 use prodops_core::tree::TreeStore;
 use serde_json::{Value, json};
@@ -414,8 +414,9 @@ impl<'a> TxTree<'a> {
         Ok(())
     }
 
-    pub fn today(&self) -> NaiveDate {
-        self.ctx.now.date_naive()
+    /// The moment of the request, which the stored alerts are computed as of.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.ctx.now
     }
 
     /// Writes a changed record (server-managed fields such as `progress` or `schedule`) after

@@ -65,6 +65,7 @@ fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<
         vec![Sort {
             path: FieldPath::parse("sequence").expect("static path"),
             descending: false,
+            as_of: None,
         }]
     } else {
         Vec::new()
@@ -634,8 +635,15 @@ async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
     Ok(axum::Json(body).into_response())
 }
 
-/// Adds the derived `partial` to a delivery answer.
-fn present(_state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> ApiResult<()> {
+/// Adds the derived `partial` to a delivery answer, and its `isLate` as of the moment of the
+/// answer (`prodops_core::alerts::delivery_is_late`, on the state's clock).
+fn present(state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> ApiResult<()> {
+    let is_late = prodops_core::alerts::delivery_is_late(
+        record.get("status").and_then(Value::as_str).unwrap_or(""),
+        record.get("plannedEndAt").and_then(Value::as_str),
+        &state.clock.as_of(),
+    );
+    record["isLate"] = json!(is_late);
     let d: Delivery = read_stored(record)?;
     let lines = quantities(&manifest(tx, org, d.id)?);
     let deliverables = engine::resource("deliverable");

@@ -129,7 +129,8 @@ pub trait Hooks: Send + Sync {
     }
 }
 
-/// Rewrites stored JSON texts for an answer through `present`.
+/// Rewrites stored JSON texts for an answer: the fields answered as of the moment of the read
+/// ([`as_of_now`], on the state's clock), then through `present`.
 pub fn present_raw(
     res: &ServedResource,
     state: &AppState,
@@ -137,6 +138,7 @@ pub fn present_raw(
     auth: &Auth,
     values: &mut [String],
 ) -> ApiResult<()> {
+    as_of_now(res, &state.clock.as_of(), values);
     if !res.hooks.presents() {
         return Ok(());
     }
@@ -166,5 +168,19 @@ impl Hooks for NoHooks {
 
     fn plain_create(&self, _field: &dyn Fn(&str) -> Option<Value>) -> bool {
         true
+    }
+}
+
+/// Rewrites stored JSON texts so that the fields whose answer depends on the moment of the read
+/// (a deliverable's alerts) are those of `now` (`prodops_core::alerts::patch_stored`); a text
+/// whose stored answers are already right is left as it is, without being parsed.
+pub fn as_of_now(res: &ServedResource, now: &prodops_core::alerts::AsOf, values: &mut [String]) {
+    if !prodops_core::alerts::patches_stored(res.table()) {
+        return;
+    }
+    for text in values.iter_mut() {
+        if let Some(patched) = prodops_core::alerts::patch_stored(res.table(), text, now) {
+            *text = patched;
+        }
     }
 }

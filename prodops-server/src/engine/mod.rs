@@ -289,7 +289,7 @@ async fn list(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
-    let params = parse_list_params(&res, query.as_deref(), true)?;
+    let params = parse_list_params(&res, query.as_deref(), true, &state.clock.as_of())?;
     let org = auth.org;
     let st = state.clone();
     let body = state
@@ -342,15 +342,14 @@ async fn get_one(
             Some(Extension(p)) if p.read.table == res.table() && p.read.id == id => p.record,
             _ => state.store.get_raw(res.table(), auth.org, id).await?,
         };
-        return Ok(json_response(
-            StatusCode::OK,
-            raw.ok_or_else(ApiError::not_found)?,
-        ));
+        let mut raw = raw.ok_or_else(ApiError::not_found)?;
+        hooks::as_of_now(&res, &state.clock.as_of(), std::slice::from_mut(&mut raw));
+        return Ok(json_response(StatusCode::OK, raw));
     }
     // A read by id honours the resource's default filters (a Hub-only document is a 404
     // unless the call names `deliverableDocument`, spec 4.7).
     // A concept view (`/concept/order`) sees only records of its type.
-    let mut conds = params::default_filter_conds(&res, query.as_deref())?;
+    let mut conds = params::default_filter_conds(&res, query.as_deref(), &state.clock.as_of())?;
     conds.extend(res.implied_conds());
     conds.push(Cond::Ids(vec![id]));
     let org = auth.org;
@@ -379,14 +378,15 @@ async fn query(
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: QueryBody = parse_body(body)?;
-    let mut conds = filter_conds(&res, body.filter.as_ref(), body.id.is_none())?;
+    let now = state.clock.as_of();
+    let mut conds = filter_conds(&res, body.filter.as_ref(), body.id.is_none(), &now)?;
     if let Some(ids) = &body.id {
         conds.push(Cond::Ids(ids.clone()));
     }
     if let Some(text) = &body.search {
         conds.push(search_cond(&res, text)?);
     }
-    let sort = sort_or_default(&res, body.sort.as_deref())?;
+    let sort = sort_or_default(&res, body.sort.as_deref(), &now)?;
     let page = body.page.unwrap_or(1);
     if !(1..=MAX_PAGE).contains(&page) {
         return Err(ApiError::field(
@@ -477,7 +477,7 @@ async fn count_get(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
-    let params = parse_list_params(&res, query.as_deref(), false)?;
+    let params = parse_list_params(&res, query.as_deref(), false, &state.clock.as_of())?;
     count_conds(&state, res, auth, params.conds).await
 }
 
@@ -498,7 +498,7 @@ async fn count_post(
         Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
         _ => CountBody { filter: None },
     };
-    let conds = filter_conds(&res, body.filter.as_ref(), true)?;
+    let conds = filter_conds(&res, body.filter.as_ref(), true, &state.clock.as_of())?;
     count_conds(&state, res, auth, conds).await
 }
 
@@ -518,7 +518,9 @@ async fn group_and_count(
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: GroupBody = parse_body(body)?;
     let path = res.field_path(&body.group_by_field)?;
-    let conds = filter_conds(&res, body.filter.as_ref(), true)?;
+    let now = state.clock.as_of();
+    let as_of = params::as_of_field(&res, &path, &now);
+    let conds = filter_conds(&res, body.filter.as_ref(), true, &now)?;
     let org = auth.org;
     let groups = state
         .store
@@ -528,6 +530,7 @@ async fn group_and_count(
                 res.table(),
                 org,
                 &path,
+                as_of.as_ref(),
                 &conds,
                 MAX_PAGE_SIZE,
             )?)
@@ -640,7 +643,7 @@ where
 {
     res.allow(allow, what)?;
     res.hooks.authorize(&call.auth, &res, action)?;
-    let params = parse_list_params(&res, query.as_deref(), false)?;
+    let params = parse_list_params(&res, query.as_deref(), false, &call.state.clock.as_of())?;
     if !params.filtered {
         return Err(ApiError::validation(format!(
             "a {what} needs at least one filter; nothing was changed"

@@ -7,7 +7,8 @@ use uuid::Uuid;
 use super::{DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE, ServedResource};
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::Select;
-use crate::store::sql::{Cond, FieldPath, Sort};
+use crate::store::sql::{AsOfField, Cond, FieldPath, Sort};
+use prodops_core::alerts::AsOf;
 
 pub use crate::http::call::parse_id;
 
@@ -71,7 +72,7 @@ fn parse_u64(name: &str, raw: &str, min: u64, max: u64) -> ApiResult<u64> {
     }
 }
 
-fn parse_sort(res: &ServedResource, raw: &str) -> ApiResult<Vec<Sort>> {
+fn parse_sort(res: &ServedResource, raw: &str, now: &AsOf) -> ApiResult<Vec<Sort>> {
     raw.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -80,8 +81,10 @@ fn parse_sort(res: &ServedResource, raw: &str) -> ApiResult<Vec<Sort>> {
                 Some(rest) => (true, rest),
                 None => (false, s.strip_prefix('+').unwrap_or(s)),
             };
+            let path = res.field_path(name)?;
             Ok(Sort {
-                path: res.field_path(name)?,
+                as_of: as_of_field(res, &path, now),
+                path,
                 descending,
             })
         })
@@ -89,11 +92,23 @@ fn parse_sort(res: &ServedResource, raw: &str) -> ApiResult<Vec<Sort>> {
 }
 
 /// The sort keys of a call: the given ones, else the resource's default order.
-pub(crate) fn sort_or_default(res: &ServedResource, given: Option<&str>) -> ApiResult<Vec<Sort>> {
+pub(crate) fn sort_or_default(
+    res: &ServedResource,
+    given: Option<&str>,
+    now: &AsOf,
+) -> ApiResult<Vec<Sort>> {
     match given {
-        Some(raw) => parse_sort(res, raw),
-        None => parse_sort(res, &res.desc().default_sort.join(",")),
+        Some(raw) => parse_sort(res, raw, now),
+        None => parse_sort(res, &res.desc().default_sort.join(","), now),
     }
+}
+
+/// The field at `path` if its answer depends on the moment of the read (alerts), with `now`.
+pub(crate) fn as_of_field(res: &ServedResource, path: &FieldPath, now: &AsOf) -> Option<AsOfField> {
+    prodops_core::alerts::derived(res.table(), path.segments()).map(|rule| AsOfField {
+        rule,
+        now: now.clone(),
+    })
 }
 
 fn archived_cond(raw: &str) -> ApiResult<Cond> {
@@ -121,11 +136,13 @@ pub(crate) fn search_cond(res: &ServedResource, text: &str) -> ApiResult<Cond> {
 }
 
 /// Parses `?field=value&search=..&sort=..&page=..&pageSize=..`. A repeated field matches any
-/// of its values. `paging` says whether page and sort parameters belong to this call.
+/// of its values. `paging` says whether page and sort parameters belong to this call; `now` is
+/// the moment fields such as alerts are answered as of.
 pub fn parse_list_params(
     res: &ServedResource,
     query: Option<&str>,
     paging: bool,
+    now: &AsOf,
 ) -> ApiResult<ListParams> {
     let mut params = ListParams {
         page: 1,
@@ -163,20 +180,20 @@ pub fn parse_list_params(
     }
     for (field, value) in res.desc().default_filters {
         if !fields.iter().any(|(n, _)| n == field) {
-            params.conds.push(default_cond(res, field, value)?);
+            params.conds.push(default_cond(res, field, value, now)?);
         }
     }
     for (name, values) in fields {
         params
             .conds
-            .push(field_cond(res, res.field_path(&name)?, values));
+            .push(field_cond(res, res.field_path(&name)?, values, now));
         params.filtered = true;
     }
     if res.desc().archive.is_archivable() && !archived_given {
         params.conds.push(Cond::Archived(false));
     }
     params.conds.extend(res.implied_conds());
-    params.sort = sort_or_default(res, sort.as_deref())?;
+    params.sort = sort_or_default(res, sort.as_deref(), now)?;
     if params.cursor.is_some() {
         if !params.sort.is_empty() {
             return Err(ApiError::field(
@@ -226,6 +243,7 @@ pub fn filter_conds(
     res: &ServedResource,
     filter: Option<&Map<String, Value>>,
     exclude_archived: bool,
+    now: &AsOf,
 ) -> ApiResult<Vec<Cond>> {
     let mut conds = Vec::new();
     let mut archived_given = false;
@@ -242,6 +260,7 @@ pub fn filter_conds(
             res,
             res.field_path(name)?,
             filter_text(name, value)?,
+            now,
         ));
     }
     if res.desc().archive.is_archivable() && !archived_given && exclude_archived {
@@ -251,18 +270,19 @@ pub fn filter_conds(
     if exclude_archived {
         for (field, value) in res.desc().default_filters {
             if !filter.is_some_and(|f| f.contains_key(*field)) {
-                conds.push(default_cond(res, field, value)?);
+                conds.push(default_cond(res, field, value, now)?);
             }
         }
     }
     Ok(conds)
 }
 
-fn default_cond(res: &ServedResource, field: &str, value: &str) -> ApiResult<Cond> {
+fn default_cond(res: &ServedResource, field: &str, value: &str, now: &AsOf) -> ApiResult<Cond> {
     Ok(field_cond(
         res,
         res.field_path(field)?,
         vec![value.to_string()],
+        now,
     ))
 }
 
@@ -270,8 +290,13 @@ fn default_cond(res: &ServedResource, field: &str, value: &str) -> ApiResult<Con
 /// index (`prodops_core::filter_fields`), [`Cond::Text`] on another top-level field the
 /// resource's schema types as a string (or null); [`Cond::Property`] on a custom property of deliverables
 /// (`data.properties.<key>`), which the property value index serves; else [`Cond::Field`].
-/// All four give the same answer on such a field.
-fn field_cond(res: &ServedResource, path: FieldPath, values: Vec<String>) -> Cond {
+/// All four give the same answer on such a field. A field answered as of the moment of the
+/// read (`prodops_core::alerts::derived`) is [`Cond::AsOf`]: its rule at `now`, not the stored
+/// value.
+fn field_cond(res: &ServedResource, path: FieldPath, values: Vec<String>, now: &AsOf) -> Cond {
+    if let Some(field) = as_of_field(res, &path, now) {
+        return Cond::AsOf { field, values };
+    }
     let kinds = prodops_core::filter_fields::of_table(res.table());
     match path.segments() {
         [field] if kinds.filter_indexed.contains(field) => Cond::Indexed {
@@ -298,6 +323,7 @@ fn field_cond(res: &ServedResource, path: FieldPath, values: Vec<String>) -> Con
 pub(crate) fn default_filter_conds(
     res: &ServedResource,
     query: Option<&str>,
+    now: &AsOf,
 ) -> ApiResult<Vec<Cond>> {
     let mut conds = Vec::new();
     for (field, value) in res.desc().default_filters {
@@ -306,9 +332,9 @@ pub(crate) fn default_filter_conds(
             .map(|(_, v)| v.into_owned())
             .collect();
         if given.is_empty() {
-            conds.push(default_cond(res, field, value)?);
+            conds.push(default_cond(res, field, value, now)?);
         } else {
-            conds.push(field_cond(res, res.field_path(field)?, given));
+            conds.push(field_cond(res, res.field_path(field)?, given, now));
         }
     }
     Ok(conds)

@@ -35,6 +35,8 @@ pub struct AppState {
     /// (document files and their signed links: `blob::Files::of`).
     pub services: axum::http::Extensions,
     pub limiter: RateLimiter,
+    /// The clock reads evaluate time-dependent fields at (alerts, a delivery's `isLate`).
+    pub clock: crate::http::clock::Clock,
     /// The OpenAPI document, rendered once at start.
     pub openapi: Bytes,
     /// Wakes the background job runner when a job is queued.

@@ -1,5 +1,5 @@
 //! The clock the server reads for what expires with the time of day: document links
-//! (`expires`) and rate-limit windows. A server runs on the system clock; a test can run one on
+//! (`expires`), rate-limit windows, and the alerts answered as of the moment of a read. A server runs on the system clock; a test can run one on
 //! a clock it moves by hand ([`Clock::manual`]), so that expiry is tested by moving the clock
 //! past it instead of racing real time with sleeps.
 
@@ -46,6 +46,11 @@ impl Clock {
             Some(at) => at.load(Ordering::SeqCst),
             None => system_secs(),
         }
+    }
+
+    /// The moment alerts are evaluated at (`prodops_core::alerts`): now, in whole seconds.
+    pub fn as_of(&self) -> prodops_core::alerts::AsOf {
+        prodops_core::alerts::AsOf::from_secs(self.now_secs())
     }
 
     /// Moves a manual clock forward (whole seconds; a fraction is dropped).

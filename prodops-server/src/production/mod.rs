@@ -160,6 +160,7 @@ pub(crate) fn owned(
         sort: vec![Sort {
             path: FieldPath::parse("sortOrder").expect("static"),
             descending: false,
+            as_of: None,
         }],
         limit: engine::MAX_BULK_RECORDS,
         offset: 0,
@@ -619,6 +620,7 @@ fn last_location(
         sort: vec![Sort {
             path: FieldPath::parse("createdAt").expect("static"),
             descending: true,
+            as_of: None,
         }],
         limit: 1,
         offset: 0,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::sql::FieldPath;
-use super::{Dialect, SqlValue, StoreResult, Tx};
+use super::{Dialect, SqlValue, StoreError, StoreResult, Tx};
 
 /// The deliverable records.
 pub const TABLE: &str = "deliverable";
@@ -413,6 +413,37 @@ pub fn backfill_identifiers_of(tx: &mut dyn Tx, org: Uuid) -> StoreResult<usize>
         )?;
     }
     Ok(blank.len())
+}
+
+/// Deliverables stored before the alert instants existed (`computed.lateAt`, ...) get them,
+/// organization by organization, each forest computed by core (`alerts::backfill`). The
+/// records keep their `updatedAt` (nothing a user did changed); a record that does not read
+/// as a deliverable is left as it is.
+pub fn backfill_alerts(tx: &mut dyn Tx) -> StoreResult<()> {
+    let orgs = tx.query("SELECT DISTINCT organization_id FROM deliverable", &[])?;
+    for org in orgs {
+        let Some(org) = org.first().and_then(SqlValue::as_str).map(str::to_string) else {
+            continue;
+        };
+        let rows = tx.query(
+            "SELECT data FROM deliverable WHERE organization_id = ?",
+            &[org.as_str().into()],
+        )?;
+        let mut nodes: Vec<prodops_core::deliverable::Deliverable> = rows
+            .iter()
+            .filter_map(|r| r.first().and_then(SqlValue::as_str))
+            .filter_map(|data| serde_json::from_str(data).ok())
+            .collect();
+        for i in prodops_core::alerts::backfill(&mut nodes, chrono::Utc::now()) {
+            let node = &nodes[i];
+            let data = serde_json::to_string(node).map_err(StoreError::other)?;
+            tx.execute(
+                "UPDATE deliverable SET data = ? WHERE organization_id = ? AND id = ?",
+                &[data.into(), org.as_str().into(), node.id.to_string().into()],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

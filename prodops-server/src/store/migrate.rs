@@ -174,6 +174,8 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     (41, crate::store::deliverables::backfill_identifiers),
     // Deliverables stored before custom property values were indexed get their index rows.
     (43, crate::store::property_index::backfill),
+    // Deliverables stored before alerts were answered as of the read get the instants.
+    (44, crate::store::deliverables::backfill_alerts),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {

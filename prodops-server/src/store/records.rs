@@ -162,18 +162,23 @@ pub fn count_sql(
     (sql, params)
 }
 
-/// Counts by the exact stored value of a field, largest count first (ties by value).
+/// Counts by the exact stored value of a field (or, for a field answered as of the moment of
+/// the read, by that answer), largest count first (ties by value).
 pub fn group_count(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
     path: &super::sql::FieldPath,
+    as_of: Option<&super::sql::AsOfField>,
     conds: &[Cond],
     limit: u64,
 ) -> StoreResult<Vec<(Value, u64)>> {
     let dialect = tx.dialect();
     let mut params = Vec::new();
-    let expr = dialect.json_expr(path);
+    let expr = match as_of {
+        Some(field) => dialect.as_of_json(field),
+        None => dialect.json_expr(path),
+    };
     let sql = format!(
         "SELECT {expr} AS g, COUNT(*) AS n FROM {table}{} GROUP BY {expr} ORDER BY n DESC, g ASC LIMIT ?",
         dialect.where_clause(org, conds, &mut params)

@@ -4,6 +4,7 @@
 //! as columns and the whole record as JSON in `data`. Filters, search, sorting and grouping
 //! address record fields by path inside `data`, so one builder serves every resource.
 
+use prodops_core::alerts::{AsOf, Derived, Lit, Pred};
 use uuid::Uuid;
 
 use super::SqlValue;
@@ -96,6 +97,12 @@ pub enum Cond {
         key: String,
         values: Vec<String>,
     },
+    /// A field answered as of the moment of the read equals one of the values (compared as
+    /// [`Cond::Field`] compares a stored value of the same JSON type).
+    AsOf {
+        field: AsOfField,
+        values: Vec<String>,
+    },
     Archived(bool),
     Ids(Vec<Uuid>),
     /// Case-insensitive substring over any of the columns.
@@ -137,6 +144,17 @@ pub fn bounded_name(name: String) -> String {
 pub struct Sort {
     pub path: FieldPath,
     pub descending: bool,
+    /// Set when the field is answered as of the moment of the read: the sort is by that answer.
+    pub as_of: Option<AsOfField>,
+}
+
+/// A field whose answer depends on the moment of the read (`prodops_core::alerts::derived`),
+/// with that moment: filters, sorts and groups on it evaluate its rule in SQL. The moment is
+/// written into the SQL text as a literal (an [`AsOf`] is only ever `YYYY-MM-DDTHH:MM:SS`).
+#[derive(Debug, Clone)]
+pub struct AsOfField {
+    pub rule: &'static Derived,
+    pub now: AsOf,
 }
 
 impl Dialect {
@@ -214,6 +232,28 @@ impl Dialect {
                 }
                 sql.push(')');
             }
+            Cond::AsOf { field, values } => {
+                let wanted = Wanted::of(values);
+                let matching: Vec<String> = field
+                    .rule
+                    .values()
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, lit)| match lit {
+                        Lit::Bool(true) => wanted.with_true,
+                        Lit::Bool(false) => wanted.with_false,
+                        Lit::Text(t) => wanted.texts.iter().any(|w| w == t),
+                        Lit::Int(n) => wanted.numbers.contains(&(*n as f64)),
+                    })
+                    .map(|(k, _)| k.to_string())
+                    .collect();
+                if matching.is_empty() {
+                    sql.push_str(self.never());
+                } else {
+                    let case = self.as_of_case(field, |k, _| k.to_string());
+                    sql.push_str(&format!("{case} IN ({})", matching.join(", ")));
+                }
+            }
             Cond::Field { values, .. }
             | Cond::Text { values, .. }
             | Cond::Indexed { values, .. }
@@ -265,6 +305,89 @@ impl Dialect {
             Cond::Indexed { field, values } => {
                 self.text_cond(&self.indexed_expr(field), values, sql, params);
             }
+        }
+    }
+
+    /// `CASE WHEN <case 0 holds> THEN <of(0, value 0)> ... ELSE <of(n, otherwise)> END` of a
+    /// field answered as of the moment of the read.
+    fn as_of_case(self, field: &AsOfField, of: impl Fn(usize, Lit) -> String) -> String {
+        let mut sql = String::from("(CASE");
+        for (k, (pred, lit)) in field.rule.cases.iter().enumerate() {
+            sql.push_str(&format!(
+                " WHEN {} THEN {}",
+                self.pred(pred, &field.now),
+                of(k, *lit)
+            ));
+        }
+        sql.push_str(&format!(
+            " ELSE {} END)",
+            of(field.rule.cases.len(), field.rule.otherwise)
+        ));
+        sql
+    }
+
+    /// The SQL of a condition on the stored record at `now` (true or false, never NULL).
+    fn pred(self, pred: &Pred, now: &AsOf) -> String {
+        let text = |path: &str| {
+            self.text_expr(&FieldPath::parse(path).expect("a path core names is valid"))
+        };
+        let (collate, no) = match self {
+            Dialect::Sqlite => ("", "0"),
+            Dialect::Postgres => (" COLLATE \"C\"", "FALSE"),
+        };
+        let at = now.as_str();
+        match pred {
+            Pred::Reached(path) => {
+                format!(
+                    "COALESCE(substr({}, 1, 19) <= '{at}'{collate}, {no})",
+                    text(path)
+                )
+            }
+            Pred::Ahead(path) => {
+                format!(
+                    "COALESCE(substr({}, 1, 19) > '{at}'{collate}, {no})",
+                    text(path)
+                )
+            }
+            Pred::Is(path, values) => {
+                let listed: Vec<String> = values
+                    .iter()
+                    .inspect(|v| {
+                        debug_assert!(
+                            v.bytes()
+                                .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_')
+                        )
+                    })
+                    .map(|v| format!("'{v}'"))
+                    .collect();
+                format!("COALESCE({} IN ({}), {no})", text(path), listed.join(", "))
+            }
+            Pred::Not(p) => format!("(NOT {})", self.pred(p, now)),
+            Pred::Both(a, b) => format!("({} AND {})", self.pred(a, now), self.pred(b, now)),
+        }
+    }
+
+    /// A field answered as of the moment of the read, as JSON text (what `json_expr` gives
+    /// for a stored field): for group-and-count.
+    pub fn as_of_json(self, field: &AsOfField) -> String {
+        self.as_of_case(field, |_, lit| match lit {
+            Lit::Bool(b) => format!("'{b}'"),
+            Lit::Text(t) => format!("'\"{t}\"'"),
+            Lit::Int(n) => format!("'{n}'"),
+        })
+    }
+
+    /// A field answered as of the moment of the read, as a sort key ordered as the stored
+    /// values of its type sort: false before true, numbers by value, texts by bytes.
+    fn as_of_sort_key(self, field: &AsOfField) -> String {
+        let case = self.as_of_case(field, |_, lit| match lit {
+            Lit::Bool(b) => (b as i64).to_string(),
+            Lit::Text(t) => format!("'{t}'"),
+            Lit::Int(n) => n.to_string(),
+        });
+        match (self, field.rule.otherwise) {
+            (Dialect::Postgres, Lit::Text(_)) => format!("{case} COLLATE \"C\""),
+            _ => case,
         }
     }
 
@@ -487,6 +610,10 @@ impl Dialect {
             };
             if let Some(column) = s.path.column() {
                 keys.push(format!("{column} {dir}"));
+                continue;
+            }
+            if let Some(field) = &s.as_of {
+                keys.push(format!("{} {dir}", self.as_of_sort_key(field)));
                 continue;
             }
             match self {

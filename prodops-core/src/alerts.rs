@@ -1,0 +1,421 @@
+//! Alerts as of the moment of a read: the time-dependent computed fields of a deliverable
+//! (`isLate`, `isAtRisk`, `effectiveDueDateIsLate`, `alertType`, `alertTypeOrdinal`) and a
+//! delivery's `isLate`.
+//!
+//! A write cannot know when a record will be read, so it stores *instants* instead of answers
+//! (`computed.lateAt`: from when the node or a node below it is late; `computed.atRiskUntil`:
+//! until when one of them is at risk; `computed.effectiveDueAt`: when the effective due date
+//! passes), and every read derives the answers from them and the request's clock: [`as_of`] on
+//! the stored fields, [`patch_deliverable_text`] on a stored record's text, and [`derived`] for
+//! the database, which filters, sorts and groups by the same rule written as SQL. The tree
+//! computes the instants (`tree::compute`); the rules here only compare them with now.
+//!
+//! Instants are stored as [`stamp`]s, `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, years 0 to 9999),
+//! so that text order is time order, in SQL as in Rust. Comparisons are at whole seconds: an
+//! instant counts as reached during the second it falls in (its fraction is ignored).
+
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::deliverable::AlertType;
+
+/// An instant as the alert fields store it: `YYYY-MM-DDTHH:MM:SSZ`, the fraction of a second
+/// dropped, the year held to 0..=9999 (earlier is the start of year 0, later the end of 9999).
+pub fn stamp(t: DateTime<Utc>) -> String {
+    let t = if t.year() < 0 {
+        Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap()
+    } else if t.year() > 9999 {
+        Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap()
+    } else {
+        t
+    };
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// When a due date passes: a date alone (`YYYY-MM-DD`) at the end of that day in UTC (the
+/// start of the next day), a date-time at that instant. `None` for text that is neither.
+pub fn due_instant(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let next = date.succ_opt().unwrap_or(date);
+        return Some(Utc.from_utc_datetime(&next.and_time(NaiveTime::MIN)));
+    }
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The moment alerts are evaluated at: a request's clock reading, as the first 19 characters
+/// of its [`stamp`] (`YYYY-MM-DDTHH:MM:SS`). Only made from a time, so it is always that form
+/// (and can be written into SQL text as a literal).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AsOf(String);
+
+impl AsOf {
+    /// The moment `t`.
+    pub fn at(t: DateTime<Utc>) -> AsOf {
+        let mut s = stamp(t);
+        s.truncate(19);
+        AsOf(s)
+    }
+
+    /// The moment `secs` seconds after the Unix epoch.
+    pub fn from_secs(secs: i64) -> AsOf {
+        AsOf::at(DateTime::from_timestamp(secs, 0).unwrap_or_default())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The stored text of an instant, up to its seconds (what is compared with an [`AsOf`]).
+fn seconds_of(text: &str) -> &[u8] {
+    let b = text.as_bytes();
+    &b[..b.len().min(19)]
+}
+
+/// Whether the instant stored as `text` has been reached at `now` (null: never).
+pub fn reached(text: Option<&str>, now: &AsOf) -> bool {
+    text.is_some_and(|t| seconds_of(t) <= now.0.as_bytes())
+}
+
+/// Whether `now` is before the instant stored as `text` (null: no).
+pub fn ahead(text: Option<&str>, now: &AsOf) -> bool {
+    text.is_some_and(|t| seconds_of(t) > now.0.as_bytes())
+}
+
+/// What the time-dependent fields of a deliverable derive from, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Basis<'a> {
+    /// The node or a node below it is on hold (a stored `alertType` of `on-hold`, which no
+    /// clock changes).
+    pub on_hold: bool,
+    /// The node is done.
+    pub done: bool,
+    /// `computed.effectiveDueAt`.
+    pub effective_due_at: Option<&'a str>,
+    /// `computed.lateAt`.
+    pub late_at: Option<&'a str>,
+    /// `computed.atRiskUntil`.
+    pub at_risk_until: Option<&'a str>,
+}
+
+/// The time-dependent computed fields of a deliverable at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alerts {
+    pub is_late: bool,
+    pub is_at_risk: bool,
+    pub effective_due_date_is_late: bool,
+    pub alert_type: AlertType,
+}
+
+/// The alerts of a deliverable at `now`: late once `lateAt` is reached, at risk before
+/// `atRiskUntil`, its effective due date late once `effectiveDueAt` is reached unless done,
+/// and the alert the highest of on-hold, late, at-risk, no-risk that holds.
+pub fn as_of(basis: &Basis, now: &AsOf) -> Alerts {
+    let is_late = reached(basis.late_at, now);
+    let is_at_risk = ahead(basis.at_risk_until, now);
+    let alert_type = if basis.on_hold {
+        AlertType::OnHold
+    } else if is_late {
+        AlertType::Late
+    } else if is_at_risk {
+        AlertType::AtRisk
+    } else {
+        AlertType::NoRisk
+    };
+    Alerts {
+        is_late,
+        is_at_risk,
+        effective_due_date_is_late: !basis.done && reached(basis.effective_due_at, now),
+        alert_type,
+    }
+}
+
+/// The statuses in which a delivery is over (received, delivered, cancelled): never late.
+pub const DELIVERY_FINAL: &[&str] = &["received", "delivered", "cancelled"];
+
+/// A delivery is late once its `plannedEndAt` is reached while it is not over.
+pub fn delivery_is_late(status: &str, planned_end_at: Option<&str>, now: &AsOf) -> bool {
+    !DELIVERY_FINAL.contains(&status) && reached(planned_end_at, now)
+}
+
+/// The part of a deliverable's stored `computed` that [`patch_deliverable_text`] rewrites:
+/// from `isAtRisk` to the end, in the order `Computed` serializes it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Tail {
+    is_at_risk: bool,
+    is_late: bool,
+    effective_due_date: Option<String>,
+    effective_due_date_is_inherited: bool,
+    effective_due_date_is_late: bool,
+    alert_type: AlertType,
+    alert_type_ordinal: i64,
+    effective_due_at: Option<String>,
+    late_at: Option<String>,
+    at_risk_until: Option<String>,
+}
+
+/// A deliverable's stored record text with its alerts as of `now`; `None` when the stored
+/// ones are already those (the common case, and the text is then answered as stored).
+///
+/// The text is found by structure, without parsing the record: `computed` is the last object
+/// member before `isArchived`, `createdAt` and `updatedAt`, and its members from `isAtRisk` on
+/// are the server's own values (booleans, dates, stamps), so the last `"alertTypeOrdinal":`
+/// of the text is `computed`'s (a key a user wrote elsewhere comes before it, and a quote
+/// inside a string is escaped). A text without these members (not written by this server) is
+/// left as it is.
+pub fn patch_deliverable_text(text: &str, now: &AsOf) -> Option<String> {
+    let ordinal = text.rfind("\"alertTypeOrdinal\":")?;
+    let start = text[..ordinal].rfind("\"isAtRisk\":")?;
+    let end = ordinal + text[ordinal..].find('}')?;
+    if !text[ordinal..end].contains("\"lateAt\":") {
+        return None;
+    }
+    let mut tail: Tail = serde_json::from_str(&format!("{{{}}}", &text[start..end])).ok()?;
+    let done = progress_done(&text[..start]);
+    let alerts = as_of(
+        &Basis {
+            on_hold: tail.alert_type == AlertType::OnHold,
+            done,
+            effective_due_at: tail.effective_due_at.as_deref(),
+            late_at: tail.late_at.as_deref(),
+            at_risk_until: tail.at_risk_until.as_deref(),
+        },
+        now,
+    );
+    let stored = Alerts {
+        is_late: tail.is_late,
+        is_at_risk: tail.is_at_risk,
+        effective_due_date_is_late: tail.effective_due_date_is_late,
+        alert_type: tail.alert_type,
+    };
+    if stored == alerts && tail.alert_type_ordinal == alerts.alert_type.ordinal() {
+        return None;
+    }
+    tail.is_late = alerts.is_late;
+    tail.is_at_risk = alerts.is_at_risk;
+    tail.effective_due_date_is_late = alerts.effective_due_date_is_late;
+    tail.alert_type = alerts.alert_type;
+    tail.alert_type_ordinal = alerts.alert_type.ordinal();
+    let members = serde_json::to_string(&tail).ok()?;
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..start]);
+    out.push_str(&members[1..members.len() - 1]);
+    out.push_str(&text[end..]);
+    Some(out)
+}
+
+/// Whether the record text before `computed` says `"progress":{"status":"done"`: `progress` is
+/// the last member before `computed`, so its last occurrence is the record's.
+fn progress_done(head: &str) -> bool {
+    let Some(computed) = head.rfind("\"computed\":") else {
+        return false;
+    };
+    let Some(at) = head[..computed].rfind("\"progress\":") else {
+        return false;
+    };
+    head[at + "\"progress\":".len()..computed]
+        .trim_start()
+        .starts_with("{\"status\":\"done\"")
+}
+
+/// Makes the alert fields of every node of a forest (the instants and the answers, as of
+/// `now`) those of a from-scratch computation (`tree::recompute_all`), every other field left
+/// as it is; answers the indexes of the nodes that changed. For records stored before the
+/// instants existed (a migration step).
+pub fn backfill(nodes: &mut [crate::deliverable::Deliverable], now: DateTime<Utc>) -> Vec<usize> {
+    use std::collections::HashMap;
+    let mut fresh = nodes.to_vec();
+    crate::tree::recompute_all(
+        &mut fresh,
+        &HashMap::new(),
+        &HashMap::new(),
+        &HashMap::new(),
+        now,
+    );
+    let mut changed = Vec::new();
+    for (i, (node, f)) in nodes.iter_mut().zip(fresh).enumerate() {
+        let (c, f) = (&mut node.computed, f.computed);
+        let before = c.clone();
+        c.effective_due_at = f.effective_due_at;
+        c.late_at = f.late_at;
+        c.at_risk_until = f.at_risk_until;
+        c.is_late = f.is_late;
+        c.is_at_risk = f.is_at_risk;
+        c.effective_due_date_is_late = f.effective_due_date_is_late;
+        c.alert_type = f.alert_type;
+        c.alert_type_ordinal = f.alert_type_ordinal;
+        if *c != before {
+            changed.push(i);
+        }
+    }
+    changed
+}
+
+/// Whether stored records of the resource in `table` may need [`patch_stored`].
+pub fn patches_stored(table: &str) -> bool {
+    table == "deliverable"
+}
+
+/// The stored record text of a resource in `table` with its fields answered as of `now`;
+/// `None` when it needs no change. (A delivery's `isLate` is set where its answers are
+/// presented, which parses them anyway.)
+pub fn patch_stored(table: &str, text: &str, now: &AsOf) -> Option<String> {
+    match table {
+        "deliverable" => patch_deliverable_text(text, now),
+        _ => None,
+    }
+}
+
+// ----- the same rules for the database ---------------------------------------------------------
+
+/// A condition on a stored record at the moment of a read, for the database to evaluate (the
+/// server writes it as SQL on both dialects). Paths are dotted field paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pred {
+    /// The instant at the path is reached ([`reached`]).
+    Reached(&'static str),
+    /// The instant at the path is ahead ([`ahead`]).
+    Ahead(&'static str),
+    /// The text at the path is one of these (null or absent: none).
+    Is(&'static str, &'static [&'static str]),
+    Not(&'static Pred),
+    Both(&'static Pred, &'static Pred),
+}
+
+/// A value a [`Derived`] field takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lit {
+    Bool(bool),
+    Text(&'static str),
+    Int(i64),
+}
+
+impl Lit {
+    pub fn to_json(self) -> Value {
+        match self {
+            Lit::Bool(b) => Value::Bool(b),
+            Lit::Text(t) => Value::String(t.to_string()),
+            Lit::Int(n) => Value::from(n),
+        }
+    }
+}
+
+/// A field whose answer depends on the moment of the read: the value of the first case whose
+/// condition holds, else `otherwise`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Derived {
+    pub cases: &'static [(Pred, Lit)],
+    pub otherwise: Lit,
+}
+
+impl Derived {
+    /// Every value the field can take, in the order of its cases.
+    pub fn values(&self) -> Vec<Lit> {
+        let mut out: Vec<Lit> = self.cases.iter().map(|(_, l)| *l).collect();
+        out.push(self.otherwise);
+        out
+    }
+
+    /// The field of a parsed `record` at `now` (what the SQL form answers).
+    pub fn eval(&self, record: &Value, now: &AsOf) -> Lit {
+        self.cases
+            .iter()
+            .find(|(p, _)| holds(p, record, now))
+            .map_or(self.otherwise, |(_, l)| *l)
+    }
+}
+
+fn text_at<'v>(record: &'v Value, path: &str) -> Option<&'v str> {
+    path.split('.')
+        .try_fold(record, |v, seg| v.get(seg))
+        .and_then(Value::as_str)
+}
+
+/// Whether `pred` holds for a parsed `record` at `now`.
+pub fn holds(pred: &Pred, record: &Value, now: &AsOf) -> bool {
+    match pred {
+        Pred::Reached(p) => reached(text_at(record, p), now),
+        Pred::Ahead(p) => ahead(text_at(record, p), now),
+        Pred::Is(p, values) => text_at(record, p).is_some_and(|t| values.contains(&t)),
+        Pred::Not(p) => !holds(p, record, now),
+        Pred::Both(a, b) => holds(a, record, now) && holds(b, record, now),
+    }
+}
+
+const LATE: Pred = Pred::Reached("computed.lateAt");
+const AT_RISK: Pred = Pred::Ahead("computed.atRiskUntil");
+const ON_HOLD: Pred = Pred::Is("computed.alertType", &["on-hold"]);
+const DUE_PASSED: Pred = Pred::Reached("computed.effectiveDueAt");
+const DONE: Pred = Pred::Is("progress.status", &["done"]);
+const NOT_DONE: Pred = Pred::Not(&DONE);
+
+const IS_LATE: Derived = Derived {
+    cases: &[(LATE, Lit::Bool(true))],
+    otherwise: Lit::Bool(false),
+};
+const IS_AT_RISK: Derived = Derived {
+    cases: &[(AT_RISK, Lit::Bool(true))],
+    otherwise: Lit::Bool(false),
+};
+const DUE_IS_LATE: Derived = Derived {
+    cases: &[(Pred::Both(&DUE_PASSED, &NOT_DONE), Lit::Bool(true))],
+    otherwise: Lit::Bool(false),
+};
+const ALERT_TYPE: Derived = Derived {
+    cases: &[
+        (ON_HOLD, Lit::Text("on-hold")),
+        (LATE, Lit::Text("late")),
+        (AT_RISK, Lit::Text("at-risk")),
+    ],
+    otherwise: Lit::Text("no-risk"),
+};
+const ALERT_ORDINAL: Derived = Derived {
+    cases: &[
+        (ON_HOLD, Lit::Int(3)),
+        (LATE, Lit::Int(2)),
+        (AT_RISK, Lit::Int(1)),
+    ],
+    otherwise: Lit::Int(0),
+};
+const DELIVERY_LATE: Derived = Derived {
+    cases: &[(
+        Pred::Both(
+            &Pred::Reached("plannedEndAt"),
+            &Pred::Not(&Pred::Is("status", DELIVERY_FINAL)),
+        ),
+        Lit::Bool(true),
+    )],
+    otherwise: Lit::Bool(false),
+};
+
+/// The fields of the resource stored in `table` whose answer depends on the moment of the
+/// read, by path: filters, sorts and group-and-count on them use this rule, not the stored
+/// value.
+pub fn derived(table: &str, path: &[String]) -> Option<&'static Derived> {
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    match (table, path.as_slice()) {
+        ("deliverable", ["computed", field]) => match *field {
+            "isLate" => Some(&IS_LATE),
+            "isAtRisk" => Some(&IS_AT_RISK),
+            "effectiveDueDateIsLate" => Some(&DUE_IS_LATE),
+            "alertType" => Some(&ALERT_TYPE),
+            "alertTypeOrdinal" => Some(&ALERT_ORDINAL),
+            _ => None,
+        },
+        ("delivery", ["isLate"]) => Some(&DELIVERY_LATE),
+        _ => None,
+    }
+}
+
+/// Whether a resource table has any field [`derived`] knows.
+pub fn has_derived(table: &str) -> bool {
+    matches!(table, "deliverable" | "delivery")
+}
+
+#[cfg(test)]
+mod tests;

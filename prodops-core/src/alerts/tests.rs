@@ -1,0 +1,405 @@
+use std::collections::HashMap;
+
+use chrono::TimeZone;
+use proptest::prelude::*;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::*;
+use crate::deliverable::{Deliverable, DeliverableType, Progress, ProgressStatus, Schedule};
+use crate::tree::recompute_all;
+
+fn at(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn now(text: &str) -> AsOf {
+    AsOf::at(at(text))
+}
+
+#[test]
+fn stamps_are_fixed_width_whole_seconds() {
+    assert_eq!(
+        stamp(at("2026-11-25T10:00:00.999Z")),
+        "2026-11-25T10:00:00Z"
+    );
+    assert_eq!(
+        stamp(at("2026-11-25T12:30:00+02:00")),
+        "2026-11-25T10:30:00Z"
+    );
+    let far = Utc.with_ymd_and_hms(12000, 1, 1, 0, 0, 0).unwrap();
+    assert_eq!(stamp(far), "9999-12-31T23:59:59Z");
+    let early = Utc.with_ymd_and_hms(-5, 1, 1, 0, 0, 0).unwrap();
+    assert_eq!(stamp(early), "0000-01-01T00:00:00Z");
+    assert_eq!(AsOf::from_secs(0).as_str(), "1970-01-01T00:00:00");
+}
+
+#[test]
+fn a_date_is_due_at_the_end_of_its_day_a_date_time_at_its_instant() {
+    assert_eq!(
+        due_instant("2026-11-25").map(stamp).as_deref(),
+        Some("2026-11-26T00:00:00Z")
+    );
+    assert_eq!(
+        due_instant("2026-11-25T08:15:00+01:00")
+            .map(stamp)
+            .as_deref(),
+        Some("2026-11-25T07:15:00Z")
+    );
+    assert_eq!(due_instant("soon"), None);
+    // Late from that instant on, not before.
+    let due = stamp(due_instant("2026-11-25T08:15:00Z").unwrap());
+    assert!(!reached(Some(&due), &now("2026-11-25T08:14:59Z")));
+    assert!(reached(Some(&due), &now("2026-11-25T08:15:00Z")));
+    let day = stamp(due_instant("2026-11-25").unwrap());
+    assert!(!reached(Some(&day), &now("2026-11-25T23:59:59Z")));
+    assert!(reached(Some(&day), &now("2026-11-26T00:00:00Z")));
+    assert!(!reached(None, &now("2026-11-26T00:00:00Z")));
+    assert!(!ahead(None, &now("2026-11-26T00:00:00Z")));
+}
+
+#[test]
+fn alerts_follow_the_clock_and_on_hold_wins() {
+    let basis = Basis {
+        on_hold: false,
+        done: false,
+        effective_due_at: Some("2026-11-26T00:00:00Z"),
+        late_at: Some("2026-11-26T00:00:00Z"),
+        at_risk_until: Some("2026-11-26T00:00:00Z"),
+    };
+    let before = as_of(&basis, &now("2026-11-25T12:00:00Z"));
+    assert_eq!(
+        before,
+        Alerts {
+            is_late: false,
+            is_at_risk: true,
+            effective_due_date_is_late: false,
+            alert_type: AlertType::AtRisk,
+        }
+    );
+    let after = as_of(&basis, &now("2026-11-26T00:00:01Z"));
+    assert_eq!(
+        after,
+        Alerts {
+            is_late: true,
+            is_at_risk: false,
+            effective_due_date_is_late: true,
+            alert_type: AlertType::Late,
+        }
+    );
+    let held = as_of(
+        &Basis {
+            on_hold: true,
+            done: true,
+            ..basis
+        },
+        &now("2026-11-27T00:00:00Z"),
+    );
+    assert_eq!(held.alert_type, AlertType::OnHold);
+    assert!(held.is_late && !held.effective_due_date_is_late);
+}
+
+#[test]
+fn a_delivery_is_late_after_its_planned_end_until_it_is_over() {
+    let end = Some("2026-11-25T10:00:00.5Z");
+    assert!(!delivery_is_late(
+        "scheduled",
+        end,
+        &now("2026-11-25T09:59:59Z")
+    ));
+    assert!(delivery_is_late(
+        "scheduled",
+        end,
+        &now("2026-11-25T10:00:00Z")
+    ));
+    assert!(delivery_is_late(
+        "in_transit",
+        end,
+        &now("2026-11-26T00:00:00Z")
+    ));
+    assert!(!delivery_is_late(
+        "delivered",
+        end,
+        &now("2026-11-26T00:00:00Z")
+    ));
+    assert!(!delivery_is_late(
+        "scheduled",
+        None,
+        &now("2026-11-26T00:00:00Z")
+    ));
+    let record = json!({"status": "expected", "plannedEndAt": "2026-11-25T10:00:00Z"});
+    let rule = derived("delivery", &["isLate".to_string()]).unwrap();
+    assert_eq!(
+        rule.eval(&record, &now("2026-11-25T10:00:00Z")),
+        Lit::Bool(true)
+    );
+    assert_eq!(
+        rule.eval(&record, &now("2026-11-25T09:00:00Z")),
+        Lit::Bool(false)
+    );
+}
+
+#[test]
+fn only_the_time_dependent_fields_are_derived() {
+    let path = |p: &str| p.split('.').map(String::from).collect::<Vec<_>>();
+    for field in [
+        "computed.isLate",
+        "computed.isAtRisk",
+        "computed.effectiveDueDateIsLate",
+        "computed.alertType",
+        "computed.alertTypeOrdinal",
+    ] {
+        assert!(derived("deliverable", &path(field)).is_some(), "{field}");
+    }
+    assert!(derived("deliverable", &path("computed.lateAt")).is_none());
+    assert!(derived("deliverable", &path("isLate")).is_none());
+    assert!(derived("worker", &path("isLate")).is_none());
+    assert!(has_derived("delivery") && !has_derived("worker"));
+}
+
+// ----- property tests --------------------------------------------------------------------------
+
+fn node(n: u128, kind: DeliverableType, parent: Option<Uuid>) -> Deliverable {
+    serde_json::from_value(json!({
+        "id": Uuid::from_u128(n),
+        "organizationId": Uuid::from_u128(1),
+        "name": format!("\"computed\":{{\"alertTypeOrdinal\":{n}}}"),
+        "type": kind,
+        "parentId": parent,
+        "data": {"alertTypeOrdinal": 1, "isAtRisk": true, "progress": {"status": "done"}},
+        "createdAt": "2024-01-01T00:00:00Z",
+        "updatedAt": "2024-01-01T00:00:00Z",
+    }))
+    .unwrap()
+}
+
+const BASE: i64 = 1_717_200_000; // 2024-06-01T00:00:00Z
+
+fn moment(offset_secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(BASE + offset_secs, 0).unwrap()
+}
+
+/// One node of a random forest: its parent (an earlier node) or none, a due date (a date or
+/// a date-time, around the base moment), a scheduled end, a status.
+#[derive(Debug, Clone)]
+struct Spec {
+    parent: Option<usize>,
+    due: Option<(bool, i64)>,
+    end: Option<i64>,
+    status: usize,
+    archived: bool,
+}
+
+const STATUSES: [ProgressStatus; 4] = [
+    ProgressStatus::Waiting,
+    ProgressStatus::Wip,
+    ProgressStatus::OnHold,
+    ProgressStatus::Done,
+];
+
+const DAYS: i64 = 86_400;
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        proptest::option::of(any::<usize>()),
+        proptest::option::weighted(0.6, (any::<bool>(), -5 * DAYS..5 * DAYS)),
+        proptest::option::weighted(0.4, -5 * DAYS..5 * DAYS),
+        0usize..4,
+        proptest::bool::weighted(0.1),
+    )
+        .prop_map(|(parent, due, end, status, archived)| Spec {
+            parent,
+            due,
+            end,
+            status,
+            archived,
+        })
+}
+
+fn forest(specs: &[Spec]) -> Vec<Deliverable> {
+    let mut nodes: Vec<Deliverable> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let parent = match (i, s.parent) {
+            (0, _) | (_, None) => None,
+            (i, Some(p)) => Some(nodes[p % i].id),
+        };
+        let kind = if parent.is_some() {
+            DeliverableType::Component
+        } else {
+            DeliverableType::Order
+        };
+        let mut n = node(100 + i as u128, kind, parent);
+        if let Some((date_only, offset)) = s.due {
+            let t = moment(offset);
+            let text = if date_only {
+                t.date_naive().to_string()
+            } else {
+                t.to_rfc3339()
+            };
+            n.data.insert("dueDate".into(), json!(text));
+        }
+        if let Some(offset) = s.end {
+            n.schedule = Some(Schedule {
+                start_date: moment(offset - DAYS),
+                end_date: moment(offset),
+            });
+        }
+        n.progress = Some(Progress {
+            status: STATUSES[s.status],
+            ..Default::default()
+        });
+        n.is_archived = s.archived && i > 0;
+        nodes.push(n);
+    }
+    nodes
+}
+
+fn computed_at(specs: &[Spec], t: DateTime<Utc>) -> Vec<Deliverable> {
+    let mut nodes = forest(specs);
+    recompute_all(
+        &mut nodes,
+        &HashMap::new(),
+        &HashMap::new(),
+        &HashMap::new(),
+        t,
+    );
+    nodes
+}
+
+fn basis_of(n: &Deliverable) -> Basis<'_> {
+    let c = &n.computed;
+    Basis {
+        on_hold: c.alert_type == AlertType::OnHold,
+        done: n.progress.as_ref().map(|p| p.status) == Some(ProgressStatus::Done),
+        effective_due_at: c.effective_due_at.as_deref(),
+        late_at: c.late_at.as_deref(),
+        at_risk_until: c.at_risk_until.as_deref(),
+    }
+}
+
+fn alerts_of(n: &Deliverable) -> Alerts {
+    let c = &n.computed;
+    Alerts {
+        is_late: c.is_late,
+        is_at_risk: c.is_at_risk,
+        effective_due_date_is_late: c.effective_due_date_is_late,
+        alert_type: c.alert_type,
+    }
+}
+
+fn derived_of(n: &Value, now: &AsOf) -> [Lit; 5] {
+    let rule = |f: &str| {
+        derived("deliverable", &["computed".to_string(), f.to_string()])
+            .unwrap()
+            .eval(n, now)
+    };
+    [
+        rule("isLate"),
+        rule("isAtRisk"),
+        rule("effectiveDueDateIsLate"),
+        rule("alertType"),
+        rule("alertTypeOrdinal"),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Computed once at one moment, the stored instants give at any later (or earlier) moment
+    /// the alerts a recomputation at that moment gives: a tree no one writes to still reads
+    /// right. The text patch of a stored record and the database's rule agree with both.
+    #[test]
+    fn stored_instants_give_the_alerts_of_any_moment(
+        specs in proptest::collection::vec(spec(), 1..12),
+        written in -6 * DAYS..6 * DAYS,
+        read in -6 * DAYS..6 * DAYS,
+    ) {
+        let stored = computed_at(&specs, moment(written));
+        let fresh = computed_at(&specs, moment(read));
+        let now = AsOf::at(moment(read));
+        for (old, new) in stored.iter().zip(&fresh) {
+            // The instants do not depend on the moment of the write.
+            prop_assert_eq!(&old.computed.late_at, &new.computed.late_at);
+            prop_assert_eq!(&old.computed.at_risk_until, &new.computed.at_risk_until);
+            prop_assert_eq!(&old.computed.effective_due_at, &new.computed.effective_due_at);
+            prop_assert_eq!(as_of(&basis_of(old), &now), alerts_of(new));
+
+            let text = serde_json::to_string(old).unwrap();
+            let patched = patch_deliverable_text(&text, &now);
+            let answered: Deliverable = serde_json::from_str(patched.as_deref().unwrap_or(&text)).unwrap();
+            prop_assert_eq!(&answered, new, "patched {:?}", patched);
+            prop_assert_eq!(patched.is_none(), alerts_of(old) == alerts_of(new));
+
+            let value = serde_json::to_value(old).unwrap();
+            let c = &new.computed;
+            prop_assert_eq!(derived_of(&value, &now), [
+                Lit::Bool(c.is_late),
+                Lit::Bool(c.is_at_risk),
+                Lit::Bool(c.effective_due_date_is_late),
+                Lit::Text(match c.alert_type {
+                    AlertType::NoRisk => "no-risk",
+                    AlertType::AtRisk => "at-risk",
+                    AlertType::Late => "late",
+                    AlertType::OnHold => "on-hold",
+                }),
+                Lit::Int(c.alert_type_ordinal),
+            ]);
+        }
+    }
+
+    /// Independently of the instants: a node is late at a moment when it is not done and its
+    /// effective due date (a date: the end of that day; a date-time: that instant) or its
+    /// scheduled end has passed, or when a child that is not archived is late.
+    #[test]
+    fn lateness_is_own_or_propagated_from_children(
+        specs in proptest::collection::vec(spec(), 1..12),
+        read in -6 * DAYS..6 * DAYS,
+    ) {
+        let nodes = computed_at(&specs, moment(read));
+        let t = moment(read);
+        let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+        let mut due: Vec<Option<DateTime<Utc>>> = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let own = specs[i].due.map(|(date_only, offset)| {
+                if date_only {
+                    let next = moment(offset).date_naive() + chrono::Days::new(1);
+                    next.and_time(chrono::NaiveTime::MIN).and_utc()
+                } else {
+                    moment(offset)
+                }
+            });
+            due.push(own.or_else(|| n.parent_id.and_then(|p| due[index[&p]])));
+        }
+        let mut late = vec![false; nodes.len()];
+        for i in (0..nodes.len()).rev() {
+            let n = &nodes[i];
+            let done = specs[i].status == 3;
+            let end = specs[i].end.map(moment);
+            let own = !done && (due[i].is_some_and(|d| d <= t) || end.is_some_and(|e| e <= t));
+            late[i] |= own;
+            prop_assert_eq!(n.computed.is_late, late[i], "node {}", i);
+            prop_assert_eq!(n.computed.effective_due_date_is_late, !done && due[i].is_some_and(|d| d <= t));
+            if let Some(p) = n.parent_id
+                && !n.is_archived
+                && late[i]
+            {
+                late[index[&p]] = true;
+            }
+        }
+    }
+}
+
+#[test]
+fn text_not_written_by_the_server_is_left_alone() {
+    let now = now("2026-11-25T00:00:00Z");
+    assert_eq!(patch_deliverable_text("{}", &now), None);
+    assert_eq!(
+        patch_deliverable_text("{\"computed\":{\"isAtRisk\":false}}", &now),
+        None
+    );
+    // A record stored before the instants existed keeps its stored alerts.
+    let old = r#"{"computed":{"isAtRisk":false,"isLate":true,"effectiveDueDate":null,"effectiveDueDateIsInherited":false,"effectiveDueDateIsLate":false,"alertType":"late","alertTypeOrdinal":2}}"#;
+    assert_eq!(patch_deliverable_text(old, &now), None);
+}
