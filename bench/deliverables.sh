@@ -21,6 +21,8 @@
 #   BENCH_BIG_FANOUTS  children per node at each level of the big order (default 10,10,10,10,9:
 #                   101,111 nodes, depth 6, phases of 10,111 nodes); smaller for a quick look
 #   CARGO_TARGET_DIR  where cargo puts the binaries (default ./target)
+#   BENCH_SERVER    a prodops-server binary to measure instead of building this checkout (to
+#                   compare two builds in alternating runs)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +30,7 @@ cd "$ROOT"
 
 case "${1:-}" in
     -h | --help)
-        sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     "") ;;
@@ -51,11 +53,15 @@ die() {
 
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to drive the benchmark"
 
-log "building (release): prodops-server"
-cargo build --release -p prodops-server >&2
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
-SERVER="$TARGET_DIR/release/prodops-server"
+if [ -n "${BENCH_SERVER:-}" ]; then
+    SERVER="$BENCH_SERVER"
+else
+    log "building (release): prodops-server"
+    cargo build --release -p prodops-server >&2
+    TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+    case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+    SERVER="$TARGET_DIR/release/prodops-server"
+fi
 [ -x "$SERVER" ] || die "no binary at $SERVER"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/prodops-bench-deliverables.XXXXXX")"

@@ -912,6 +912,33 @@ fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
         )
     };
     match desc.operation_id {
+        "event_list" => {
+            // What the feed's parser accepts, so that a generated value it refuses is a finding.
+            let paths: Vec<String> = registry::resources()
+                .iter()
+                .map(|r| regex_escape(r.desc().path))
+                .collect();
+            let resource = format!("(?:{})", paths.join("|"));
+            let event_type = r"(?:[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{0,198}\.\*)";
+            let list = |item: &str| format!("^(?:{item}(?:,{item})*)?$");
+            if let Some(params) = o.value["parameters"].as_array_mut() {
+                for p in params {
+                    let schema = match p["name"].as_str() {
+                        Some("after") => json!({ "type": "string", "pattern": "^[0-9]{0,18}$" }),
+                        Some("type") => json!({ "type": "string", "pattern": list(event_type) }),
+                        Some("resource") => json!({ "type": "string", "pattern": list(&resource) }),
+                        Some("limit") => json!({
+                            "type": "integer", "minimum": 1, "maximum": prodops_core::api::event::MAX_LIMIT
+                        }),
+                        Some("wait") => json!({
+                            "type": "integer", "minimum": 0, "maximum": prodops_core::api::event::MAX_WAIT_SECS
+                        }),
+                        _ => continue,
+                    };
+                    p["schema"] = schema;
+                }
+            }
+        }
         "deliverable_hierarchy" => {
             let res = deliverable();
             o.value["parameters"] = json!([
@@ -1412,4 +1439,16 @@ pub fn document_value() -> Value {
 /// The document as the bytes served at `/api/v2/openapi.json`.
 pub fn document() -> Vec<u8> {
     serde_json::to_vec(&document_value()).unwrap_or_default()
+}
+
+/// `text` as a regular expression matching exactly it.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if r"\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -169,7 +169,10 @@ action! {
         summary: "Apply a route (onto an order, phase or component) or a template-phase (onto a phase)",
         description: "Copies the template's nodes below the target (originTemplateId set, new identifiers), \
              the dependencies between them, and the route's BOM lines and output declarations onto the \
-             target's order, scaled to the target's quantity; in one transaction. Each call applies once.",
+             target's order, scaled to the target's quantity; in one transaction. Each call applies once. \
+             `templateId` must name a root route or template-phase of the organization, and the target \
+             a node inside an order that the template may be applied to (a route onto an order, phase or \
+             component; a template-phase onto a phase): otherwise 400 naming the field.",
         cli: Cli {
             command: "deliverable",
             verb: "apply-template",

@@ -39,6 +39,10 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
     let mut resources: Option<Vec<String>> = None;
     for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
         let v = v.trim();
+        // An empty value is the parameter left out (`--since ""` in a script, `?type=`).
+        if v.is_empty() && matches!(k.as_ref(), "after" | "type" | "resource" | "recordId") {
+            continue;
+        }
         match k.as_ref() {
             "after" => {
                 q.filter.after = Cursor::parse(v)
@@ -237,6 +241,14 @@ mod tests {
             assert_eq!(e.status.as_u16(), 400, "{query}");
             assert!(format!("{:?}", e.details).contains(field), "{query}: {e:?}");
         }
+    }
+
+    #[test]
+    fn empty_values_are_parameters_left_out() {
+        let q = parse_query(Some("after=&type=&resource=&recordId=")).unwrap();
+        assert_eq!(q.filter.after, 0);
+        assert!(q.filter.resources.is_none() && q.filter.types.is_empty());
+        assert!(q.filter.type_prefixes.is_empty());
     }
 
     #[test]
