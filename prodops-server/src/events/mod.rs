@@ -38,8 +38,10 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
     q.filter.limit = DEFAULT_LIMIT;
     let mut resources: Option<Vec<String>> = None;
     for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-        let v = v.trim();
-        // An empty value is the parameter left out (`--since ""` in a script, `?type=`).
+        // Values are taken as sent (no trimming), so that the document's patterns say exactly
+        // what is accepted. An empty value is the parameter left out (`--since ""` in a
+        // script, `?type=`).
+        let v = v.as_ref();
         if v.is_empty() && matches!(k.as_ref(), "after" | "type" | "resource" | "recordId") {
             continue;
         }
@@ -55,8 +57,12 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
                     .0;
             }
             "type" => {
-                for t in v.split(',').map(str::trim) {
-                    if t.is_empty() || t.len() > 200 {
+                for t in v.split(',') {
+                    let name = t.strip_suffix('*').unwrap_or(t);
+                    let name_chars = name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_./-".contains(&b));
+                    if t.is_empty() || t.len() > 200 || !name_chars {
                         return Err(ApiError::field(
                             "type",
                             "must be event types separated by commas",
@@ -77,7 +83,7 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
                 }
             }
             "resource" => {
-                for r in v.split(',').map(str::trim) {
+                for r in v.split(',') {
                     if registry::by_path(r).is_none() {
                         return Err(ApiError::field(
                             "resource",
@@ -234,6 +240,10 @@ mod tests {
             ("wait=31", "wait"),
             ("resource=nope", "resource"),
             ("type=a*", "type"),
+            ("type=%C2%84", "type"),
+            ("type=a,,b", "type"),
+            ("type=%20worker.created", "type"),
+            ("after=%205", "after"),
             ("recordId=1", "recordId"),
             ("color=red", "color"),
         ] {
