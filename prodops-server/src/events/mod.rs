@@ -42,7 +42,7 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
         // what is accepted. An empty value is the parameter left out (`--since ""` in a
         // script, `?type=`).
         let v = v.as_ref();
-        if v.is_empty() && matches!(k.as_ref(), "after" | "type" | "resource" | "recordId") {
+        if v.is_empty() && matches!(k.as_ref(), "after" | "type" | "resource") {
             continue;
         }
         match k.as_ref() {
@@ -245,6 +245,7 @@ mod tests {
             ("type=%20worker.created", "type"),
             ("after=%205", "after"),
             ("recordId=1", "recordId"),
+            ("recordId=", "recordId"),
             ("color=red", "color"),
         ] {
             let e = parse_query(Some(query)).unwrap_err();
@@ -255,7 +256,7 @@ mod tests {
 
     #[test]
     fn empty_values_are_parameters_left_out() {
-        let q = parse_query(Some("after=&type=&resource=&recordId=")).unwrap();
+        let q = parse_query(Some("after=&type=&resource=")).unwrap();
         assert_eq!(q.filter.after, 0);
         assert!(q.filter.resources.is_none() && q.filter.types.is_empty());
         assert!(q.filter.type_prefixes.is_empty());
