@@ -156,10 +156,8 @@ fn write_hierarchy(
     let write = |data: &[u8], into: &mut Vec<u8>| {
         // The alerts as of the read: a record whose stored ones are already right (most)
         // is copied as it is, without being parsed.
-        let patched = std::str::from_utf8(data)
-            .ok()
-            .and_then(|text| prodops_core::alerts::patch_deliverable_text(text, now));
-        let data = patched.as_ref().map_or(data, |p| p.as_bytes());
+        let patched = prodops_core::alerts::patch_deliverable_bytes(data, now);
+        let data = patched.as_deref().unwrap_or(data);
         match projection {
             // What a projection reads must be text; the stored records always are.
             Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
