@@ -392,15 +392,28 @@ pub trait TreeStore {
     fn stage_shop(&mut self, stage_id: Uuid) -> Result<Option<Uuid>, Self::Error>;
     /// The workers with an open work session or plan on a node.
     fn session_workers(&mut self, id: Uuid) -> Result<Vec<Uuid>, Self::Error>;
+    /// Tells the store that [`TreeStore::session_workers`] is about to be asked for each of
+    /// `ids` (a subtree refresh), so that it may read them all at once; by default nothing.
+    fn prefetch_session_workers(&mut self, _ids: &[Uuid]) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Stores a node whose `computed` or `rootParentId` changed.
     fn save(&mut self, node: &Deliverable) -> Result<(), Self::Error>;
 }
 
+/// For a stage node, the shop of the stage resource it links.
+fn stage_shop_of<S: TreeStore>(
+    store: &mut S,
+    node: &Deliverable,
+) -> Result<Option<Uuid>, S::Error> {
+    match (node.kind, data_uuid(node, "stageId")) {
+        (DeliverableType::Stage, Some(stage)) => store.stage_shop(stage),
+        _ => Ok(None),
+    }
+}
+
 fn facts_of<S: TreeStore>(store: &mut S, node: &Deliverable) -> Result<NodeFacts, S::Error> {
-    let stage_shop = match (node.kind, data_uuid(node, "stageId")) {
-        (DeliverableType::Stage, Some(stage)) => store.stage_shop(stage)?,
-        _ => None,
-    };
+    let stage_shop = stage_shop_of(store, node)?;
     let mut session_workers = store.session_workers(node.id)?;
     session_workers.sort();
     session_workers.dedup();
@@ -552,6 +565,8 @@ fn refresh_subtree<S: TreeStore>(
     if nodes.is_empty() {
         return Ok(0);
     }
+    let ids: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+    store.prefetch_session_workers(&ids)?;
     let before: Vec<Deliverable> = nodes.clone();
     let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
     let mut kids: HashMap<Uuid, Vec<usize>> = HashMap::new();
@@ -560,17 +575,18 @@ fn refresh_subtree<S: TreeStore>(
             kids.entry(p).or_default().push(i);
         }
     }
-    // Parents before children: the inherited part from the (already updated) parent.
+    // Parents before children: the inherited part from the (already updated) parent. The
+    // nodes are read in place (a parent comes before its children), not copied.
     for i in 0..nodes.len() {
-        let parent_id = nodes[i].parent_id;
-        let parent = match parent_id.and_then(|p| index.get(&p)) {
-            Some(&j) => nodes[j].clone(),
-            None => top.clone(),
+        let shop = stage_shop_of(store, &nodes[i])?;
+        let parent = match nodes[i].parent_id.and_then(|p| index.get(&p)) {
+            Some(&j) => &nodes[j],
+            None => top,
         };
-        let shop = facts_of(store, &nodes[i])?.stage_shop;
-        let inh = inherit(&nodes[i], Some(&parent), shop);
+        let inh = inherit(&nodes[i], Some(parent), shop);
+        let root = root_parent_id(Some(parent));
         let n = &mut nodes[i];
-        n.root_parent_id = root_parent_id(Some(&parent));
+        n.root_parent_id = root;
         let c = &mut n.computed;
         c.root_type = inh.root_type;
         c.full_name = inh.full_name;
@@ -584,17 +600,16 @@ fn refresh_subtree<S: TreeStore>(
     }
     // Children before parents: everything, now that inherited parts are right.
     for i in (0..nodes.len()).rev() {
-        let parent = match nodes[i].parent_id.and_then(|p| index.get(&p)) {
-            Some(&j) => nodes[j].clone(),
-            None => top.clone(),
-        };
-        let child_list: Vec<Deliverable> = kids
-            .get(&nodes[i].id)
-            .map(|ks| ks.iter().map(|&k| nodes[k].clone()).collect())
-            .unwrap_or_default();
-        let refs: Vec<&Deliverable> = child_list.iter().collect();
         let facts = facts_of(store, &nodes[i])?;
-        let computed = compute(&nodes[i], Some(&parent), &refs, &facts, now);
+        let parent = match nodes[i].parent_id.and_then(|p| index.get(&p)) {
+            Some(&j) => &nodes[j],
+            None => top,
+        };
+        let refs: Vec<&Deliverable> = kids
+            .get(&nodes[i].id)
+            .map(|ks| ks.iter().map(|&k| &nodes[k]).collect())
+            .unwrap_or_default();
+        let computed = compute(&nodes[i], Some(parent), &refs, &facts, now);
         nodes[i].computed = computed;
     }
     let mut saved = 0;

@@ -294,6 +294,9 @@ pub fn records_of(
     Ok(read_records(tx, org, nodes, |n| (n.id, n.rid), each)?)
 }
 
+/// Ids per statement when [`TxTree`] reads the session workers of many nodes at once.
+const PREFETCH_CHUNK: usize = 500;
+
 /// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
 /// the stored JSON text of the record.
 pub type RawNode = (Uuid, Option<Uuid>, i64, usize, String);
@@ -338,6 +341,103 @@ pub fn parse_deliverable(v: &Value) -> ApiResult<Deliverable> {
 
 fn parse_text(text: &str) -> ApiResult<Deliverable> {
     serde_json::from_str(text).map_err(ApiError::internal)
+}
+
+/// The JSON text a record saved by the tree is stored as: `stored` (whose `updatedAt` is the
+/// request's moment) serialized once, not through a `Value`. Its `updatedAt` is the request's
+/// time as the API writes it (`Ctx::now_text`, always with milliseconds); the record's own
+/// serializer leaves out a zero fraction, so at a whole second it goes through a `Value`.
+fn stored_text(ctx: &Ctx, stored: &Deliverable) -> ApiResult<String> {
+    use chrono::Timelike;
+    if stored.updated_at == ctx.now && ctx.now.nanosecond() != 0 {
+        return serde_json::to_string(stored).map_err(ApiError::internal);
+    }
+    let mut v = serde_json::to_value(stored).map_err(ApiError::internal)?;
+    v["updatedAt"] = json!(ctx.now_text());
+    Ok(v.to_string())
+}
+
+/// The top-level fields whose values differ between two deliverables, sorted, without
+/// `updatedAt`: what core's `event::changed_fields` finds on their JSON (every field is always
+/// serialized, and two fields serialize alike exactly when they are equal), without building
+/// it. Naming every field, it stops compiling when one is added.
+pub fn changed_fields(old: &Deliverable, new: &Deliverable) -> Vec<String> {
+    let Deliverable {
+        id,
+        organization_id,
+        identifier,
+        name,
+        kind,
+        quantity,
+        parent_id,
+        root_parent_id,
+        origin_template_id,
+        cycle_time_sec,
+        duration_sec,
+        people_num,
+        data,
+        cost_code,
+        schedule,
+        progress,
+        computed,
+        is_archived,
+        created_at,
+        updated_at: _,
+    } = old;
+    let mut out: Vec<&str> = Vec::new();
+    let mut differ = |changed: bool, field: &'static str| {
+        if changed {
+            out.push(field);
+        }
+    };
+    differ(*id != new.id, "id");
+    differ(*organization_id != new.organization_id, "organizationId");
+    differ(*identifier != new.identifier, "identifier");
+    differ(*name != new.name, "name");
+    differ(*kind != new.kind, "type");
+    differ(*quantity != new.quantity, "quantity");
+    differ(*parent_id != new.parent_id, "parentId");
+    differ(*root_parent_id != new.root_parent_id, "rootParentId");
+    differ(
+        *origin_template_id != new.origin_template_id,
+        "originTemplateId",
+    );
+    differ(*cycle_time_sec != new.cycle_time_sec, "cycleTimeSec");
+    differ(*duration_sec != new.duration_sec, "durationSec");
+    differ(*people_num != new.people_num, "peopleNum");
+    differ(*data != new.data, "data");
+    differ(*cost_code != new.cost_code, "costCode");
+    differ(*schedule != new.schedule, "schedule");
+    differ(*progress != new.progress, "progress");
+    differ(*computed != new.computed, "computed");
+    differ(*is_archived != new.is_archived, "isArchived");
+    differ(*created_at != new.created_at, "createdAt");
+    out.sort_unstable();
+    out.into_iter().map(str::to_string).collect()
+}
+
+/// The event of a deliverable written from `old` to `new` (docs/events.md): the type core's
+/// `event::event_type` gives (from the two fields it reads), the record as one JSON text
+/// serialized once, and the changed fields, without building either record's `Value`.
+fn record_update_event(ctx: &Ctx, old: &Deliverable, new: &Deliverable) -> ApiResult<()> {
+    let basis = |d: &Deliverable| {
+        json!({
+            "isArchived": d.is_archived,
+            "progress": d.progress.as_ref().map(|p| json!({"status": p.status})),
+        })
+    };
+    let res = super::resource("deliverable");
+    let event_type = prodops_core::event::event_type(
+        res.desc().path,
+        prodops_core::event::Change::Updated {
+            old: &basis(old),
+            new: &basis(new),
+        },
+    );
+    let data = serde_json::to_string(new).map_err(ApiError::internal)?;
+    let changed = Value::from(changed_fields(old, new)).to_string();
+    crate::engine::events::updated_text(ctx, res, event_type, new.id.to_string(), data, changed);
+    Ok(())
 }
 
 /// Core's [`TreeStore`] over one transaction. It caches the nodes and child lists it read:
@@ -428,14 +528,7 @@ impl<'a> TxTree<'a> {
             stored.updated_at = self.ctx.now;
             // Announced as written by the action; the deferred refresh of computed fields at
             // the end of the bulk call is not an event of its own (docs/events.md).
-            let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
-            let new_v = serde_json::to_value(&stored).map_err(ApiError::internal)?;
-            crate::engine::events::updated(
-                self.ctx,
-                super::resource("deliverable"),
-                &old_v,
-                &new_v,
-            );
+            record_update_event(self.ctx, old, &stored)?;
             self.nodes.insert(new.id, Arc::new(stored.clone()));
             return Ok(stored);
         }
@@ -461,9 +554,9 @@ impl TreeStore for TxTree<'_> {
         if let Some(n) = self.nodes.get(&id) {
             return Ok((**n).clone());
         }
-        let v =
-            records::get(self.tx, TABLE, self.ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
-        let n = parse_deliverable(&v)?;
+        // Straight from the stored text (not through a `Value` and a copy of it).
+        let text = record_text(self.tx, self.ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
+        let n = parse_text(&text)?;
         self.nodes.insert(id, Arc::new(n.clone()));
         Ok(n)
     }
@@ -483,9 +576,15 @@ impl TreeStore for TxTree<'_> {
         )?;
         let mut out = Vec::with_capacity(rows.len());
         for mut r in rows {
+            let kid = r.first().and_then(uuid_of);
+            // A node this store already holds is not parsed again (its copy is the newer).
+            if let Some(n) = kid.and_then(|k| self.nodes.get(&k)) {
+                out.push(n.clone());
+                continue;
+            }
             let text = match r.pop().and_then(SqlValue::into_string) {
                 Some(t) => Some(t),
-                None => match r.first().and_then(uuid_of) {
+                None => match kid {
                     Some(kid) => record_text(self.tx, org, kid)?,
                     None => None,
                 },
@@ -560,6 +659,51 @@ impl TreeStore for TxTree<'_> {
         Ok(workers)
     }
 
+    fn prefetch_session_workers(&mut self, ids: &[Uuid]) -> ApiResult<()> {
+        let ids: Vec<Uuid> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.workers.contains_key(id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let table = super::resource("deliverable/work-sessions").table();
+        let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
+        let deliverable = self.tx.text_expr(&path("deliverableId"));
+        let worker = self.tx.text_expr(&path("workerId"));
+        let end = self.tx.text_expr(&path("endDate"));
+        let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        // The same rows `session_workers` reads one node at a time, for many nodes per query.
+        for chunk in ids.chunks(PREFETCH_CHUNK) {
+            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+            params.push(self.ctx.org().into());
+            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
+            let rows = self.tx.query(
+                &format!(
+                    "SELECT {deliverable}, {worker} FROM {table} WHERE organization_id = ? \
+                     AND {deliverable} IN ({}) AND {end} IS NULL",
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                &params,
+            )?;
+            for r in &rows {
+                if let (Some(d), Some(w)) =
+                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
+                {
+                    found.entry(d).or_default().push(w);
+                }
+            }
+        }
+        for id in ids {
+            let mut workers = found.remove(&id).unwrap_or_default();
+            workers.sort();
+            workers.dedup();
+            self.workers.insert(id, workers);
+        }
+        Ok(())
+    }
+
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
         if let Some(dirty) = &mut self.deferred {
             dirty.insert(node.id);
@@ -569,11 +713,18 @@ impl TreeStore for TxTree<'_> {
             self.saved.push(node.id);
             return Ok(());
         }
-        let mut v = serde_json::to_value(node).map_err(ApiError::internal)?;
-        v["updatedAt"] = json!(self.ctx.now_text());
-        records::update(self.tx, TABLE, self.ctx.org(), &v)?;
         let mut stored = node.clone();
         stored.updated_at = self.ctx.now;
+        let text = stored_text(self.ctx, &stored)?;
+        records::update_text(
+            self.tx,
+            TABLE,
+            self.ctx.org(),
+            node.id,
+            node.is_archived,
+            &self.ctx.now_text(),
+            text,
+        )?;
         self.nodes.insert(node.id, Arc::new(stored));
         self.saved.push(node.id);
         Ok(())
@@ -687,6 +838,122 @@ mod tests {
             })
             .await
             .unwrap();
+    }
+
+    fn sample(org: Uuid) -> Deliverable {
+        let mut v = record(org, Uuid::new_v4(), Some(Uuid::new_v4()));
+        v["data"] = json!({"dueDate": "2026-03-01", "tags": ["a"]});
+        v["progress"] = json!({"status": "wip", "percentage": 40.0, "completed": 4.0});
+        let mut d: Deliverable = serde_json::from_value(v).unwrap();
+        d.computed.full_name = vec!["root".into(), d.name.clone()];
+        d.computed.late_at = Some("2026-03-02T00:00:00.000Z".into());
+        d
+    }
+
+    /// Each of the fields [`changed_fields`] names, changed on its own.
+    fn mutate(d: &mut Deliverable, which: usize, salt: u32) {
+        use prodops_core::deliverable::{DeliverableType, ProgressStatus, Schedule};
+        let at = chrono::DateTime::from_timestamp(1_700_000_000 + i64::from(salt), 0).unwrap();
+        match which {
+            0 => d.id = Uuid::new_v4(),
+            1 => d.organization_id = Uuid::new_v4(),
+            2 => d.identifier = format!("X-{salt}"),
+            3 => d.name = format!("renamed {salt}"),
+            4 => d.kind = DeliverableType::Stage,
+            5 => d.quantity += 1 + i64::from(salt),
+            6 => d.parent_id = None,
+            7 => d.root_parent_id = Some(Uuid::new_v4()),
+            8 => d.origin_template_id = Some(Uuid::new_v4()),
+            9 => d.cycle_time_sec += 1,
+            10 => d.duration_sec += 60,
+            11 => d.people_num += 2,
+            12 => {
+                d.data.insert("k".into(), json!(salt));
+            }
+            13 => d.cost_code = Some(format!("C{salt}")),
+            14 => {
+                d.schedule = Some(Schedule {
+                    start_date: at,
+                    end_date: at,
+                })
+            }
+            15 => {
+                let p = d.progress.get_or_insert_with(Default::default);
+                p.status = [
+                    ProgressStatus::Done,
+                    ProgressStatus::OnHold,
+                    ProgressStatus::Todo,
+                ][salt as usize % 3];
+                p.percentage = f64::from(salt % 100);
+            }
+            16 => d.computed.is_leaf = !d.computed.is_leaf,
+            17 => d.is_archived = !d.is_archived,
+            18 => d.created_at = at,
+            _ => d.updated_at = at,
+        }
+    }
+
+    proptest::proptest! {
+        /// The event of a tree write, made from the typed records, is the one the engine's
+        /// `events::updated` makes from their JSON: type, changed fields and text.
+        #[test]
+        fn tree_update_event_matches_the_json_one(mask in 0u32..(1 << 20), salt in 0u32..1000) {
+            crate::families::install();
+            let org = Uuid::new_v4();
+            let old = sample(org);
+            let mut new = old.clone();
+            for which in 0..20 {
+                if mask & (1 << which) != 0 {
+                    mutate(&mut new, which, salt);
+                }
+            }
+            let (old_v, new_v) = (serde_json::to_value(&old).unwrap(), serde_json::to_value(&new).unwrap());
+            proptest::prop_assert_eq!(
+                changed_fields(&old, &new),
+                prodops_core::event::changed_fields(&old_v, &new_v)
+            );
+            proptest::prop_assert_eq!(serde_json::to_string(&new).unwrap(), new_v.to_string());
+            let ctx = test_ctx(org);
+            record_update_event(&ctx, &old, &new).unwrap();
+            let res = super::super::resource("deliverable");
+            crate::engine::events::updated(&ctx, res, &old_v, &new_v);
+            let mut events = ctx.take_events();
+            proptest::prop_assert_eq!(events.len(), 2);
+            let b = events.pop().unwrap();
+            let mut a = events.pop().unwrap();
+            a.id = b.id;
+            proptest::prop_assert_eq!(a, b);
+        }
+    }
+
+    fn test_ctx(org: Uuid) -> Ctx {
+        Ctx::new(
+            crate::http::context::Auth {
+                key_id: Uuid::new_v4(),
+                org,
+                admin: true,
+                permissions: Default::default(),
+                flags: Default::default(),
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn stored_text_is_the_json_with_the_request_time() {
+        let org = Uuid::new_v4();
+        for now in [
+            "2026-11-25T05:00:00.123Z",
+            "2026-11-25T05:00:00Z",
+            "2026-11-25T05:00:00.100Z",
+        ] {
+            let ctx = test_ctx(org).at(chrono::DateTime::parse_from_rfc3339(now).unwrap().to_utc());
+            let mut d = sample(org);
+            d.updated_at = ctx.now;
+            let mut v = serde_json::to_value(&d).unwrap();
+            v["updatedAt"] = json!(ctx.now_text());
+            assert_eq!(stored_text(&ctx, &d).unwrap(), v.to_string(), "{now}");
+        }
     }
 
     #[test]

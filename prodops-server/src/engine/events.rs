@@ -59,6 +59,27 @@ pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
     });
 }
 
+/// A record was changed, its event's parts already made by the caller (a deliverable written
+/// by the tree, from its typed record): the type, the record's id and JSON text, and the
+/// changed fields as a JSON array text.
+pub fn updated_text(
+    ctx: &Ctx,
+    res: &ServedResource,
+    event_type: String,
+    id: String,
+    data: String,
+    changed: String,
+) {
+    ctx.record_event(NewEvent {
+        id: Uuid::now_v7(),
+        event_type,
+        resource: res.desc().path,
+        record_id: id,
+        data,
+        changed: Some(changed),
+    });
+}
+
 /// A record was removed; `old` is what it was.
 pub fn deleted(ctx: &Ctx, res: &ServedResource, old: &Value) {
     let resource = res.desc().path;

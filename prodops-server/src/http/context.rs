@@ -130,6 +130,14 @@ impl Ctx {
     }
 
     /// The request time as the API writes it.
+    /// The same request at another moment (tests of what depends on the time's text).
+    #[cfg(test)]
+    pub fn at(mut self, now: DateTime<Utc>) -> Self {
+        self.now = now;
+        self.now_text = format_time(now);
+        self
+    }
+
     pub fn now_text(&self) -> String {
         debug_assert_eq!(self.now_text, format_time(self.now));
         self.now_text.clone()

@@ -455,6 +455,24 @@ pub fn update(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreR
     Ok(())
 }
 
+/// [`update`] of a record the caller already holds as JSON text, with the columns it keeps
+/// (`updated_at` as the record's `updatedAt` says it).
+pub fn update_text(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    id: Uuid,
+    archived: bool,
+    updated_at: &str,
+    data: String,
+) -> StoreResult<()> {
+    tx.execute(
+        &format!("UPDATE {table} SET is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
+        &[archived.into(), sortable_time(updated_at)?.into(), SqlValue::Text(data), org.into(), id.into()],
+    )?;
+    Ok(())
+}
+
 pub fn delete(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<bool> {
     let n = tx.execute(
         &format!("DELETE FROM {table} WHERE organization_id = ? AND id = ?"),
