@@ -1368,6 +1368,8 @@ pub fn document_value() -> Value {
         }),
     );
 
+    webhook_components(&mut components);
+
     let mut paths = Map::new();
     for Op {
         method,
@@ -1433,7 +1435,79 @@ pub fn document_value() -> Value {
         }
     });
     exact_patterns(&mut doc);
+    doc["webhooks"] = webhook_requests();
     doc
+}
+
+/// What a webhook receiver is sent (docs/events.md, "Webhooks"): the body is an `Event` as
+/// `GET /event` answers it (a `webhook.ping` for `POST /webhook/{id}/test`).
+fn webhook_components(components: &mut Map<String, Value>) {
+    // The secret is write-only: the record type never writes it out, so its schema (and the
+    // input and patch derived from it) lacks it; a request names it.
+    let secret = json!({
+        "type": "string",
+        "minLength": prodops_core::webhook::SECRET_MIN,
+        "maxLength": prodops_core::webhook::SECRET_MAX,
+        "writeOnly": true,
+        "description": "The key of the `X-Prodops-Signature` HMAC; required on create, never answered"
+    });
+    for (name, required) in [("WebhookInput", true), ("WebhookPatch", false)] {
+        let Some(schema) = components.get_mut(name) else {
+            continue;
+        };
+        if let Some(props) = schema["properties"].as_object_mut() {
+            props.insert("secret".into(), secret.clone());
+            if let Some(types) = props.get_mut("eventTypes") {
+                types["minItems"] = json!(1);
+            }
+        }
+        if required {
+            match schema["required"].as_array_mut() {
+                Some(list) => list.push(json!("secret")),
+                None => schema["required"] = json!(["secret"]),
+            }
+        }
+    }
+    components.insert(
+        "WebhookPayload".into(),
+        json!({
+            "description": "The body of a webhook delivery: one event, exactly as `GET /event` \
+                answers it (`POST /webhook/{id}/test` sends one of type `webhook.ping`, cursor \
+                `0`, whose `data` is the webhook). Deduplicate by `id` (also in \
+                `X-Prodops-Event-Id`): delivery is at least once.",
+            "allOf": [schema_ref("Event")]
+        }),
+    );
+    components.insert(
+        "WebhookSignature".into(),
+        json!({
+            "description": "`X-Prodops-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \
+                \"<t>.<raw body>\")>`. Verify: recompute over the raw body, compare in constant \
+                time, and refuse a `t` more than 5 minutes from your clock (replays).",
+            "type": "string",
+            "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"
+        }),
+    );
+}
+
+/// The OpenAPI 3.1 `webhooks` object: the request a receiver gets.
+fn webhook_requests() -> Value {
+    let header = |name: &str, description: &str, schema: Value| json!({ "name": name, "in": "header", "required": true, "description": description, "schema": schema });
+    json!({ "event": { "post": {
+        "operationId": "webhook_event",
+        "summary": "A change feed event delivered to a webhook's URL",
+        "parameters": [
+            header("X-Prodops-Signature", "See `WebhookSignature`", schema_ref("WebhookSignature")),
+            header("X-Prodops-Event-Id", "The event's id: deduplicate by it", json!({"type": "string", "format": "uuid"})),
+            header("X-Prodops-Webhook-Id", "The webhook", json!({"type": "string", "format": "uuid"})),
+            header("X-Prodops-Delivery-Attempt", "1 for the first attempt", json!({"type": "string", "pattern": "^[0-9]+$"}))
+        ],
+        "requestBody": { "required": true, "content": { "application/json": { "schema": schema_ref("WebhookPayload") } } },
+        "responses": {
+            "2XX": { "description": "Accepted: the delivery is done" },
+            "default": { "description": "Any other answer, a time-out or a refused connection: retried with backoff, dead after the configured attempts" }
+        }
+    } } })
 }
 
 /// The document as the bytes served at `/api/v2/openapi.json`.
@@ -1451,4 +1525,33 @@ fn regex_escape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod webhook_document_tests {
+    #[test]
+    fn webhooks_are_documented() {
+        let doc = super::document_value();
+        let schemas = &doc["components"]["schemas"];
+        assert!(schemas["Webhook"]["properties"].get("secret").is_none());
+        let input = &schemas["WebhookInput"];
+        assert_eq!(input["properties"]["secret"]["writeOnly"], true, "{input}");
+        assert!(
+            input["required"]
+                .as_array()
+                .unwrap()
+                .contains(&"secret".into())
+        );
+        assert!(schemas["WebhookPatch"]["properties"]["secret"].is_object());
+        assert!(schemas["WebhookPayload"].is_object());
+        assert!(schemas["WebhookDelivery"].is_object());
+        assert!(doc["webhooks"]["event"]["post"]["requestBody"].is_object());
+        for path in [
+            "/api/v2/webhook/{id}/redeliver",
+            "/api/v2/webhook/{id}/test",
+            "/api/v2/webhook/{id}/deliveries",
+        ] {
+            assert!(doc["paths"][path].is_object(), "{path}");
+        }
+    }
 }
