@@ -58,11 +58,14 @@ pub fn forget(tx: &mut dyn Tx, org: Uuid, webhook: Uuid) -> StoreResult<()> {
     Ok(())
 }
 
-/// Every webhook's feed position: `(organization, webhook, last cursor)`.
-pub fn positions(tx: &mut dyn Tx) -> StoreResult<Vec<(Uuid, Uuid, i64)>> {
+/// The feed position of every webhook whose organization's feed has events after it:
+/// `(organization, webhook, last cursor)`.
+pub fn behind(tx: &mut dyn Tx) -> StoreResult<Vec<(Uuid, Uuid, i64)>> {
     Ok(tx
         .query(
-            "SELECT organization_id, webhook_id, last_seq FROM webhook_state ORDER BY organization_id, webhook_id",
+            "SELECT s.organization_id, s.webhook_id, s.last_seq FROM webhook_state s \
+             JOIN event_counters c ON c.organization_id = s.organization_id \
+             WHERE c.last_seq > s.last_seq ORDER BY s.organization_id, s.webhook_id",
             &[],
         )?
         .into_iter()
@@ -137,6 +140,16 @@ pub struct Claimed {
 }
 
 const DUE: &str = "status = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR lease_until_ms < ?)";
+
+/// Whether any delivery is due (a read, before a claim takes the write lock).
+pub fn any_due(tx: &mut dyn Tx, now_ms: i64) -> StoreResult<bool> {
+    Ok(!tx
+        .query(
+            &format!("SELECT id FROM webhook_deliveries WHERE {DUE} LIMIT 1"),
+            &[SqlValue::Int(now_ms), SqlValue::Int(now_ms)],
+        )?
+        .is_empty())
+}
 
 /// Claims up to `limit` due deliveries (pending and due, not leased or with a lease that ran
 /// out) for `owner` until `now_ms + lease_ms`, counting the attempt. Of two processes racing

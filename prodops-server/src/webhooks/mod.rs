@@ -340,23 +340,24 @@ const FAN_OUT_BATCH: u64 = 500;
 /// Deliveries one process claims at a time (attempted concurrently).
 const CLAIM_BATCH: u32 = 16;
 
-/// One step of one webhook's fan-out; answers whether more events may follow at once.
-fn fan_out_one(tx: &mut dyn Tx, org: Uuid, id: Uuid, from: i64) -> Result<bool, ApiError> {
+/// One step of one webhook's fan-out; answers whether more events may follow at once, and the
+/// position it moved to.
+fn fan_out_one(tx: &mut dyn Tx, org: Uuid, id: Uuid, from: i64) -> Result<(bool, i64), ApiError> {
     let hook = match load(tx, org, id) {
         Ok(h) => h,
         Err(e) if e.status == StatusCode::NOT_FOUND => {
             rows::forget(tx, org, id)?;
-            return Ok(false);
+            return Ok((false, from));
         }
         Err(e) => return Err(e),
     };
     // Every event up to `end` is committed; read after it, the feed holds at least those.
     let end = rows::last_cursor(tx, org)?;
     if !hook.is_active {
-        if end > from {
-            rows::advance(tx, org, id, from, end)?;
+        if end > from && rows::advance(tx, org, id, from, end)? {
+            return Ok((false, end));
         }
-        return Ok(false);
+        return Ok((false, from));
     }
     let mut filter = EventFilter {
         after: from,
@@ -381,27 +382,21 @@ fn fan_out_one(tx: &mut dyn Tx, org: Uuid, id: Uuid, from: i64) -> Result<bool, 
         })
         .collect();
     rows::queue(tx, org, id, &queued, now, &ms_text(now))?;
-    if to > from {
-        rows::advance(tx, org, id, from, to)?;
+    if to > from && rows::advance(tx, org, id, from, to)? {
+        return Ok((full, to));
     }
-    Ok(full)
+    // Nothing new, or another process moved the position first (its rows are the same).
+    Ok((false, from))
 }
 
 async fn fan_out(state: &AppState) -> Result<(), ApiError> {
-    let positions = state.store.read(|tx| rows::positions(tx)).await?;
+    let positions = state.store.read(|tx| rows::behind(tx)).await?;
     for (org, id, from) in positions {
         let mut from = from;
         loop {
             let (more, next) = state
                 .store
-                .write(move |tx| {
-                    let more = fan_out_one(tx, org, id, from)?;
-                    let next = rows::positions(tx)?
-                        .into_iter()
-                        .find(|p| p.0 == org && p.1 == id)
-                        .map_or(from, |p| p.2);
-                    Ok::<_, ApiError>((more, next))
-                })
+                .write(move |tx| fan_out_one(tx, org, id, from))
                 .await?;
             if !more || next == from {
                 break;
@@ -532,6 +527,15 @@ pub async fn run(state: Arc<AppState>) {
             tracing::warn!("webhook fan-out failed: {}", e.message);
         }
         loop {
+            // Looked for in a read first, so that an idle process takes no write lock.
+            let due = state
+                .store
+                .read(|tx| rows::any_due(tx, now_ms()))
+                .await
+                .unwrap_or(true);
+            if !due {
+                break;
+            }
             let o = owner.clone();
             let lease = cfg.lease.as_millis() as i64;
             let claimed: Result<Vec<Claimed>, StoreError> = state
