@@ -92,7 +92,11 @@ impl Record for Webhook {
                 ));
             }
         }
-        if self.description.as_ref().is_some_and(|d| d.len() > 1000) {
+        if self
+            .description
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > 1000)
+        {
             v.push(Violation::field("description", "at most 1000 characters"));
         }
         v
@@ -162,8 +166,10 @@ pub fn check_url(url: &str) -> Result<UrlParts, String> {
     if url.len() > 2000 {
         return Err("must be at most 2000 characters".into());
     }
-    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("must not contain spaces or control characters".into());
+    if !url.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(
+            "must be printable ASCII without spaces (percent-encode other characters)".into(),
+        );
     }
     let lower = url.to_ascii_lowercase();
     let (https, rest) = if lower.starts_with("https://") {
@@ -354,7 +360,7 @@ fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 /// The status of one delivery of one event to one webhook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum DeliveryStatus {
+pub enum WebhookDeliveryStatus {
     /// Waiting for its next attempt (or being attempted).
     Pending,
     /// A receiver answered 2xx.
@@ -363,20 +369,20 @@ pub enum DeliveryStatus {
     Dead,
 }
 
-impl DeliveryStatus {
+impl WebhookDeliveryStatus {
     pub fn as_str(self) -> &'static str {
         match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Dead => "dead",
+            WebhookDeliveryStatus::Pending => "pending",
+            WebhookDeliveryStatus::Delivered => "delivered",
+            WebhookDeliveryStatus::Dead => "dead",
         }
     }
 
-    pub fn parse(s: &str) -> Option<DeliveryStatus> {
+    pub fn parse(s: &str) -> Option<WebhookDeliveryStatus> {
         match s {
-            "pending" => Some(DeliveryStatus::Pending),
-            "delivered" => Some(DeliveryStatus::Delivered),
-            "dead" => Some(DeliveryStatus::Dead),
+            "pending" => Some(WebhookDeliveryStatus::Pending),
+            "delivered" => Some(WebhookDeliveryStatus::Delivered),
+            "dead" => Some(WebhookDeliveryStatus::Dead),
             _ => None,
         }
     }
@@ -394,7 +400,7 @@ pub struct WebhookDelivery {
     /// The event's cursor in the feed.
     pub cursor: String,
     pub event_type: String,
-    pub status: DeliveryStatus,
+    pub status: WebhookDeliveryStatus,
     /// Attempts made so far.
     pub attempts: u32,
     /// When the next attempt is due (pending deliveries).
@@ -468,6 +474,7 @@ mod tests {
             "http://h:99999/",
             "http://h/#f",
             "http://h /",
+            "http://h/\u{e9}",
             "http://[zz]/",
             "http://a_b/",
             "hooks.example.com",
@@ -554,11 +561,11 @@ mod tests {
     #[test]
     fn statuses_round_trip() {
         for s in [
-            DeliveryStatus::Pending,
-            DeliveryStatus::Delivered,
-            DeliveryStatus::Dead,
+            WebhookDeliveryStatus::Pending,
+            WebhookDeliveryStatus::Delivered,
+            WebhookDeliveryStatus::Dead,
         ] {
-            assert_eq!(DeliveryStatus::parse(s.as_str()), Some(s));
+            assert_eq!(WebhookDeliveryStatus::parse(s.as_str()), Some(s));
             assert_eq!(json!(s), json!(s.as_str()));
         }
     }

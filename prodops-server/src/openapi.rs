@@ -939,6 +939,26 @@ fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
                 }
             }
         }
+        "get_webhook_deliveries" => {
+            // What the log's parser accepts.
+            if let Some(params) = o.value["parameters"].as_array_mut() {
+                for p in params {
+                    let schema = match p["name"].as_str() {
+                        Some("status") => {
+                            json!({ "type": "string", "enum": ["pending", "delivered", "dead"] })
+                        }
+                        Some("page") => {
+                            json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000 })
+                        }
+                        Some("pageSize") => {
+                            json!({ "type": "integer", "minimum": 1, "maximum": 1000 })
+                        }
+                        _ => continue,
+                    };
+                    p["schema"] = schema;
+                }
+            }
+        }
         "deliverable_hierarchy" => {
             let res = deliverable();
             o.value["parameters"] = json!([
@@ -1456,9 +1476,27 @@ fn webhook_components(components: &mut Map<String, Value>) {
             continue;
         };
         if let Some(props) = schema["properties"].as_object_mut() {
-            props.insert("secret".into(), secret.clone());
+            let mut secret = secret.clone();
+            if !required {
+                // A PATCH's `null` leaves the secret as it is.
+                secret["type"] = json!(["string", "null"]);
+            }
+            props.insert("secret".into(), secret);
+            // What `prodops_core::webhook::check_url` and `check_pattern` accept (IPv6 literal
+            // hosts, which the server also takes, left out).
+            if let Some(url) = props.get_mut("url") {
+                url["pattern"] = json!(WEBHOOK_URL_PATTERN);
+                url["maxLength"] = json!(2000);
+            }
             if let Some(types) = props.get_mut("eventTypes") {
                 types["minItems"] = json!(1);
+                types["items"] = json!({
+                    "type": "string",
+                    "pattern": r"^(?:\*|[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{1,198}\.\*)$"
+                });
+            }
+            if let Some(d) = props.get_mut("description") {
+                d["maxLength"] = json!(1000);
             }
         }
         if required {
@@ -1489,6 +1527,10 @@ fn webhook_components(components: &mut Map<String, Value>) {
         }),
     );
 }
+
+/// A webhook URL as the server takes it: http or https, a host name or IPv4 address, a port
+/// from 1 to 65535, printable ASCII without spaces or `#`.
+const WEBHOOK_URL_PATTERN: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]{1,253}(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?][!-\x22$-~]*)?$";
 
 /// The OpenAPI 3.1 `webhooks` object: the request a receiver gets.
 fn webhook_requests() -> Value {
@@ -1546,6 +1588,8 @@ mod webhook_document_tests {
         assert!(schemas["WebhookPayload"].is_object());
         assert!(schemas["WebhookDelivery"].is_object());
         assert!(doc["webhooks"]["event"]["post"]["requestBody"].is_object());
+        let log = &doc["paths"]["/api/v2/webhook/{id}/deliveries"]["get"]["parameters"];
+        assert!(log.to_string().contains("\"delivered\""), "{log}");
         for path in [
             "/api/v2/webhook/{id}/redeliver",
             "/api/v2/webhook/{id}/test",

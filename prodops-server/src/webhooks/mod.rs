@@ -21,7 +21,7 @@ use hmac::{Hmac, Mac};
 use prodops_core::api;
 use prodops_core::event::{Cursor, Event};
 use prodops_core::webhook::{
-    AllowList, DeliveryStatus, RedeliverRequest, RedeliverResult, Webhook, WebhookDelivery,
+    AllowList, RedeliverRequest, RedeliverResult, Webhook, WebhookDelivery, WebhookDeliveryStatus,
     WebhookTestResult, backoff_ms, check_url, feed_filter,
 };
 use serde_json::{Map, Value, json};
@@ -582,8 +582,9 @@ async fn redeliver(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> Ap
             let now = now_ms();
             let n = rows::requeue(tx, ctx.org(), id, req.event_id, now, &ms_text(now))?;
             if n == 0 && req.event_id.is_some() {
-                return Err(ApiError::field(
-                    "eventId",
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
                     "the webhook has no delivery of this event",
                 ));
             }
@@ -647,12 +648,12 @@ async fn test(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 }
 
 /// The query of the delivery log: `(status, offset, limit)`.
-fn log_query(raw: Option<&str>) -> ApiResult<(Option<DeliveryStatus>, u64, u64)> {
+fn log_query(raw: Option<&str>) -> ApiResult<(Option<WebhookDeliveryStatus>, u64, u64)> {
     let (mut status, mut page, mut size) = (None, 1u64, 100u64);
     for (k, v) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
         match k.as_ref() {
             "status" => {
-                status = Some(DeliveryStatus::parse(&v).ok_or_else(|| {
+                status = Some(WebhookDeliveryStatus::parse(&v).ok_or_else(|| {
                     ApiError::field("status", "must be pending, delivered or dead")
                 })?)
             }
@@ -685,7 +686,7 @@ fn log_query(raw: Option<&str>) -> ApiResult<(Option<DeliveryStatus>, u64, u64)>
 
 fn delivery_of(webhook: Uuid, r: rows::LogRow) -> ApiResult<WebhookDelivery> {
     let id = |s: &str| Uuid::parse_str(s).map_err(ApiError::internal);
-    let status = DeliveryStatus::parse(&r.status)
+    let status = WebhookDeliveryStatus::parse(&r.status)
         .ok_or_else(|| ApiError::internal(format!("a delivery with status {}", r.status)))?;
     Ok(WebhookDelivery {
         id: id(&r.id)?,
@@ -695,7 +696,8 @@ fn delivery_of(webhook: Uuid, r: rows::LogRow) -> ApiResult<WebhookDelivery> {
         event_type: r.event_type,
         status,
         attempts: r.attempts.clamp(0, i64::from(u32::MAX)) as u32,
-        next_attempt_at: (status == DeliveryStatus::Pending).then(|| ms_text(r.next_attempt_ms)),
+        next_attempt_at: (status == WebhookDeliveryStatus::Pending)
+            .then(|| ms_text(r.next_attempt_ms)),
         last_status_code: r.last_status.and_then(|s| u16::try_from(s).ok()),
         last_error: r.last_error,
         created_at: r.created_at,
