@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::{Client, Error, GroupCount, Page, Result};
 use prodops_core::api::event::EventQuery;
+use prodops_core::api::webhook::DeliveryQuery;
 use prodops_core::api::{
     self, FileBody, PageQuery, deliverable::CrewTimeQuery, deliverable::GroupsRequest,
     deliverable::HierarchyQuery, deliverable::ReorderRequest, member::OutboxQuery,
@@ -45,6 +46,9 @@ use prodops_core::progress::{ProgressAction, ProgressResult};
 use prodops_core::qc::{QcTemplateVersion, QcTemplateVersionCreate};
 use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
 use prodops_core::template::{ApplyTemplateRequest, ApplyTemplateResult};
+use prodops_core::webhook::{
+    RedeliverRequest, RedeliverResult, WebhookDelivery, WebhookTestResult,
+};
 use prodops_core::work_session::{SaveRequest, StopRequest};
 use prodops_core::worker::Worker;
 
@@ -946,5 +950,40 @@ impl Client {
                 }
             }
         })
+    }
+
+    // ---- webhooks (docs/events.md, "Webhooks"); create, list, update and delete them as the
+    // standard resource `webhook` (`Resource<Webhook>`) ----
+
+    /// `POST /webhook/{id}/redeliver`: queues the webhook's dead deliveries again, or with
+    /// `event_id` that event's delivery (whatever its status). Admin keys only.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, id: uuid::Uuid) -> prodops_client::Result<()> {
+    /// let requeued = c.webhook_redeliver(id, None).await?.requeued;
+    /// # Ok(()) }
+    /// ```
+    pub async fn webhook_redeliver(
+        &self,
+        id: Uuid,
+        event_id: Option<Uuid>,
+    ) -> Result<RedeliverResult> {
+        self.call::<api::webhook::Redeliver>(id, &(), &RedeliverRequest { event_id })
+            .await
+    }
+
+    /// `POST /webhook/{id}/test`: sends a signed `webhook.ping` event now and answers how the
+    /// receiver took it. Admin keys only.
+    pub async fn webhook_test(&self, id: Uuid) -> Result<WebhookTestResult> {
+        self.call::<api::webhook::Test>(id, &(), &()).await
+    }
+
+    /// `GET /webhook/{id}/deliveries`: the webhook's delivery log, newest first. Admin keys only.
+    pub async fn webhook_deliveries(
+        &self,
+        id: Uuid,
+        query: &DeliveryQuery,
+    ) -> Result<Page<WebhookDelivery>> {
+        self.call::<api::webhook::Deliveries>(id, query, &()).await
     }
 }

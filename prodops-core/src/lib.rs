@@ -35,6 +35,7 @@ pub mod timesheet;
 pub mod tree;
 pub mod vendor;
 pub mod violation;
+pub mod webhook;
 pub mod work_session;
 pub mod worker;
 

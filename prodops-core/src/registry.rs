@@ -3,7 +3,7 @@
 use crate::resource::{Kind, ResourceKind};
 use crate::{
     catalog, contact, custom_property, deliverable, delivery, document, inventory, minimal,
-    notification, organization, production, qc, timesheet, vendor, work_session, worker,
+    notification, organization, production, qc, timesheet, vendor, webhook, work_session, worker,
 };
 
 /// Declares [`ResourceId`] and the kinds of [`resources`] from one list, in the same order,
@@ -64,6 +64,7 @@ registry! {
     Comment => minimal::Comment,
     Note => minimal::Note,
     Timesheet => timesheet::Timesheet,
+    Webhook => webhook::Webhook,
 }
 
 impl ResourceId {
@@ -178,6 +179,10 @@ mod tests {
             ("comment", json!({"body": "hello"})),
             ("note", json!({"body": "hello"})),
             ("timesheet", json!({"workerId": A, "date": "2024-01-02"})),
+            (
+                "webhook",
+                json!({"url": "https://hooks.example.com/", "eventTypes": ["*"]}),
+            ),
         ]
     }
 

@@ -24,7 +24,7 @@ pub fn for_resource(id: ResourceId) -> Arc<dyn Hooks> {
 fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
     use crate::{catalog, workers};
     use crate::{deliverables, deliveries, documents, inventory, members, notifications};
-    use crate::{production, qc};
+    use crate::{production, qc, webhooks};
     match id {
         ResourceId::Worker => bind(workers::WorkerHooks),
         ResourceId::CatalogEntry => bind(catalog::CatalogHooks),
@@ -41,6 +41,7 @@ fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
         ResourceId::DeliveryManifestLine => bind(deliveries::ManifestHooks),
         ResourceId::InventoryTransaction => bind(inventory::LedgerHooks),
         ResourceId::ProductionOutput | ResourceId::BomLine => bind(production::PlanHooks),
+        ResourceId::Webhook => bind(webhooks::WebhookHooks),
         ResourceId::Vendor
         | ResourceId::Contact
         | ResourceId::CustomProperty
@@ -114,6 +115,7 @@ mod tests {
             ),
             ("production-output", type_name::<production::PlanHooks>()),
             ("bom-line", type_name::<production::PlanHooks>()),
+            ("webhook", type_name::<crate::webhooks::WebhookHooks>()),
         ]
         .into();
 

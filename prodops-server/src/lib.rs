@@ -11,7 +11,8 @@
 //!    `families.rs` (which hooks each resource is served with) and `router.rs` (every route);
 //! 4. the resource families, each with its hooks and handlers: `deliverables`, `production`,
 //!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
-//!    `workers`, `catalog`, and `events` (the change feed's reader; they may use each other);
+//!    `workers`, `catalog`, `events` (the change feed's reader) and `webhooks` (the feed pushed
+//!    to URLs); they may use each other;
 //! 3. `engine` (the standard endpoints and the `Hooks` interface), `jobs`, `blob`, `admin`;
 //! 2. `http`: the gateway every request passes and the request kernel;
 //! 1. `store`: the database, the only module that knows SQL dialects.
@@ -36,6 +37,7 @@ pub mod production;
 pub mod qc;
 pub mod router;
 pub mod store;
+pub mod webhooks;
 pub mod workers;
 
 // The paths these modules had before the crate was layered.
@@ -83,6 +85,9 @@ pub struct Config {
     /// How long events of the change feed are kept (docs/events.md); older ones are pruned
     /// every hour.
     pub event_retention: Duration,
+    /// How webhook deliveries are made (docs/events.md, "Webhooks"): the SSRF guard's allowed
+    /// hosts, attempts, backoff, time-out, lease.
+    pub webhooks: webhooks::WebhookConfig,
 }
 
 impl Config {
@@ -99,6 +104,7 @@ impl Config {
             clock: http::clock::Clock::system(),
             statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
             event_retention: DEFAULT_EVENT_RETENTION,
+            webhooks: webhooks::WebhookConfig::default(),
         }
     }
 }
@@ -145,6 +151,7 @@ pub async fn serve_on(
     let (open_prefixes, open_paths) = http::action::open_paths();
     let mut services = axum::http::Extensions::new();
     services.insert(files);
+    services.insert(config.webhooks.clone());
     let state = Arc::new(AppState {
         services,
         store: store.clone(),
@@ -163,6 +170,7 @@ pub async fn serve_on(
         tokio::spawn(jobs::run(state.clone())),
         tokio::spawn(purge_idempotency(state.clone())),
         tokio::spawn(prune_events(state.clone(), config.event_retention)),
+        tokio::spawn(webhooks::run(state.clone())),
     ];
     let router = http::app::router(state, router::routes());
     let (tx, rx) = oneshot::channel::<()>();

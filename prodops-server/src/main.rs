@@ -253,6 +253,7 @@ async fn serve(
         clock: prodops_server::clock::Clock::system(),
         statement_timeout,
         event_retention: Duration::from_secs(event_retention_days.max(1) * 24 * 3600),
+        webhooks: prodops_server::webhooks::WebhookConfig::from_env().map_err(Error::Invalid)?,
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
     let stop = shutdown_signal()?;

@@ -939,6 +939,26 @@ fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
                 }
             }
         }
+        "get_webhook_deliveries" => {
+            // What the log's parser accepts.
+            if let Some(params) = o.value["parameters"].as_array_mut() {
+                for p in params {
+                    let schema = match p["name"].as_str() {
+                        Some("status") => {
+                            json!({ "type": "string", "enum": ["pending", "delivered", "dead"] })
+                        }
+                        Some("page") => {
+                            json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000 })
+                        }
+                        Some("pageSize") => {
+                            json!({ "type": "integer", "minimum": 1, "maximum": 1000 })
+                        }
+                        _ => continue,
+                    };
+                    p["schema"] = schema;
+                }
+            }
+        }
         "deliverable_hierarchy" => {
             let res = deliverable();
             o.value["parameters"] = json!([
@@ -1368,6 +1388,8 @@ pub fn document_value() -> Value {
         }),
     );
 
+    webhook_components(&mut components);
+
     let mut paths = Map::new();
     for Op {
         method,
@@ -1433,7 +1455,101 @@ pub fn document_value() -> Value {
         }
     });
     exact_patterns(&mut doc);
+    doc["webhooks"] = webhook_requests();
     doc
+}
+
+/// What a webhook receiver is sent (docs/events.md, "Webhooks"): the body is an `Event` as
+/// `GET /event` answers it (a `webhook.ping` for `POST /webhook/{id}/test`).
+fn webhook_components(components: &mut Map<String, Value>) {
+    // The secret is write-only: the record type never writes it out, so its schema (and the
+    // input and patch derived from it) lacks it; a request names it.
+    let secret = json!({
+        "type": "string",
+        "minLength": prodops_core::webhook::SECRET_MIN,
+        "maxLength": prodops_core::webhook::SECRET_MAX,
+        "writeOnly": true,
+        "description": "The key of the `X-Prodops-Signature` HMAC; required on create, never answered"
+    });
+    for (name, required) in [("WebhookInput", true), ("WebhookPatch", false)] {
+        let Some(schema) = components.get_mut(name) else {
+            continue;
+        };
+        if let Some(props) = schema["properties"].as_object_mut() {
+            let mut secret = secret.clone();
+            if !required {
+                // A PATCH's `null` leaves the secret as it is.
+                secret["type"] = json!(["string", "null"]);
+            }
+            props.insert("secret".into(), secret);
+            // What `prodops_core::webhook::check_url` and `check_pattern` accept (IPv6 literal
+            // hosts, which the server also takes, left out).
+            if let Some(url) = props.get_mut("url") {
+                url["pattern"] = json!(WEBHOOK_URL_PATTERN);
+                url["maxLength"] = json!(2000);
+            }
+            if let Some(types) = props.get_mut("eventTypes") {
+                types["minItems"] = json!(1);
+                types["items"] = json!({
+                    "type": "string",
+                    "pattern": r"^(?:\*|[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{1,198}\.\*)$"
+                });
+            }
+            if let Some(d) = props.get_mut("description") {
+                d["maxLength"] = json!(1000);
+            }
+        }
+        if required {
+            match schema["required"].as_array_mut() {
+                Some(list) => list.push(json!("secret")),
+                None => schema["required"] = json!(["secret"]),
+            }
+        }
+    }
+    components.insert(
+        "WebhookPayload".into(),
+        json!({
+            "description": "The body of a webhook delivery: one event, exactly as `GET /event` \
+                answers it (`POST /webhook/{id}/test` sends one of type `webhook.ping`, cursor \
+                `0`, whose `data` is the webhook). Deduplicate by `id` (also in \
+                `X-Prodops-Event-Id`): delivery is at least once.",
+            "allOf": [schema_ref("Event")]
+        }),
+    );
+    components.insert(
+        "WebhookSignature".into(),
+        json!({
+            "description": "`X-Prodops-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \
+                \"<t>.<raw body>\")>`. Verify: recompute over the raw body, compare in constant \
+                time, and refuse a `t` more than 5 minutes from your clock (replays).",
+            "type": "string",
+            "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"
+        }),
+    );
+}
+
+/// A webhook URL as the server takes it: http or https, a host name or IPv4 address, a port
+/// from 1 to 65535, printable ASCII without spaces or `#`.
+const WEBHOOK_URL_PATTERN: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]{1,253}(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?][!-\x22$-~]*)?$";
+
+/// The OpenAPI 3.1 `webhooks` object: the request a receiver gets.
+fn webhook_requests() -> Value {
+    let header = |name: &str, description: &str, schema: Value| json!({ "name": name, "in": "header", "required": true, "description": description, "schema": schema });
+    json!({ "event": { "post": {
+        "operationId": "webhook_event",
+        "summary": "A change feed event delivered to a webhook's URL",
+        "parameters": [
+            header("X-Prodops-Signature", "See `WebhookSignature`", schema_ref("WebhookSignature")),
+            header("X-Prodops-Event-Id", "The event's id: deduplicate by it", json!({"type": "string", "format": "uuid"})),
+            header("X-Prodops-Webhook-Id", "The webhook", json!({"type": "string", "format": "uuid"})),
+            header("X-Prodops-Delivery-Attempt", "1 for the first attempt", json!({"type": "string", "pattern": "^[0-9]+$"}))
+        ],
+        "requestBody": { "required": true, "content": { "application/json": { "schema": schema_ref("WebhookPayload") } } },
+        "responses": {
+            "2XX": { "description": "Accepted: the delivery is done" },
+            "default": { "description": "Any other answer, a time-out or a refused connection: retried with backoff, dead after the configured attempts" }
+        }
+    } } })
 }
 
 /// The document as the bytes served at `/api/v2/openapi.json`.
@@ -1451,4 +1567,35 @@ fn regex_escape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod webhook_document_tests {
+    #[test]
+    fn webhooks_are_documented() {
+        let doc = super::document_value();
+        let schemas = &doc["components"]["schemas"];
+        assert!(schemas["Webhook"]["properties"].get("secret").is_none());
+        let input = &schemas["WebhookInput"];
+        assert_eq!(input["properties"]["secret"]["writeOnly"], true, "{input}");
+        assert!(
+            input["required"]
+                .as_array()
+                .unwrap()
+                .contains(&"secret".into())
+        );
+        assert!(schemas["WebhookPatch"]["properties"]["secret"].is_object());
+        assert!(schemas["WebhookPayload"].is_object());
+        assert!(schemas["WebhookDelivery"].is_object());
+        assert!(doc["webhooks"]["event"]["post"]["requestBody"].is_object());
+        let log = &doc["paths"]["/api/v2/webhook/{id}/deliveries"]["get"]["parameters"];
+        assert!(log.to_string().contains("\"delivered\""), "{log}");
+        for path in [
+            "/api/v2/webhook/{id}/redeliver",
+            "/api/v2/webhook/{id}/test",
+            "/api/v2/webhook/{id}/deliveries",
+        ] {
+            assert!(doc["paths"][path].is_object(), "{path}");
+        }
+    }
 }

@@ -32,6 +32,7 @@ const RANKS: &[(&str, u8)] = &[
     ("workers", 4),
     ("catalog", 4),
     ("events", 4),
+    ("webhooks", 4),
     // 3: the standard endpoints and the services beside them.
     ("engine", 3),
     ("jobs", 3),

@@ -11,6 +11,8 @@
 //! `<base_url>/api/v2` and that key. Request helpers return a [`Resp`] holding the status, the
 //! headers, the raw text and the parsed JSON body (`Null` when empty or not JSON).
 
+pub mod webhook_receiver;
+
 use std::time::Duration;
 
 use reqwest::Method;
@@ -107,6 +109,9 @@ impl TestServer {
         // 50,000-record bulk PUT in the debug build) can run past the production default on a
         // busy CI machine. Tests of the timeout itself set their own.
         config.statement_timeout = TEST_STATEMENT_TIMEOUT;
+        // Test servers make no webhook deliveries unless a test turns them on: on a shared
+        // PostgreSQL database only the webhook tests' servers claim deliveries.
+        config.webhooks.deliver = false;
         adjust(&mut config);
         let database_url = config.database_url.clone();
         let server = {

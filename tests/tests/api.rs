@@ -84,5 +84,7 @@ mod standard;
 mod timesheet;
 #[path = "api/vendor_contact.rs"]
 mod vendor_contact;
+#[path = "api/webhooks.rs"]
+mod webhooks;
 #[path = "api/worker.rs"]
 mod worker;

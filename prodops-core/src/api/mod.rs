@@ -47,6 +47,7 @@ pub mod member;
 pub mod notification;
 pub mod production;
 pub mod qc;
+pub mod webhook;
 
 /// The schemas a document collects while it describes operations: `(name, schema)`.
 pub type Schemas = Vec<(String, RefOr<Schema>)>;
@@ -720,6 +721,9 @@ macro_rules! for_each_action {
             $crate::api::delivery::Itinerary,
             $crate::api::delivery::CargoPlan,
             $crate::api::event::List,
+            $crate::api::webhook::Redeliver,
+            $crate::api::webhook::Test,
+            $crate::api::webhook::Deliveries,
         }
     };
 }

@@ -162,7 +162,8 @@ fn scope(auth: &Auth, filter: &mut EventFilter) -> ApiResult<()> {
     Ok(())
 }
 
-fn event_of(e: StoredEvent) -> ApiResult<Event> {
+/// An event as `GET /event` answers it (and webhooks deliver it).
+pub fn event_of(e: StoredEvent) -> ApiResult<Event> {
     let parse_id = |s: &str| Uuid::parse_str(s).map_err(ApiError::internal);
     Ok(Event {
         id: parse_id(&e.id)?,

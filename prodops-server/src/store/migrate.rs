@@ -163,6 +163,23 @@ const STEPS: &[(i64, &str)] = &[
      CREATE INDEX IF NOT EXISTS ix_events_record ON events (organization_id, record_id, seq);
      CREATE INDEX IF NOT EXISTS ix_events_occurred ON events (occurred_ms)",
     ),
+    (
+        60,
+        // Webhooks (store/webhooks.rs, docs/events.md): each webhook's secret and feed position,
+        // and one row per delivery of an event to a webhook, claimed with a lease.
+        "CREATE TABLE IF NOT EXISTS webhook_state (
+        organization_id TEXT NOT NULL, webhook_id TEXT NOT NULL, secret TEXT NOT NULL,
+        last_seq BIGINT NOT NULL, PRIMARY KEY (organization_id, webhook_id));
+     CREATE TABLE IF NOT EXISTS webhook_deliveries (
+        id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, webhook_id TEXT NOT NULL,
+        event_id TEXT NOT NULL, event_seq BIGINT NOT NULL, event_type TEXT NOT NULL,
+        status TEXT NOT NULL, attempts BIGINT NOT NULL, next_attempt_ms BIGINT NOT NULL,
+        lease_owner TEXT, lease_until_ms BIGINT, last_status BIGINT, last_error TEXT,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, delivered_at TEXT,
+        UNIQUE (webhook_id, event_id));
+     CREATE INDEX IF NOT EXISTS ix_webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
+     CREATE INDEX IF NOT EXISTS ix_webhook_deliveries_log ON webhook_deliveries (organization_id, webhook_id, event_seq)",
+    ),
 ];
 
 /// A migration step done by code.

@@ -104,7 +104,14 @@ async fn every_declared_action_checks_the_declared_access() {
             Access::Admin => {
                 assert_error(&refused, 403, "FORBIDDEN");
                 let resp = send(&admin, desc).await;
-                assert_eq!(resp.status, desc.status, "{}: {resp}", desc.operation_id);
+                // Past the access check: the declared status, or 404 when the path's id names
+                // no record (the webhook actions on a random id).
+                let missing = !desc.path_params().is_empty() && resp.status == 404;
+                assert!(
+                    resp.status == desc.status || missing,
+                    "{}: {resp}",
+                    desc.operation_id
+                );
             }
             Access::Open => {
                 let resp = send(&server.anonymous(), desc).await;
