@@ -14,7 +14,10 @@
 //! so that text order is time order, in SQL as in Rust. Comparisons are at whole seconds: an
 //! instant counts as reached during the second it falls in (its fraction is ignored).
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeZone, Utc};
+use memchr::memmem::FinderRev;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -181,9 +184,13 @@ pub fn patch_deliverable_text(text: &str, now: &AsOf) -> Option<String> {
 /// the stored members, allocating nothing and never validating or parsing the record. The
 /// rewrite (an answer changed since the write) parses the tail of `computed` alone.
 pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
-    use memchr::memmem;
-    let ordinal = memmem::rfind(text, b"\"alertTypeOrdinal\":")?;
-    let start = memmem::rfind(&text[..ordinal], b"\"isAtRisk\":")?;
+    // Searchers built once: building one per call costs more than the search itself.
+    static ORDINAL: LazyLock<FinderRev<'static>> =
+        LazyLock::new(|| FinderRev::new(b"\"alertTypeOrdinal\":"));
+    static AT_RISK: LazyLock<FinderRev<'static>> =
+        LazyLock::new(|| FinderRev::new(b"\"isAtRisk\":"));
+    let ordinal = ORDINAL.rfind(text)?;
+    let start = AT_RISK.rfind(&text[..ordinal])?;
     let end = ordinal + memchr::memchr(b'}', &text[ordinal..])?;
     let tail = &text[start..end];
     let stored = StoredTail::find(tail)?;
@@ -229,43 +236,66 @@ struct StoredTail<'a> {
 impl<'a> StoredTail<'a> {
     /// `None` when a member is missing or not of the server's form (then the text is left as
     /// it is): a record stored before the instants existed has no `lateAt`.
+    ///
+    /// One pass over the members (`"key":value`, separated by commas): every value here is a
+    /// boolean, a number, null or a string the server wrote (a date or a stamp: no comma, no
+    /// escaped quote).
     fn find(tail: &'a [u8]) -> Option<StoredTail<'a>> {
-        let alert_type = match Self::string(Self::member(tail, b"\"alertType\":")?)? {
-            "no-risk" => AlertType::NoRisk,
-            "at-risk" => AlertType::AtRisk,
-            "late" => AlertType::Late,
-            "on-hold" => AlertType::OnHold,
-            _ => return None,
-        };
-        let ordinal = Self::member(tail, b"\"alertTypeOrdinal\":")?;
+        let (mut is_late, mut is_at_risk, mut due_is_late) = (None, None, None);
+        let (mut alert_type, mut ordinal) = (None, None);
+        let (mut effective_due_at, mut late_at, mut at_risk_until) = (None, None, None);
+        let mut rest = tail;
+        while !rest.is_empty() {
+            let body = rest.strip_prefix(b"\"")?;
+            let close = memchr::memchr(b'"', body)?;
+            let key = &body[..close];
+            let after = body[close + 1..].strip_prefix(b":")?;
+            let len = if after.first() == Some(&b'"') {
+                2 + memchr::memchr(b'"', &after[1..])?
+            } else {
+                memchr::memchr(b',', after).unwrap_or(after.len())
+            };
+            let value = &after[..len];
+            rest = &after[len..];
+            if let Some(next) = rest.strip_prefix(b",") {
+                rest = next;
+            } else if !rest.is_empty() {
+                return None;
+            }
+            match key {
+                b"isAtRisk" => is_at_risk = Some(Self::boolean(value)?),
+                b"isLate" => is_late = Some(Self::boolean(value)?),
+                b"effectiveDueDateIsLate" => due_is_late = Some(Self::boolean(value)?),
+                b"alertType" => {
+                    alert_type = Some(match Self::string(value)? {
+                        "no-risk" => AlertType::NoRisk,
+                        "at-risk" => AlertType::AtRisk,
+                        "late" => AlertType::Late,
+                        "on-hold" => AlertType::OnHold,
+                        _ => return None,
+                    })
+                }
+                b"alertTypeOrdinal" => {
+                    ordinal = Some(std::str::from_utf8(value).ok()?.parse().ok()?)
+                }
+                b"effectiveDueAt" => effective_due_at = Some(Self::instant(value)?),
+                b"lateAt" => late_at = Some(Self::instant(value)?),
+                b"atRiskUntil" => at_risk_until = Some(Self::instant(value)?),
+                _ => {}
+            }
+        }
         Some(StoredTail {
             alerts: Alerts {
-                is_late: Self::boolean(Self::member(tail, b"\"isLate\":")?)?,
-                is_at_risk: Self::boolean(Self::member(tail, b"\"isAtRisk\":")?)?,
-                effective_due_date_is_late: Self::boolean(Self::member(
-                    tail,
-                    b"\"effectiveDueDateIsLate\":",
-                )?)?,
-                alert_type,
+                is_late: is_late?,
+                is_at_risk: is_at_risk?,
+                effective_due_date_is_late: due_is_late?,
+                alert_type: alert_type?,
             },
-            ordinal: std::str::from_utf8(ordinal).ok()?.parse().ok()?,
-            effective_due_at: Self::instant(Self::member(tail, b"\"effectiveDueAt\":")?)?,
-            late_at: Self::instant(Self::member(tail, b"\"lateAt\":")?)?,
-            at_risk_until: Self::instant(Self::member(tail, b"\"atRiskUntil\":")?)?,
+            ordinal: ordinal?,
+            effective_due_at: effective_due_at?,
+            late_at: late_at?,
+            at_risk_until: at_risk_until?,
         })
-    }
-
-    /// The value of the member `key` (with its quotes and colon): up to the next comma, or a
-    /// whole string (the server's values here never hold an escaped quote).
-    fn member(tail: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-        let at = memchr::memmem::find(tail, key)? + key.len();
-        let rest = &tail[at..];
-        let len = if rest.first() == Some(&b'"') {
-            2 + memchr::memchr(b'"', &rest[1..])?
-        } else {
-            memchr::memchr(b',', rest).unwrap_or(rest.len())
-        };
-        Some(&rest[..len])
     }
 
     fn boolean(value: &[u8]) -> Option<bool> {
@@ -294,11 +324,14 @@ impl<'a> StoredTail<'a> {
 /// Whether the record text before `computed` says `"progress":{"status":"done"`: `progress` is
 /// the last member before `computed`, so its last occurrence is the record's.
 fn progress_done(head: &[u8]) -> bool {
-    use memchr::memmem;
-    let Some(computed) = memmem::rfind(head, b"\"computed\":") else {
+    static COMPUTED: LazyLock<FinderRev<'static>> =
+        LazyLock::new(|| FinderRev::new(b"\"computed\":"));
+    static PROGRESS: LazyLock<FinderRev<'static>> =
+        LazyLock::new(|| FinderRev::new(b"\"progress\":"));
+    let Some(computed) = COMPUTED.rfind(head) else {
         return false;
     };
-    let Some(at) = memmem::rfind(&head[..computed], b"\"progress\":") else {
+    let Some(at) = PROGRESS.rfind(&head[..computed]) else {
         return false;
     };
     head[at + b"\"progress\":".len()..computed]

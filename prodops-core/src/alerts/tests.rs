@@ -403,3 +403,23 @@ fn text_not_written_by_the_server_is_left_alone() {
     let old = r#"{"computed":{"isAtRisk":false,"isLate":true,"effectiveDueDate":null,"effectiveDueDateIsInherited":false,"effectiveDueDateIsLate":false,"alertType":"late","alertTypeOrdinal":2}}"#;
     assert_eq!(patch_deliverable_text(old, &now), None);
 }
+
+proptest! {
+    /// Any bytes at all (a damaged or foreign record): the patch answers without panicking,
+    /// and what it answers, if anything, is the same text with only the tail of `computed`
+    /// rewritten.
+    #[test]
+    fn the_patch_takes_any_bytes(
+        head in proptest::collection::vec(any::<u8>(), 0..200),
+        tail in "(\"[a-zA-Z]{0,20}\":(true|false|null|[0-9]{1,3}|\"[-0-9TZ:a-z]{0,24}\")[,}]?){0,12}",
+        read in -6 * DAYS..6 * DAYS,
+    ) {
+        let now = AsOf::at(moment(read));
+        let text = [head.as_slice(), b"\"isAtRisk\":".as_slice(), tail.as_bytes()].concat();
+        if let Some(patched) = patch_deliverable_bytes(&text, &now) {
+            prop_assert!(patched.starts_with(&head));
+        }
+        let text = [tail.as_bytes(), b"\"alertTypeOrdinal\":0}".as_slice()].concat();
+        let _ = patch_deliverable_bytes(&text, &now);
+    }
+}
