@@ -119,6 +119,69 @@ pub fn type_matches(pattern: &str, ty: &str) -> bool {
     }
 }
 
+/// The longest item of a `type` filter (`GET /event?type=`): an event type, or a pattern
+/// ending in `.*`.
+pub const TYPE_FILTER_MAX_LEN: usize = 200;
+
+/// The characters of an event type: ASCII letters and digits and `_ . / -`.
+pub fn is_type_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"_./-".contains(&b)
+}
+
+/// One item of a `type` filter, read by [`parse_type_filter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeFilter<'a> {
+    /// An exact type (`worker.archived`).
+    Exact(&'a str),
+    /// The types starting with this prefix, which ends in `.` (`deliverable.progress.`).
+    Prefix(&'a str),
+}
+
+/// Why an item of a `type` filter is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TypeFilterError {
+    /// Empty, longer than [`TYPE_FILTER_MAX_LEN`], or a character outside [`is_type_char`].
+    #[error("must be event types separated by commas")]
+    NotAType,
+    /// A `*` that does not follow a `.` at the end.
+    #[error("a pattern ends in `.*` (deliverable.progress.*)")]
+    BadPattern,
+}
+
+/// Reads one item of a `type` filter (the filter is such items separated by commas, as sent:
+/// no spaces are trimmed). [`type_filter_pattern`] is the same rule as a regular expression,
+/// for the API document.
+///
+/// ```
+/// use prodops_core::event::{TypeFilter, TypeFilterError, parse_type_filter};
+/// assert_eq!(parse_type_filter("worker.archived"), Ok(TypeFilter::Exact("worker.archived")));
+/// assert_eq!(parse_type_filter("deliverable.progress.*"), Ok(TypeFilter::Prefix("deliverable.progress.")));
+/// assert_eq!(parse_type_filter("worker*"), Err(TypeFilterError::BadPattern));
+/// assert_eq!(parse_type_filter(" worker.created"), Err(TypeFilterError::NotAType));
+/// ```
+pub fn parse_type_filter(item: &str) -> Result<TypeFilter<'_>, TypeFilterError> {
+    let name = item.strip_suffix('*').unwrap_or(item);
+    if item.is_empty() || item.len() > TYPE_FILTER_MAX_LEN || !name.bytes().all(is_type_char) {
+        return Err(TypeFilterError::NotAType);
+    }
+    match item.strip_suffix('*') {
+        Some(prefix) if prefix.ends_with('.') => Ok(TypeFilter::Prefix(prefix)),
+        Some(_) => Err(TypeFilterError::BadPattern),
+        None => Ok(TypeFilter::Exact(item)),
+    }
+}
+
+/// [`parse_type_filter`]'s rule as a regular expression (no anchors) matching one item: an
+/// exact type or a pattern ending in `.*`, at most [`TYPE_FILTER_MAX_LEN`] characters.
+pub fn type_filter_pattern() -> String {
+    const CHARS: &str = "[A-Za-z0-9_./-]";
+    format!(
+        r"(?:{CHARS}{{1,{max}}}|{CHARS}{{0,{prefix}}}\.\*)",
+        max = TYPE_FILTER_MAX_LEN,
+        prefix = TYPE_FILTER_MAX_LEN - 2
+    )
+}
+
 /// A position in an organization's feed: the events after it are those not yet read.
 /// Written as a whole number (`0` is the start of the feed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -304,7 +367,60 @@ mod tests {
             .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k, json!(v))).collect()))
     }
 
+    #[test]
+    fn the_type_pattern_is_the_one_the_document_had() {
+        assert_eq!(
+            type_filter_pattern(),
+            r"(?:[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{0,198}\.\*)"
+        );
+    }
+
+    #[test]
+    fn type_filter_edges() {
+        let long = "a".repeat(TYPE_FILTER_MAX_LEN);
+        assert_eq!(parse_type_filter(&long), Ok(TypeFilter::Exact(&long)));
+        assert!(parse_type_filter(&format!("{long}a")).is_err());
+        let pattern = format!("{}.*", "a".repeat(TYPE_FILTER_MAX_LEN - 2));
+        assert!(parse_type_filter(&pattern).is_ok());
+        assert!(parse_type_filter(&format!("a{pattern}")).is_err());
+        assert_eq!(parse_type_filter(".*"), Ok(TypeFilter::Prefix(".")));
+        for bad in ["", "*", "a b", "a,b", "a.**", "é", "a*b"] {
+            assert!(parse_type_filter(bad).is_err(), "{bad:?}");
+        }
+    }
+
     proptest! {
+        // What the pattern describes, the function accepts (the strategy is the pattern).
+        #[test]
+        fn the_pattern_s_types_are_accepted(t in "[A-Za-z0-9_./-]{1,200}") {
+            prop_assert_eq!(parse_type_filter(&t), Ok(TypeFilter::Exact(t.as_str())));
+        }
+
+        #[test]
+        fn the_pattern_s_prefixes_are_accepted(p in "[A-Za-z0-9_./-]{0,198}") {
+            let item = format!("{p}.*");
+            let prefix = format!("{p}.");
+            prop_assert_eq!(parse_type_filter(&item), Ok(TypeFilter::Prefix(prefix.as_str())));
+        }
+
+        // And what it accepts, the pattern describes: every accepted item is made of the
+        // pattern's characters with at most a final `*` after a `.`, within the length.
+        #[test]
+        fn accepted_items_are_the_pattern_s(t in "[A-Za-z0-9_./* ,é-]{0,205}") {
+            if let Ok(f) = parse_type_filter(&t) {
+                prop_assert!(t.len() <= TYPE_FILTER_MAX_LEN);
+                match f {
+                    TypeFilter::Exact(e) => {
+                        prop_assert!(!e.is_empty() && e.bytes().all(is_type_char));
+                    }
+                    TypeFilter::Prefix(p) => {
+                        prop_assert!(p.ends_with('.') && p.bytes().all(is_type_char));
+                        prop_assert_eq!(format!("{p}*"), t.clone());
+                    }
+                }
+            }
+        }
+
         #[test]
         fn cursors_round_trip(n in 0i64..=999_999_999_999_999_999) {
             prop_assert_eq!(Cursor::parse(&Cursor(n).to_string()), Some(Cursor(n)));

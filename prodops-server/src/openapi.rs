@@ -919,13 +919,13 @@ fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
                 .map(|r| regex_escape(r.desc().path))
                 .collect();
             let resource = format!("(?:{})", paths.join("|"));
-            let event_type = r"(?:[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{0,198}\.\*)";
+            let event_type = prodops_core::event::type_filter_pattern();
             let list = |item: &str| format!("^(?:{item}(?:,{item})*)?$");
             if let Some(params) = o.value["parameters"].as_array_mut() {
                 for p in params {
                     let schema = match p["name"].as_str() {
                         Some("after") => json!({ "type": "string", "pattern": "^[0-9]{0,18}$" }),
-                        Some("type") => json!({ "type": "string", "pattern": list(event_type) }),
+                        Some("type") => json!({ "type": "string", "pattern": list(&event_type) }),
                         Some("resource") => json!({ "type": "string", "pattern": list(&resource) }),
                         Some("limit") => json!({
                             "type": "integer", "minimum": 1, "maximum": prodops_core::api::event::MAX_LIMIT

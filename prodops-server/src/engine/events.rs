@@ -29,6 +29,7 @@ pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
         record_id: id_text(record),
         data: record.to_string(),
         changed: None,
+        by_reference: false,
     });
 }
 
@@ -42,6 +43,8 @@ pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String) {
         record_id: id,
         data,
         changed: None,
+        // The record's stored text: the feed may keep it by reference (store/events.rs).
+        by_reference: true,
     });
 }
 
@@ -56,6 +59,7 @@ pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
         record_id: id_text(new),
         data: new.to_string(),
         changed: Some(Value::from(changed).to_string()),
+        by_reference: false,
     });
 }
 
@@ -90,5 +94,6 @@ pub fn deleted(ctx: &Ctx, res: &ServedResource, old: &Value) {
         record_id: id_text(old),
         data: old.to_string(),
         changed: None,
+        by_reference: false,
     });
 }

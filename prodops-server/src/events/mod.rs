@@ -9,7 +9,7 @@ use axum::extract::RawQuery;
 use axum::response::{IntoResponse, Response};
 use prodops_core::api;
 use prodops_core::api::event::{DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_SECS};
-use prodops_core::event::{Cursor, Event, EventPage};
+use prodops_core::event::{Cursor, Event, EventPage, TypeFilter, parse_type_filter};
 use prodops_core::registry;
 use uuid::Uuid;
 
@@ -58,27 +58,13 @@ fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
             }
             "type" => {
                 for t in v.split(',') {
-                    let name = t.strip_suffix('*').unwrap_or(t);
-                    let name_chars = name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_./-".contains(&b));
-                    if t.is_empty() || t.len() > 200 || !name_chars {
-                        return Err(ApiError::field(
-                            "type",
-                            "must be event types separated by commas",
-                        ));
-                    }
-                    match t.strip_suffix('*') {
-                        Some(prefix) if prefix.ends_with('.') => {
+                    match parse_type_filter(t)
+                        .map_err(|e| ApiError::field("type", e.to_string()))?
+                    {
+                        TypeFilter::Prefix(prefix) => {
                             q.filter.type_prefixes.push(prefix.to_string())
                         }
-                        Some(_) => {
-                            return Err(ApiError::field(
-                                "type",
-                                "a pattern ends in `.*` (deliverable.progress.*)",
-                            ));
-                        }
-                        None => q.filter.types.push(t.to_string()),
+                        TypeFilter::Exact(t) => q.filter.types.push(t.to_string()),
                     }
                 }
             }

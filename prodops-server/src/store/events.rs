@@ -25,6 +25,10 @@ pub struct NewEvent {
     pub data: String,
     /// For an update, the changed fields as a JSON array text.
     pub changed: Option<String>,
+    /// `data` is the text the record was stored with by this transaction (a bulk call's batched
+    /// creates): if the record still holds exactly that text when the event is appended, the
+    /// event is stored without a copy of it (see [`append`]).
+    pub by_reference: bool,
 }
 
 /// What the events of one transaction share.
@@ -92,6 +96,7 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
         .and_then(SqlValue::as_i64)
         .ok_or_else(|| super::StoreError::other("the event counter answered no row"))?;
     let first = last - n + 1;
+    let by_reference = stored_as_sent(tx, origin.org, events)?;
     let org = origin.org.to_string();
     let key = origin.key_id.map(|k| k.to_string());
     let ids: Vec<String> = events.iter().map(|e| e.id.to_string()).collect();
@@ -114,7 +119,11 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
             request_cell,
             CellRef::Text(origin.occurred_at.as_bytes()),
             CellRef::Int(origin.occurred_ms),
-            CellRef::Text(e.data.as_bytes()),
+            if by_reference[i] {
+                CellRef::Null
+            } else {
+                CellRef::Text(e.data.as_bytes())
+            },
             text(&e.changed),
         ]
     };
@@ -144,6 +153,85 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
     Ok(events.len())
 }
 
+/// Ids per `IN (...)` list when looking records up.
+const LOOKUP_CHUNK: usize = 500;
+
+/// For each event, whether it is stored without its text: a creation event whose record
+/// (`by_reference`) still holds exactly the event's text at the end of its transaction.
+///
+/// Why: a bulk import wrote every record's text twice, once into its table and once into
+/// `events`; this keeps the events of a bulk call about 60% smaller (bench/README.md,
+/// issue 17). The contract stays: the event reads the record's text ([`read`]) until the
+/// record changes or goes, and the resource tables' `event_keep` triggers (store/migrate.rs)
+/// copy the text into such events before either, in the same transaction. The check here
+/// covers a record changed again after its creation within the same transaction (a later
+/// item of the same bulk call, the end-of-bulk refresh of the deliverable tree): its events
+/// are not stored yet when it changes, so they keep their own copy.
+fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResult<Vec<bool>> {
+    let mut keep = vec![false; events.len()];
+    let mut by_resource: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, e) in events.iter().enumerate() {
+        if e.by_reference {
+            by_resource.entry(e.resource).or_default().push(i);
+        }
+    }
+    for (resource, indexes) in by_resource {
+        let Some(kind) = prodops_core::registry::by_path(resource) else {
+            continue;
+        };
+        let table = kind.desc().table;
+        for chunk in indexes.chunks(LOOKUP_CHUNK) {
+            let sql = format!(
+                "SELECT id, data FROM {table} WHERE organization_id = ? AND id IN ({})",
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+            params.push(org.into());
+            params.extend(
+                chunk
+                    .iter()
+                    .map(|&i| SqlValue::from(events[i].record_id.as_str())),
+            );
+            let mut stored: std::collections::HashMap<String, String> = Default::default();
+            tx.for_each_row(&sql, &params, &mut |row| {
+                if let (CellRef::Text(id), CellRef::Text(data)) = (&row[0], &row[1]) {
+                    stored.insert(
+                        String::from_utf8_lossy(id).into_owned(),
+                        String::from_utf8_lossy(data).into_owned(),
+                    );
+                }
+                Ok(())
+            })?;
+            for &i in chunk {
+                let e = &events[i];
+                keep[i] = stored.get(&e.record_id) == Some(&e.data);
+            }
+        }
+    }
+    Ok(keep)
+}
+
+/// The expression that reads an event's text: its own, or for an event stored without it,
+/// its record's (one `CASE` over every resource, so that the event and the record are read in
+/// one statement, from one snapshot).
+fn data_expr() -> &'static str {
+    static EXPR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXPR.get_or_init(|| {
+        let arms: String = prodops_core::registry::resources()
+            .iter()
+            .map(|k| {
+                let d = k.desc();
+                format!(
+                    " WHEN '{}' THEN (SELECT CAST(r.data AS TEXT) FROM {} r \
+                     WHERE r.organization_id = events.organization_id AND r.id = events.record_id)",
+                    d.path, d.table
+                )
+            })
+            .collect();
+        format!("COALESCE(data, CASE resource{arms} END)")
+    })
+}
+
 /// What to read of the feed.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -160,9 +248,10 @@ pub struct EventFilter {
 
 /// The events after `filter.after` that match it, in cursor order.
 pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
-    let mut sql = String::from(
-        "SELECT seq, id, event_type, resource, record_id, key_id, request_id, occurred_at, data, changed \
+    let mut sql = format!(
+        "SELECT seq, id, event_type, resource, record_id, key_id, request_id, occurred_at, {}, changed \
          FROM events WHERE organization_id = ? AND seq > ?",
+        data_expr()
     );
     let mut params: Vec<SqlValue> = vec![org.into(), SqlValue::Int(filter.after)];
     if !filter.types.is_empty() || !filter.type_prefixes.is_empty() {
@@ -208,7 +297,9 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
             key_id: text(&r[5]),
             request_id: text(&r[6]),
             occurred_at: text(&r[7]).unwrap_or_default(),
-            data: text(&r[8]).unwrap_or_default(),
+            // NULL only for an event kept by reference whose record is gone without its text
+            // copied in, which the `event_keep` triggers prevent.
+            data: text(&r[8]).unwrap_or_else(|| "null".to_string()),
             changed: text(&r[9]),
         })
         .collect())

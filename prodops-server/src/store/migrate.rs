@@ -164,6 +164,25 @@ const STEPS: &[(i64, &str)] = &[
      CREATE INDEX IF NOT EXISTS ix_events_occurred ON events (occurred_ms)",
     ),
     (
+        51,
+        // An event's `data` may be NULL: a bulk-created record's creation event keeps no copy
+        // of the text while the record still holds it (store/events.rs, docs/events.md); the
+        // resource tables' `event_keep` triggers copy it in before the record changes.
+        "CREATE TABLE events_v2 (
+        organization_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, event_type TEXT NOT NULL,
+        resource TEXT NOT NULL, record_id TEXT NOT NULL, key_id TEXT, request_id TEXT,
+        occurred_at TEXT NOT NULL, occurred_ms BIGINT NOT NULL, data TEXT, changed TEXT,
+        PRIMARY KEY (organization_id, seq));
+     INSERT INTO events_v2 (organization_id, seq, id, event_type, resource, record_id, key_id, request_id,
+        occurred_at, occurred_ms, data, changed)
+        SELECT organization_id, seq, id, event_type, resource, record_id, key_id, request_id,
+        occurred_at, occurred_ms, data, changed FROM events;
+     DROP TABLE events;
+     ALTER TABLE events_v2 RENAME TO events;
+     CREATE INDEX IF NOT EXISTS ix_events_record ON events (organization_id, record_id, seq);
+     CREATE INDEX IF NOT EXISTS ix_events_occurred ON events (occurred_ms)",
+    ),
+    (
         60,
         // Webhooks (store/webhooks.rs, docs/events.md): each webhook's secret and feed position,
         // and one row per delivery of an event to a webhook, claimed with a lease.
@@ -257,7 +276,10 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     use sha2::{Digest, Sha256};
     let dialect = tx.dialect();
     // Every statement below, all idempotent, built once: the digest is of what runs.
-    let function = (dialect == Dialect::Postgres).then_some(PG_COUNT_FUNCTION);
+    let functions: &[&str] = match dialect {
+        Dialect::Postgres => &[PG_COUNT_FUNCTION, PG_EVENT_KEEP_FUNCTION],
+        Dialect::Sqlite => &[],
+    };
     let tables: Vec<(&str, Vec<String>)> = registry::resources()
         .iter()
         .map(|kind| (kind.desc().table, resource_ddl(dialect, kind.desc())))
@@ -270,8 +292,9 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
             .flat_map(|kind| filter_index_ddl(dialect, kind.desc())),
     );
     let mut hasher = Sha256::new();
-    let statements = function
-        .into_iter()
+    let statements = functions
+        .iter()
+        .copied()
         .chain(
             tables
                 .iter()
@@ -296,7 +319,7 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     {
         return Ok(());
     }
-    if let Some(function) = function {
+    for function in functions {
         tx.execute(function, &[])?;
     }
     for (table, ddl) in &tables {
@@ -379,6 +402,72 @@ BEGIN
   END IF;
   RETURN NULL;
 END $body$";
+
+/// The PostgreSQL trigger function behind the `event_keep` triggers (see [`event_keep_triggers`]),
+/// run once per statement over the rows it changed or removed; its arguments are the resource
+/// paths the table serves.
+const PG_EVENT_KEEP_FUNCTION: &str =
+    "CREATE OR REPLACE FUNCTION prodops_event_keep() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  UPDATE events e SET data = o.data::text FROM old_rows o
+  WHERE e.organization_id = o.organization_id AND e.record_id = o.id
+    AND e.resource = ANY(TG_ARGV) AND e.data IS NULL;
+  RETURN NULL;
+END $body$";
+
+/// The triggers that keep the creation events of a table's bulk-created records true: an
+/// event stored without its text (`data` NULL, store/events.rs) reads the record's text, so
+/// before a record's text changes or the record goes, the text it had is copied into its
+/// events that have none, in the same transaction.
+fn event_keep_triggers(dialect: Dialect, t: &str) -> Vec<String> {
+    let paths: Vec<&str> = registry::resources()
+        .iter()
+        .map(|k| k.desc())
+        .filter(|d| d.table == t)
+        .map(|d| d.path)
+        .collect();
+    match dialect {
+        Dialect::Sqlite => {
+            let keep = format!(
+                "UPDATE events SET data = OLD.data WHERE organization_id = OLD.organization_id \
+                 AND record_id = OLD.id AND resource IN ({}) AND data IS NULL;",
+                paths
+                    .iter()
+                    .map(|p| format!("'{p}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            vec![
+                format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_event_keep_update BEFORE UPDATE OF data ON {t} \
+                     BEGIN {keep} END"
+                ),
+                format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t}_event_keep_delete BEFORE DELETE ON {t} BEGIN {keep} END"
+                ),
+            ]
+        }
+        Dialect::Postgres => {
+            let args = paths
+                .iter()
+                .map(|p| format!("'{p}'"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            vec![
+                format!(
+                    "CREATE OR REPLACE TRIGGER tr_{t}_event_keep_update AFTER UPDATE ON {t} \
+                     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT \
+                     EXECUTE FUNCTION prodops_event_keep({args})"
+                ),
+                format!(
+                    "CREATE OR REPLACE TRIGGER tr_{t}_event_keep_delete AFTER DELETE ON {t} \
+                     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT \
+                     EXECUTE FUNCTION prodops_event_keep({args})"
+                ),
+            ]
+        }
+    }
+}
 
 /// Seeds the counts of a table from its rows, once: for tables that held rows before their
 /// triggers existed.
@@ -487,6 +576,7 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
         ),
     ];
     ddl.extend(count_triggers(dialect, t));
+    ddl.extend(event_keep_triggers(dialect, t));
     ddl.extend(filter_column_ddl(dialect, desc));
     for key in desc.unique {
         let exprs: Vec<String> = key
