@@ -81,6 +81,7 @@ pub fn updated_text(
         record_id: id,
         data,
         changed: Some(changed),
+        by_reference: false,
     });
 }
 
