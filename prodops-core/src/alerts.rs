@@ -184,16 +184,21 @@ pub fn patch_deliverable_text(text: &str, now: &AsOf) -> Option<String> {
 /// the stored members, allocating nothing and never validating or parsing the record. The
 /// rewrite (an answer changed since the write) parses the tail of `computed` alone.
 pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
-    // Searchers built once: building one per call costs more than the search itself.
-    static ORDINAL: LazyLock<FinderRev<'static>> =
-        LazyLock::new(|| FinderRev::new(b"\"alertTypeOrdinal\":"));
-    static AT_RISK: LazyLock<FinderRev<'static>> =
-        LazyLock::new(|| FinderRev::new(b"\"isAtRisk\":"));
-    let ordinal = ORDINAL.rfind(text)?;
-    let start = AT_RISK.rfind(&text[..ordinal])?;
-    let end = ordinal + memchr::memchr(b'}', &text[ordinal..])?;
+    let (start, end, stored) = match StoredTail::from_end(text) {
+        Some(found) => found,
+        None => {
+            // Searchers built once: building one per call costs more than the search itself.
+            static ORDINAL: LazyLock<FinderRev<'static>> =
+                LazyLock::new(|| FinderRev::new(b"\"alertTypeOrdinal\":"));
+            static AT_RISK: LazyLock<FinderRev<'static>> =
+                LazyLock::new(|| FinderRev::new(b"\"isAtRisk\":"));
+            let ordinal = ORDINAL.rfind(text)?;
+            let start = AT_RISK.rfind(&text[..ordinal])?;
+            let end = ordinal + memchr::memchr(b'}', &text[ordinal..])?;
+            (start, end, StoredTail::find(&text[start..end])?)
+        }
+    };
     let tail = &text[start..end];
-    let stored = StoredTail::find(tail)?;
     let basis = Basis {
         on_hold: stored.alerts.alert_type == AlertType::OnHold,
         // Only asked when the effective due date has passed (below).
@@ -225,6 +230,7 @@ pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
 
 /// The stored answers and instants of a deliverable, read off the tail of its `computed`
 /// (from `"isAtRisk":` to its closing brace) without parsing it.
+#[derive(Debug, PartialEq)]
 struct StoredTail<'a> {
     alerts: Alerts,
     ordinal: i64,
@@ -234,6 +240,69 @@ struct StoredTail<'a> {
 }
 
 impl<'a> StoredTail<'a> {
+    /// The tail as the server writes it, read backwards from the end of the record: `computed`
+    /// closes at the last `}` before the record's own (the members after it, `isArchived`,
+    /// `createdAt` and `updatedAt`, hold none), and its last members are these, in this order.
+    /// Each step compares a known key and takes a value that is a literal, a number or a
+    /// quoted date or stamp, so a record costs a few hundred instructions, whatever its size.
+    /// Answers where the tail starts and ends, or `None` for any other shape (the caller then
+    /// searches for the members).
+    fn from_end(text: &'a [u8]) -> Option<(usize, usize, StoredTail<'a>)> {
+        let end = memchr::memrchr(b'}', text.strip_suffix(b"}")?)?;
+        let mut rest = &text[..end];
+        let mut take = |key: &[u8], first: bool| -> Option<&'a [u8]> {
+            let value = match rest.last()? {
+                b'"' => {
+                    let open = memchr::memrchr(b'"', &rest[..rest.len() - 1])?;
+                    &rest[open..]
+                }
+                _ => &rest[memchr::memrchr(b':', rest)? + 1..],
+            };
+            rest = rest[..rest.len() - value.len()].strip_suffix(key)?;
+            if !first {
+                rest = rest.strip_suffix(b",")?;
+            }
+            Some(value)
+        };
+        let at_risk_until = Self::instant(take(b"\"atRiskUntil\":", false)?)?;
+        let late_at = Self::instant(take(b"\"lateAt\":", false)?)?;
+        let effective_due_at = Self::instant(take(b"\"effectiveDueAt\":", false)?)?;
+        let ordinal = take(b"\"alertTypeOrdinal\":", false)?;
+        let alert_type = take(b"\"alertType\":", false)?;
+        let due_is_late = Self::boolean(take(b"\"effectiveDueDateIsLate\":", false)?)?;
+        take(b"\"effectiveDueDateIsInherited\":", false)?;
+        take(b"\"effectiveDueDate\":", false)?;
+        let is_late = Self::boolean(take(b"\"isLate\":", false)?)?;
+        let is_at_risk = Self::boolean(take(b"\"isAtRisk\":", true)?)?;
+        let start = rest.len();
+        let stored = StoredTail {
+            alerts: Alerts {
+                is_late,
+                is_at_risk,
+                effective_due_date_is_late: due_is_late,
+                alert_type: Self::alert_type(alert_type)?,
+            },
+            ordinal: match ordinal {
+                [d @ b'0'..=b'9'] => i64::from(d - b'0'),
+                _ => return None,
+            },
+            effective_due_at,
+            late_at,
+            at_risk_until,
+        };
+        Some((start, end, stored))
+    }
+
+    fn alert_type(value: &[u8]) -> Option<AlertType> {
+        Some(match value {
+            b"\"no-risk\"" => AlertType::NoRisk,
+            b"\"at-risk\"" => AlertType::AtRisk,
+            b"\"late\"" => AlertType::Late,
+            b"\"on-hold\"" => AlertType::OnHold,
+            _ => return None,
+        })
+    }
+
     /// `None` when a member is missing or not of the server's form (then the text is left as
     /// it is): a record stored before the instants existed has no `lateAt`.
     ///
@@ -266,15 +335,7 @@ impl<'a> StoredTail<'a> {
                 b"isAtRisk" => is_at_risk = Some(Self::boolean(value)?),
                 b"isLate" => is_late = Some(Self::boolean(value)?),
                 b"effectiveDueDateIsLate" => due_is_late = Some(Self::boolean(value)?),
-                b"alertType" => {
-                    alert_type = Some(match Self::string(value)? {
-                        "no-risk" => AlertType::NoRisk,
-                        "at-risk" => AlertType::AtRisk,
-                        "late" => AlertType::Late,
-                        "on-hold" => AlertType::OnHold,
-                        _ => return None,
-                    })
-                }
+                b"alertType" => alert_type = Some(Self::alert_type(value)?),
                 b"alertTypeOrdinal" => {
                     ordinal = Some(std::str::from_utf8(value).ok()?.parse().ok()?)
                 }
@@ -304,11 +365,6 @@ impl<'a> StoredTail<'a> {
             b"false" => Some(false),
             _ => None,
         }
-    }
-
-    fn string(value: &'a [u8]) -> Option<&'a str> {
-        let inner = value.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-        std::str::from_utf8(inner).ok()
     }
 
     /// A stored instant: `Some(None)` for null, `None` for anything not of its form.

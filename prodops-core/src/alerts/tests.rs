@@ -327,6 +327,10 @@ proptest! {
             prop_assert_eq!(as_of(&basis_of(old), &now), alerts_of(new));
 
             let text = serde_json::to_string(old).unwrap();
+            // The record as the server writes it is read from its end, and that reading agrees
+            // with the search for its members.
+            let (start, end, from_end) = StoredTail::from_end(text.as_bytes()).unwrap();
+            prop_assert_eq!(Some(from_end), StoredTail::find(&text.as_bytes()[start..end]));
             let patched = patch_deliverable_text(&text, &now);
             let answered: Deliverable = serde_json::from_str(patched.as_deref().unwrap_or(&text)).unwrap();
             prop_assert_eq!(&answered, new, "patched {:?}", patched);
