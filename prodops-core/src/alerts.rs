@@ -250,30 +250,17 @@ impl<'a> StoredTail<'a> {
     fn from_end(text: &'a [u8]) -> Option<(usize, usize, StoredTail<'a>)> {
         let end = memchr::memrchr(b'}', text.strip_suffix(b"}")?)?;
         let mut rest = &text[..end];
-        let mut take = |key: &[u8], first: bool| -> Option<&'a [u8]> {
-            let value = match rest.last()? {
-                b'"' => {
-                    let open = memchr::memrchr(b'"', &rest[..rest.len() - 1])?;
-                    &rest[open..]
-                }
-                _ => &rest[memchr::memrchr(b':', rest)? + 1..],
-            };
-            rest = rest[..rest.len() - value.len()].strip_suffix(key)?;
-            if !first {
-                rest = rest.strip_suffix(b",")?;
-            }
-            Some(value)
-        };
-        let at_risk_until = Self::instant(take(b"\"atRiskUntil\":", false)?)?;
-        let late_at = Self::instant(take(b"\"lateAt\":", false)?)?;
-        let effective_due_at = Self::instant(take(b"\"effectiveDueAt\":", false)?)?;
-        let ordinal = take(b"\"alertTypeOrdinal\":", false)?;
-        let alert_type = take(b"\"alertType\":", false)?;
-        let due_is_late = Self::boolean(take(b"\"effectiveDueDateIsLate\":", false)?)?;
-        take(b"\"effectiveDueDateIsInherited\":", false)?;
-        take(b"\"effectiveDueDate\":", false)?;
-        let is_late = Self::boolean(take(b"\"isLate\":", false)?)?;
-        let is_at_risk = Self::boolean(take(b"\"isAtRisk\":", true)?)?;
+        let at_risk_until = Self::instant(Self::take_back(&mut rest, b",\"atRiskUntil\":")?)?;
+        let late_at = Self::instant(Self::take_back(&mut rest, b",\"lateAt\":")?)?;
+        let effective_due_at = Self::instant(Self::take_back(&mut rest, b",\"effectiveDueAt\":")?)?;
+        let ordinal = Self::take_back(&mut rest, b",\"alertTypeOrdinal\":")?;
+        let alert_type = Self::take_back(&mut rest, b",\"alertType\":")?;
+        let due_is_late =
+            Self::boolean(Self::take_back(&mut rest, b",\"effectiveDueDateIsLate\":")?)?;
+        Self::take_back(&mut rest, b",\"effectiveDueDateIsInherited\":")?;
+        Self::take_back(&mut rest, b",\"effectiveDueDate\":")?;
+        let is_late = Self::boolean(Self::take_back(&mut rest, b",\"isLate\":")?)?;
+        let is_at_risk = Self::boolean(Self::take_back(&mut rest, b"\"isAtRisk\":")?)?;
         let start = rest.len();
         let stored = StoredTail {
             alerts: Alerts {
@@ -291,6 +278,25 @@ impl<'a> StoredTail<'a> {
             at_risk_until,
         };
         Some((start, end, stored))
+    }
+
+    /// Takes the last member of `rest` if its key (with the comma before it) is `key`: answers
+    /// its value and leaves `rest` before the key. The key's length is known when compiled,
+    /// so its comparison is a few wide loads rather than a call.
+    #[inline(always)]
+    fn take_back<const N: usize>(rest: &mut &'a [u8], key: &[u8; N]) -> Option<&'a [u8]> {
+        let r: &'a [u8] = rest;
+        // Values are a few bytes long: a plain scan beats setting up a vector search.
+        let at = match r.last()? {
+            b'"' => r[..r.len() - 1].iter().rposition(|&b| b == b'"')?,
+            _ => r.iter().rposition(|&b| b == b':')? + 1,
+        };
+        let (before, found) = r[..at].split_last_chunk::<N>()?;
+        if found != key {
+            return None;
+        }
+        *rest = before;
+        Some(&r[at..])
     }
 
     fn alert_type(value: &[u8]) -> Option<AlertType> {

@@ -79,6 +79,16 @@ mod tests {
     use crate::{deliverables, deliveries, documents, inventory, members, notifications};
     use crate::{production, qc};
 
+    proptest::proptest! {
+        /// A tree write's event equals the engine's (the check lives with the tree's code, in
+        /// `deliverables::tree::tests`; it needs the hooks bound, which only this layer may do).
+        #[test]
+        fn tree_update_event_matches_the_json_one(mask in 0u32..(1 << 20), salt in 0u32..1000) {
+            install();
+            deliverables::tree::tests::tree_update_event_matches_the_json_one(mask, salt)?;
+        }
+    }
+
     /// Every registered resource gets the hooks it is served with, by path: the resources with
     /// hooks of their own are exactly these, every other one has `NoHooks`.
     #[test]
