@@ -228,6 +228,9 @@ pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The width of a stored [`stamp`] with its quotes (`"YYYY-MM-DDTHH:MM:SSZ"`).
+const STAMP_VALUE: usize = 22;
+
 /// The stored answers and instants of a deliverable, read off the tail of its `computed`
 /// (from `"isAtRisk":` to its closing brace) without parsing it.
 #[derive(Debug, PartialEq)]
@@ -286,10 +289,29 @@ impl<'a> StoredTail<'a> {
     #[inline(always)]
     fn take_back<const N: usize>(rest: &mut &'a [u8], key: &[u8; N]) -> Option<&'a [u8]> {
         let r: &'a [u8] = rest;
-        // Values are a few bytes long: a plain scan beats setting up a vector search.
-        let at = match r.last()? {
-            b'"' => r[..r.len() - 1].iter().rposition(|&b| b == b'"')?,
-            _ => r.iter().rposition(|&b| b == b':')? + 1,
+        let n = r.len();
+        // The length of the value, from its last byte: the server's values here are literals,
+        // one digit, or stamps of a fixed width, so most are known without a scan.
+        let fixed = match r.last()? {
+            b'e' if r.ends_with(b":true") => Some(4),
+            b'e' if r.ends_with(b":false") => Some(5),
+            b'l' if r.ends_with(b":null") => Some(4),
+            b'0'..=b'9' if n >= 2 && r[n - 2] == b':' => Some(1),
+            b'"' if n >= STAMP_VALUE + 1
+                && r[n - STAMP_VALUE] == b'"'
+                && r[n - STAMP_VALUE - 1] == b':' =>
+            {
+                Some(STAMP_VALUE)
+            }
+            _ => None,
+        };
+        let at = match fixed {
+            Some(len) => n - len,
+            // Values are a few bytes long: a plain scan beats setting up a vector search.
+            None => match r.last()? {
+                b'"' => r[..n - 1].iter().rposition(|&b| b == b'"')?,
+                _ => r.iter().rposition(|&b| b == b':')? + 1,
+            },
         };
         let (before, found) = r[..at].split_last_chunk::<N>()?;
         if found != key {
