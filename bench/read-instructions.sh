@@ -28,36 +28,8 @@ if ((${#SERVERS[@]} == 0)); then
     SERVERS=("${CARGO_TARGET_DIR:-$ROOT/target}/release/prodops-server")
 fi
 
-WORK="$(mktemp -d)"
-PID=""
-cleanup() {
-    [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# start DB [valgrind args...]: starts the server (under the given wrapper), sets PID and BASE.
-start() {
-    local db="$1"
-    shift
-    "$@" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit 1000000000 \
-        >"$WORK/out" 2>"$WORK/err" &
-    PID=$!
-    BASE=""
-    for _ in $(seq 600); do
-        BASE="$(sed -n 's/^listening on //p' "$WORK/out")"
-        [[ -n "$BASE" ]] && return
-        kill -0 "$PID" 2>/dev/null || { cat "$WORK/err" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "the server did not start" >&2
-    exit 1
-}
-stop() {
-    kill -TERM "$PID"
-    wait "$PID" || true
-    PID=""
-}
+# shellcheck source=bench/callgrind-server.sh
+source "$ROOT/bench/callgrind-server.sh"
 
 for SERVER in "${SERVERS[@]}"; do
     db="sqlite://$WORK/reads-$RANDOM.db"

@@ -1,0 +1,37 @@
+# Sourced by the callgrind benches (read-instructions.sh, hierarchy-instructions.sh): a work
+# directory removed on exit, and a server started and stopped under an optional wrapper.
+# The sourcing script sets SERVER (the binary) before calling `start`.
+
+WORK="$(mktemp -d)"
+PID=""
+cleanup() {
+    [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start DB [wrapper args...]: starts "$SERVER" on DB (under the given wrapper, such as
+# `valgrind --tool=callgrind ...` or `env`), sets PID and BASE (its URL). Waits up to two
+# minutes: under callgrind the start-up's migrations are slow.
+start() {
+    local db="$1"
+    shift
+    "$@" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit 1000000000 \
+        >"$WORK/out" 2>"$WORK/err" &
+    PID=$!
+    BASE=""
+    for _ in $(seq 1200); do
+        BASE="$(sed -n 's/^listening on //p' "$WORK/out")"
+        [[ -n "$BASE" ]] && return
+        kill -0 "$PID" 2>/dev/null || { cat "$WORK/err" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "the server did not start" >&2
+    exit 1
+}
+
+stop() {
+    kill -TERM "$PID"
+    wait "$PID" || true
+    PID=""
+}
