@@ -297,7 +297,7 @@ impl<'a> StoredTail<'a> {
             b'e' if r.ends_with(b":false") => Some(5),
             b'l' if r.ends_with(b":null") => Some(4),
             b'0'..=b'9' if n >= 2 && r[n - 2] == b':' => Some(1),
-            b'"' if n >= STAMP_VALUE + 1
+            b'"' if n > STAMP_VALUE
                 && r[n - STAMP_VALUE] == b'"'
                 && r[n - STAMP_VALUE - 1] == b':' =>
             {
