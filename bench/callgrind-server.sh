@@ -1,6 +1,18 @@
 # Sourced by the callgrind benches (read-instructions.sh, hierarchy-instructions.sh): a work
 # directory removed on exit, and a server started and stopped under an optional wrapper.
-# The sourcing script sets SERVER (the binary) before calling `start`.
+# The sourcing script sets ROOT, and SERVER (the binary) before calling `start`.
+
+command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
+
+# servers_to_measure [SERVER_BINARY...]: sets SERVERS to the binaries given, or builds this
+# checkout's release server and measures that.
+servers_to_measure() {
+    SERVERS=("$@")
+    if ((${#SERVERS[@]} == 0)); then
+        cargo build --release --locked -q -p prodops-server
+        SERVERS=("${CARGO_TARGET_DIR:-$ROOT/target}/release/prodops-server")
+    fi
+}
 
 WORK="$(mktemp -d)"
 PID=""

@@ -18,17 +18,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 case "${1:-}" in -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
-command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
 
 N="${BENCH_REQUESTS:-3}"
-SERVERS=("$@")
-if ((${#SERVERS[@]} == 0)); then
-    cargo build --release --locked -q -p prodops-server
-    SERVERS=("${CARGO_TARGET_DIR:-$ROOT/target}/release/prodops-server")
-fi
-
 # shellcheck source=bench/callgrind-server.sh
 source "$ROOT/bench/callgrind-server.sh"
+servers_to_measure "$@"
 
 for SERVER in "${SERVERS[@]}"; do
     db="sqlite://$WORK/hierarchy-$RANDOM.db"

@@ -814,16 +814,7 @@ pub(crate) mod tests {
                         assert_eq!(v["parentId"], json!(parent));
                     }
                 }
-                let ctx = Ctx::new(
-                    crate::http::context::Auth {
-                        key_id: Uuid::new_v4(),
-                        org,
-                        admin: true,
-                        permissions: Default::default(),
-                        flags: Default::default(),
-                    },
-                    None,
-                );
+                let ctx = test_ctx(org);
                 let mut store = TxTree::new(tx, &ctx);
                 let kids = store.children(a)?;
                 assert_eq!(kids.iter().map(|k| k.id).collect::<Vec<_>>(), vec![b]);

@@ -192,20 +192,19 @@ fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResul
                     .iter()
                     .map(|&i| SqlValue::from(events[i].record_id.as_str())),
             );
-            let mut stored: std::collections::HashMap<String, String> = Default::default();
+            // Compared as the rows stream by, without copying the records' texts out.
+            let by_id: std::collections::HashMap<&[u8], usize> = chunk
+                .iter()
+                .map(|&i| (events[i].record_id.as_bytes(), i))
+                .collect();
             tx.for_each_row(&sql, &params, &mut |row| {
-                if let (CellRef::Text(id), CellRef::Text(data)) = (&row[0], &row[1]) {
-                    stored.insert(
-                        String::from_utf8_lossy(id).into_owned(),
-                        String::from_utf8_lossy(data).into_owned(),
-                    );
+                if let (CellRef::Text(id), CellRef::Text(data)) = (&row[0], &row[1])
+                    && let Some(&i) = by_id.get(id)
+                {
+                    keep[i] = *data == events[i].data.as_bytes();
                 }
                 Ok(())
             })?;
-            for &i in chunk {
-                let e = &events[i];
-                keep[i] = stored.get(&e.record_id) == Some(&e.data);
-            }
         }
     }
     Ok(keep)
