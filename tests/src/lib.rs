@@ -59,6 +59,21 @@ pub struct TestServer {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// Prints the server's warnings (or what `RUST_LOG` asks for) through the test harness's
+/// capture, so that a failing test shows why its server's background work (webhook deliveries,
+/// jobs) did not get done, and a passing one stays quiet.
+fn show_server_warnings() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+}
+
 /// The statement timeout of test servers (see [`TestServer::start_with`] to set another).
 pub const TEST_STATEMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -103,6 +118,7 @@ impl TestServer {
         dir: Option<tempfile::TempDir>,
         adjust: impl FnOnce(&mut Config),
     ) -> TestServer {
+        show_server_warnings();
         let mut config = Config::new(url);
         config.files = Some(files.clone());
         // No test may depend on the machine's speed: a statement of a test at real sizes (a

@@ -389,19 +389,25 @@ fn fan_out_one(tx: &mut dyn Tx, org: Uuid, id: Uuid, from: i64) -> Result<(bool,
     Ok((false, from))
 }
 
+/// Fans out every webhook that is behind. A webhook whose step fails is logged and retried at
+/// the next pass; it does not hold up the others.
 async fn fan_out(state: &AppState) -> Result<(), ApiError> {
     let positions = state.store.read(|tx| rows::behind(tx)).await?;
     for (org, id, from) in positions {
         let mut from = from;
         loop {
-            let (more, next) = state
+            let step = state
                 .store
                 .write(move |tx| fan_out_one(tx, org, id, from))
-                .await?;
-            if !more || next == from {
-                break;
+                .await;
+            match step {
+                Ok((more, next)) if more && next != from => from = next,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(webhook = %id, "webhook fan-out failed: {}", e.message);
+                    break;
+                }
             }
-            from = next;
         }
     }
     Ok(())
