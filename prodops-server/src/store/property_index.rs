@@ -264,3 +264,33 @@ pub(super) fn lookup(
 pub fn keeps_an_index(table: &str) -> bool {
     table == SOURCE_TABLE
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup_of(raw: &[&str], numbers: &[f64], with_true: bool) -> Option<Lookup> {
+        let raw: Vec<String> = raw.iter().map(|r| r.to_string()).collect();
+        lookup(&raw, &raw, numbers, with_true, false, false)
+    }
+
+    #[test]
+    fn a_lookup_is_exact_only_where_the_index_tells_the_matches_apart() {
+        assert!(lookup_of(&["hold"], &[], false).unwrap().exact);
+        assert!(lookup_of(&["7"], &[7.0], false).unwrap().exact);
+        assert!(lookup_of(&["true"], &[], true).unwrap().exact);
+        // The string "true" is kept as the boolean is; only `true` matches both.
+        assert!(!lookup_of(&["TRUE"], &[], true).unwrap().exact);
+        let long = "x".repeat(MAX_TEXT_CHARS);
+        assert!(!lookup_of(&[&long], &[], false).unwrap().exact);
+        assert!(lookup_of(&[&long[1..]], &[], false).unwrap().exact);
+        assert!(
+            !lookup_of(&["9007199254740992"], &[9_007_199_254_740_992.0], false)
+                .unwrap()
+                .exact
+        );
+        assert_eq!(lookup(&[], &[], &[], false, false, true), None);
+        // `true` asked for a boolean finds the kept text once.
+        assert_eq!(lookup_of(&["true"], &[], true).unwrap().texts, ["true"]);
+    }
+}
