@@ -97,8 +97,9 @@ pub enum Cond {
         broad: bool,
     },
     /// [`Cond::Field`] on the custom property `data.properties.<key>` of a deliverable: the
-    /// same answer, with the candidates looked up in the property value index first
-    /// (`property_index`), so the exact match runs on them alone.
+    /// same answer, looked up in the property value index (`property_index`). Most filters it
+    /// finds exactly ([`property_lookup`]`.exact`); for the others the exact match runs on its
+    /// candidates alone.
     Property {
         key: String,
         values: Vec<String>,
