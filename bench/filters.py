@@ -106,6 +106,12 @@ def measure(base, key, backend):
         ("worker list teamId=T", f"/worker?teamId={team}&pageSize=100", "/worker?pageSize=100"),
         ("worker list customerIdentifier=X", f"/worker?customerIdentifier={some}&pageSize=100", "/worker?pageSize=100"),
         ("worker list status=active (98%)", "/worker?status=active&pageSize=100", "/worker?pageSize=100"),
+        ("worker count status=active", "/worker/count?status=active", "/worker/count"),
+        (
+            "worker list status=active&teamId=T",
+            f"/worker?status=active&teamId={team}&pageSize=100",
+            "/worker?pageSize=100",
+        ),
         (
             "order list priority=hold",
             "/deliverable?data.properties.priority=hold&pageSize=100",
@@ -113,6 +119,7 @@ def measure(base, key, backend):
         ),
         ("order count priority=hold", "/deliverable/count?data.properties.priority=hold", "/deliverable/count"),
         ("order list type=order (all)", "/deliverable?type=order&pageSize=100", "/deliverable?pageSize=100"),
+        ("order count type=order", "/deliverable/count?type=order", "/deliverable/count"),
     ]
     times = {p[0]: ([], []) for p in pairs}
     for _ in range(3):  # warm-up

@@ -30,6 +30,10 @@ pub struct FieldKinds {
     /// The subset users filter by, in schema order: string enums, UUIDs, and
     /// `customerIdentifier`/`identifier`. Each gets an index, and a filter on it is an index range.
     pub filter_indexed: Vec<String>,
+    /// The subset of `filter_indexed` whose values form a closed set (string enums): the
+    /// database keeps a count per value, so a filtered count is a lookup however many records
+    /// match. Ids and identifiers are left out: a count per value would be a row per record.
+    pub counted: Vec<String>,
 }
 
 /// The shape of one field's schema that matters for filtering.
@@ -53,6 +57,7 @@ pub fn of_table(table: &str) -> &'static FieldKinds {
     static NONE: FieldKinds = FieldKinds {
         strings: BTreeSet::new(),
         filter_indexed: Vec::new(),
+        counted: Vec::new(),
     };
     BY_TABLE
         .get_or_init(|| {
@@ -83,6 +88,9 @@ pub fn field_kinds(kind: &dyn ResourceKind) -> FieldKinds {
         let looked_up = LOOKUP_FIELDS.contains(&name.as_str());
         if (enumerated || uuid || looked_up) && !COLUMN_FIELDS.contains(&name.as_str()) {
             kinds.filter_indexed.push(name.clone());
+            if enumerated && !uuid && !looked_up {
+                kinds.counted.push(name.clone());
+            }
         }
     }
     kinds
@@ -159,6 +167,7 @@ mod tests {
     fn workers_are_filtered_by_status_team_and_customer_identifier() {
         let k = kinds("worker");
         assert_eq!(k.filter_indexed, ["customerIdentifier", "status", "teamId"]);
+        assert_eq!(k.counted, ["status"]);
         for f in [
             "name",
             "customerIdentifier",
@@ -207,7 +216,21 @@ mod tests {
                 assert!(k.strings.contains(f), "{}.{f}", kind.desc().path);
                 assert!(!COLUMN_FIELDS.contains(&f.as_str()));
             }
+            for f in &k.counted {
+                assert!(k.filter_indexed.contains(f), "{}.{f}", kind.desc().path);
+            }
         }
+    }
+
+    #[test]
+    fn enums_are_counted_per_value_and_ids_are_not() {
+        let k = kinds("deliverable");
+        assert!(k.counted.iter().any(|f| f == "type"), "{k:?}");
+        for f in ["identifier", "parentId", "rootParentId", "originTemplateId"] {
+            assert!(!k.counted.iter().any(|x| x == f), "{f} is not counted");
+        }
+        assert_eq!(kinds("deliverable/work-sessions").counted, ["kind"]);
+        assert_eq!(kinds("delivery").counted, ["direction", "status"]);
     }
 
     #[test]

@@ -87,6 +87,7 @@ async fn bulk_inserts_keep_text_counts_and_indexes_and_fail_whole() {
     let status = Cond::Indexed {
         field: "status".into(),
         values: vec!["inactive".into()],
+        broad: true,
     };
     assert_eq!(count(&store, org, vec![status]).await, inactive);
 

@@ -2,7 +2,8 @@
 //! filtered list and count, read with `EXPLAIN` on the real database
 //! (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else SQLite), names the field's filter index
 //! (enums, ids, external identifiers) or the custom property value index, and never reads the
-//! whole table.
+//! whole table; the count of an enum's values reads the counts kept per value alone, and the
+//! count of a custom property the property value index alone.
 //!
 //! The tables hold enough rows (20,000 workers, 5,000 deliverables, statistics gathered) that
 //! PostgreSQL's planner chooses as it would for a real shop, not as it does for a toy table.
@@ -59,14 +60,15 @@ fn uses_index(dialect: Dialect, plan: &str, table: &str, index: &str) -> bool {
     plan.contains(index) && !scans
 }
 
-/// Asserts that a page of 100 and the count under `conds` both read `table` through `index`.
-async fn assert_page_and_count_read(
+/// Asserts that a page of 100 under `conds` reads `table` through `index`, and returns the
+/// plan of their count.
+async fn assert_page_reads(
     store: &Store,
     table: &'static str,
     org: Uuid,
     conds: &[Cond],
     index: &str,
-) {
+) -> String {
     let dialect = store.dialect();
     let select = Select {
         conds: conds.to_vec(),
@@ -79,25 +81,70 @@ async fn assert_page_and_count_read(
         uses_index(dialect, &list, table, index),
         "the page under {conds:?} reads {index}:\n{list}"
     );
-    let (sql, params) = records::count_sql(dialect, table, org, conds);
-    let count = plan(store, sql, params).await;
-    assert!(
-        uses_index(dialect, &count, table, index),
-        "the count under {conds:?} reads {index}:\n{count}"
+    // The list's own page, by keyset (the default order), first and next.
+    let after = (
+        "2026-11-21T00:00:10.000Z".to_string(),
+        Uuid::nil().to_string(),
     );
-    // A count reads the index alone: on SQLite a covering index, on PostgreSQL an index-only
-    // scan, which it only plans on columns (the filter's generated column), never on an
-    // expression over `data`.
-    let index_only = match dialect {
-        Dialect::Sqlite => count.contains("COVERING INDEX"),
-        Dialect::Postgres => count.contains("Index Only Scan"),
-    };
-    if table == "worker" {
+    for after in [None, Some(&after)] {
+        let (sql, params) = records::keyset_sql(dialect, table, org, conds, after, 100, 0);
+        let list = plan(store, sql, params).await;
         assert!(
-            index_only,
-            "the count under {conds:?} reads {index} alone:\n{count}"
+            uses_index(dialect, &list, table, index) && reads_page_records_by_key(dialect, &list),
+            "the keyset page under {conds:?} reads {index}:\n{list}"
         );
     }
+    let (sql, params) = records::count_sql(dialect, table, org, conds);
+    plan(store, sql, params).await
+}
+
+/// Asserts that a page of 100 and the count under `conds` both read `table` through `index`,
+/// the count from the index alone: on SQLite a covering index, on PostgreSQL an index-only
+/// scan, which it only plans on columns (the filter's generated column), never on an
+/// expression over `data`.
+async fn assert_page_and_count_read(
+    store: &Store,
+    table: &'static str,
+    org: Uuid,
+    conds: &[Cond],
+    index: &str,
+) {
+    let dialect = store.dialect();
+    let count = assert_page_reads(store, table, org, conds, index).await;
+    assert!(
+        uses_index(dialect, &count, table, index) && reads_index_alone(dialect, &count, index),
+        "the count under {conds:?} reads {index} alone:\n{count}"
+    );
+}
+
+/// Whether a page from the property value index reads its records (`d`) by key, after the
+/// ids: never the organization's deliverables one by one.
+fn reads_page_records_by_key(dialect: Dialect, plan: &str) -> bool {
+    if !plan.contains("deliverable_property_index") {
+        return true;
+    }
+    match dialect {
+        Dialect::Sqlite => plan
+            .lines()
+            .filter(|l| l.contains(" d "))
+            .all(|l| l.starts_with("SEARCH d ") && l.contains(" AND id=?)")),
+        Dialect::Postgres => plan.contains("Nested Loop") && plan.contains("deliverable_pkey"),
+    }
+}
+
+fn reads_index_alone(dialect: Dialect, plan: &str, index: &str) -> bool {
+    match dialect {
+        Dialect::Sqlite => plan.contains(&format!("COVERING INDEX {index}")),
+        Dialect::Postgres => plan.contains(&format!("Index Only Scan using {index}")),
+    }
+}
+
+/// Whether a plan reads the counts kept per value and no resource table.
+fn reads_kept_counts(plan: &str) -> bool {
+    plan.contains("record_value_counts")
+        && !["worker", "deliverable"]
+            .iter()
+            .any(|t| plan.contains(&format!("SCAN {t}")) || plan.contains(&format!(" on {t}")))
 }
 
 async fn seed(store: &Store, table: &'static str, org: Uuid, docs: Vec<Value>) {
@@ -126,7 +173,7 @@ async fn seed(store: &Store, table: &'static str, org: Uuid, docs: Vec<Value>) {
             .unwrap();
         tokio::spawn(connection);
         // One statement per call: several in one string run as one implicit transaction.
-        for t in [table, "deliverable_property_values"] {
+        for t in [table, "deliverable_property_index"] {
             client
                 .batch_execute(&format!("VACUUM ANALYZE {t}"))
                 .await
@@ -159,10 +206,10 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
     let text = |field: &str, values: &[&str]| Cond::Indexed {
         field: field.to_string(),
         values: values.iter().map(|v| v.to_string()).collect(),
+        broad: field == "status",
     };
     let team_id = team.to_string();
     let cases = [
-        ("status", text("status", &["inactive"])),
         (
             "customerIdentifier",
             text("customerIdentifier", &["E-00042"]),
@@ -174,26 +221,83 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
         let conds = vec![cond, Cond::Archived(false)];
         assert_page_and_count_read(&store, "worker", org, &conds, &index).await;
     }
-    // Several values: the count reads the index alone. (A page in creation order is the
-    // planner's choice between this index and the list index, by how many rows it expects.)
+    // An enum (status): the page through its filter index, the count from the counts kept per
+    // value, for one value or several, a value matching most records or few.
+    let index = filter_index_name(dialect, "worker", "status");
+    let conds = vec![text("status", &["inactive"]), Cond::Archived(false)];
+    let count = assert_page_reads(&store, "worker", org, &conds, &index).await;
+    assert!(
+        reads_kept_counts(&count),
+        "the count under {conds:?} reads the kept counts:\n{count}"
+    );
+    // A value most records hold: its page may as well read the list index and skip the few
+    // others (the planner's choice); its count reads the kept counts.
+    let conds = vec![text("status", &["active"]), Cond::Archived(false)];
+    let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
+    let count = plan(&store, sql, params).await;
+    assert!(
+        reads_kept_counts(&count),
+        "the count under {conds:?} reads the kept counts:\n{count}"
+    );
+    // Several values (a value given twice counts once). (A page in creation order is the
+    // planner's choice between the filter index and the list index, by how many rows it
+    // expects.)
     let conds = vec![
-        text("status", &["inactive", "terminated"]),
+        text("status", &["inactive", "terminated", "inactive"]),
         Cond::Archived(false),
     ];
     let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
     let count = plan(&store, sql, params).await;
-    let index = filter_index_name(dialect, "worker", "status");
     assert!(
-        uses_index(dialect, &count, "worker", &index),
-        "the count of several statuses reads {index}:\n{count}"
+        reads_kept_counts(&count),
+        "the count of several statuses reads the kept counts:\n{count}"
     );
-    // The answers through the index are the records that match.
-    let conds = vec![text("status", &["inactive"]), Cond::Archived(false)];
-    let counted = store
-        .read(move |tx| records::count(tx, "worker", org, &conds))
-        .await
-        .unwrap();
-    assert_eq!(counted, 400);
+    // With `null` among the values (a missing status is not counted) the count reads the
+    // workers; with another filter, their filter indexes.
+    let conds = vec![text("status", &["inactive", "null"])];
+    let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
+    let count = plan(&store, sql, params).await;
+    assert!(!count.contains("record_value_counts"), "{count}");
+    let conds = vec![
+        text("status", &["inactive"]),
+        text("teamId", &[team_id.as_str()]),
+        Cond::Archived(false),
+    ];
+    let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
+    let count = plan(&store, sql, params).await;
+    let team_index = filter_index_name(dialect, "worker", "teamId");
+    assert!(
+        !count.contains("record_value_counts")
+            && uses_index(dialect, &count, "worker", &team_index),
+        "the count under {conds:?} reads the team's index, not the enum's:\n{count}"
+    );
+    // The answers are the records that match, however they are counted.
+    for (conds, expected) in [
+        (
+            vec![text("status", &["inactive"]), Cond::Archived(false)],
+            400,
+        ),
+        (vec![text("status", &["active", "active"])], 19_600),
+        (
+            vec![text("status", &["inactive", "terminated", "inactive"])],
+            400,
+        ),
+        (vec![text("status", &["inactive"]), Cond::Archived(true)], 0),
+        (vec![text("status", &["inactive", "null"])], 400),
+        (
+            vec![
+                text("status", &["inactive"]),
+                text("teamId", &[team_id.as_str()]),
+            ],
+            200,
+        ),
+    ] {
+        let counted = store
+            .read(move |tx| records::count(tx, "worker", org, &conds))
+            .await
+            .unwrap();
+        assert_eq!(counted, expected);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,13 +331,36 @@ async fn property_filters_read_through_the_property_value_index() {
         (prop("tags", &["t7", "t8"]), 20, "value"),
     ];
     for (cond, expected, index) in cases {
-        let index = format!("ix_deliverable_property_values_{index}");
+        let index = format!("ix_deliverable_property_index_{index}");
         let conds = vec![cond, Cond::Archived(false)];
         assert_page_and_count_read(&store, "deliverable", org, &conds, &index).await;
+        // The page reads no more candidates than it shows: the property index gives its ids
+        // in the list's order.
+        let select = Select {
+            conds: conds.clone(),
+            limit: 100,
+            ..Default::default()
+        };
+        let (sql, params) = records::select_sql(store.dialect(), "deliverable", org, &select);
+        let plan_of_page = plan(&store, sql, params).await;
+        assert!(
+            reads_page_records_by_key(store.dialect(), &plan_of_page),
+            "{plan_of_page}"
+        );
+        let page = store
+            .read(move |tx| records::select_values(tx, "deliverable", org, &select))
+            .await
+            .unwrap();
+        assert_eq!(page.len(), expected.min(100) as usize);
         let counted = store
             .read(move |tx| records::count(tx, "deliverable", org, &conds))
             .await
             .unwrap();
         assert_eq!(counted, expected);
     }
+    // A filter the index cannot answer exactly (a boolean asked in upper case also matches the
+    // string "true" in the index) checks each candidate on its record.
+    let conds = vec![prop("priority", &["TRUE"]), Cond::Archived(false)];
+    let (sql, _) = records::count_sql(store.dialect(), "deliverable", org, &conds);
+    assert!(sql.contains("FROM deliverable "), "{sql}");
 }

@@ -22,12 +22,22 @@ use uuid::Uuid;
 
 const RAW: &[&str] = &[
     "5", "5.0", "2.5", "-1", "1e1", "10", "abc", "ABC", "true", "TRUE", "false", "null", "", " 5",
+    LONG_200, LONG_199,
 ];
+
+/// Texts at the length the property value index keeps of a string (200 characters) and around
+/// it: a stored string of 205 shares its first 200 with `LONG_200`, which only the record tells
+/// apart.
+const LONG_199: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+const LONG_200: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+const LONG_205: &str = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
 const FIELDS: &[&str] = &["s", "n", "b", "arr"];
 
 fn scalar_text() -> impl Strategy<Value = Value> {
-    prop::sample::select(vec!["5", "abc", "ABC", "true", "null", "", " 5", "2.5"])
-        .prop_map(|s| json!(s))
+    prop::sample::select(vec![
+        "5", "abc", "ABC", "true", "null", "", " 5", "2.5", LONG_199, LONG_200, LONG_205,
+    ])
+    .prop_map(|s| json!(s))
 }
 
 fn number() -> impl Strategy<Value = Value> {

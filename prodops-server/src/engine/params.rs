@@ -302,6 +302,7 @@ fn field_cond(res: &ServedResource, path: FieldPath, values: Vec<String>, now: &
         [field] if kinds.filter_indexed.contains(field) => Cond::Indexed {
             field: field.clone(),
             values,
+            broad: kinds.counted.contains(field),
         },
         [field] if kinds.strings.contains(field) => Cond::Text { path, values },
         [data, properties, key]

@@ -199,6 +199,15 @@ const STEPS: &[(i64, &str)] = &[
      CREATE INDEX IF NOT EXISTS ix_webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms);
      CREATE INDEX IF NOT EXISTS ix_webhook_deliveries_log ON webhook_deliveries (organization_id, webhook_id, event_seq)",
     ),
+    (
+        61,
+        // Record counts per value of the enum fields users filter by (store/value_counts.rs),
+        // kept by triggers, so a filtered count is a lookup however many records match.
+        "CREATE TABLE IF NOT EXISTS record_value_counts (
+        table_name TEXT NOT NULL, organization_id TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL,
+        is_archived {bool} NOT NULL, shard INTEGER NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (table_name, organization_id, field, value, is_archived, shard))",
+    ),
 ];
 
 /// A migration step done by code.
@@ -212,6 +221,8 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     (43, crate::store::property_index::backfill),
     // Deliverables stored before alerts were answered as of the read get the instants.
     (44, crate::store::deliverables::backfill_alerts),
+    // The property value index's rows gained the archived flag and creation time (a new table).
+    (62, crate::store::property_index::backfill),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -327,6 +338,7 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
             tx.execute(statement, &[])?;
         }
         seed_counts(tx, table)?;
+        crate::store::value_counts::seed(tx, table)?;
     }
     for statement in &side {
         tx.execute(statement, &[])?;
@@ -578,6 +590,8 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
     ddl.extend(count_triggers(dialect, t));
     ddl.extend(event_keep_triggers(dialect, t));
     ddl.extend(filter_column_ddl(dialect, desc));
+    // After the filter columns: the PostgreSQL triggers read them.
+    ddl.extend(crate::store::value_counts::ddl(dialect, t));
     for key in desc.unique {
         let exprs: Vec<String> = key
             .fields

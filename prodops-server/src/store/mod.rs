@@ -19,6 +19,7 @@ pub mod property_index;
 pub mod records;
 pub mod sql;
 mod sqlite;
+pub mod value_counts;
 pub mod webhooks;
 
 use std::fmt;

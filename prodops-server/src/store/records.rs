@@ -6,6 +6,7 @@ use std::sync::{Mutex, OnceLock};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::property_index::Lookup;
 use super::sql::{Cond, Dialect, Sort};
 use super::{CellRef, KeyRow, SqlValue, StoreError, StoreResult, Tx};
 
@@ -58,6 +59,19 @@ pub fn select_sql(
 ) -> (String, Vec<SqlValue>) {
     let mut params = Vec::new();
     let mut sql = format!("SELECT data FROM {table}");
+    if let (Some((Answered::Property { key, lookup }, archived)), []) =
+        (answered_alone(table, &select.conds), select.sort.as_slice())
+    {
+        let page = PropertyPage {
+            key,
+            lookup: &lookup,
+            archived,
+            after: None,
+            limit: select.limit,
+            offset: select.offset,
+        };
+        return page.sql(dialect, table, org, "d.data");
+    }
     sql.push_str(&dialect.where_clause(org, &select.conds, &mut params));
     sql.push_str(&dialect.order_by(&select.sort));
     sql.push_str(" LIMIT ? OFFSET ?");
@@ -78,7 +92,38 @@ pub fn select_keyset(
     limit: u64,
     offset: u64,
 ) -> StoreResult<Vec<(String, String, String)>> {
-    let dialect = tx.dialect();
+    let (sql, params) = keyset_sql(tx.dialect(), table, org, conds, after, limit, offset);
+    Ok(tx
+        .query(&sql, &params)?
+        .into_iter()
+        .filter_map(|r| {
+            let mut it = r.into_iter().map(SqlValue::into_string);
+            Some((it.next()??, it.next()??, it.next()??))
+        })
+        .collect())
+}
+
+/// The statement of [`select_keyset`] and its parameters (also for plan tests).
+pub fn keyset_sql(
+    dialect: Dialect,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+    after: Option<&(String, String)>,
+    limit: u64,
+    offset: u64,
+) -> (String, Vec<SqlValue>) {
+    if let Some((Answered::Property { key, lookup }, archived)) = answered_alone(table, conds) {
+        let page = PropertyPage {
+            key,
+            lookup: &lookup,
+            archived,
+            after,
+            limit,
+            offset,
+        };
+        return page.sql(dialect, table, org, "d.created_at, d.id, d.data");
+    }
     let mut params = Vec::new();
     let mut sql = format!("SELECT created_at, id, data FROM {table}");
     sql.push_str(&dialect.where_clause(org, conds, &mut params));
@@ -91,14 +136,66 @@ pub fn select_keyset(
     sql.push_str(" LIMIT ? OFFSET ?");
     params.push(SqlValue::Int(limit as i64));
     params.push(SqlValue::Int(offset as i64));
-    Ok(tx
-        .query(&sql, &params)?
-        .into_iter()
-        .filter_map(|r| {
-            let mut it = r.into_iter().map(SqlValue::into_string);
-            Some((it.next()??, it.next()??, it.next()??))
-        })
-        .collect())
+    (sql, params)
+}
+
+/// A page in the default order of the deliverables a custom property filter finds exactly
+/// ([`Answered::Property`]), optionally after a keyset position.
+struct PropertyPage<'a> {
+    key: &'a str,
+    lookup: &'a Lookup,
+    archived: Option<bool>,
+    after: Option<&'a (String, String)>,
+    limit: u64,
+    offset: u64,
+}
+
+impl PropertyPage<'_> {
+    /// The page's ids in the default order from the property index alone (its rows carry the
+    /// archived flag and creation time, in that order after the value), then those records by
+    /// key, selecting `columns` of the record (`d`). A join on a limited subquery, so that
+    /// PostgreSQL reads the few ids first: given `id IN (...)` it filtered the whole list with
+    /// a hashed subplan (35 ms for 100,000 orders).
+    fn sql(
+        &self,
+        dialect: Dialect,
+        table: &str,
+        org: Uuid,
+        columns: &str,
+    ) -> (String, Vec<SqlValue>) {
+        let mut params = Vec::new();
+        let mut sql = format!("SELECT {columns} FROM (SELECT deliverable_id, created_at FROM (");
+        dialect.property_rows(
+            "deliverable_id, created_at",
+            org,
+            self.key,
+            self.lookup,
+            self.archived,
+            &mut sql,
+            &mut params,
+        );
+        sql.push_str(") matches");
+        if let Some((created, id)) = self.after {
+            sql.push_str(" WHERE (created_at, deliverable_id) > (?, ?)");
+            params.push(SqlValue::Text(created.clone()));
+            params.push(SqlValue::Text(id.clone()));
+        }
+        // Grouped: an array holding several of the values finds its record more than once.
+        sql.push_str(
+            " GROUP BY created_at, deliverable_id ORDER BY created_at, deliverable_id LIMIT ?) m",
+        );
+        params.push(SqlValue::Int(self.limit.saturating_add(self.offset) as i64));
+        // `CROSS JOIN` fixes the order on SQLite (ids first): as an inner join its planner
+        // read every deliverable of the organization and looked each up among the ids.
+        sql.push_str(&format!(
+            " CROSS JOIN {table} d WHERE d.organization_id = ? AND d.id = m.deliverable_id \
+             ORDER BY d.created_at, d.id LIMIT ? OFFSET ?"
+        ));
+        params.push(SqlValue::Text(org.to_string()));
+        params.push(SqlValue::Int(self.limit as i64));
+        params.push(SqlValue::Int(self.offset as i64));
+        (sql, params)
+    }
 }
 
 pub fn select_values(
@@ -146,14 +243,79 @@ pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreRe
         .unwrap_or(0) as u64)
 }
 
-/// The statement of a [`count`] that scans (any condition but the archived flag) and its
-/// parameters (also for plan tests).
+/// A filter answered without reading the records (see [`answered_alone`]).
+enum Answered<'a> {
+    /// Values of a counted enum field (`prodops_core::filter_fields::FieldKinds::counted`),
+    /// `null` not among them: the counts kept per value (store/value_counts.rs).
+    Counted {
+        field: &'a str,
+        values: &'a [String],
+    },
+    /// A custom property the property value index finds exactly (store/property_index.rs).
+    Property { key: &'a str, lookup: Lookup },
+}
+
+/// The filter of `conds` when it is one condition [`Answered`] covers, with or without the
+/// archived flag (the flag, when given): its count and its page need no record but the
+/// page's. Any other combination of conditions goes through the records' indexes.
+fn answered_alone<'a>(table: &str, conds: &'a [Cond]) -> Option<(Answered<'a>, Option<bool>)> {
+    let mut archived: Option<bool> = None;
+    let mut answered = None;
+    for cond in conds {
+        match cond {
+            Cond::Archived(a) if archived.is_none_or(|b| b == *a) => archived = Some(*a),
+            Cond::Indexed { field, values, .. }
+                if answered.is_none()
+                    && !values.is_empty()
+                    && !values.iter().any(|v| v == "null")
+                    && super::value_counts::counted_fields(table).contains(field) =>
+            {
+                answered = Some(Answered::Counted { field, values });
+            }
+            Cond::Property { key, values }
+                if answered.is_none()
+                    && !values.is_empty()
+                    && table == super::property_index::SOURCE_TABLE =>
+            {
+                let lookup = super::sql::property_lookup(values).filter(|l| l.exact)?;
+                answered = Some(Answered::Property { key, lookup });
+            }
+            _ => return None,
+        }
+    }
+    answered.map(|a| (a, archived))
+}
+
+/// The statement of a [`count`] under conditions other than the archived flag alone, and its
+/// parameters (also for plan tests): from the kept counts or the property value index alone
+/// when they answer it ([`answered_alone`]), else a count of the matching records.
 pub fn count_sql(
     dialect: super::Dialect,
     table: &str,
     org: Uuid,
     conds: &[Cond],
 ) -> (String, Vec<SqlValue>) {
+    match answered_alone(table, conds) {
+        Some((Answered::Counted { field, values }, archived)) => {
+            return super::value_counts::count_sql(dialect, table, org, field, values, archived);
+        }
+        Some((Answered::Property { key, lookup }, archived)) => {
+            let mut params = Vec::new();
+            // A record has one index row per text of its property (store/property_index.rs),
+            // and a scalar has one row: one text (with numbers or not) finds each record once,
+            // several texts may find an array's record more than once.
+            let mut sql = String::from(if lookup.texts.len() <= 1 {
+                "SELECT COUNT(*) FROM ("
+            } else {
+                "SELECT COUNT(DISTINCT deliverable_id) FROM ("
+            });
+            let columns = "deliverable_id";
+            dialect.property_rows(columns, org, key, &lookup, archived, &mut sql, &mut params);
+            sql.push_str(") matches");
+            return (sql, params);
+        }
+        None => {}
+    }
     let mut params = Vec::new();
     let sql = format!(
         "SELECT COUNT(*) FROM {table}{}",
@@ -316,8 +478,8 @@ const INSERT_CHUNK: usize = 512;
 /// one at a time ([`insert_row`]).
 ///
 /// A large batch on SQLite is inserted with the connection's triggers off, and the record
-/// counts their triggers keep (`record_count_shards`, store/migrate.rs) are raised once per batch
-/// instead: the counting trigger was a fifth of the cost of each row. Either way the counts
+/// counts their triggers keep (`record_count_shards`, store/migrate.rs, and the counts per value
+/// of store/value_counts.rs) are raised once per batch instead: the counting trigger was a fifth of the cost of each row. Either way the counts
 /// change in the same transaction as the rows, so they stay exact.
 pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
@@ -334,6 +496,13 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     let inserted = insert_rows_as_they_are(tx, table, org, rows);
     tx.set_triggers(true)?;
     inserted?;
+    super::value_counts::add_batch(
+        tx,
+        table,
+        org,
+        rows.iter()
+            .map(|r| (r.borrow().data.as_str(), r.borrow().archived)),
+    )?;
     let archived = rows.iter().filter(|r| r.borrow().archived).count() as i64;
     for (is_archived, n) in [(false, rows.len() as i64 - archived), (true, archived)] {
         if n > 0 {

@@ -89,10 +89,17 @@ pub enum Cond {
     Indexed {
         field: String,
         values: Vec<String>,
+        /// The field is an enum (`prodops_core::filter_fields::FieldKinds::counted`), whose
+        /// value may match most records. Next to a filter on another index (an id, an
+        /// identifier, a custom property), SQLite, whose planner has no statistics and sees
+        /// equal indexes, is kept from reading the enum's index: it read 196,000 entries of
+        /// `status=active` where the team's index held 2,000 (`Dialect::where_clause`).
+        broad: bool,
     },
     /// [`Cond::Field`] on the custom property `data.properties.<key>` of a deliverable: the
-    /// same answer, with the candidates looked up in the property value index first
-    /// (`property_index`), so the exact match runs on them alone.
+    /// same answer, looked up in the property value index (`property_index`). Most filters it
+    /// finds exactly ([`property_lookup`]`.exact`); for the others the exact match runs on its
+    /// candidates alone.
     Property {
         key: String,
         values: Vec<String>,
@@ -270,30 +277,19 @@ impl Dialect {
                 }
             }
             Cond::Property { key, values } => {
-                let wanted = Wanted::of(values);
-                let path = FieldPath(vec!["data".into(), "properties".into(), key.clone()]);
-                let lookup = super::property_index::lookup_keys(
-                    &wanted.texts,
-                    &wanted.numbers,
-                    wanted.with_true,
-                    wanted.with_false,
-                    wanted.with_null,
-                );
-                let Some((texts, numbers)) = lookup else {
-                    return self.field_in(&path, wanted, sql, params);
+                let Some(lookup) = property_lookup(values) else {
+                    let path = FieldPath(vec!["data".into(), "properties".into(), key.clone()]);
+                    return self.field_in(&path, Wanted::of(values), sql, params);
                 };
-                sql.push_str(&format!(
-                    "(id IN (SELECT deliverable_id FROM {} WHERE organization_id = ? AND key = {} AND (",
-                    super::property_index::TABLE,
-                    self.cast_text()
-                ));
-                params.push(SqlValue::Text(org.to_string()));
-                params.push(SqlValue::Text(key.clone()));
-                self.text_in("value", texts, sql, params);
-                sql.push_str(" OR ");
-                self.number_in("num", numbers, sql, params);
-                sql.push_str(")) AND ");
-                self.field_in(&path, wanted, sql, params);
+                sql.push_str("(id IN (");
+                self.property_rows("deliverable_id", org, key, &lookup, None, sql, params);
+                sql.push(')');
+                if !lookup.exact {
+                    // The index found a superset: each candidate is checked on its record.
+                    let path = FieldPath(vec!["data".into(), "properties".into(), key.clone()]);
+                    sql.push_str(" AND ");
+                    self.field_in(&path, Wanted::of(values), sql, params);
+                }
                 sql.push(')');
             }
             Cond::Text { path, values } => {
@@ -302,8 +298,55 @@ impl Dialect {
                     .map_or_else(|| self.text_expr(path), str::to_string);
                 self.text_cond(&expr, values, sql, params);
             }
-            Cond::Indexed { field, values } => {
+            Cond::Indexed { field, values, .. } => {
                 self.text_cond(&self.indexed_expr(field), values, sql, params);
+            }
+        }
+    }
+
+    /// `SELECT <columns> FROM <property index> WHERE ...`: the index rows (`deliverable_id`,
+    /// `created_at`, ...) of organization `org` whose custom property `key` holds a value
+    /// `lookup` finds, archived or not as `archived` says (either when `None`). A deliverable
+    /// comes once per matching row (an array may hold several of the values).
+    #[allow(clippy::too_many_arguments)]
+    pub fn property_rows(
+        self,
+        columns: &str,
+        org: Uuid,
+        key: &str,
+        lookup: &super::property_index::Lookup,
+        archived: Option<bool>,
+        sql: &mut String,
+        params: &mut Vec<SqlValue>,
+    ) {
+        let one_kind = |expr: &str, sql: &mut String, params: &mut Vec<SqlValue>| {
+            sql.push_str(&format!(
+                "SELECT {columns} FROM {} WHERE organization_id = ? AND key = {} AND ",
+                super::property_index::TABLE,
+                self.cast_text()
+            ));
+            params.push(SqlValue::Text(org.to_string()));
+            params.push(SqlValue::Text(key.to_string()));
+            if expr == "value" {
+                self.text_in(expr, lookup.texts.clone(), sql, params);
+            } else {
+                self.number_in(expr, lookup.numbers.clone(), sql, params);
+            }
+            if let Some(a) = archived {
+                sql.push_str(" AND is_archived = ?");
+                params.push(SqlValue::Bool(a));
+            }
+        };
+        // Each kind of value asked for is one range of its own index; both kinds (`7` is the
+        // text and the number) are two, one after the other (an `OR` of the two made SQLite
+        // read one index for both and visit each row).
+        match (lookup.texts.is_empty(), lookup.numbers.is_empty()) {
+            (_, true) => one_kind("value", sql, params),
+            (true, false) => one_kind("num", sql, params),
+            (false, false) => {
+                one_kind("value", sql, params);
+                sql.push_str(" UNION ALL ");
+                one_kind("num", sql, params);
             }
         }
     }
@@ -399,6 +442,19 @@ impl Dialect {
             Dialect::Sqlite => self.text_expr(&FieldPath(vec![field.to_string()])),
             Dialect::Postgres => filter_column(field),
         }
+    }
+
+    /// `expr` is one of `values`, each compared as the text a filter compares (UUIDs
+    /// canonical) and bound once however often it is given: for sums over kept counts, where a
+    /// value given twice must not count twice.
+    pub fn distinct_text_in(
+        self,
+        expr: &str,
+        values: &[String],
+        sql: &mut String,
+        params: &mut Vec<SqlValue>,
+    ) {
+        self.text_in(expr, Wanted::of(values).texts, sql, params);
     }
 
     /// `expr IN (values)`, or `IS NULL` too when `null` is among them.
@@ -592,9 +648,27 @@ impl Dialect {
     pub fn where_clause(self, org: Uuid, conds: &[Cond], params: &mut Vec<SqlValue>) -> String {
         let mut sql = String::from(" WHERE organization_id = ?");
         params.push(SqlValue::Text(org.to_string()));
+        let narrow_index = conds.iter().any(|c| {
+            matches!(
+                c,
+                Cond::Indexed { broad: false, .. } | Cond::Ids(_) | Cond::Property { .. }
+            )
+        });
         for cond in conds {
             sql.push_str(" AND ");
-            self.cond(org, cond, &mut sql, params);
+            match cond {
+                Cond::Indexed {
+                    field,
+                    values,
+                    broad: true,
+                } if narrow_index && self == Dialect::Sqlite && !values.is_empty() => {
+                    // A unary `+` keeps SQLite from using an index for the term (see
+                    // `Cond::Indexed::broad`); the value compared is the same.
+                    let expr = format!("+{}", self.indexed_expr(field));
+                    self.text_cond(&expr, values, &mut sql, params);
+                }
+                _ => self.cond(org, cond, &mut sql, params),
+            }
         }
         sql
     }
@@ -671,6 +745,21 @@ impl Wanted {
         w.numbers.dedup_by(|a, b| a == b);
         w
     }
+}
+
+/// What the property value index looks up for a filter on a custom property with these
+/// values ([`Cond::Property`]), `None` when it cannot serve it (see
+/// [`property_index::lookup`](super::property_index::lookup)).
+pub fn property_lookup(values: &[String]) -> Option<super::property_index::Lookup> {
+    let w = Wanted::of(values);
+    super::property_index::lookup(
+        values,
+        &w.texts,
+        &w.numbers,
+        w.with_true,
+        w.with_false,
+        w.with_null,
+    )
 }
 
 /// UUIDs in their canonical lower-case form, everything else as given.

@@ -194,3 +194,164 @@ async fn large_bulk_batches_keep_the_counts_exact() {
     assert_eq!(api.list_total("worker", "isArchived=false").await, 467);
     assert_eq!(other.list_total("worker", "isArchived=false").await, 86);
 }
+
+/// The count of a filter answered from the counts kept per value of an enum field
+/// (store/value_counts.rs) or from the custom property value index alone must equal the records
+/// that match: the rows of the filtered list, and a scanning count (`search=` makes the filter
+/// one the kept counts do not answer).
+async fn assert_filtered_counts_agree(api: &Api, resource: &str, filter: &str) {
+    for archived in ["", "&isArchived=false", "&isArchived=true"] {
+        let query = format!("{filter}{archived}");
+        let kept = api.count(resource, &query).await;
+        let total = api.list_total(resource, &query).await;
+        let rows = api
+            .list(resource, &format!("{query}&pageSize=10000"))
+            .await
+            .len() as u64;
+        let scanned = api.count(resource, &format!("{query}&search=")).await;
+        assert_eq!(
+            kept, rows,
+            "{resource}?{query}: count {kept} but {rows} rows"
+        );
+        assert_eq!(
+            kept, total,
+            "{resource}?{query}: count {kept} but totalCount {total}"
+        );
+        assert_eq!(
+            kept, scanned,
+            "{resource}?{query}: count {kept} but a scan counts {scanned}"
+        );
+    }
+}
+
+/// Issue 14 item 2: filtered counts kept per value, and property filters answered by the index
+/// alone, follow large and small batches, refused batches, status changes, archives, restores,
+/// deletes and bulk updates, per organization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filtered_counts_follow_every_write() {
+    const STATUS: [&str; 3] = ["active", "inactive", "terminated"];
+    let server = TestServer::start().await;
+    let api = server.org("Value counts").await;
+    let other = server.org("Other value counts").await;
+    let workers = |from: usize, n: usize| -> Vec<serde_json::Value> {
+        (from..from + n)
+            .map(|i| {
+                json!({
+                    "name": format!("Worker {i}"),
+                    "status": STATUS[i % 3],
+                    "isArchived": i % 4 == 0,
+                })
+            })
+            .collect()
+    };
+    // A large batch (counted per batch on SQLite), a small one (counted by the triggers).
+    let ids = api.bulk_put("worker", workers(0, 700)).await;
+    api.bulk_put("worker", workers(700, 20)).await;
+    other.bulk_put("worker", workers(0, 90)).await;
+    let mut refused = workers(720, 199);
+    refused.push(json!({ "name": "  " }));
+    assert_eq!(api.put("/worker/bulk", json!(refused)).await.status, 400);
+    let single = api.create("worker", json!({ "name": "Single" })).await;
+
+    // A status change, an archive, a restore, a change of both at once (workers are archived,
+    // never deleted; the deletes are the orders' below).
+    let changes = [
+        (&ids[1], json!({ "status": "terminated" })),
+        (&ids[2], json!({ "isArchived": true })),
+        (&ids[4], json!({ "isArchived": false })),
+        (&ids[5], json!({ "status": "active", "isArchived": true })),
+    ];
+    for (id, change) in changes {
+        let r = api.patch(&format!("/worker/{id}"), change).await;
+        assert_eq!(r.status, 200, "{r}");
+    }
+    let single_id = single["id"].as_str().unwrap();
+    let r = api
+        .patch(
+            &format!("/worker/{single_id}"),
+            json!({ "status": "inactive" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    // A bulk update of every inactive worker.
+    let r = api
+        .patch(
+            "/worker/bulk?status=inactive&search=Worker%201",
+            json!({ "status": "terminated" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    for status in STATUS {
+        assert_filtered_counts_agree(&api, "worker", &format!("status={status}")).await;
+        assert_filtered_counts_agree(&other, "worker", &format!("status={status}")).await;
+    }
+    assert_filtered_counts_agree(
+        &api,
+        "worker",
+        "status=active&status=inactive&status=active",
+    )
+    .await;
+    // Inactive: i % 3 == 1, 30 of 90; a count leaves archived records out by default, and 8 of
+    // those are archived (i % 12 == 4).
+    assert_eq!(other.count("worker", "status=inactive").await, 22);
+
+    // Custom properties: archived orders leave the property's count and page at once.
+    let r = api
+        .post(
+            "/custom-property",
+            json!({"key": "priority", "name": "Priority", "dataType": "select", "options": ["hold", "normal"]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{r}");
+    let orders: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            json!({
+                "name": format!("Order {i}"),
+                "type": "order",
+                "data": {"properties": {"priority": if i % 5 == 0 { "hold" } else { "normal" }}},
+            })
+        })
+        .collect();
+    let order_ids = api.bulk_put("deliverable", orders).await;
+    for id in order_ids.iter().step_by(10) {
+        let r = api
+            .patch(&format!("/deliverable/{id}"), json!({ "isArchived": true }))
+            .await;
+        assert_eq!(r.status, 200, "{r}");
+    }
+    for id in &order_ids[295..] {
+        let r = api.delete(&format!("/deliverable/{id}")).await;
+        assert_eq!(r.status, 204, "{r}");
+    }
+    let r = api
+        .patch(
+            &format!("/deliverable/{}", order_ids[1]),
+            json!({ "data": {"properties": {"priority": "hold"}} }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_filtered_counts_agree(&api, "deliverable", "data.properties.priority=hold").await;
+    assert_filtered_counts_agree(&api, "deliverable", "type=order").await;
+    // Hold: every 5th (60), and Order 1, less the archived ones (every 10th: 30) and the
+    // deleted Order 295.
+    assert_eq!(
+        api.count(
+            "deliverable",
+            "data.properties.priority=hold&isArchived=false"
+        )
+        .await,
+        30
+    );
+    // The page in the list's order, from the index.
+    let page = api
+        .list(
+            "deliverable",
+            "data.properties.priority=hold&isArchived=false&pageSize=5",
+        )
+        .await;
+    let names: Vec<&str> = page.iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["Order 1", "Order 5", "Order 15", "Order 25", "Order 35"]
+    );
+}
