@@ -172,6 +172,11 @@ const LOOKUP_CHUNK: usize = 500;
 /// covers a record changed again after its creation within the same transaction (a later
 /// item of the same bulk call, the end-of-bulk refresh of the deliverable tree): its events
 /// are not stored yet when it changes, so they keep their own copy.
+///
+/// How: on SQLite by the writer's record of touched records ([`touched_records_kept`]); on
+/// PostgreSQL, for a table no statement of the transaction changed or removed rows of
+/// ([`touched_in_transaction`]), without looking; otherwise by reading the records back and
+/// comparing their texts.
 fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResult<Vec<bool>> {
     if tx.dialect() == Dialect::Sqlite && touched_records_kept(tx)? {
         return not_touched(tx, org, events);
@@ -188,6 +193,12 @@ fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResul
             continue;
         };
         let table = kind.desc().table;
+        if tx.dialect() == Dialect::Postgres && !touched_in_transaction(tx, table)? {
+            for i in indexes {
+                keep[i] = true;
+            }
+            continue;
+        }
         for chunk in indexes.chunks(LOOKUP_CHUNK) {
             let sql = format!(
                 "SELECT id, data FROM {table} WHERE organization_id = ? AND id IN ({})",
@@ -306,6 +317,23 @@ fn not_touched(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResult<V
                     }))
         })
         .collect())
+}
+
+/// PostgreSQL: whether a statement of this transaction changed or removed rows of `table`
+/// (its `event_keep` trigger sets `prodops.touched_<table>` for the transaction, store/migrate.rs).
+/// When none did, a record this transaction created still holds the text it was created with,
+/// and a bulk call's records need not be read back (their 10,000 texts were what the append
+/// cost most, bench/README.md, issue 17).
+fn touched_in_transaction(tx: &mut dyn Tx, table: &str) -> StoreResult<bool> {
+    let rows = tx.query(
+        "SELECT current_setting(?, true)",
+        &[format!("prodops.touched_{table}").into()],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        .is_some_and(|v| v == "1"))
 }
 
 /// The expression that reads an event's text: its own, or for an event stored without it,

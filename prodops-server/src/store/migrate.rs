@@ -447,13 +447,17 @@ END $body$";
 
 /// The PostgreSQL trigger function behind the `event_keep` triggers (see [`event_keep_triggers`]),
 /// run once per statement over the rows it changed or removed; its arguments are the resource
-/// paths the table serves.
+/// paths the table serves. It also marks the table as touched for the rest of the transaction
+/// (a transaction-local setting, `prodops.touched_<table>`), which the append of the feed asks.
 const PG_EVENT_KEEP_FUNCTION: &str =
     "CREATE OR REPLACE FUNCTION prodops_event_keep() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
   UPDATE events e SET data = o.data::text FROM old_rows o
   WHERE e.organization_id = o.organization_id AND e.record_id = o.id
     AND e.resource = ANY(TG_ARGV) AND e.data IS NULL;
+  -- For the rest of this transaction, records of this table may differ from what they were
+  -- created with: store/events.rs reads a bulk call's records back before appending.
+  PERFORM set_config('prodops.touched_' || TG_TABLE_NAME, '1', true);
   RETURN NULL;
 END $body$";
 
