@@ -5,7 +5,6 @@
 
 use prodops_core::event::{Change, changed_fields, event_type};
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::ServedResource;
 use crate::http::context::Ctx;
@@ -23,7 +22,6 @@ fn id_text(record: &Value) -> String {
 pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
     let resource = res.desc().path;
     ctx.record_event(NewEvent {
-        id: Uuid::now_v7(),
         event_type: event_type(resource, Change::Created(record)),
         resource,
         record_id: id_text(record),
@@ -37,7 +35,6 @@ pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
 pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String) {
     let resource = res.desc().path;
     ctx.record_event(NewEvent {
-        id: Uuid::now_v7(),
         event_type: event_type(resource, Change::Created(&Value::Null)),
         resource,
         record_id: id,
@@ -53,7 +50,6 @@ pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
     let resource = res.desc().path;
     let changed = changed_fields(old, new);
     ctx.record_event(NewEvent {
-        id: Uuid::now_v7(),
         event_type: event_type(resource, Change::Updated { old, new }),
         resource,
         record_id: id_text(new),
@@ -75,7 +71,6 @@ pub fn updated_text(
     changed: String,
 ) {
     ctx.record_event(NewEvent {
-        id: Uuid::now_v7(),
         event_type,
         resource: res.desc().path,
         record_id: id,
@@ -89,7 +84,6 @@ pub fn updated_text(
 pub fn deleted(ctx: &Ctx, res: &ServedResource, old: &Value) {
     let resource = res.desc().path;
     ctx.record_event(NewEvent {
-        id: Uuid::now_v7(),
         event_type: event_type(resource, Change::Deleted(old)),
         resource,
         record_id: id_text(old),

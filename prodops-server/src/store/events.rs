@@ -9,6 +9,14 @@
 //! never sees number `n + 1` committed while `n` is still to come. The events are appended as
 //! the last statements of the transaction, so the row is held only for the time of the commit.
 //! SQLite has one writer, which orders everything anyway.
+//!
+//! Storage: what the events of one transaction share (the organization's key, the request, the
+//! time) is one `event_origins` row keyed by the transaction's first number; an event row holds
+//! only what is its own. Every transaction's events are one range of numbers, so an event's
+//! origin is the origin with the greatest `first_seq` not above its `seq`. The events' ids come
+//! from the origin too: the transaction's first event has the origin's `first_id` (a UUIDv7),
+//! each next one that id plus one in its random bits ([`event_id`]). Why: a bulk call of
+//! 10,000 records wrote those columns 10,000 times (bench/README.md, issue 17).
 
 use uuid::Uuid;
 
@@ -17,7 +25,6 @@ use super::{CellRef, Dialect, SqlValue, StoreResult, Tx};
 /// One event to append.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
-    pub id: Uuid,
     pub event_type: String,
     pub resource: &'static str,
     pub record_id: String,
@@ -58,23 +65,18 @@ pub struct StoredEvent {
     pub changed: Option<String>,
 }
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 7] = [
     "organization_id",
     "seq",
-    "id",
     "event_type",
     "resource",
     "record_id",
-    "key_id",
-    "request_id",
-    "occurred_at",
-    "occurred_ms",
     "data",
     "changed",
 ];
 
-/// Rows per multi-row `INSERT` (12 parameters each, under SQLite's limit).
-const CHUNK: usize = 400;
+/// Rows per multi-row `INSERT` (7 parameters each, under SQLite's limit).
+const CHUNK: usize = 500;
 /// From this many events PostgreSQL appends them with `COPY`.
 const COPY_FROM: usize = 64;
 
@@ -96,35 +98,38 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
         .and_then(SqlValue::as_i64)
         .ok_or_else(|| super::StoreError::other("the event counter answered no row"))?;
     let first = last - n + 1;
+    let optional = |s: &Option<String>| s.as_deref().map_or(SqlValue::Null, SqlValue::from);
+    tx.execute(
+        "INSERT INTO event_origins (organization_id, first_seq, first_id, key_id, request_id, occurred_at, occurred_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[
+            origin.org.into(),
+            SqlValue::Int(first),
+            Uuid::now_v7().to_string().into(),
+            optional(&origin.key_id.map(|k| k.to_string())),
+            optional(&origin.request_id),
+            origin.occurred_at.as_str().into(),
+            SqlValue::Int(origin.occurred_ms),
+        ],
+    )?;
     let by_reference = stored_as_sent(tx, origin.org, events)?;
     let org = origin.org.to_string();
-    let key = origin.key_id.map(|k| k.to_string());
-    let ids: Vec<String> = events.iter().map(|e| e.id.to_string()).collect();
-    fn text(s: &Option<String>) -> CellRef<'_> {
-        s.as_deref()
-            .map_or(CellRef::Null, |s| CellRef::Text(s.as_bytes()))
-    }
-    let key_cell = text(&key);
-    let request_cell = text(&origin.request_id);
-    let cells_of = |i: usize| -> [CellRef<'_>; 12] {
+    let cells_of = |i: usize| -> [CellRef<'_>; 7] {
         let e = &events[i];
         [
             CellRef::Text(org.as_bytes()),
             CellRef::Int(first + i as i64),
-            CellRef::Text(ids[i].as_bytes()),
             CellRef::Text(e.event_type.as_bytes()),
             CellRef::Text(e.resource.as_bytes()),
             CellRef::Text(e.record_id.as_bytes()),
-            key_cell,
-            request_cell,
-            CellRef::Text(origin.occurred_at.as_bytes()),
-            CellRef::Int(origin.occurred_ms),
             if by_reference[i] {
                 CellRef::Null
             } else {
                 CellRef::Text(e.data.as_bytes())
             },
-            text(&e.changed),
+            e.changed
+                .as_deref()
+                .map_or(CellRef::Null, |c| CellRef::Text(c.as_bytes())),
         ]
     };
     if events.len() >= COPY_FROM && tx.dialect() == Dialect::Postgres {
@@ -133,7 +138,7 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
             return Ok(events.len());
         }
     }
-    let mut params: Vec<CellRef<'_>> = Vec::with_capacity(CHUNK.min(events.len()) * 12);
+    let mut params: Vec<CellRef<'_>> = Vec::with_capacity(CHUNK.min(events.len()) * COLUMNS.len());
     let mut start = 0;
     while start < events.len() {
         let end = (start + CHUNK).min(events.len());
@@ -167,7 +172,15 @@ const LOOKUP_CHUNK: usize = 500;
 /// covers a record changed again after its creation within the same transaction (a later
 /// item of the same bulk call, the end-of-bulk refresh of the deliverable tree): its events
 /// are not stored yet when it changes, so they keep their own copy.
+///
+/// How: on SQLite by the writer's record of touched records ([`touched_records_kept`]); on
+/// PostgreSQL, for a table no statement of the transaction changed or removed rows of
+/// ([`touched_in_transaction`]), without looking; otherwise by reading the records back and
+/// comparing their texts.
 fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResult<Vec<bool>> {
+    if tx.dialect() == Dialect::Sqlite && touched_records_kept(tx)? {
+        return not_touched(tx, org, events);
+    }
     let mut keep = vec![false; events.len()];
     let mut by_resource: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
     for (i, e) in events.iter().enumerate() {
@@ -180,6 +193,12 @@ fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResul
             continue;
         };
         let table = kind.desc().table;
+        if tx.dialect() == Dialect::Postgres && !touched_in_transaction(tx, table)? {
+            for i in indexes {
+                keep[i] = true;
+            }
+            continue;
+        }
         for chunk in indexes.chunks(LOOKUP_CHUNK) {
             let sql = format!(
                 "SELECT id, data FROM {table} WHERE organization_id = ? AND id IN ({})",
@@ -210,6 +229,113 @@ fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResul
     Ok(keep)
 }
 
+/// SQLite: the writer connection's temporary table of the resource records whose text was
+/// changed or that were removed since the last append, filled by temporary triggers on every
+/// resource table (`BEFORE UPDATE OF data`, `BEFORE DELETE`, as the `event_keep` triggers).
+const TOUCHED: &str = "prodops_touched_records";
+
+/// SQLite: whether this connection keeps [`TOUCHED`]. When it does not yet, it starts to (in
+/// this transaction: a rollback drops it again) and answers false, so this append reads the
+/// records back; every later one only reads the table.
+///
+/// Why: reading 10,000 records back cost about as many instructions as appending their events
+/// (bench/README.md, issue 17). A bulk-created record still holds the text its event announces
+/// unless something changed or removed it later in the transaction, and SQLite's triggers see
+/// every such change, whichever path made it. Entries older than the transaction (a write
+/// that appended nothing) only make an event keep its own copy.
+fn touched_records_kept(tx: &mut dyn Tx) -> StoreResult<bool> {
+    let kept = !tx
+        .query(
+            "SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = ?",
+            &[TOUCHED.into()],
+        )?
+        .is_empty();
+    if kept {
+        return Ok(true);
+    }
+    tx.execute(
+        &format!(
+            "CREATE TEMP TABLE IF NOT EXISTS {TOUCHED} \
+             (table_name TEXT NOT NULL, organization_id TEXT NOT NULL, id TEXT NOT NULL)"
+        ),
+        &[],
+    )?;
+    let mut tables: Vec<&str> = prodops_core::registry::resources()
+        .iter()
+        .map(|k| k.desc().table)
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    for t in tables {
+        let note = format!(
+            "INSERT INTO {TOUCHED} (table_name, organization_id, id) VALUES ('{t}', OLD.organization_id, OLD.id);"
+        );
+        tx.execute(
+            &format!(
+                "CREATE TEMP TRIGGER IF NOT EXISTS {TOUCHED}_{t}_update BEFORE UPDATE OF data ON main.{t} \
+                 BEGIN {note} END"
+            ),
+            &[],
+        )?;
+        tx.execute(
+            &format!(
+                "CREATE TEMP TRIGGER IF NOT EXISTS {TOUCHED}_{t}_delete BEFORE DELETE ON main.{t} \
+                 BEGIN {note} END"
+            ),
+            &[],
+        )?;
+    }
+    Ok(false)
+}
+
+/// SQLite, with [`TOUCHED`] kept: a creation event is stored without its text when its record
+/// was not changed or removed since the organization's last append; the organization's entries
+/// are then removed for the next one (only its own: another organization's entries of this
+/// transaction still count for that organization's events).
+fn not_touched(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResult<Vec<bool>> {
+    let touched: std::collections::HashSet<(String, String)> = tx
+        .query(
+            &format!("SELECT table_name, id FROM {TOUCHED} WHERE organization_id = ?"),
+            &[org.into()],
+        )?
+        .into_iter()
+        .filter_map(|r| Some((r[0].as_str()?.to_string(), r[1].as_str()?.to_string())))
+        .collect();
+    if !touched.is_empty() {
+        tx.execute(
+            &format!("DELETE FROM {TOUCHED} WHERE organization_id = ?"),
+            &[org.into()],
+        )?;
+    }
+    Ok(events
+        .iter()
+        .map(|e| {
+            e.by_reference
+                && (touched.is_empty()
+                    || prodops_core::registry::by_path(e.resource).is_some_and(|kind| {
+                        !touched.contains(&(kind.desc().table.to_string(), e.record_id.clone()))
+                    }))
+        })
+        .collect())
+}
+
+/// PostgreSQL: whether a statement of this transaction changed or removed rows of `table`
+/// (its `event_keep` trigger sets `prodops.touched_<table>` for the transaction, store/migrate.rs).
+/// When none did, a record this transaction created still holds the text it was created with,
+/// and a bulk call's records need not be read back (their 10,000 texts were what the append
+/// cost most, bench/README.md, issue 17).
+fn touched_in_transaction(tx: &mut dyn Tx, table: &str) -> StoreResult<bool> {
+    let rows = tx.query(
+        "SELECT current_setting(?, true)",
+        &[format!("prodops.touched_{table}").into()],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_str)
+        .is_some_and(|v| v == "1"))
+}
+
 /// The expression that reads an event's text: its own, or for an event stored without it,
 /// its record's (one `CASE` over every resource, so that the event and the record are read in
 /// one statement, from one snapshot).
@@ -222,12 +348,12 @@ fn data_expr() -> &'static str {
                 let d = k.desc();
                 format!(
                     " WHEN '{}' THEN (SELECT CAST(r.data AS TEXT) FROM {} r \
-                     WHERE r.organization_id = events.organization_id AND r.id = events.record_id)",
+                     WHERE r.organization_id = e.organization_id AND r.id = e.record_id)",
                     d.path, d.table
                 )
             })
             .collect();
-        format!("COALESCE(data, CASE resource{arms} END)")
+        format!("COALESCE(e.data, CASE e.resource{arms} END)")
     })
 }
 
@@ -247,9 +373,14 @@ pub struct EventFilter {
 
 /// The events after `filter.after` that match it, in cursor order.
 pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
+    // Each event joins its transaction's origin: the greatest `first_seq` not above its `seq`
+    // (one index probe per event).
     let mut sql = format!(
-        "SELECT seq, id, event_type, resource, record_id, key_id, request_id, occurred_at, {}, changed \
-         FROM events WHERE organization_id = ? AND seq > ?",
+        "SELECT e.seq, o.first_id, e.seq - o.first_seq, e.event_type, e.resource, e.record_id, o.key_id, \
+         o.request_id, o.occurred_at, {}, e.changed FROM events e JOIN event_origins o ON o.organization_id = e.organization_id \
+         AND o.first_seq = (SELECT p.first_seq FROM event_origins p WHERE p.organization_id = e.organization_id \
+         AND p.first_seq <= e.seq ORDER BY p.first_seq DESC LIMIT 1) \
+         WHERE e.organization_id = ? AND e.seq > ?",
         data_expr()
     );
     let mut params: Vec<SqlValue> = vec![org.into(), SqlValue::Int(filter.after)];
@@ -257,13 +388,13 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
         let mut any = Vec::new();
         if !filter.types.is_empty() {
             any.push(format!(
-                "event_type IN ({})",
+                "e.event_type IN ({})",
                 vec!["?"; filter.types.len()].join(", ")
             ));
             params.extend(filter.types.iter().map(|t| SqlValue::from(t.as_str())));
         }
         for prefix in &filter.type_prefixes {
-            any.push(format!("substr(event_type, 1, {}) = ?", prefix.len()));
+            any.push(format!("substr(e.event_type, 1, {}) = ?", prefix.len()));
             params.push(prefix.as_str().into());
         }
         sql.push_str(&format!(" AND ({})", any.join(" OR ")));
@@ -273,42 +404,144 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
             return Ok(Vec::new());
         }
         sql.push_str(&format!(
-            " AND resource IN ({})",
+            " AND e.resource IN ({})",
             vec!["?"; resources.len()].join(", ")
         ));
         params.extend(resources.iter().map(|r| SqlValue::from(r.as_str())));
     }
     if let Some(record) = &filter.record_id {
-        sql.push_str(" AND record_id = ?");
+        sql.push_str(" AND e.record_id = ?");
         params.push(record.as_str().into());
     }
-    sql.push_str(&format!(" ORDER BY seq LIMIT {}", filter.limit));
+    sql.push_str(&format!(" ORDER BY e.seq LIMIT {}", filter.limit));
     let text = |v: &SqlValue| v.as_str().map(str::to_string);
-    Ok(tx
-        .query(&sql, &params)?
+    tx.query(&sql, &params)?
         .into_iter()
-        .map(|r| StoredEvent {
-            seq: r[0].as_i64().unwrap_or_default(),
-            id: text(&r[1]).unwrap_or_default(),
-            event_type: text(&r[2]).unwrap_or_default(),
-            resource: text(&r[3]).unwrap_or_default(),
-            record_id: text(&r[4]).unwrap_or_default(),
-            key_id: text(&r[5]),
-            request_id: text(&r[6]),
-            occurred_at: text(&r[7]).unwrap_or_default(),
-            // NULL only for an event kept by reference whose record is gone without its text
-            // copied in, which the `event_keep` triggers prevent.
-            data: text(&r[8]).unwrap_or_else(|| "null".to_string()),
-            changed: text(&r[9]),
+        .map(|r| {
+            let first_id = r[1].as_str().unwrap_or_default();
+            Ok(StoredEvent {
+                seq: r[0].as_i64().unwrap_or_default(),
+                id: event_id(first_id, r[2].as_i64().unwrap_or_default())?,
+                event_type: text(&r[3]).unwrap_or_default(),
+                resource: text(&r[4]).unwrap_or_default(),
+                record_id: text(&r[5]).unwrap_or_default(),
+                key_id: text(&r[6]),
+                request_id: text(&r[7]),
+                occurred_at: text(&r[8]).unwrap_or_default(),
+                // NULL only for an event kept by reference whose record is gone without its text
+                // copied in, which the `event_keep` triggers prevent.
+                data: text(&r[9]).unwrap_or_else(|| "null".to_string()),
+                changed: text(&r[10]),
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// The bits of a UUID that are random in a UUIDv7 (`rand_b`, below the two variant bits).
+const RAND_B: u128 = (1 << 62) - 1;
+
+/// The id of the event `offset` places after the first of its transaction, whose id is
+/// `first_id`: that UUIDv7 with `offset` added to its 62 random low bits (wrapping within
+/// them, so version, variant and time stay). The ids of one transaction are distinct (fewer
+/// than 2^62 events) and follow the cursor order; two transactions' ids could meet only with
+/// the same millisecond and the same 74 random bits but for the offset, as unlikely as two
+/// UUIDv7 meeting. One id per transaction is stored instead of one per event.
+pub fn event_id(first_id: &str, offset: i64) -> StoreResult<String> {
+    let first = Uuid::parse_str(first_id)
+        .map_err(|e| super::StoreError::other(format!("an event origin's id {first_id:?}: {e}")))?
+        .as_u128();
+    let low = (first & RAND_B).wrapping_add(offset as u128) & RAND_B;
+    Ok(Uuid::from_u128((first & !RAND_B) | low).to_string())
 }
 
 /// Removes the events that occurred before `before_ms`; answers how many. The counters stay,
 /// so cursors are never handed out twice.
+///
+/// Per organization, the feed is cut before its oldest transaction that occurred at or after
+/// `before_ms` (found by walking `event_origins` from the oldest, so the walk costs what it
+/// removes): every event before that transaction goes, with its origin row. Numbers follow
+/// commit order and times follow the requests' start, so a transaction that started before
+/// `before_ms` but committed after a newer one stays until the next run passes it; nothing
+/// newer than `before_ms` is ever removed. No index on time: the events' `(organization_id,
+/// seq)` key is the range to delete.
 pub fn prune(tx: &mut dyn Tx, before_ms: i64) -> StoreResult<u64> {
-    tx.execute(
-        "DELETE FROM events WHERE occurred_ms < ?",
-        &[SqlValue::Int(before_ms)],
-    )
+    let counters = tx.query(
+        "SELECT organization_id, last_seq FROM event_counters ORDER BY organization_id",
+        &[],
+    )?;
+    let mut removed = 0;
+    for counter in counters {
+        let (Some(org), Some(last)) = (counter[0].as_str(), counter[1].as_i64()) else {
+            continue;
+        };
+        let org = org.to_string();
+        let kept_from = tx
+            .query(
+                "SELECT first_seq FROM event_origins WHERE organization_id = ? AND occurred_ms >= ? \
+                 ORDER BY first_seq LIMIT 1",
+                &[org.as_str().into(), SqlValue::Int(before_ms)],
+            )?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_i64)
+            .unwrap_or(last + 1);
+        removed += tx.execute(
+            "DELETE FROM events WHERE organization_id = ? AND seq < ?",
+            &[org.as_str().into(), SqlValue::Int(kept_from)],
+        )?;
+        tx.execute(
+            "DELETE FROM event_origins WHERE organization_id = ? AND first_seq < ?",
+            &[org.as_str().into(), SqlValue::Int(kept_from)],
+        )?;
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_first_event_has_the_origins_id_and_the_next_ones_count_up() {
+        let first = "0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b";
+        assert_eq!(event_id(first, 0).unwrap(), first);
+        assert_eq!(
+            event_id(first, 1).unwrap(),
+            "0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c"
+        );
+        assert_eq!(
+            event_id(first, 0x15).unwrap(),
+            "0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a40"
+        );
+        // At the top of the random bits it wraps within them: the variant stays.
+        let top = "0193a1b2-c3d4-7e5f-bfff-ffffffffffff";
+        assert_eq!(
+            event_id(top, 1).unwrap(),
+            "0193a1b2-c3d4-7e5f-8000-000000000000"
+        );
+        assert!(event_id("not a uuid", 0).is_err());
+    }
+
+    proptest! {
+        /// Any UUIDv7 and offset: the result is a UUIDv7 (RFC 9562 variant) with the same
+        /// time, distinct offsets give distinct ids, and it is the same id read twice.
+        #[test]
+        fn derived_ids_are_uuidv7_of_the_same_time_and_distinct(
+            bits in any::<u128>(), a in 0i64..1_000_000, b in 0i64..1_000_000,
+        ) {
+            let first = uuid::Builder::from_u128(bits)
+                .with_version(uuid::Version::SortRand)
+                .with_variant(uuid::Variant::RFC4122)
+                .into_uuid();
+            let first_text = first.to_string();
+            let x = Uuid::parse_str(&event_id(&first_text, a).unwrap()).unwrap();
+            let y = Uuid::parse_str(&event_id(&first_text, b).unwrap()).unwrap();
+            prop_assert_eq!(x.get_version_num(), 7);
+            prop_assert_eq!(x.get_variant(), uuid::Variant::RFC4122);
+            prop_assert_eq!(x.get_timestamp(), first.get_timestamp());
+            prop_assert_eq!(x == y, a == b);
+            prop_assert_eq!(event_id(&first_text, a).unwrap(), x.to_string());
+        }
+    }
 }

@@ -208,6 +208,35 @@ const STEPS: &[(i64, &str)] = &[
         is_archived {bool} NOT NULL, shard INTEGER NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (table_name, organization_id, field, value, is_archived, shard))",
     ),
+    (
+        70,
+        // The feed's per-event cost on a bulk import (bench/README.md, issue 17): what the events
+        // of one transaction share (key, request, time, and the first event's id, from which the
+        // others' ids follow) is stored once, in `event_origins`, keyed by the transaction's first
+        // number; an event finds its origin as the one with the greatest `first_seq` not above
+        // its own `seq`. Existing events get an origin each, with their own id. Pruning goes by those rows (store/events.rs),
+        // so `ix_events_occurred` goes. On SQLite both tables are `WITHOUT ROWID`: the primary
+        // key is the table, one B-tree less per row. `legacy_alter_table` keeps SQLite from
+        // re-checking the resource tables' `event_keep` triggers while `events` is briefly
+        // missing between the DROP and the RENAME (PostgreSQL skips PRAGMA statements).
+        "PRAGMA legacy_alter_table = ON;
+     CREATE TABLE IF NOT EXISTS event_origins (
+        organization_id TEXT NOT NULL, first_seq BIGINT NOT NULL, first_id TEXT NOT NULL,
+        key_id TEXT, request_id TEXT, occurred_at TEXT NOT NULL, occurred_ms BIGINT NOT NULL,
+        PRIMARY KEY (organization_id, first_seq)){without_rowid};
+     INSERT INTO event_origins (organization_id, first_seq, first_id, key_id, request_id, occurred_at, occurred_ms)
+        SELECT organization_id, seq, id, key_id, request_id, occurred_at, occurred_ms FROM events;
+     CREATE TABLE events_v3 (
+        organization_id TEXT NOT NULL, seq BIGINT NOT NULL, event_type TEXT NOT NULL,
+        resource TEXT NOT NULL, record_id TEXT NOT NULL, data TEXT, changed TEXT,
+        PRIMARY KEY (organization_id, seq)){without_rowid};
+     INSERT INTO events_v3 (organization_id, seq, event_type, resource, record_id, data, changed)
+        SELECT organization_id, seq, event_type, resource, record_id, data, changed FROM events;
+     DROP TABLE events;
+     ALTER TABLE events_v3 RENAME TO events;
+     CREATE INDEX IF NOT EXISTS ix_events_record ON events (organization_id, record_id, seq);
+     PRAGMA legacy_alter_table = OFF",
+    ),
 ];
 
 /// A migration step done by code.
@@ -245,10 +274,14 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
             continue;
         }
         for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            if statement.starts_with("PRAGMA") && dialect != Dialect::Sqlite {
+                continue;
+            }
             tx.execute(
                 &statement
                     .replace("{bool}", dialect.bool_column_type())
-                    .replace("{collate_c}", collate_c(dialect)),
+                    .replace("{collate_c}", collate_c(dialect))
+                    .replace("{without_rowid}", without_rowid(dialect)),
                 &[],
             )?;
         }
@@ -375,6 +408,15 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
 }
 
 /// Bytewise text comparison, so that prefix ranges are index ranges (SQLite compares bytes).
+/// SQLite's `WITHOUT ROWID` for a table whose primary key is how it is read and written (the
+/// key is then the table, one B-tree less); PostgreSQL has no such thing.
+fn without_rowid(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => " WITHOUT ROWID",
+        Dialect::Postgres => "",
+    }
+}
+
 fn collate_c(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => "",
@@ -417,13 +459,17 @@ END $body$";
 
 /// The PostgreSQL trigger function behind the `event_keep` triggers (see [`event_keep_triggers`]),
 /// run once per statement over the rows it changed or removed; its arguments are the resource
-/// paths the table serves.
+/// paths the table serves. It also marks the table as touched for the rest of the transaction
+/// (a transaction-local setting, `prodops.touched_<table>`), which the append of the feed asks.
 const PG_EVENT_KEEP_FUNCTION: &str =
     "CREATE OR REPLACE FUNCTION prodops_event_keep() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
   UPDATE events e SET data = o.data::text FROM old_rows o
   WHERE e.organization_id = o.organization_id AND e.record_id = o.id
     AND e.resource = ANY(TG_ARGV) AND e.data IS NULL;
+  -- For the rest of this transaction, records of this table may differ from what they were
+  -- created with: store/events.rs reads a bulk call's records back before appending.
+  PERFORM set_config('prodops.touched_' || TG_TABLE_NAME, '1', true);
   RETURN NULL;
 END $body$";
 
