@@ -212,6 +212,9 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     (43, crate::store::property_index::backfill),
     // Deliverables stored before alerts were answered as of the read get the instants.
     (44, crate::store::deliverables::backfill_alerts),
+    // Deliverable rows keep the window in which their stored alerts hold (read without
+    // looking at the text inside it); existing rows get theirs from their text.
+    (61, crate::store::deliverables::add_alert_windows),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
