@@ -8,7 +8,9 @@
 //! passes), and every read derives the answers from them and the request's clock: [`as_of`] on
 //! the stored fields, [`patch_deliverable_text`] on a stored record's text, and [`derived`] for
 //! the database, which filters, sorts and groups by the same rule written as SQL. The tree
-//! computes the instants (`tree::compute`); the rules here only compare them with now.
+//! computes the instants (`tree::compute`); the rules here only compare them with now. The
+//! [`Window`] of a stored record ([`stored_window`]) is the moments its stored answers hold in:
+//! the server keeps it beside the text, and a read inside it sends the text without a look.
 //!
 //! Instants are stored as [`stamp`]s, `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, years 0 to 9999),
 //! so that text order is time order, in SQL as in Rust. Comparisons are at whole seconds: an
@@ -26,14 +28,18 @@ use crate::deliverable::AlertType;
 /// An instant as the alert fields store it: `YYYY-MM-DDTHH:MM:SSZ`, the fraction of a second
 /// dropped, the year held to 0..=9999 (earlier is the start of year 0, later the end of 9999).
 pub fn stamp(t: DateTime<Utc>) -> String {
-    let t = if t.year() < 0 {
+    held(t).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `t` held to the years a [`stamp`] holds.
+fn held(t: DateTime<Utc>) -> DateTime<Utc> {
+    if t.year() < 0 {
         Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap()
     } else if t.year() > 9999 {
         Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap()
     } else {
         t
-    };
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    }
 }
 
 /// When a due date passes: a date alone (`YYYY-MM-DD`) at the end of that day in UTC (the
@@ -64,9 +70,9 @@ impl AsOf {
     pub fn at(t: DateTime<Utc>) -> AsOf {
         let mut text = stamp(t);
         text.truncate(19);
-        // The stamp's year is held to 0..=9999: the seconds are those of the stamp, not of `t`,
-        // so that comparing seconds and comparing text agree.
-        let secs = stamp_secs(&text).unwrap_or_else(|| t.timestamp());
+        // The seconds of the stamp (its year held to 0..=9999, its fraction dropped), not of
+        // `t`, so that comparing seconds and comparing text agree.
+        let secs = held(t).timestamp();
         AsOf { text, secs }
     }
 
