@@ -214,7 +214,7 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     (44, crate::store::deliverables::backfill_alerts),
     // Deliverable rows keep the window in which their stored alerts hold (read without
     // looking at the text inside it); existing rows get theirs from their text.
-    (61, crate::store::deliverables::add_alert_windows),
+    (63, crate::store::deliverables::add_alert_windows),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
