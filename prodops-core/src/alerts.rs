@@ -8,7 +8,9 @@
 //! passes), and every read derives the answers from them and the request's clock: [`as_of`] on
 //! the stored fields, [`patch_deliverable_text`] on a stored record's text, and [`derived`] for
 //! the database, which filters, sorts and groups by the same rule written as SQL. The tree
-//! computes the instants (`tree::compute`); the rules here only compare them with now.
+//! computes the instants (`tree::compute`); the rules here only compare them with now. The
+//! [`Window`] of a stored record ([`stored_window`]) is the moments its stored answers hold in:
+//! the server keeps it beside the text, and a read inside it sends the text without a look.
 //!
 //! Instants are stored as [`stamp`]s, `YYYY-MM-DDTHH:MM:SSZ` (whole seconds, years 0 to 9999),
 //! so that text order is time order, in SQL as in Rust. Comparisons are at whole seconds: an
@@ -26,14 +28,18 @@ use crate::deliverable::AlertType;
 /// An instant as the alert fields store it: `YYYY-MM-DDTHH:MM:SSZ`, the fraction of a second
 /// dropped, the year held to 0..=9999 (earlier is the start of year 0, later the end of 9999).
 pub fn stamp(t: DateTime<Utc>) -> String {
-    let t = if t.year() < 0 {
+    held(t).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `t` held to the years a [`stamp`] holds.
+fn held(t: DateTime<Utc>) -> DateTime<Utc> {
+    if t.year() < 0 {
         Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap()
     } else if t.year() > 9999 {
         Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap()
     } else {
         t
-    };
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    }
 }
 
 /// When a due date passes: a date alone (`YYYY-MM-DD`) at the end of that day in UTC (the
@@ -53,14 +59,21 @@ pub fn due_instant(text: &str) -> Option<DateTime<Utc>> {
 /// of its [`stamp`] (`YYYY-MM-DDTHH:MM:SS`). Only made from a time, so it is always that form
 /// (and can be written into SQL text as a literal).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AsOf(String);
+pub struct AsOf {
+    text: String,
+    /// The same moment in whole seconds after the Unix epoch (what a [`Window`] holds).
+    secs: i64,
+}
 
 impl AsOf {
     /// The moment `t`.
     pub fn at(t: DateTime<Utc>) -> AsOf {
-        let mut s = stamp(t);
-        s.truncate(19);
-        AsOf(s)
+        let mut text = stamp(t);
+        text.truncate(19);
+        // The seconds of the stamp (its year held to 0..=9999, its fraction dropped), not of
+        // `t`, so that comparing seconds and comparing text agree.
+        let secs = held(t).timestamp();
+        AsOf { text, secs }
     }
 
     /// The moment `secs` seconds after the Unix epoch.
@@ -69,8 +82,22 @@ impl AsOf {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
+
+    /// Whole seconds after the Unix epoch.
+    pub fn secs(&self) -> i64 {
+        self.secs
+    }
+}
+
+/// The whole seconds after the Unix epoch of a stored instant (its first 19 characters,
+/// `YYYY-MM-DDTHH:MM:SS`); `None` for text that does not start that way.
+pub fn stamp_secs(text: &str) -> Option<i64> {
+    let seconds = text.get(..19)?;
+    chrono::NaiveDateTime::parse_from_str(seconds, "%Y-%m-%dT%H:%M:%S")
+        .ok()
+        .map(|t| t.and_utc().timestamp())
 }
 
 /// The stored text of an instant, up to its seconds (what is compared with an [`AsOf`]).
@@ -81,12 +108,12 @@ fn seconds_of(text: &str) -> &[u8] {
 
 /// Whether the instant stored as `text` has been reached at `now` (null: never).
 pub fn reached(text: Option<&str>, now: &AsOf) -> bool {
-    text.is_some_and(|t| seconds_of(t) <= now.0.as_bytes())
+    text.is_some_and(|t| seconds_of(t) <= now.text.as_bytes())
 }
 
 /// Whether `now` is before the instant stored as `text` (null: no).
 pub fn ahead(text: Option<&str>, now: &AsOf) -> bool {
-    text.is_some_and(|t| seconds_of(t) > now.0.as_bytes())
+    text.is_some_and(|t| seconds_of(t) > now.text.as_bytes())
 }
 
 /// What the time-dependent fields of a deliverable derive from, as stored.
@@ -120,7 +147,17 @@ pub struct Alerts {
 pub fn as_of(basis: &Basis, now: &AsOf) -> Alerts {
     let is_late = reached(basis.late_at, now);
     let is_at_risk = ahead(basis.at_risk_until, now);
-    let alert_type = if basis.on_hold {
+    Alerts {
+        is_late,
+        is_at_risk,
+        effective_due_date_is_late: !basis.done && reached(basis.effective_due_at, now),
+        alert_type: alert_type_of(basis.on_hold, is_late, is_at_risk),
+    }
+}
+
+/// The highest of on-hold, late, at-risk, no-risk that holds.
+fn alert_type_of(on_hold: bool, is_late: bool, is_at_risk: bool) -> AlertType {
+    if on_hold {
         AlertType::OnHold
     } else if is_late {
         AlertType::Late
@@ -128,13 +165,107 @@ pub fn as_of(basis: &Basis, now: &AsOf) -> Alerts {
         AlertType::AtRisk
     } else {
         AlertType::NoRisk
-    };
-    Alerts {
-        is_late,
-        is_at_risk,
-        effective_due_date_is_late: !basis.done && reached(basis.effective_due_at, now),
-        alert_type,
     }
+}
+
+/// The moments `[from, until)`, in whole seconds after the Unix epoch, at which a
+/// deliverable's stored answers are those [`as_of`] gives: a read whose now is inside sends
+/// the stored record as it is, without looking at its text (see [`stored_window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from: i64,
+    pub until: i64,
+}
+
+impl Window {
+    /// Every moment: answers that no instant changes.
+    pub const ALWAYS: Window = Window {
+        from: i64::MIN,
+        until: i64::MAX,
+    };
+
+    pub fn contains(&self, now: &AsOf) -> bool {
+        self.from <= now.secs && now.secs < self.until
+    }
+
+    /// The window as one integer, for a database column: its bounds held to what 32 bits of
+    /// seconds after the Unix epoch hold (1970 to 2106), `from` in the high half, `until` in
+    /// the low one. Holding the bounds only narrows the window, which stays right (a read
+    /// outside it looks at the text); `None` when nothing is left. One column, not two: each
+    /// column a read fetches costs about 250 instructions per record on SQLite.
+    pub fn packed(&self) -> Option<i64> {
+        let hold = |t: i64| t.clamp(0, i64::from(u32::MAX)) as u64;
+        let (from, until) = (hold(self.from), hold(self.until));
+        (from < until).then_some(((from << 32) | until) as i64)
+    }
+
+    /// The window [`Window::packed`] gives `packed`.
+    pub fn unpacked(packed: i64) -> Window {
+        let bits = packed as u64;
+        Window {
+            from: (bits >> 32) as i64,
+            until: (bits & u64::from(u32::MAX)) as i64,
+        }
+    }
+
+    /// Narrowed to the moments at which `reached(instant)` answers `answer`: from the instant
+    /// on if it does, before it if not. `None` when no moment does.
+    fn reached(&mut self, instant: Option<&str>, answer: bool) -> Option<()> {
+        match instant {
+            None => (!answer).then_some(()),
+            Some(t) => {
+                let t = stamp_secs(t)?;
+                if answer {
+                    self.from = self.from.max(t);
+                } else {
+                    self.until = self.until.min(t);
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// Narrowed to the moments at which `ahead(instant)` answers `answer`.
+    fn ahead(&mut self, instant: Option<&str>, answer: bool) -> Option<()> {
+        match instant {
+            None => (!answer).then_some(()),
+            Some(t) => {
+                let t = stamp_secs(t)?;
+                if answer {
+                    self.until = self.until.min(t);
+                } else {
+                    self.from = self.from.max(t);
+                }
+                Some(())
+            }
+        }
+    }
+}
+
+/// Exactly the moments at which `as_of(basis, now)` answers `stored`, or `None` when there
+/// are none (answers no moment gives, or an instant that is not a stamp).
+///
+/// Each answer compares now with one instant (`lateAt`, `atRiskUntil`, and `effectiveDueAt`
+/// unless done; on-hold and done do not depend on now), so it holds on a half-line of moments,
+/// and the moments where all hold are their intersection: from the latest instant whose
+/// answer is "reached" to the earliest whose answer is "not yet". For the answers of a
+/// write's now, that is from the latest instant at or before it to the earliest after it.
+/// A clock that moves backwards leaves the window by its lower bound.
+pub fn window(basis: &Basis, stored: &Alerts) -> Option<Window> {
+    if stored.alert_type != alert_type_of(basis.on_hold, stored.is_late, stored.is_at_risk) {
+        return None;
+    }
+    let mut w = Window::ALWAYS;
+    w.reached(basis.late_at, stored.is_late)?;
+    w.ahead(basis.at_risk_until, stored.is_at_risk)?;
+    if basis.done {
+        if stored.effective_due_date_is_late {
+            return None;
+        }
+    } else {
+        w.reached(basis.effective_due_at, stored.effective_due_date_is_late)?;
+    }
+    (w.from < w.until).then_some(w)
 }
 
 /// The statuses in which a delivery is over (received, delivered, cancelled): never late.
@@ -184,20 +315,7 @@ pub fn patch_deliverable_text(text: &str, now: &AsOf) -> Option<String> {
 /// the stored members, allocating nothing and never validating or parsing the record. The
 /// rewrite (an answer changed since the write) parses the tail of `computed` alone.
 pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
-    let (start, end, stored) = match StoredTail::from_end(text) {
-        Some(found) => found,
-        None => {
-            // Searchers built once: building one per call costs more than the search itself.
-            static ORDINAL: LazyLock<FinderRev<'static>> =
-                LazyLock::new(|| FinderRev::new(b"\"alertTypeOrdinal\":"));
-            static AT_RISK: LazyLock<FinderRev<'static>> =
-                LazyLock::new(|| FinderRev::new(b"\"isAtRisk\":"));
-            let ordinal = ORDINAL.rfind(text)?;
-            let start = AT_RISK.rfind(&text[..ordinal])?;
-            let end = ordinal + memchr::memchr(b'}', &text[ordinal..])?;
-            (start, end, StoredTail::find(&text[start..end])?)
-        }
-    };
+    let (start, end, stored) = StoredTail::locate(text)?;
     let tail = &text[start..end];
     let basis = Basis {
         on_hold: stored.alerts.alert_type == AlertType::OnHold,
@@ -228,6 +346,26 @@ pub fn patch_deliverable_bytes(text: &[u8], now: &AsOf) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The [`Window`] of a deliverable's stored record text: the moments at which its stored
+/// answers are those of the moment, so that [`patch_deliverable_bytes`] leaves it as it is.
+/// `None` when there are none or the text is not of the server's form (a read then patches
+/// it). The server computes it from the text it stores and keeps it beside the text, so that
+/// a read in the window costs one comparison per record instead of a look at its text.
+pub fn stored_window(text: &[u8]) -> Option<Window> {
+    let (start, _, stored) = StoredTail::locate(text)?;
+    if stored.ordinal != stored.alerts.alert_type.ordinal() {
+        return None;
+    }
+    let basis = Basis {
+        on_hold: stored.alerts.alert_type == AlertType::OnHold,
+        done: progress_done(&text[..start]),
+        effective_due_at: stored.effective_due_at,
+        late_at: stored.late_at,
+        at_risk_until: stored.at_risk_until,
+    };
+    window(&basis, &stored.alerts)
+}
+
 /// The width of a stored [`stamp`] with its quotes (`"YYYY-MM-DDTHH:MM:SSZ"`).
 const STAMP_VALUE: usize = 22;
 
@@ -243,6 +381,23 @@ struct StoredTail<'a> {
 }
 
 impl<'a> StoredTail<'a> {
+    /// The tail of a record's text: where it starts and ends, and what it says; read from the
+    /// end ([`Self::from_end`]), else searched for. `None` for text without it.
+    fn locate(text: &'a [u8]) -> Option<(usize, usize, StoredTail<'a>)> {
+        if let Some(found) = StoredTail::from_end(text) {
+            return Some(found);
+        }
+        // Searchers built once: building one per call costs more than the search itself.
+        static ORDINAL: LazyLock<FinderRev<'static>> =
+            LazyLock::new(|| FinderRev::new(b"\"alertTypeOrdinal\":"));
+        static AT_RISK: LazyLock<FinderRev<'static>> =
+            LazyLock::new(|| FinderRev::new(b"\"isAtRisk\":"));
+        let ordinal = ORDINAL.rfind(text)?;
+        let start = AT_RISK.rfind(&text[..ordinal])?;
+        let end = ordinal + memchr::memchr(b'}', &text[ordinal..])?;
+        Some((start, end, StoredTail::find(&text[start..end])?))
+    }
+
     /// The tail as the server writes it, read backwards from the end of the record: `computed`
     /// closes at the last `}` before the record's own (the members after it, `isArchived`,
     /// `createdAt` and `updatedAt`, hold none), and its last members are these, in this order.

@@ -335,6 +335,11 @@ proptest! {
             let answered: Deliverable = serde_json::from_str(patched.as_deref().unwrap_or(&text)).unwrap();
             prop_assert_eq!(&answered, new, "patched {:?}", patched);
             prop_assert_eq!(patched.is_none(), alerts_of(old) == alerts_of(new));
+            // The window stored with the record holds the write's moment, and a read inside it
+            // is exactly a read the patch leaves alone.
+            let window = stored_window(text.as_bytes());
+            prop_assert!(window.is_some_and(|w| w.contains(&AsOf::at(moment(written)))), "{:?}", window);
+            prop_assert_eq!(window.is_some_and(|w| w.contains(&now)), patched.is_none());
 
             let value = serde_json::to_value(old).unwrap();
             let c = &new.computed;
@@ -423,7 +428,167 @@ proptest! {
         if let Some(patched) = patch_deliverable_bytes(&text, &now) {
             prop_assert!(patched.starts_with(&head));
         }
+        if stored_window(&text).is_some_and(|w| w.contains(&now)) {
+            prop_assert_eq!(patch_deliverable_bytes(&text, &now), None);
+        }
         let text = [tail.as_bytes(), b"\"alertTypeOrdinal\":0}".as_slice()].concat();
         let _ = patch_deliverable_bytes(&text, &now);
+        if stored_window(&text).is_some_and(|w| w.contains(&now)) {
+            prop_assert_eq!(patch_deliverable_bytes(&text, &now), None);
+        }
     }
+}
+
+/// An instant a few seconds around the base moment (so that instants, writes and reads often
+/// fall in the same second), or none.
+fn near_instant() -> impl Strategy<Value = Option<String>> {
+    proptest::option::weighted(0.8, -8i64..8).prop_map(|s| s.map(|s| stamp(moment(s))))
+}
+
+fn any_alerts() -> impl Strategy<Value = Alerts> {
+    (any::<bool>(), any::<bool>(), any::<bool>(), 0usize..4).prop_map(|(l, r, d, t)| Alerts {
+        is_late: l,
+        is_at_risk: r,
+        effective_due_date_is_late: d,
+        alert_type: [
+            AlertType::NoRisk,
+            AlertType::AtRisk,
+            AlertType::Late,
+            AlertType::OnHold,
+        ][t],
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// For any instants and any write's moment, the window of the write's answers holds that
+    /// moment, and a moment is in it exactly when it derives the same answers: every read in
+    /// the window may send the stored answers, and every read outside must not.
+    #[test]
+    fn the_window_holds_exactly_the_moments_of_the_written_answers(
+        late_at in near_instant(),
+        at_risk_until in near_instant(),
+        effective_due_at in near_instant(),
+        on_hold in any::<bool>(),
+        done in any::<bool>(),
+        written in -10i64..10,
+        millis in 0u32..1000,
+        read in -10i64..10,
+    ) {
+        let basis = Basis {
+            on_hold,
+            done,
+            effective_due_at: effective_due_at.as_deref(),
+            late_at: late_at.as_deref(),
+            at_risk_until: at_risk_until.as_deref(),
+        };
+        let write_now = AsOf::at(moment(written) + chrono::Duration::milliseconds(millis.into()));
+        let answers = as_of(&basis, &write_now);
+        let w = window(&basis, &answers);
+        prop_assert!(w.is_some_and(|w| w.contains(&write_now)), "{:?}", w);
+        // Within a second, the moment's fraction does not matter.
+        let read_now = AsOf::at(moment(read) + chrono::Duration::milliseconds(999 - i64::from(millis)));
+        prop_assert_eq!(
+            w.is_some_and(|w| w.contains(&read_now)),
+            as_of(&basis, &read_now) == answers
+        );
+        // As a column holds it: the same moments around now.
+        let column = w.and_then(|w| w.packed()).map(Window::unpacked);
+        prop_assert_eq!(column.is_some_and(|w| w.contains(&write_now)), true);
+        prop_assert_eq!(column.is_some_and(|w| w.contains(&read_now)), w.is_some_and(|w| w.contains(&read_now)));
+    }
+
+    /// The same for any stored answers, even ones no moment gives (a damaged record): a
+    /// moment is in their window exactly when it derives them.
+    #[test]
+    fn the_window_of_any_answers_is_exactly_where_they_hold(
+        late_at in near_instant(),
+        at_risk_until in near_instant(),
+        effective_due_at in near_instant(),
+        on_hold in any::<bool>(),
+        done in any::<bool>(),
+        stored in any_alerts(),
+        read in -10i64..10,
+    ) {
+        let basis = Basis {
+            on_hold,
+            done,
+            effective_due_at: effective_due_at.as_deref(),
+            late_at: late_at.as_deref(),
+            at_risk_until: at_risk_until.as_deref(),
+        };
+        let now = AsOf::at(moment(read));
+        prop_assert_eq!(
+            window(&basis, &stored).is_some_and(|w| w.contains(&now)),
+            as_of(&basis, &now) == stored
+        );
+    }
+}
+
+#[test]
+fn a_window_is_in_whole_seconds_of_the_stamps() {
+    assert_eq!(stamp_secs("1970-01-01T00:00:01Z"), Some(1));
+    assert_eq!(stamp_secs("1970-01-01T00:00:01.999Z"), Some(1));
+    assert_eq!(stamp_secs("0000-01-01T00:00:00Z"), Some(-62_167_219_200));
+    assert_eq!(stamp_secs("soon"), None);
+    assert_eq!(stamp_secs("2026-13-01T00:00:00Z"), None);
+    // Past year 9999 a moment counts as the end of 9999, as its text does.
+    let far = AsOf::at(Utc.with_ymd_and_hms(12000, 1, 1, 0, 0, 0).unwrap());
+    assert_eq!(Some(far.secs()), stamp_secs("9999-12-31T23:59:59Z"));
+    assert_eq!(
+        now("2026-11-25T10:00:00.999Z").secs(),
+        now("2026-11-25T10:00:00Z").secs()
+    );
+
+    let basis = Basis {
+        on_hold: false,
+        done: false,
+        effective_due_at: Some("2026-11-26T00:00:00Z"),
+        late_at: Some("2026-11-26T00:00:00Z"),
+        at_risk_until: Some("2026-11-25T12:00:00Z"),
+    };
+    let written = now("2026-11-25T12:30:00Z");
+    let w = window(&basis, &as_of(&basis, &written)).unwrap();
+    assert_eq!(
+        (w.from, w.until),
+        (
+            stamp_secs("2026-11-25T12:00:00Z").unwrap(),
+            stamp_secs("2026-11-26T00:00:00Z").unwrap()
+        )
+    );
+    assert!(w.contains(&now("2026-11-25T23:59:59.999Z")));
+    assert!(!w.contains(&now("2026-11-26T00:00:00Z")));
+    // A clock moved back before the at-risk instant leaves the window by its lower bound.
+    assert!(w.contains(&now("2026-11-25T12:00:00Z")));
+    assert!(!w.contains(&now("2026-11-25T11:59:59.999Z")));
+    // Answers no moment gives have no window.
+    let impossible = Alerts {
+        is_late: true,
+        is_at_risk: true,
+        effective_due_date_is_late: false,
+        alert_type: AlertType::Late,
+    };
+    assert_eq!(window(&basis, &impossible), None);
+    // Nothing changes a node without instants (or on hold and done).
+    let none = Basis {
+        on_hold: false,
+        done: false,
+        effective_due_at: None,
+        late_at: None,
+        at_risk_until: None,
+    };
+    assert_eq!(window(&none, &as_of(&none, &written)), Some(Window::ALWAYS));
+
+    // A column holds a window from 1970 to 2106: narrower, never wider.
+    let held = Window::unpacked(Window::ALWAYS.packed().unwrap());
+    assert_eq!((held.from, held.until), (0, i64::from(u32::MAX)));
+    assert!(held.contains(&written));
+    assert!(!held.contains(&AsOf::from_secs(-1)));
+    assert_eq!(Window::unpacked(w.packed().unwrap()), w);
+    let before_1970 = Window {
+        from: i64::MIN,
+        until: -5,
+    };
+    assert_eq!(before_1970.packed(), None);
 }

@@ -23,7 +23,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::store::SqlValue;
 use crate::store::Tx;
 use crate::store::sql::FieldPath;
-use prodops_core::alerts::AsOf;
+use prodops_core::alerts::{AsOf, Window};
 
 /// Nodes whose records one query of a hierarchy read fetches.
 const FETCH_NODES: usize = 512;
@@ -153,10 +153,14 @@ fn write_hierarchy(
     let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES);
     let mut kept: Vec<u8> = Vec::new();
     let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(FETCH_NODES);
-    let write = |data: &[u8], into: &mut Vec<u8>| {
-        // The alerts as of the read: a record whose stored ones are already right (most)
-        // is copied as it is, without being parsed.
-        let patched = prodops_core::alerts::patch_deliverable_bytes(data, now);
+    let write = |data: &[u8], window: Option<Window>, into: &mut Vec<u8>| {
+        // The alerts as of the read: a record whose stored ones are still right (nearly all:
+        // the read is inside the window the row keeps) is copied as it is without a look at
+        // its text; another is patched.
+        let patched = match window {
+            Some(w) if w.contains(now) => None,
+            _ => prodops_core::alerts::patch_deliverable_bytes(data, now),
+        };
         let data = patched.as_deref().unwrap_or(data);
         match projection {
             // What a projection reads must be text; the stored records always are.
@@ -171,18 +175,18 @@ fn write_hierarchy(
         spans.clear();
         spans.resize(batch.len(), None);
         let mut next = 0usize;
-        let read = records_of(tx, org, &batch, &mut |slot, data| {
+        let read = records_of(tx, org, &batch, &mut |slot, data, window| {
             if out.closed {
                 return;
             }
             if slot != next {
                 let start = kept.len();
-                write(data, &mut kept);
+                write(data, window, &mut kept);
                 spans[slot] = Some(start..kept.len());
                 return;
             }
             out.comma();
-            write(data, &mut out.body);
+            write(data, window, &mut out.body);
             out.done();
             next += 1;
             while let Some(Some(span)) = spans.get(next) {

@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+use crate::store::deliverables::{EachRecord, read_records, record_text, records_join};
 pub use crate::store::deliverables::{TABLE, TREE};
-use crate::store::deliverables::{read_records, record_text, records_join};
 use crate::store::{SqlValue, Tx, records};
 
 /// One row of the tree index.
@@ -289,7 +289,7 @@ pub fn records_of(
     tx: &mut dyn Tx,
     org: Uuid,
     nodes: &[IndexNode],
-    each: &mut dyn FnMut(usize, &[u8]),
+    each: &mut EachRecord<'_>,
 ) -> ApiResult<()> {
     Ok(read_records(tx, org, nodes, |n| (n.id, n.rid), each)?)
 }
@@ -776,7 +776,7 @@ pub(crate) mod tests {
                 let read = |tx: &mut dyn Tx| -> ApiResult<Vec<(Uuid, Value)>> {
                     let nodes = subtree_index(tx, org, &top)?;
                     let mut got = Vec::new();
-                    records_of(tx, org, &nodes, &mut |slot, data| {
+                    records_of(tx, org, &nodes, &mut |slot, data, _| {
                         got.push((nodes[slot].id, serde_json::from_slice(data).unwrap()));
                     })?;
                     got.sort_by_key(|g| g.0);

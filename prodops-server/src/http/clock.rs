@@ -64,6 +64,18 @@ impl Clock {
             .expect("only a manual clock can be advanced");
         at.fetch_add(by.as_secs() as i64, Ordering::SeqCst);
     }
+
+    /// Sets a manual clock to `secs` after the Unix epoch, which may be back in time (tests of
+    /// reads whose clock goes back before the stored records were written).
+    ///
+    /// # Panics
+    /// On the system clock, which no one moves.
+    pub fn set_secs(&self, secs: i64) {
+        self.manual
+            .as_ref()
+            .expect("only a manual clock can be set")
+            .store(secs, Ordering::SeqCst);
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +90,8 @@ mod tests {
         let other = clock.clone();
         other.advance(Duration::from_secs(90));
         assert_eq!(clock.now_secs(), start + 90);
+        other.set_secs(start - 60);
+        assert_eq!(clock.now_secs(), start - 60);
         assert!(!Clock::system().is_manual());
     }
 }

@@ -252,6 +252,9 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     (44, crate::store::deliverables::backfill_alerts),
     // The property value index's rows gained the archived flag and creation time (a new table).
     (62, crate::store::property_index::backfill),
+    // Deliverable rows keep the window in which their stored alerts hold (read without
+    // looking at the text inside it); existing rows get theirs from their text.
+    (63, crate::store::deliverables::add_alert_windows),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {

@@ -412,13 +412,59 @@ fn slow_sortable_time(text: &str) -> StoreResult<String> {
         .to_string())
 }
 
+/// The column of the alert window a deliverable's row keeps beside its text: the moments in
+/// which the alerts its text stores are those of the moment (`prodops_core::alerts::
+/// stored_window`), as one integer (`Window::packed`; NULL when there are none). Every write
+/// of a deliverable's text sets it from that text, so that a read whose now is inside sends
+/// the text as stored after one comparison, without looking at it (deliverables/reads.rs).
+pub const ALERT_WINDOW_COLUMN: &str = "alerts_window";
+
+/// Whether rows of `table` keep the [`ALERT_WINDOW_COLUMN`].
+pub fn keeps_alert_window(table: &str) -> bool {
+    prodops_core::alerts::patches_stored(table)
+}
+
+/// The [`ALERT_WINDOW_COLUMN`] of a record stored as `data`.
+pub fn alert_window_of(data: &[u8]) -> Option<i64> {
+    prodops_core::alerts::stored_window(data).and_then(|w| w.packed())
+}
+
+fn window_value(data: &[u8]) -> SqlValue {
+    alert_window_of(data).map_or(SqlValue::Null, SqlValue::Int)
+}
+
+/// The first item of an `UPDATE`'s `SET` for a record stored as `data`, with its value:
+/// `alerts_window = ?, ` for a table that keeps it, else nothing.
+fn window_set(table: &str, data: &str) -> (&'static str, Vec<SqlValue>) {
+    if keeps_alert_window(table) {
+        ("alerts_window = ?, ", vec![window_value(data.as_bytes())])
+    } else {
+        ("", Vec::new())
+    }
+}
+
 pub fn insert(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
     let (id, archived, created, updated) = columns_of(record)?;
+    let data = record.to_string();
+    let mut params: Vec<SqlValue> = vec![
+        org.into(),
+        id.into(),
+        archived.into(),
+        created.into(),
+        updated.into(),
+    ];
+    let (extra, extra_values) = if keeps_alert_window(table) {
+        params.push(window_value(data.as_bytes()));
+        (", alerts_window", ", ?")
+    } else {
+        ("", "")
+    };
+    params.push(SqlValue::Text(data));
     tx.execute(
         &format!(
-            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?)"
+            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at{extra}, data) VALUES (?, ?, ?, ?, ?{extra_values}, ?)"
         ),
-        &[org.into(), id.into(), archived.into(), created.into(), updated.into(), SqlValue::Text(record.to_string())],
+        &params,
     )?;
     Ok(())
 }
@@ -526,28 +572,44 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
 /// triggers off and on makes SQLite prepare the connection's statements again.
 const COUNT_PER_BATCH_FROM: usize = 64;
 
-fn insert_rows_as_they_are<'r, R: std::borrow::Borrow<NewRow>>(
+fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
-    rows: &'r [R],
+    rows: &[R],
 ) -> StoreResult<()> {
     let org = org.to_string();
-    let cells = |r: &'r NewRow| record_cells(&org, r);
+    let window = keeps_alert_window(table);
+    let columns: Vec<&str> = RECORD_COLUMNS
+        .iter()
+        .copied()
+        .chain(window.then_some(ALERT_WINDOW_COLUMN))
+        .collect();
+    fn cells<'a>(org: &'a str, r: &'a NewRow, window: bool, into: &mut Vec<CellRef<'a>>) {
+        into.extend(record_cells(org, r));
+        if window {
+            into.push(alert_window_of(r.data.as_bytes()).map_or(CellRef::Null, CellRef::Int));
+        }
+    }
     // Only PostgreSQL has `COPY`: SQLite would build the cells for nothing.
     if rows.len() >= COPY_FROM && tx.dialect() == super::Dialect::Postgres {
-        let all: Vec<CellRef<'_>> = rows.iter().flat_map(|r| cells(r.borrow())).collect();
-        if tx.copy_in(table, &RECORD_COLUMNS, &all)? {
+        let mut all: Vec<CellRef<'_>> = Vec::with_capacity(rows.len() * columns.len());
+        for r in rows {
+            cells(&org, r.borrow(), window, &mut all);
+        }
+        if tx.copy_in(table, &columns, &all)? {
             return Ok(());
         }
     }
     let mut params: Vec<CellRef<'_>> =
-        Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * RECORD_COLUMNS.len());
+        Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * columns.len());
     for chunk in rows.chunks(INSERT_CHUNK) {
-        let sql = tx.dialect().insert_records_sql(table, chunk.len());
+        let sql = tx
+            .dialect()
+            .insert_records_sql(table, &columns, chunk.len());
         params.clear();
         for r in chunk {
-            params.extend(cells(r.borrow()));
+            cells(&org, r.borrow(), window, &mut params);
         }
         tx.execute_refs(&sql, &params)?;
     }
@@ -566,7 +628,8 @@ fn record_cells<'a>(org: &'a str, r: &'a NewRow) -> [CellRef<'a>; 6] {
     ]
 }
 
-/// The columns of a record table, in the order [`Dialect::insert_records_sql`] binds them.
+/// The columns of every record table, in the order [`record_cells`] gives them (a
+/// deliverable's row has the [`ALERT_WINDOW_COLUMN`] after them).
 const RECORD_COLUMNS: [&str; 6] = [
     "organization_id",
     "id",
@@ -617,9 +680,18 @@ pub fn get_many_raw(
 
 pub fn update(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
     let (id, archived, _, updated) = columns_of(record)?;
+    let data = record.to_string();
+    let (window, mut params) = window_set(table, &data);
+    params.extend([
+        archived.into(),
+        updated.into(),
+        SqlValue::Text(data),
+        org.into(),
+        id.into(),
+    ]);
     tx.execute(
-        &format!("UPDATE {table} SET is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
-        &[archived.into(), updated.into(), SqlValue::Text(record.to_string()), org.into(), id.into()],
+        &format!("UPDATE {table} SET {window}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
+        &params,
     )?;
     Ok(())
 }
@@ -635,9 +707,17 @@ pub fn update_text(
     updated_at: &str,
     data: String,
 ) -> StoreResult<()> {
+    let (window, mut params) = window_set(table, &data);
+    params.extend([
+        archived.into(),
+        sortable_time(updated_at)?.into(),
+        SqlValue::Text(data),
+        org.into(),
+        id.into(),
+    ]);
     tx.execute(
-        &format!("UPDATE {table} SET is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
-        &[archived.into(), sortable_time(updated_at)?.into(), SqlValue::Text(data), org.into(), id.into()],
+        &format!("UPDATE {table} SET {window}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
+        &params,
     )?;
     Ok(())
 }

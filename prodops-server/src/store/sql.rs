@@ -628,18 +628,16 @@ impl Dialect {
         }
     }
 
-    /// `INSERT` of `rows` new records into a resource table, six parameters per row
-    /// (`organization_id, id, is_archived, created_at, updated_at, data`).
-    pub fn insert_records_sql(self, table: &str, rows: usize) -> String {
-        let mut sql = format!(
-            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at, data) VALUES "
-        );
-        sql.reserve(rows * 20);
+    /// `INSERT` of `rows` new records into a resource table, one parameter per column per row.
+    pub fn insert_records_sql(self, table: &str, columns: &[&str], rows: usize) -> String {
+        let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
+        let row = format!("({})", vec!["?"; columns.len()].join(", "));
+        sql.reserve(rows * (row.len() + 2));
         for i in 0..rows {
             if i > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str("(?, ?, ?, ?, ?, ?)");
+            sql.push_str(&row);
         }
         sql
     }

@@ -212,6 +212,129 @@ async fn an_order_becomes_late_by_the_passage_of_time_alone() {
     server.shutdown().await;
 }
 
+/// The alert fields of every node of a hierarchy read, by id.
+async fn hierarchy_alerts(api: &Api, id: &str) -> Vec<(String, Value)> {
+    let h = api.get(&format!("/deliverable/{id}/hierarchy")).await;
+    assert_eq!(h.status, 200, "{h}");
+    let fields = [
+        "isLate",
+        "isAtRisk",
+        "effectiveDueDateIsLate",
+        "alertType",
+        "alertTypeOrdinal",
+    ];
+    h.body["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let c = &v["computed"];
+            let alerts: Vec<Value> = fields.iter().map(|f| c[*f].clone()).collect();
+            (v["id"].as_str().unwrap().to_string(), json!(alerts))
+        })
+        .collect()
+}
+
+/// The hierarchy sends a stored record as it is while the read is inside the window of
+/// moments its row keeps (the one its stored alerts hold in), and patches it outside: with
+/// records written one by one, in bulk (enough for the batched insert paths), and refreshed
+/// by the tree, and a clock that moves forward past each instant and back before the writes,
+/// the hierarchy answers what each record read alone answers, and what the rule says.
+#[tokio::test]
+async fn the_hierarchy_answers_as_of_a_clock_that_moves_both_ways() {
+    let clock = Clock::manual();
+    let server = server(&clock).await;
+    let api = server.org("alerts-window").await;
+    let start = clock.now_secs();
+    let order = api
+        .create(
+            D,
+            json!({"name": "Order", "type": "order", "data": {"dueDate": time(start + 3600)}}),
+        )
+        .await;
+    let order_id = order["id"].as_str().unwrap().to_string();
+    // 80 children in one bulk PUT: every fourth due in 30 minutes, one done (never late by
+    // its own due date), the others inheriting the order's.
+    let child = |n: u32| format!("0191c3a8-0000-7000-8000-{n:012x}");
+    let children: Vec<Value> = (0..80u32)
+        .map(|n| {
+            let mut c = json!({"id": child(n), "name": format!("C{n}"), "type": "component", "parentId": order_id});
+            if n % 4 == 0 {
+                c["data"] = json!({"dueDate": time(start + 1800)});
+            }
+            if n == 4 {
+                c["progress"] = json!({"status": "done", "completed": 1, "percentage": 100});
+            }
+            c
+        })
+        .collect();
+    let r = api.put(&format!("/{D}/bulk"), Value::Array(children)).await;
+    assert_eq!(r.status, 200, "{r}");
+    // One child written alone afterwards (its parent's record refreshed by the tree).
+    let r = api
+        .patch(
+            &format!("/{D}/{}", child(1)),
+            json!({"data": {"dueDate": time(start + 600)}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+
+    let late_at = |n: u32| match n {
+        1 => start + 600,
+        n if n % 4 == 0 => start + 1800,
+        _ => start + 3600,
+    };
+    for at in [
+        start,
+        start + 599,
+        start + 600,
+        start + 1799,
+        start + 1800,
+        start + 3599,
+        start + 3600,
+        start - 3600,
+        start + 601,
+        start + 7200,
+        start - 1,
+    ] {
+        clock.set_secs(at);
+        let got = hierarchy_alerts(&api, &order_id).await;
+        assert_eq!(got.len(), 81);
+        for (id, alerts) in &got {
+            let alone = &api.read(D, id).await["computed"];
+            assert_eq!(
+                alerts,
+                &json!([
+                    alone["isLate"],
+                    alone["isAtRisk"],
+                    alone["effectiveDueDateIsLate"],
+                    alone["alertType"],
+                    alone["alertTypeOrdinal"]
+                ]),
+                "{id} at {}",
+                at - start
+            );
+        }
+        let by_id: std::collections::HashMap<&str, &Value> =
+            got.iter().map(|(id, a)| (id.as_str(), a)).collect();
+        for n in 0..80u32 {
+            // A done node is never late.
+            let late = at >= late_at(n) && n != 4;
+            let a = by_id[child(n).as_str()];
+            assert_eq!(a[0], json!(late), "child {n} at {}", at - start);
+            assert_eq!(a[2], json!(late), "child {n} at {}", at - start);
+        }
+        // The order is late as soon as its first child is.
+        assert_eq!(
+            by_id[order_id.as_str()][0],
+            json!(at >= start + 600),
+            "at {}",
+            at - start
+        );
+    }
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_due_date_alone_is_late_from_the_end_of_that_day_in_utc() {
     let clock = Clock::manual();
