@@ -681,19 +681,7 @@ pub fn get_many_raw(
 pub fn update(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
     let (id, archived, _, updated) = columns_of(record)?;
     let data = record.to_string();
-    let (window, mut params) = window_set(table, &data);
-    params.extend([
-        archived.into(),
-        updated.into(),
-        SqlValue::Text(data),
-        org.into(),
-        id.into(),
-    ]);
-    tx.execute(
-        &format!("UPDATE {table} SET {window}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
-        &params,
-    )?;
-    Ok(())
+    rewrite_row(tx, table, org, id.into(), archived, updated, data)
 }
 
 /// [`update`] of a record the caller already holds as JSON text, with the columns it keeps
@@ -707,13 +695,28 @@ pub fn update_text(
     updated_at: &str,
     data: String,
 ) -> StoreResult<()> {
+    let updated = sortable_time(updated_at)?;
+    rewrite_row(tx, table, org, id.into(), archived, updated, data)
+}
+
+/// The one statement of [`update`] and [`update_text`]: the row's text, the columns kept from
+/// it (`updated` already in its sortable form) and, for deliverables, its alert window.
+fn rewrite_row(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    id: SqlValue,
+    archived: bool,
+    updated: String,
+    data: String,
+) -> StoreResult<()> {
     let (window, mut params) = window_set(table, &data);
     params.extend([
         archived.into(),
-        sortable_time(updated_at)?.into(),
+        updated.into(),
         SqlValue::Text(data),
         org.into(),
-        id.into(),
+        id,
     ]);
     tx.execute(
         &format!("UPDATE {table} SET {window}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
