@@ -82,5 +82,10 @@ async fn webhook_verbs_create_list_test_and_redeliver() {
         })
         .await;
     assert!(receiver.hits().iter().all(|h| h.signature_ok));
+    // Deleted with its deliveries, so that a shared PostgreSQL database does not keep them.
+    let out = run(cmd(), &["webhook", "delete", &hook]).await;
+    assert_eq!(out.code, 0, "{out}");
+    let out = run(cmd(), &["webhook", "deliveries", &hook]).await;
+    assert_ne!(out.code, 0, "a deleted webhook has no log: {out}");
     server.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! A webhook receiver on loopback for the tests: it verifies every delivery's signature as
 //! docs/events.md tells a receiver to, records what it got, and answers as the test says
-//! (fail the first N attempts of each event, fail always, hang on the first request).
+//! (fail the first N attempts of each event, fail always, hang on the first request or on
+//! every one).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -24,6 +25,8 @@ pub enum Mode {
     AlwaysFail,
     /// Holds the first request open (for a minute), then 200 to everything.
     HangFirst,
+    /// Holds every request open (for a minute): a receiver that accepts and never answers.
+    HangAlways,
 }
 
 /// One request the receiver got.
@@ -101,8 +104,13 @@ async fn hook(
             Mode::FailFirst(n) => tries > n,
             Mode::AlwaysFail => false,
             Mode::HangFirst => !first_request,
+            Mode::HangAlways => false,
         };
-        let hang = inner.mode == Mode::HangFirst && first_request;
+        let hang = match inner.mode {
+            Mode::HangFirst => first_request,
+            Mode::HangAlways => true,
+            _ => false,
+        };
         let signature_ok = h("x-prodops-signature")
             .is_some_and(|s| verify(&inner.secret, &s, &body, chrono_now(), 300));
         inner.hits.push(Hit {

@@ -237,6 +237,16 @@ const STEPS: &[(i64, &str)] = &[
      CREATE INDEX IF NOT EXISTS ix_events_record ON events (organization_id, record_id, seq);
      PRAGMA legacy_alter_table = OFF",
     ),
+    (
+        71,
+        // A claim takes due deliveries webhook by webhook, the least recently served first
+        // (store/webhooks.rs, `claim`): each webhook's oldest pending delivery is one probe of
+        // this index, so a large backlog of one receiver never stands in front of another
+        // webhook's deliveries.
+        "ALTER TABLE webhook_state ADD COLUMN last_claim_ms BIGINT NOT NULL DEFAULT 0;
+     CREATE INDEX IF NOT EXISTS ix_webhook_deliveries_queue
+        ON webhook_deliveries (organization_id, webhook_id, status, next_attempt_ms)",
+    ),
 ];
 
 /// A migration step done by code.

@@ -154,6 +154,14 @@ pub fn any_due(tx: &mut dyn Tx, now_ms: i64) -> StoreResult<bool> {
 /// Claims up to `limit` due deliveries (pending and due, not leased or with a lease that ran
 /// out) for `owner` until `now_ms + lease_ms`, counting the attempt. Of two processes racing
 /// for one row, the repeated condition lets one win.
+///
+/// The claim is fair across webhooks: the webhooks with a due delivery come least recently
+/// served first (then the longest waiting), and they take turns, one delivery each, oldest
+/// first within a webhook; each one served is marked in `webhook_state.last_claim_ms`. A
+/// receiver that is down with thousands of deliveries queued therefore takes no more than its
+/// turn, even when slots free one at a time: the next free slot goes to another webhook with
+/// a due delivery. Finding the due webhooks is one probe per webhook of
+/// `ix_webhook_deliveries_queue`, whatever the backlog.
 pub fn claim(
     tx: &mut dyn Tx,
     owner: &str,
@@ -161,15 +169,53 @@ pub fn claim(
     lease_ms: i64,
     limit: u32,
 ) -> StoreResult<Vec<Claimed>> {
-    let rows = tx.query(
+    let hooks = tx.query(
         &format!(
-            "SELECT id, organization_id, webhook_id, event_id, event_seq, attempts FROM webhook_deliveries \
-             WHERE {DUE} ORDER BY next_attempt_ms, event_seq LIMIT {limit}"
+            "SELECT organization_id, webhook_id FROM (\
+               SELECT s.organization_id, s.webhook_id, s.last_claim_ms, \
+                 (SELECT d.next_attempt_ms FROM webhook_deliveries d \
+                  WHERE d.organization_id = s.organization_id AND d.webhook_id = s.webhook_id \
+                    AND d.status = 'pending' AND (d.lease_until_ms IS NULL OR d.lease_until_ms < ?) \
+                  ORDER BY d.next_attempt_ms LIMIT 1) AS oldest \
+               FROM webhook_state s) w \
+             WHERE oldest <= ? ORDER BY last_claim_ms, oldest, webhook_id LIMIT {limit}"
         ),
         &[SqlValue::Int(now_ms), SqlValue::Int(now_ms)],
     )?;
-    let mut out = Vec::new();
-    for r in rows {
+    // Each due webhook's due deliveries, oldest first (no more than a whole claim's worth).
+    let mut queues: Vec<std::collections::VecDeque<Vec<SqlValue>>> = Vec::new();
+    for h in hooks {
+        let rows = tx.query(
+            &format!(
+                "SELECT id, organization_id, webhook_id, event_id, event_seq, attempts FROM webhook_deliveries \
+                 WHERE organization_id = ? AND webhook_id = ? AND {DUE} \
+                 ORDER BY next_attempt_ms, event_seq LIMIT {limit}"
+            ),
+            &[
+                h[0].clone(),
+                h[1].clone(),
+                SqlValue::Int(now_ms),
+                SqlValue::Int(now_ms),
+            ],
+        )?;
+        if !rows.is_empty() {
+            queues.push(rows.into());
+        }
+    }
+    // Turns: the first of each queue, then the second of each, and so on.
+    let mut picked = Vec::new();
+    while picked.len() < limit as usize && queues.iter().any(|q| !q.is_empty()) {
+        for q in &mut queues {
+            if picked.len() == limit as usize {
+                break;
+            }
+            if let Some(r) = q.pop_front() {
+                picked.push(r);
+            }
+        }
+    }
+    let mut out: Vec<Claimed> = Vec::new();
+    for r in picked {
         let parse = |v: &SqlValue| v.as_str().and_then(|s| Uuid::parse_str(s).ok());
         let (Some(id), Some(org), Some(webhook)) = (parse(&r[0]), parse(&r[1]), parse(&r[2]))
         else {
@@ -198,6 +244,15 @@ pub fn claim(
                 attempt: r[5].as_i64().unwrap_or_default() + 1,
             });
         }
+    }
+    let mut served: Vec<(Uuid, Uuid)> = out.iter().map(|c| (c.org, c.webhook)).collect();
+    served.sort();
+    served.dedup();
+    for (org, webhook) in served {
+        tx.execute(
+            "UPDATE webhook_state SET last_claim_ms = ? WHERE organization_id = ? AND webhook_id = ?",
+            &[SqlValue::Int(now_ms), org.into(), webhook.into()],
+        )?;
     }
     Ok(out)
 }

@@ -337,7 +337,7 @@ async fn post(
 
 /// Events read per webhook and transaction of the fan-out.
 const FAN_OUT_BATCH: u64 = 500;
-/// Deliveries one process claims at a time (attempted concurrently).
+/// Deliveries one process attempts at once.
 const CLAIM_BATCH: u32 = 16;
 
 /// One step of one webhook's fan-out; answers whether more events may follow at once, and the
@@ -519,12 +519,18 @@ async fn deliver(state: Arc<AppState>, cfg: WebhookConfig, owner: Arc<str>, c: C
 }
 
 /// Fans events out to deliveries and attempts due deliveries, forever.
+///
+/// Up to [`CLAIM_BATCH`] attempts are in flight at once; a slot that frees (an answer, a
+/// failure, a time-out) is filled by the next claim at once, so a receiver that hangs until
+/// its time-out holds only its own attempts, never a whole batch. Fan-out runs before every
+/// claim, so a backlog of due deliveries never keeps new events from being queued.
 pub async fn run(state: Arc<AppState>) {
     let cfg = WebhookConfig::of(&state);
     if !cfg.deliver {
         return;
     }
     let owner: Arc<str> = Uuid::now_v7().to_string().into();
+    let mut in_flight = tokio::task::JoinSet::new();
     loop {
         let woken = state.events.notified();
         tokio::pin!(woken);
@@ -532,44 +538,35 @@ pub async fn run(state: Arc<AppState>) {
         if let Err(e) = fan_out(&state).await {
             tracing::warn!("webhook fan-out failed: {}", e.message);
         }
-        loop {
-            // Looked for in a read first, so that an idle process takes no write lock.
-            let due = state
+        let free = CLAIM_BATCH.saturating_sub(in_flight.len() as u32);
+        // Looked for in a read first, so that an idle process takes no write lock.
+        let due = free > 0
+            && state
                 .store
                 .read(|tx| rows::any_due(tx, now_ms()))
                 .await
                 .unwrap_or(true);
-            if !due {
-                break;
-            }
+        if due {
             let o = owner.clone();
             let lease = cfg.lease.as_millis() as i64;
             let claimed: Result<Vec<Claimed>, StoreError> = state
                 .store
-                .write(move |tx| rows::claim(tx, &o, now_ms(), lease, CLAIM_BATCH))
+                .write(move |tx| rows::claim(tx, &o, now_ms(), lease, free))
                 .await;
             match claimed {
-                Ok(c) if c.is_empty() => break,
                 Ok(c) => {
-                    let n = c.len();
-                    futures::future::join_all(
-                        c.into_iter()
-                            .map(|c| deliver(state.clone(), cfg.clone(), owner.clone(), c)),
-                    )
-                    .await;
-                    if (n as u32) < CLAIM_BATCH {
-                        break;
+                    for c in c {
+                        in_flight.spawn(deliver(state.clone(), cfg.clone(), owner.clone(), c));
                     }
                 }
-                Err(e) => {
-                    tracing::warn!("could not claim webhook deliveries: {e}");
-                    break;
-                }
+                Err(e) => tracing::warn!("could not claim webhook deliveries: {e}"),
             }
         }
+        // A new commit, the poll, or a free slot (when every slot was taken, more may be due).
         tokio::select! {
             _ = &mut woken => {}
             _ = tokio::time::sleep(cfg.poll) => {}
+            Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
         }
     }
 }

@@ -45,6 +45,13 @@ async fn create_hook(api: &Api, url: &str, types: Value) -> String {
     r.id()
 }
 
+/// Deletes a test's webhook with its deliveries, so that a shared PostgreSQL database does not
+/// keep them for the next run's delivering servers.
+async fn delete_hook(api: &Api, hook: &str) {
+    let r = api.delete(&format!("/webhook/{hook}")).await;
+    assert!(r.status == 204 || r.status == 200, "{r}");
+}
+
 async fn log(api: &Api, hook: &str, query: &str) -> Vec<Value> {
     let r = api
         .get(&format!("/webhook/{hook}/deliveries?{query}"))
@@ -171,6 +178,7 @@ async fn every_event_arrives_signed_and_exactly_once_after_deduplication() {
         404
     );
     assert_eq!(other.get(&format!("/webhook/{hook}")).await.status, 404);
+    delete_hook(&api, &hook).await;
     server.shutdown().await;
 }
 
@@ -244,6 +252,7 @@ async fn dead_letters_after_the_attempts_then_redelivery_succeeds() {
         .expect("the ping arrived");
     assert!(ping.signature_ok);
     assert_eq!(ping.body["recordId"].as_str(), Some(hook.as_str()));
+    delete_hook(&api, &hook).await;
     server.shutdown().await;
 }
 
@@ -359,6 +368,56 @@ async fn a_server_stopped_mid_delivery_leaves_it_to_the_next() {
     assert!(hits.iter().all(|h| h.signature_ok));
     let rows = wait_log(&api, &hook, "status=delivered", 1).await;
     assert_eq!(rows[0]["attempts"], 2, "{rows:?}");
+    delete_hook(&api, &hook).await;
     heir.shutdown().await;
     owner.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_for_one_receiver_does_not_hold_up_another_webhook() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start_with(|c| {
+        delivering(c);
+        c.webhooks.timeout = Duration::from_secs(3);
+    })
+    .await;
+    let api = server.org("Fair").await;
+    // A receiver that accepts and never answers, with 320 deliveries queued: 20 claims' worth,
+    // each claim waiting out the 3 s time-out. Taken oldest first, they would stand a minute
+    // in front of any later delivery.
+    let stuck = Receiver::start(SECRET, Mode::HangAlways).await;
+    let stuck_hook = create_hook(&api, &stuck.url(), json!(["vendor.*"])).await;
+    let vendors: Vec<Value> = (0..320)
+        .map(|i| json!({"name": format!("Vendor {i}")}))
+        .collect();
+    let r = api.put("/vendor/bulk", Value::Array(vendors)).await;
+    assert!(r.status == 200 || r.status == 201, "{r}");
+    stuck.wait_until(WAIT, |h| !h.is_empty()).await;
+
+    let live = Receiver::start(SECRET, Mode::Accept).await;
+    let live_hook = create_hook(&api, &live.url(), json!(["worker.created"])).await;
+    api.create("worker", json!({"name": "Ann"})).await;
+    // Its turn comes in the next claim, after at most one round of time-outs.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !live.hits().iter().any(|h| h.accepted) {
+        if tokio::time::Instant::now() > deadline {
+            panic!(
+                "the live webhook got nothing in 20 s; its log: {:#?}; the stuck one got {} requests",
+                log(&api, &live_hook, "").await,
+                stuck.hits().len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let hits = live.hits();
+    assert!(hits.iter().all(|h| h.signature_ok), "{hits:?}");
+    let pending = log(&api, &stuck_hook, "status=pending&pageSize=1").await;
+    assert!(
+        !pending.is_empty(),
+        "the backlog is still there: {pending:?}"
+    );
+
+    delete_hook(&api, &stuck_hook).await;
+    delete_hook(&api, &live_hook).await;
+    server.shutdown().await;
 }
