@@ -18,7 +18,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use memchr::memmem::FinderRev;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,7 +28,26 @@ use crate::deliverable::AlertType;
 /// An instant as the alert fields store it: `YYYY-MM-DDTHH:MM:SSZ`, the fraction of a second
 /// dropped, the year held to 0..=9999 (earlier is the start of year 0, later the end of 9999).
 pub fn stamp(t: DateTime<Utc>) -> String {
-    held(t).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // Written digit by digit: chrono's `format` walks a format string on every call, and
+    // every read with alerts stamps its moment (a tenth of a read by id's instructions).
+    let t = held(t);
+    // chrono keeps a leap second as second 59 with a nanosecond past 10^9; `%S` prints 60.
+    let second = t.second() + u32::from(t.nanosecond() >= 1_000_000_000);
+    let mut out = String::with_capacity(20);
+    for (n, width, after) in [
+        (t.year() as u32, 4, '-'), // 0..=9999, held above
+        (t.month(), 2, '-'),
+        (t.day(), 2, 'T'),
+        (t.hour(), 2, ':'),
+        (t.minute(), 2, ':'),
+        (second, 2, 'Z'),
+    ] {
+        for place in (0..width).rev() {
+            out.push(char::from(b'0' + (n / 10u32.pow(place) % 10) as u8));
+        }
+        out.push(after);
+    }
+    out
 }
 
 /// `t` held to the years a [`stamp`] holds.

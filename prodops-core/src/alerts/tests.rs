@@ -592,3 +592,23 @@ fn a_window_is_in_whole_seconds_of_the_stamps() {
     };
     assert_eq!(before_1970.packed(), None);
 }
+
+proptest! {
+    /// The stamp written digit by digit is chrono's `%Y-%m-%dT%H:%M:%SZ` of the held instant,
+    /// over every year chrono holds (beyond 0..=9999 held to its ends), fractions and leap
+    /// seconds included.
+    #[test]
+    fn stamps_match_chrono_formatting(
+        secs in -400_000_000_000i64..400_000_000_000,
+        nanos in 0u32..2_000_000_000,
+    ) {
+        if let Some(t) = DateTime::<Utc>::from_timestamp(secs, nanos) {
+            prop_assert_eq!(stamp(t), held(t).format("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+    }
+}
+
+#[test]
+fn a_leap_second_stamps_as_second_60() {
+    assert_eq!(stamp(at("2016-12-31T23:59:60Z")), "2016-12-31T23:59:60Z");
+}

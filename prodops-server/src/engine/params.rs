@@ -27,7 +27,11 @@ pub struct ListParams {
 
 /// The opaque `nextCursor` of a list page: the last row's `(created_at, id)`, hex-encoded.
 pub fn encode_cursor(created_at: &str, id: &str) -> String {
-    hex::encode(format!("{created_at}|{id}"))
+    let plain = [created_at.as_bytes(), b"|", id.as_bytes()].concat();
+    // Into a buffer: `hex::encode` collects chars one by one (about 5,000 instructions a page).
+    let mut hex = vec![0u8; plain.len() * 2];
+    hex::encode_to_slice(&plain, &mut hex).expect("the buffer holds two digits a byte");
+    String::from_utf8(hex).expect("hex digits are ASCII")
 }
 
 /// Reads a cursor [`encode_cursor`] made; anything else is a 400 on `cursor`.
@@ -408,5 +412,17 @@ mod tests {
         );
         assert_eq!(flattened_name("name"), "name");
         assert_eq!(flattened_name("appUser.email"), "appUserEmail");
+    }
+
+    #[test]
+    fn a_cursor_is_the_hex_of_its_text_and_reads_back() {
+        let created = "2026-11-25T10:00:00.123456Z";
+        let id = "01a21251-2e62-741b-851a-88a49b760007";
+        let cursor = super::encode_cursor(created, id);
+        assert_eq!(cursor, hex::encode(format!("{created}|{id}")));
+        assert_eq!(
+            super::decode_cursor(&cursor).unwrap(),
+            (created.to_string(), id.to_string())
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, FromRequest, OptionalFromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -236,16 +236,32 @@ impl<S: Send + Sync> FromRequest<S> for RawJsonBody {
 }
 
 pub fn hash_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
+    // Into a buffer: `hex::encode` collects chars one by one, a few thousand instructions on
+    // every request.
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(key.as_bytes()), &mut hex)
+        .expect("a SHA-256 digest is 32 bytes, 64 hex digits");
+    String::from_utf8_lossy(&hex).into_owned()
 }
+
+/// Names of the headers the gateway reads and sets, parsed once at compile time (a `&str`
+/// name is parsed and checked on every use).
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
 fn request_id(headers: &HeaderMap) -> Arc<str> {
     headers
-        .get("x-request-id")
+        .get(X_REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 200 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(Arc::from)
-        .unwrap_or_else(|| Arc::from(uuid::Uuid::now_v7().to_string()))
+        .unwrap_or_else(|| {
+            let mut buf = uuid::Uuid::encode_buffer();
+            Arc::from(&*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut buf))
+        })
 }
 
 /// Paths under `/api/v2` that need no key.
@@ -276,7 +292,7 @@ async fn authenticate(
     read: Option<PointRead>,
 ) -> ApiResult<(Auth, Option<Prefetched>)> {
     let key = headers
-        .get("x-api-key")
+        .get(X_API_KEY)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|k| !k.is_empty())
@@ -443,12 +459,12 @@ async fn gateway(State(state): State<Arc<AppState>>, req: Request, next: Next) -
     let (mut response, standing) = scoped.await;
     let headers = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&id) {
-        headers.insert("x-request-id", v);
+        headers.insert(X_REQUEST_ID, v);
     }
     if let Some(s) = standing {
-        headers.insert("ratelimit-limit", HeaderValue::from(s.limit));
-        headers.insert("ratelimit-remaining", HeaderValue::from(s.remaining));
-        headers.insert("ratelimit-reset", HeaderValue::from(s.reset_secs));
+        headers.insert(RATELIMIT_LIMIT, HeaderValue::from(s.limit));
+        headers.insert(RATELIMIT_REMAINING, HeaderValue::from(s.remaining));
+        headers.insert(RATELIMIT_RESET, HeaderValue::from(s.reset_secs));
     }
     let status = response.status();
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;

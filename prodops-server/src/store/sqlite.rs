@@ -244,7 +244,14 @@ fn rollback(conn: &Connection) {
         l.deadline.set(None);
         *l.cancel.borrow_mut() = None;
     });
-    let _ = conn.execute_batch("ROLLBACK");
+    let _ = run_cached(conn, "ROLLBACK");
+}
+
+/// Runs a statement without parameters or rows (`BEGIN`, `COMMIT`, `ROLLBACK`) from the
+/// connection's statement cache: `execute_batch` parses the text again on every call, a few
+/// thousand instructions per transaction.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 impl ToSql for SqlValue {
@@ -608,11 +615,11 @@ where
     E: From<StoreError>,
     F: FnMut(&mut dyn Tx) -> Result<T, E>,
 {
-    conn.execute_batch(begin).map_err(|e| E::from(tx_err(e)))?;
+    run_cached(conn, begin).map_err(|e| E::from(tx_err(e)))?;
     let mut tx = SqliteTx { conn };
     match f(&mut tx) {
         Ok(v) => {
-            match start_statement().and_then(|()| conn.execute_batch("COMMIT").map_err(tx_err)) {
+            match start_statement().and_then(|()| run_cached(conn, "COMMIT").map_err(tx_err)) {
                 Ok(()) => Ok(v),
                 Err(e) => {
                     rollback(conn);
