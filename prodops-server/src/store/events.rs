@@ -373,47 +373,10 @@ pub struct EventFilter {
 
 /// The events after `filter.after` that match it, in cursor order.
 pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
-    // Each event joins its transaction's origin: the greatest `first_seq` not above its `seq`
-    // (one index probe per event).
-    let mut sql = format!(
-        "SELECT e.seq, o.first_id, e.seq - o.first_seq, e.event_type, e.resource, e.record_id, o.key_id, \
-         o.request_id, o.occurred_at, {}, e.changed FROM events e JOIN event_origins o ON o.organization_id = e.organization_id \
-         AND o.first_seq = (SELECT p.first_seq FROM event_origins p WHERE p.organization_id = e.organization_id \
-         AND p.first_seq <= e.seq ORDER BY p.first_seq DESC LIMIT 1) \
-         WHERE e.organization_id = ? AND e.seq > ?",
-        data_expr()
-    );
-    let mut params: Vec<SqlValue> = vec![org.into(), SqlValue::Int(filter.after)];
-    if !filter.types.is_empty() || !filter.type_prefixes.is_empty() {
-        let mut any = Vec::new();
-        if !filter.types.is_empty() {
-            any.push(format!(
-                "e.event_type IN ({})",
-                vec!["?"; filter.types.len()].join(", ")
-            ));
-            params.extend(filter.types.iter().map(|t| SqlValue::from(t.as_str())));
-        }
-        for prefix in &filter.type_prefixes {
-            any.push(format!("substr(e.event_type, 1, {}) = ?", prefix.len()));
-            params.push(prefix.as_str().into());
-        }
-        sql.push_str(&format!(" AND ({})", any.join(" OR ")));
+    if filter.resources.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
     }
-    if let Some(resources) = &filter.resources {
-        if resources.is_empty() {
-            return Ok(Vec::new());
-        }
-        sql.push_str(&format!(
-            " AND e.resource IN ({})",
-            vec!["?"; resources.len()].join(", ")
-        ));
-        params.extend(resources.iter().map(|r| SqlValue::from(r.as_str())));
-    }
-    if let Some(record) = &filter.record_id {
-        sql.push_str(" AND e.record_id = ?");
-        params.push(record.as_str().into());
-    }
-    sql.push_str(&format!(" ORDER BY e.seq LIMIT {}", filter.limit));
+    let (sql, params) = read_sql(tx.dialect(), org, filter);
     let text = |v: &SqlValue| v.as_str().map(str::to_string);
     tx.query(&sql, &params)?
         .into_iter()
@@ -435,6 +398,57 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
             })
         })
         .collect()
+}
+
+/// The statement [`read`] runs, and its parameters (public for the plan tests).
+pub fn read_sql(dialect: Dialect, org: Uuid, filter: &EventFilter) -> (String, Vec<SqlValue>) {
+    // Each event joins its transaction's origin: the greatest `first_seq` not above its `seq`
+    // (one index probe per event).
+    let mut sql = format!(
+        "SELECT e.seq, o.first_id, e.seq - o.first_seq, e.event_type, e.resource, e.record_id, o.key_id, \
+         o.request_id, o.occurred_at, {}, e.changed FROM events e{} JOIN event_origins o ON o.organization_id = e.organization_id \
+         AND o.first_seq = (SELECT p.first_seq FROM event_origins p WHERE p.organization_id = e.organization_id \
+         AND p.first_seq <= e.seq ORDER BY p.first_seq DESC LIMIT 1) \
+         WHERE e.organization_id = ? AND e.seq > ?",
+        data_expr(),
+        // The audit trail of one record reads its index entries. Without statistics SQLite
+        // prefers the primary key's one equal column (the organization's whole feed) over the
+        // index's two; PostgreSQL's statistics choose the index.
+        if filter.record_id.is_some() && dialect == Dialect::Sqlite {
+            " INDEXED BY ix_events_record"
+        } else {
+            ""
+        }
+    );
+    let mut params: Vec<SqlValue> = vec![org.into(), SqlValue::Int(filter.after)];
+    if !filter.types.is_empty() || !filter.type_prefixes.is_empty() {
+        let mut any = Vec::new();
+        if !filter.types.is_empty() {
+            any.push(format!(
+                "e.event_type IN ({})",
+                vec!["?"; filter.types.len()].join(", ")
+            ));
+            params.extend(filter.types.iter().map(|t| SqlValue::from(t.as_str())));
+        }
+        for prefix in &filter.type_prefixes {
+            any.push(format!("substr(e.event_type, 1, {}) = ?", prefix.len()));
+            params.push(prefix.as_str().into());
+        }
+        sql.push_str(&format!(" AND ({})", any.join(" OR ")));
+    }
+    if let Some(resources) = filter.resources.as_ref().filter(|r| !r.is_empty()) {
+        sql.push_str(&format!(
+            " AND e.resource IN ({})",
+            vec!["?"; resources.len()].join(", ")
+        ));
+        params.extend(resources.iter().map(|r| SqlValue::from(r.as_str())));
+    }
+    if let Some(record) = &filter.record_id {
+        sql.push_str(" AND e.record_id = ?");
+        params.push(record.as_str().into());
+    }
+    sql.push_str(&format!(" ORDER BY e.seq LIMIT {}", filter.limit));
+    (sql, params)
 }
 
 /// The bits of a UUID that are random in a UUIDv7 (`rand_b`, below the two variant bits).

@@ -1,0 +1,153 @@
+//! The change feed finds one record's events through `ix_events_record` (issue 17), on the
+//! real database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else SQLite): the audit trail
+//! of a record (`GET /event?recordId=`) and, on SQLite, the `event_keep` trigger that runs on
+//! every update and delete of a record. Without statistics SQLite preferred the primary key's
+//! one equal column, the organization's whole feed, so each update of a record read every
+//! event of its organization (a bulk update of 100,000 records ran for hours).
+
+mod common;
+use common::database_url;
+
+use prodops_server::store::events::{self, EventFilter, NewEvent, Origin};
+use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
+use uuid::Uuid;
+
+const EVENTS: usize = 5_000;
+
+/// The plan of `sql` as one text.
+async fn plan(store: &Store, sql: String, params: Vec<SqlValue>) -> String {
+    let dialect = store.dialect();
+    store
+        .read(move |tx| {
+            let explain = match dialect {
+                Dialect::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
+                Dialect::Postgres => format!("EXPLAIN {sql}"),
+            };
+            let rows = tx.query(&explain, &params)?;
+            Ok::<_, StoreError>(
+                rows.into_iter()
+                    .flat_map(|r| r.into_iter().filter_map(SqlValue::into_string))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })
+        .await
+        .unwrap()
+}
+
+/// Appends `EVENTS` creation events of as many records to a new organization; answers it and
+/// one record id.
+async fn seeded(store: &Store) -> (Uuid, String) {
+    let org = Uuid::now_v7();
+    let records: Vec<String> = (0..EVENTS).map(|_| Uuid::new_v4().to_string()).collect();
+    let one = records[EVENTS / 2].clone();
+    let evs: Vec<NewEvent> = records
+        .into_iter()
+        .map(|record_id| NewEvent {
+            event_type: "worker.created".to_string(),
+            resource: "worker",
+            record_id,
+            data: "{}".to_string(),
+            changed: None,
+            by_reference: false,
+        })
+        .collect();
+    let origin = Origin {
+        org,
+        key_id: None,
+        request_id: Some("seed".to_string()),
+        occurred_at: "2026-11-25T12:00:00.000Z".to_string(),
+        occurred_ms: 1_795_000_000_000,
+    };
+    let dialect = store.dialect();
+    store
+        .write(move |tx| {
+            events::append(tx, &origin, &evs)?;
+            if dialect == Dialect::Postgres {
+                // As autovacuum would; SQLite runs without statistics, as the server leaves it.
+                tx.execute("ANALYZE events", &[])?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .await
+        .unwrap();
+    (org, one)
+}
+
+fn reads_the_record_index(dialect: Dialect, plan: &str) -> bool {
+    let whole_feed = match dialect {
+        Dialect::Sqlite => {
+            plan.contains("PRIMARY KEY (organization_id=?)") || plan.contains("SCAN e")
+        }
+        Dialect::Postgres => plan.contains("Seq Scan on events"),
+    };
+    plan.contains("ix_events_record") && !whole_feed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_records_audit_trail_reads_its_index_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let (org, record) = seeded(&store).await;
+    let filter = EventFilter {
+        record_id: Some(record.clone()),
+        limit: 100,
+        ..Default::default()
+    };
+    let (sql, params) = events::read_sql(store.dialect(), org, &filter);
+    let p = plan(&store, sql, params).await;
+    assert!(reads_the_record_index(store.dialect(), &p), "{p}");
+
+    // And it answers the record's event.
+    let found = store
+        .read(move |tx| events::read(tx, org, &filter))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].record_id, record);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_keep_trigger_reads_the_records_index_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    if store.dialect() != Dialect::Sqlite {
+        // PostgreSQL's trigger is one statement per write, joined to the rows it changed
+        // (migrate.rs, `prodops_event_keep`), planned with the table's statistics.
+        return;
+    }
+    let (org, record) = seeded(&store).await;
+    // The body of the worker table's update trigger, as stored, with its `OLD` values as
+    // parameters.
+    let body = store
+        .read(|tx| {
+            tx.query(
+                "SELECT sql FROM sqlite_master WHERE name = 'tr_worker_event_keep_update'",
+                &[],
+            )
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next())
+        .and_then(SqlValue::into_string)
+        .expect("the trigger exists");
+    let update = body
+        .split_once("BEGIN")
+        .and_then(|(_, rest)| rest.rsplit_once("END"))
+        .map(|(stmt, _)| stmt.trim().trim_end_matches(';').to_string())
+        .expect("a trigger body");
+    let sql = update
+        .replace("OLD.data", "?")
+        .replace("OLD.organization_id", "?")
+        .replace("OLD.id", "?");
+    assert!(!sql.contains("OLD."), "{sql}");
+    let p = plan(
+        &store,
+        sql,
+        vec!["{}".into(), org.to_string().into(), record.into()],
+    )
+    .await;
+    assert!(reads_the_record_index(Dialect::Sqlite, &p), "{update}\n{p}");
+}
