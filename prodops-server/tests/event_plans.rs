@@ -10,30 +10,12 @@ use common::database_url;
 
 use prodops_server::store::events::{self, EventFilter, NewEvent, Origin};
 use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
+#[path = "common/plans.rs"]
+mod plans;
+use plans::plan;
 use uuid::Uuid;
 
 const EVENTS: usize = 5_000;
-
-/// The plan of `sql` as one text.
-async fn plan(store: &Store, sql: String, params: Vec<SqlValue>) -> String {
-    let dialect = store.dialect();
-    store
-        .read(move |tx| {
-            let explain = match dialect {
-                Dialect::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
-                Dialect::Postgres => format!("EXPLAIN {sql}"),
-            };
-            let rows = tx.query(&explain, &params)?;
-            Ok::<_, StoreError>(
-                rows.into_iter()
-                    .flat_map(|r| r.into_iter().filter_map(SqlValue::into_string))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        })
-        .await
-        .unwrap()
-}
 
 /// Appends `EVENTS` creation events of as many records to a new organization; answers it and
 /// one record id.

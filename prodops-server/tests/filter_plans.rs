@@ -14,7 +14,10 @@ use common::database_url;
 use prodops_server::migrate::filter_index_name;
 use prodops_server::store::records::{self, NewRow, Select};
 use prodops_server::store::sql::Cond;
-use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
+use prodops_server::store::{Dialect, Store, StoreError};
+#[path = "common/plans.rs"]
+mod plans;
+use plans::plan;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -25,27 +28,6 @@ fn created(i: usize) -> String {
         i / 60 % 60,
         i % 60
     )
-}
-
-/// The plan of `sql` as one text.
-async fn plan(store: &Store, sql: String, params: Vec<SqlValue>) -> String {
-    let dialect = store.dialect();
-    store
-        .read(move |tx| {
-            let explain = match dialect {
-                Dialect::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
-                Dialect::Postgres => format!("EXPLAIN {sql}"),
-            };
-            let rows = tx.query(&explain, &params)?;
-            Ok::<_, StoreError>(
-                rows.into_iter()
-                    .flat_map(|r| r.into_iter().filter_map(SqlValue::into_string))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        })
-        .await
-        .unwrap()
 }
 
 /// Whether a plan reads `table` through `index` and never scans the whole table.
