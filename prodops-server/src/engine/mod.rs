@@ -655,10 +655,13 @@ where
         if targets.is_empty() {
             if_none(&res)?;
         }
+        // One count update for the call, not one per record (store/value_counts.rs).
+        crate::store::value_counts::count_later(tx, res.table())?;
         for (i, old) in targets.iter().enumerate() {
             apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
         }
         res.hooks.end_bulk(tx, ctx, &res)?;
+        crate::store::value_counts::apply_later(tx, res.table())?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": targets.len() }),

@@ -344,7 +344,12 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     let dialect = tx.dialect();
     // Every statement below, all idempotent, built once: the digest is of what runs.
     let functions: &[&str] = match dialect {
-        Dialect::Postgres => &[PG_COUNT_FUNCTION, PG_EVENT_KEEP_FUNCTION],
+        Dialect::Postgres => &[
+            crate::store::value_counts::PG_LATER_TABLE,
+            crate::store::value_counts::PG_LATER_INDEX,
+            PG_COUNT_FUNCTION,
+            PG_EVENT_KEEP_FUNCTION,
+        ],
         Dialect::Sqlite => &[],
     };
     let tables: Vec<(&str, Vec<String>)> = registry::resources()
@@ -458,7 +463,26 @@ const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_statem
 DECLARE
   s integer := pg_backend_pid() % 16;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
+  IF current_setting('prodops.count_later_' || TG_TABLE_NAME, true) = '1' THEN
+    -- A bulk call counts later (store/value_counts.rs, `count_later`): the moves go to
+    -- `record_counts_later` (inserts only) and are applied once when the call ends.
+    -- (Each operation in its own branch: an insert's trigger has no `old_rows`.)
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
+      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, count(*) FROM new_rows
+      GROUP BY organization_id, is_archived;
+    ELSIF TG_OP = 'DELETE' THEN
+      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
+      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, -count(*) FROM old_rows
+      GROUP BY organization_id, is_archived;
+    ELSE
+      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
+      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, sum(d) FROM (
+        SELECT organization_id, is_archived, 1 AS d FROM new_rows
+        UNION ALL SELECT organization_id, is_archived, -1 AS d FROM old_rows
+      ) moved GROUP BY organization_id, is_archived HAVING sum(d) <> 0;
+    END IF;
+  ELSIF TG_OP = 'INSERT' THEN
     INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
     SELECT TG_TABLE_NAME, organization_id, is_archived, s, count(*) FROM new_rows
     GROUP BY organization_id, is_archived

@@ -28,6 +28,74 @@ use super::{SqlValue, StoreResult, Tx};
 /// The table of counts.
 pub const TABLE: &str = "record_value_counts";
 
+/// PostgreSQL: the moves of the counts of a table whose bulk call counts later
+/// ([`count_later`]), one row per statement and value, inserted only; `field` and `value` are
+/// empty for the plain counts of `record_count_shards`. `tx` tells the transactions apart.
+const LATER: &str = "record_counts_later";
+
+pub const PG_LATER_TABLE: &str = "CREATE TABLE IF NOT EXISTS record_counts_later (
+    tx BIGINT NOT NULL DEFAULT txid_current(), table_name TEXT NOT NULL, organization_id TEXT NOT NULL,
+    field TEXT NOT NULL, value TEXT NOT NULL, is_archived BOOLEAN NOT NULL, shard INTEGER NOT NULL,
+    n BIGINT NOT NULL)";
+
+pub const PG_LATER_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS ix_record_counts_later ON record_counts_later (tx, table_name)";
+
+/// From here to [`apply_later`] in this transaction, the count triggers of `table` record
+/// their moves in `record_counts_later` instead of updating the counts (PostgreSQL; nothing on
+/// SQLite, whose row triggers update a count row in place). Why: a bulk call writes its records
+/// one statement each, and each statement moved the same few count rows (the connection's
+/// shard); PostgreSQL keeps every version a transaction writes of a row and walks them on each
+/// lookup, so a bulk PATCH of a counted field grew with the square of its records (60,000
+/// workers: 139 s). Every write to `table` in between is counted later, whoever makes it (a
+/// hook's too), so nothing is missed; a rollback drops the moves with everything else.
+pub fn count_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
+    if tx.dialect() == Dialect::Postgres {
+        tx.query(
+            "SELECT set_config('prodops.count_later_' || ?, '1', true)",
+            &[table.into()],
+        )?;
+    }
+    Ok(())
+}
+
+/// Applies the moves recorded since [`count_later`] to the counts, in one statement per kind
+/// of count, and counts at once again.
+pub fn apply_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
+    if tx.dialect() != Dialect::Postgres {
+        return Ok(());
+    }
+    tx.query(
+        "SELECT set_config('prodops.count_later_' || ?, '', true)",
+        &[table.into()],
+    )?;
+    tx.execute(
+        "INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n) \
+         SELECT table_name, organization_id, is_archived, shard, sum(n) FROM record_counts_later \
+         WHERE tx = txid_current() AND table_name = ? AND field = '' \
+         GROUP BY table_name, organization_id, is_archived, shard HAVING sum(n) <> 0 \
+         ON CONFLICT (table_name, organization_id, is_archived, shard) \
+         DO UPDATE SET n = record_count_shards.n + EXCLUDED.n",
+        &[table.into()],
+    )?;
+    tx.execute(
+        &format!(
+            "INSERT INTO {TABLE} (table_name, organization_id, field, value, is_archived, shard, n) \
+             SELECT table_name, organization_id, field, value, is_archived, shard, sum(n) FROM {LATER} \
+             WHERE tx = txid_current() AND table_name = ? AND field <> '' \
+             GROUP BY table_name, organization_id, field, value, is_archived, shard HAVING sum(n) <> 0 \
+             ON CONFLICT (table_name, organization_id, field, value, is_archived, shard) \
+             DO UPDATE SET n = {TABLE}.n + EXCLUDED.n"
+        ),
+        &[table.into()],
+    )?;
+    tx.execute(
+        &format!("DELETE FROM {LATER} WHERE tx = txid_current() AND table_name = ?"),
+        &[table.into()],
+    )?;
+    Ok(())
+}
+
 /// The fields of `table` whose values are counted.
 pub fn counted_fields(table: &str) -> &'static [String] {
     &filter_fields::of_table(table).counted
@@ -121,37 +189,50 @@ pub fn ddl(dialect: Dialect, t: &str) -> Vec<String> {
                     pairs.join(", ")
                 )
             };
-            let upsert = format!(
-                "INSERT INTO {TABLE} (table_name, organization_id, field, value, is_archived, shard, n)"
-            );
+            let columns = "(table_name, organization_id, field, value, is_archived, shard, n)";
+            let upsert = format!("INSERT INTO {TABLE} {columns}");
             let on_conflict = format!(
                 "ON CONFLICT (table_name, organization_id, field, value, is_archived, shard) \
                  DO UPDATE SET n = {TABLE}.n + EXCLUDED.n"
             );
+            // The moves of one statement into `insert` (each operation in its own branch: an
+            // insert's trigger has no `old_rows`).
+            let moves = |insert: &str, on_conflict: &str| {
+                format!(
+                    "IF TG_OP = 'INSERT' THEN
+    {insert} SELECT '{t}', r.organization_id, v.field, v.value, r.is_archived, s, count(*)
+    FROM new_rows r {new} WHERE v.value IS NOT NULL
+    GROUP BY r.organization_id, v.field, v.value, r.is_archived {on_conflict};
+  ELSIF TG_OP = 'DELETE' THEN
+    {insert} SELECT '{t}', r.organization_id, v.field, v.value, r.is_archived, s, -count(*)
+    FROM old_rows r {old} WHERE v.value IS NOT NULL
+    GROUP BY r.organization_id, v.field, v.value, r.is_archived {on_conflict};
+  ELSE
+    {insert} SELECT '{t}', organization_id, field, value, is_archived, s, sum(d) FROM (
+      SELECT r.organization_id, v.field, v.value, r.is_archived, 1 AS d FROM new_rows r {new}
+      UNION ALL SELECT r.organization_id, v.field, v.value, r.is_archived, -1 AS d FROM old_rows r {old}
+    ) moved WHERE value IS NOT NULL GROUP BY organization_id, field, value, is_archived HAVING sum(d) <> 0
+    {on_conflict};
+  END IF;",
+                    new = values("r"),
+                    old = values("r"),
+                )
+            };
             ddl.push(format!(
                 "CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
 DECLARE
   s integer := pg_backend_pid() % 16;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    {upsert} SELECT '{t}', r.organization_id, v.field, v.value, r.is_archived, s, count(*)
-    FROM new_rows r {new} WHERE v.value IS NOT NULL
-    GROUP BY r.organization_id, v.field, v.value, r.is_archived {on_conflict};
-  ELSIF TG_OP = 'DELETE' THEN
-    {upsert} SELECT '{t}', r.organization_id, v.field, v.value, r.is_archived, s, -count(*)
-    FROM old_rows r {old} WHERE v.value IS NOT NULL
-    GROUP BY r.organization_id, v.field, v.value, r.is_archived {on_conflict};
+  -- A bulk call counts later ([`count_later`]): inserts only, applied once when it ends.
+  IF current_setting('prodops.count_later_{t}', true) = '1' THEN
+  {later}
   ELSE
-    {upsert} SELECT '{t}', organization_id, field, value, is_archived, s, sum(d) FROM (
-      SELECT r.organization_id, v.field, v.value, r.is_archived, 1 AS d FROM new_rows r {new}
-      UNION ALL SELECT r.organization_id, v.field, v.value, r.is_archived, -1 AS d FROM old_rows r {old}
-    ) moved WHERE value IS NOT NULL GROUP BY organization_id, field, value, is_archived HAVING sum(d) <> 0
-    {on_conflict};
+  {now}
   END IF;
   RETURN NULL;
 END $body$",
-                new = values("r"),
-                old = values("r"),
+                later = moves(&format!("INSERT INTO {LATER} {columns}"), ""),
+                now = moves(&upsert, &on_conflict),
             ));
             ddl.push(format!(
                 "CREATE TRIGGER tr_{t}_values_insert AFTER INSERT ON {t} \
