@@ -731,8 +731,11 @@ async fn bulk_put(
     let (rows, table) = (prepared.len(), res.table());
     let reply = write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
+        // One count update for the call, not one per updated record (store/value_counts.rs).
+        crate::store::value_counts::count_later(tx, res.table())?;
         let ids = bulk::bulk_put(tx, ctx, &res, &prepared)?;
         res.hooks.end_bulk(tx, ctx, &res)?;
+        crate::store::value_counts::apply_later(tx, res.table())?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": ids.len(), "ids": ids }),
