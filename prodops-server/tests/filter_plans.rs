@@ -250,9 +250,19 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
     let team_index = filter_index_name(dialect, "worker", "teamId");
     assert!(
         !count.contains("record_value_counts")
-            && uses_index(dialect, &count, "worker", &team_index),
-        "the count under {conds:?} reads the team's index, not the enum's:\n{count}"
+            && uses_index(dialect, &count, "worker", &team_index)
+            && reads_index_alone(dialect, &count, &team_index),
+        "the count under {conds:?} reads the team's index alone, not the enum's:\n{count}"
     );
+    // Both filters are answered by the team's index, which carries the status: a page of a
+    // broad status within the team reads only the records it answers, its count the index
+    // alone (the team's 200 entries, not the 19,600 active workers or their records).
+    let conds = vec![
+        text("status", &["active"]),
+        text("teamId", &[team_id.as_str()]),
+        Cond::Archived(false),
+    ];
+    assert_page_and_count_read(&store, "worker", org, &conds, &team_index).await;
     // The answers are the records that match, however they are counted.
     for (conds, expected) in [
         (
@@ -272,6 +282,14 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
                 text("teamId", &[team_id.as_str()]),
             ],
             200,
+        ),
+        (
+            vec![
+                text("status", &["active", "null"]),
+                text("teamId", &[team_id.as_str()]),
+                Cond::Archived(false),
+            ],
+            0,
         ),
     ] {
         let counted = store

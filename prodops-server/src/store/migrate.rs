@@ -730,34 +730,53 @@ pub fn resource_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
 /// set-up, `filter_column_ddl`), since PostgreSQL never counts from an index on an expression
 /// without visiting every row it matches.
 ///
+/// After those, each index carries the resource's other enum fields ([`carried_fields`]), so
+/// an enum filter next to this field's (`status=active&teamId=T`, `direction=in&status=open`)
+/// is checked on the index entry: the page reads only the records it answers, and the count
+/// reads the index alone instead of every record the selective filter matches.
+///
 /// Each index is partial, `WHERE <field> IS NOT NULL`: a filter on a value implies it (both
 /// databases' planners prove it from `=` and `IN`), and records without the field (a worker
 /// without a team, most optional ids) cost a write nothing. A filter on `null` reads the list
 /// index instead. Earlier forms of these indexes (`ix_<table>_by_<field>`, then
-/// `ix_<table>_on_<field>` on the expression on PostgreSQL) are dropped.
+/// `ix_<table>_on_<field>` on the expression on PostgreSQL, then the forms without the carried
+/// enums) are dropped.
 pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
     let t = desc.table;
     let mut ddl = Vec::new();
     for field in &prodops_core::filter_fields::of_table(t).filter_indexed {
         let lower = field.to_ascii_lowercase();
-        ddl.push(format!(
-            "DROP INDEX IF EXISTS {}",
-            bounded_name(format!("ix_{t}_by_{lower}"))
-        ));
-        if dialect == Dialect::Postgres {
-            ddl.push(format!(
-                "DROP INDEX IF EXISTS {}",
-                bounded_name(format!("ix_{t}_on_{lower}"))
-            ));
+        let name = filter_index_name(dialect, t, field);
+        let earlier = [
+            format!("ix_{t}_by_{lower}"),
+            format!("ix_{t}_on_{lower}"),
+            format!("ix_{t}_on_{}", filter_column(field)),
+        ];
+        for old in earlier.into_iter().map(bounded_name) {
+            if old != name {
+                ddl.push(format!("DROP INDEX IF EXISTS {old}"));
+            }
         }
         let expr = dialect.indexed_expr(field);
+        let carried: String = carried_fields(t, field)
+            .map(|other| format!(", {}", dialect.indexed_expr(other)))
+            .collect();
         ddl.push(format!(
-            "CREATE INDEX IF NOT EXISTS {} ON {t} (organization_id, {expr}, is_archived, created_at, id) \
+            "CREATE INDEX IF NOT EXISTS {name} ON {t} \
+             (organization_id, {expr}, is_archived, created_at, id{carried}) \
              WHERE {expr} IS NOT NULL",
-            filter_index_name(dialect, t, field),
         ));
     }
     ddl
+}
+
+/// The enum fields (`FieldKinds::counted`) of the resource stored in `table` other than
+/// `field`, which `field`'s filter index carries after its key columns.
+fn carried_fields<'a>(table: &str, field: &'a str) -> impl Iterator<Item = &'static String> + 'a {
+    prodops_core::filter_fields::of_table(table)
+        .counted
+        .iter()
+        .filter(move |other| other.as_str() != field)
 }
 
 /// On PostgreSQL, the stored generated column of each filter-indexed field
@@ -783,13 +802,18 @@ fn filter_column_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
 }
 
 /// The name of a field's filter index: `ix_<table>_on_<field>` on SQLite,
-/// `ix_<table>_on_f_<field>` (on the generated column) on PostgreSQL, within 63 bytes.
+/// `ix_<table>_on_f_<field>` (on the generated column) on PostgreSQL, followed by
+/// `_with_<enum>` for each enum field it carries ([`carried_fields`]; a schema that gains an
+/// enum renames the index, so a start builds the new form), within 63 bytes.
 pub fn filter_index_name(dialect: Dialect, table: &str, field: &str) -> String {
     let on = match dialect {
         Dialect::Sqlite => field.to_ascii_lowercase(),
         Dialect::Postgres => filter_column(field),
     };
-    bounded_name(format!("ix_{table}_on_{on}"))
+    let carried: String = carried_fields(table, field)
+        .map(|other| format!("_with_{}", other.to_ascii_lowercase()))
+        .collect();
+    bounded_name(format!("ix_{table}_on_{on}{carried}"))
 }
 
 /// The name of the unique index behind a `UniqueKey`, so a violation can be traced back to it.
