@@ -397,6 +397,13 @@ pub trait TreeStore {
     fn prefetch_session_workers(&mut self, _ids: &[Uuid]) -> Result<(), Self::Error> {
         Ok(())
     }
+    /// Tells the store that [`TreeStore::node`], [`TreeStore::children`] and
+    /// [`TreeStore::session_workers`] are about to be asked for each of `ids` (the written
+    /// records of a refresh), so that it may read them all at once; by default the session
+    /// workers only.
+    fn prefetch_nodes(&mut self, ids: &[Uuid]) -> Result<(), Self::Error> {
+        self.prefetch_session_workers(ids)
+    }
     /// Stores a node whose `computed` or `rootParentId` changed.
     fn save(&mut self, node: &Deliverable) -> Result<(), Self::Error>;
 }
@@ -465,6 +472,10 @@ pub fn refresh<S: TreeStore>(
 ) -> Result<usize, S::Error> {
     let mut saved = 0;
     let mut chains: Vec<Uuid> = Vec::new();
+    if changes.len() > 1 {
+        let ids: Vec<Uuid> = changes.iter().map(|c| c.id).collect();
+        store.prefetch_nodes(&ids)?;
+    }
     for change in changes {
         let mut node = store.node(change.id)?;
         let parent = match node.parent_id {

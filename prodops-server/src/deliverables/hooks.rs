@@ -137,6 +137,10 @@ fn prepare_candidate(
     let children = if existing {
         store.children(node.id)?
     } else {
+        // Not stored yet: no children, and its session workers are read by the refresh that
+        // follows its write (`after_write`, or `end_bulk` for a bulk call), which recomputes
+        // it. Reading them here too cost a bulk create a round trip per record.
+        store.assume_new(node.id);
         Vec::new()
     };
     let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();

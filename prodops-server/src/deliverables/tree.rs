@@ -487,6 +487,13 @@ impl<'a> TxTree<'a> {
         self.nodes.get(&id).cloned().ok_or_else(ApiError::not_found)
     }
 
+    /// Takes `id` for a record being created, not stored yet: no children and no session
+    /// workers, without asking the database.
+    pub fn assume_new(&mut self, id: Uuid) {
+        self.kids.insert(id, Vec::new());
+        self.workers.insert(id, Vec::new());
+    }
+
     /// The node as this store last saw or wrote it, if it did.
     pub fn cached(&self, id: Uuid) -> Option<&Deliverable> {
         self.nodes.get(&id).map(|n| &**n)
@@ -700,6 +707,72 @@ impl TreeStore for TxTree<'_> {
             workers.sort();
             workers.dedup();
             self.workers.insert(id, workers);
+        }
+        Ok(())
+    }
+
+    /// The records of `ids`, their child lists (with the children's records) and their
+    /// session workers, a few queries per [`PREFETCH_CHUNK`] ids instead of three per node: a
+    /// bulk PUT of 5,000 deliverables refreshed each written record with its own round trips.
+    /// What this store already holds is kept (its copy is the newer).
+    fn prefetch_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
+        self.prefetch_session_workers(ids)?;
+        let org = self.ctx.org();
+        let unread: Vec<Uuid> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.nodes.contains_key(id))
+            .collect();
+        for chunk in unread.chunks(PREFETCH_CHUNK) {
+            let texts = records::get_many_raw(self.tx, TABLE, org, chunk)?;
+            for (id, text) in texts {
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.nodes.entry(id) {
+                    slot.insert(Arc::new(parse_text(&text)?));
+                }
+            }
+        }
+        let parents: Vec<Uuid> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.kids.contains_key(id))
+            .collect();
+        for chunk in parents.chunks(PREFETCH_CHUNK) {
+            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+            params.push(org.into());
+            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
+            // The rows `children` reads one parent at a time, in the same sibling order.
+            let rows = self.tx.query(
+                &format!(
+                    "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
+                     WHERE t.organization_id = ? AND t.parent_id IN ({}) \
+                     ORDER BY t.parent_id, t.sort_key, t.id",
+                    records_join(&*self.tx),
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                &params,
+            )?;
+            let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+            for mut r in rows {
+                let (Some(parent), Some(kid)) =
+                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
+                else {
+                    continue;
+                };
+                if !self.nodes.contains_key(&kid) {
+                    let text = match r.pop().and_then(SqlValue::into_string) {
+                        Some(t) => Some(t),
+                        None => record_text(self.tx, org, kid)?,
+                    };
+                    let Some(text) = text else {
+                        continue;
+                    };
+                    self.nodes.insert(kid, Arc::new(parse_text(&text)?));
+                }
+                found.entry(parent).or_default().push(kid);
+            }
+            for id in chunk {
+                self.kids.insert(*id, found.remove(id).unwrap_or_default());
+            }
         }
         Ok(())
     }
