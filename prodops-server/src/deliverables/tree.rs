@@ -494,6 +494,52 @@ impl<'a> TxTree<'a> {
         self.workers.insert(id, Vec::new());
     }
 
+    /// Reads the child lists of `parents` (each in sibling order, with the children's
+    /// records), [`PREFETCH_CHUNK`] parents per query. A child this store already holds is
+    /// not parsed again (its copy, written through the store, is the newer).
+    fn read_children(&mut self, parents: &[Uuid]) -> ApiResult<()> {
+        let org = self.ctx.org();
+        for chunk in parents.chunks(PREFETCH_CHUNK) {
+            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+            params.push(org.into());
+            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
+            let rows = self.tx.query(
+                &format!(
+                    "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
+                     WHERE t.organization_id = ? AND t.parent_id IN ({}) \
+                     ORDER BY t.parent_id, t.sort_key, t.id",
+                    records_join(&*self.tx),
+                    vec!["?"; chunk.len()].join(", ")
+                ),
+                &params,
+            )?;
+            let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+            for mut r in rows {
+                let (Some(parent), Some(kid)) =
+                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
+                else {
+                    continue;
+                };
+                if !self.nodes.contains_key(&kid) {
+                    // The rowid join missed a record whose rowid is stale: read it by id.
+                    let text = match r.pop().and_then(SqlValue::into_string) {
+                        Some(t) => Some(t),
+                        None => record_text(self.tx, org, kid)?,
+                    };
+                    let Some(text) = text else {
+                        continue;
+                    };
+                    self.nodes.insert(kid, Arc::new(parse_text(&text)?));
+                }
+                found.entry(parent).or_default().push(kid);
+            }
+            for id in chunk {
+                self.kids.insert(*id, found.remove(id).unwrap_or_default());
+            }
+        }
+        Ok(())
+    }
+
     /// The node as this store last saw or wrote it, if it did.
     pub fn cached(&self, id: Uuid) -> Option<&Deliverable> {
         self.nodes.get(&id).map(|n| &**n)
@@ -554,6 +600,14 @@ impl<'a> TxTree<'a> {
     }
 }
 
+/// The ids among `ids` that `held` has no entry for.
+fn not_held<V>(ids: &[Uuid], held: &HashMap<Uuid, V>) -> Vec<Uuid> {
+    ids.iter()
+        .copied()
+        .filter(|id| !held.contains_key(id))
+        .collect()
+}
+
 impl TreeStore for TxTree<'_> {
     type Error = ApiError;
 
@@ -569,47 +623,11 @@ impl TreeStore for TxTree<'_> {
     }
 
     fn children(&mut self, id: Uuid) -> ApiResult<Vec<Arc<Deliverable>>> {
-        if let Some(ids) = self.kids.get(&id).cloned() {
-            return ids.into_iter().map(|k| self.shared(k)).collect();
+        if !self.kids.contains_key(&id) {
+            self.read_children(&[id])?;
         }
-        let org = self.ctx.org();
-        let rows = self.tx.query(
-            &format!(
-                "SELECT t.id, d.data FROM {TREE} t {} \
-                 WHERE t.organization_id = ? AND t.parent_id = ? ORDER BY t.sort_key, t.id",
-                records_join(&*self.tx)
-            ),
-            &[org.into(), id.into()],
-        )?;
-        let mut out = Vec::with_capacity(rows.len());
-        for mut r in rows {
-            let kid = r.first().and_then(uuid_of);
-            // A node this store already holds is not parsed again (its copy is the newer).
-            if let Some(n) = kid.and_then(|k| self.nodes.get(&k)) {
-                out.push(n.clone());
-                continue;
-            }
-            let text = match r.pop().and_then(SqlValue::into_string) {
-                Some(t) => Some(t),
-                None => match kid {
-                    Some(kid) => record_text(self.tx, org, kid)?,
-                    None => None,
-                },
-            };
-            let Some(text) = text else {
-                continue;
-            };
-            let n = parse_text(&text)?;
-            // A node written through this store is newer than what a read returns.
-            let n = self
-                .nodes
-                .entry(n.id)
-                .or_insert_with(|| Arc::new(n))
-                .clone();
-            out.push(n);
-        }
-        self.kids.insert(id, out.iter().map(|n| n.id).collect());
-        Ok(out)
+        let ids = self.kids.get(&id).cloned().unwrap_or_default();
+        ids.into_iter().map(|k| self.shared(k)).collect()
     }
 
     fn descendants(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
@@ -667,11 +685,7 @@ impl TreeStore for TxTree<'_> {
     }
 
     fn prefetch_session_workers(&mut self, ids: &[Uuid]) -> ApiResult<()> {
-        let ids: Vec<Uuid> = ids
-            .iter()
-            .copied()
-            .filter(|id| !self.workers.contains_key(id))
-            .collect();
+        let ids = not_held(ids, &self.workers);
         if ids.is_empty() {
             return Ok(());
         }
@@ -718,12 +732,7 @@ impl TreeStore for TxTree<'_> {
     fn prefetch_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
         self.prefetch_session_workers(ids)?;
         let org = self.ctx.org();
-        let unread: Vec<Uuid> = ids
-            .iter()
-            .copied()
-            .filter(|id| !self.nodes.contains_key(id))
-            .collect();
-        for chunk in unread.chunks(PREFETCH_CHUNK) {
+        for chunk in not_held(ids, &self.nodes).chunks(PREFETCH_CHUNK) {
             let texts = records::get_many_raw(self.tx, TABLE, org, chunk)?;
             for (id, text) in texts {
                 if let std::collections::hash_map::Entry::Vacant(slot) = self.nodes.entry(id) {
@@ -731,50 +740,7 @@ impl TreeStore for TxTree<'_> {
                 }
             }
         }
-        let parents: Vec<Uuid> = ids
-            .iter()
-            .copied()
-            .filter(|id| !self.kids.contains_key(id))
-            .collect();
-        for chunk in parents.chunks(PREFETCH_CHUNK) {
-            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-            params.push(org.into());
-            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
-            // The rows `children` reads one parent at a time, in the same sibling order.
-            let rows = self.tx.query(
-                &format!(
-                    "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
-                     WHERE t.organization_id = ? AND t.parent_id IN ({}) \
-                     ORDER BY t.parent_id, t.sort_key, t.id",
-                    records_join(&*self.tx),
-                    vec!["?"; chunk.len()].join(", ")
-                ),
-                &params,
-            )?;
-            let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-            for mut r in rows {
-                let (Some(parent), Some(kid)) =
-                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
-                else {
-                    continue;
-                };
-                if !self.nodes.contains_key(&kid) {
-                    let text = match r.pop().and_then(SqlValue::into_string) {
-                        Some(t) => Some(t),
-                        None => record_text(self.tx, org, kid)?,
-                    };
-                    let Some(text) = text else {
-                        continue;
-                    };
-                    self.nodes.insert(kid, Arc::new(parse_text(&text)?));
-                }
-                found.entry(parent).or_default().push(kid);
-            }
-            for id in chunk {
-                self.kids.insert(*id, found.remove(id).unwrap_or_default());
-            }
-        }
-        Ok(())
+        self.read_children(&not_held(ids, &self.kids))
     }
 
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {

@@ -656,12 +656,12 @@ where
             if_none(&res)?;
         }
         // One count update for the call, not one per record (store/value_counts.rs).
-        crate::store::value_counts::count_later(tx, res.table())?;
-        for (i, old) in targets.iter().enumerate() {
-            apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
-        }
-        res.hooks.end_bulk(tx, ctx, &res)?;
-        crate::store::value_counts::apply_later(tx, res.table())?;
+        crate::store::value_counts::counting_later(tx, res.table(), |tx| {
+            for (i, old) in targets.iter().enumerate() {
+                apply(tx, ctx, &res, old).map_err(|e| e.with_index(i))?;
+            }
+            res.hooks.end_bulk(tx, ctx, &res)
+        })?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": targets.len() }),
@@ -732,10 +732,11 @@ async fn bulk_put(
     let reply = write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
         // One count update for the call, not one per updated record (store/value_counts.rs).
-        crate::store::value_counts::count_later(tx, res.table())?;
-        let ids = bulk::bulk_put(tx, ctx, &res, &prepared)?;
-        res.hooks.end_bulk(tx, ctx, &res)?;
-        crate::store::value_counts::apply_later(tx, res.table())?;
+        let ids = crate::store::value_counts::counting_later(tx, res.table(), |tx| {
+            let ids = bulk::bulk_put(tx, ctx, &res, &prepared)?;
+            res.hooks.end_bulk(tx, ctx, &res)?;
+            Ok::<_, ApiError>(ids)
+        })?;
         Ok(Reply::json(
             StatusCode::OK,
             &json!({ "count": ids.len(), "ids": ids }),

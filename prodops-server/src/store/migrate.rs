@@ -343,14 +343,14 @@ fn set_up_resources(tx: &mut dyn Tx) -> StoreResult<()> {
     use sha2::{Digest, Sha256};
     let dialect = tx.dialect();
     // Every statement below, all idempotent, built once: the digest is of what runs.
-    let functions: &[&str] = match dialect {
-        Dialect::Postgres => &[
+    let functions: Vec<&str> = match dialect {
+        Dialect::Postgres => vec![
             crate::store::value_counts::PG_LATER_TABLE,
             crate::store::value_counts::PG_LATER_INDEX,
-            PG_COUNT_FUNCTION,
+            PG_COUNT_FUNCTION.as_str(),
             PG_EVENT_KEEP_FUNCTION,
         ],
-        Dialect::Sqlite => &[],
+        Dialect::Sqlite => Vec::new(),
     };
     let tables: Vec<(&str, Vec<String>)> = registry::resources()
         .iter()
@@ -459,50 +459,55 @@ fn collate_c(dialect: Dialect) -> &'static str {
 /// Each connection counts in its own shard (step 31), so a shard's `n` may go below zero (a
 /// row inserted through one connection and deleted through another); the sum over the shards
 /// is the count.
-const PG_COUNT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION prodops_count_statement() RETURNS trigger LANGUAGE plpgsql AS $body$
+static PG_COUNT_FUNCTION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    // The moves of one statement, by `insert` (each operation in its own branch: an insert's
+    // trigger has no `old_rows`); `values` fills the columns `record_counts_later` has more.
+    let moves = |insert: &str, values: &str, on_conflict: &str| {
+        format!(
+            "IF TG_OP = 'INSERT' THEN
+    {insert}
+    SELECT TG_TABLE_NAME, organization_id, {values}is_archived, s, count(*) FROM new_rows
+    GROUP BY organization_id, is_archived{on_conflict};
+  ELSIF TG_OP = 'DELETE' THEN
+    {insert}
+    SELECT TG_TABLE_NAME, organization_id, {values}is_archived, s, -count(*) FROM old_rows
+    GROUP BY organization_id, is_archived{on_conflict};
+  ELSE
+    -- An update moves a row between counts only when its archived flag changes.
+    {insert}
+    SELECT TG_TABLE_NAME, organization_id, {values}is_archived, s, sum(d) FROM (
+      SELECT organization_id, is_archived, 1 AS d FROM new_rows
+      UNION ALL SELECT organization_id, is_archived, -1 AS d FROM old_rows
+    ) moved GROUP BY organization_id, is_archived HAVING sum(d) <> 0{on_conflict};
+  END IF;"
+        )
+    };
+    format!(
+        "CREATE OR REPLACE FUNCTION prodops_count_statement() RETURNS trigger LANGUAGE plpgsql AS $body$
 DECLARE
   s integer := pg_backend_pid() % 16;
 BEGIN
   IF current_setting('prodops.count_later_' || TG_TABLE_NAME, true) = '1' THEN
-    -- A bulk call counts later (store/value_counts.rs, `count_later`): the moves go to
-    -- `record_counts_later` (inserts only) and are applied once when the call ends.
-    -- (Each operation in its own branch: an insert's trigger has no `old_rows`.)
-    IF TG_OP = 'INSERT' THEN
-      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
-      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, count(*) FROM new_rows
-      GROUP BY organization_id, is_archived;
-    ELSIF TG_OP = 'DELETE' THEN
-      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
-      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, -count(*) FROM old_rows
-      GROUP BY organization_id, is_archived;
-    ELSE
-      INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)
-      SELECT TG_TABLE_NAME, organization_id, '', '', is_archived, s, sum(d) FROM (
-        SELECT organization_id, is_archived, 1 AS d FROM new_rows
-        UNION ALL SELECT organization_id, is_archived, -1 AS d FROM old_rows
-      ) moved GROUP BY organization_id, is_archived HAVING sum(d) <> 0;
-    END IF;
-  ELSIF TG_OP = 'INSERT' THEN
-    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
-    SELECT TG_TABLE_NAME, organization_id, is_archived, s, count(*) FROM new_rows
-    GROUP BY organization_id, is_archived
-    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
-  ELSIF TG_OP = 'DELETE' THEN
-    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
-    SELECT TG_TABLE_NAME, organization_id, is_archived, s, -count(*) FROM old_rows
-    GROUP BY organization_id, is_archived
-    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
+  -- A bulk call counts later (store/value_counts.rs, `count_later`): the moves go to
+  -- `record_counts_later` (inserts only) and are applied once when the call ends.
+  {later}
   ELSE
-    -- An update moves a row between counts only when its archived flag changes.
-    INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)
-    SELECT TG_TABLE_NAME, organization_id, is_archived, s, sum(d) FROM (
-      SELECT organization_id, is_archived, 1 AS d FROM new_rows
-      UNION ALL SELECT organization_id, is_archived, -1 AS d FROM old_rows
-    ) moved GROUP BY organization_id, is_archived HAVING sum(d) <> 0
-    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n;
+  {now}
   END IF;
   RETURN NULL;
-END $body$";
+END $body$",
+        later = moves(
+            "INSERT INTO record_counts_later (table_name, organization_id, field, value, is_archived, shard, n)",
+            "'', '', ",
+            "",
+        ),
+        now = moves(
+            "INSERT INTO record_count_shards (table_name, organization_id, is_archived, shard, n)",
+            "",
+            "\n    ON CONFLICT (table_name, organization_id, is_archived, shard) DO UPDATE SET n = record_count_shards.n + EXCLUDED.n",
+        ),
+    )
+});
 
 /// The PostgreSQL trigger function behind the `event_keep` triggers (see [`event_keep_triggers`]),
 /// run once per statement over the rows it changed or removed; its arguments are the resource

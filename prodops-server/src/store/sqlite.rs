@@ -469,7 +469,7 @@ impl SqliteStore {
     pub fn open(path: &str, statement_timeout: Duration) -> StoreResult<Self> {
         configure_library();
         let memory = path == ":memory:" || path.is_empty();
-        let writer = if memory {
+        let mut writer = if memory {
             Connection::open_in_memory().map_err(map_err)?
         } else {
             if let Some(parent) = std::path::Path::new(path).parent()
@@ -480,7 +480,6 @@ impl SqliteStore {
             Connection::open(path).map_err(map_err)?
         };
         configure(&writer, memory)?;
-        let mut writer = writer;
         if !memory {
             Checkpointer::start(
                 path,

@@ -41,6 +41,19 @@ pub const PG_LATER_TABLE: &str = "CREATE TABLE IF NOT EXISTS record_counts_later
 pub const PG_LATER_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS ix_record_counts_later ON record_counts_later (tx, table_name)";
 
+/// Runs `f` (a bulk call's writes to `table`) with the counts of `table` kept later: between
+/// [`count_later`] and [`apply_later`].
+pub fn counting_later<T, E: From<super::StoreError>>(
+    tx: &mut dyn Tx,
+    table: &str,
+    f: impl FnOnce(&mut dyn Tx) -> Result<T, E>,
+) -> Result<T, E> {
+    count_later(tx, table)?;
+    let done = f(tx)?;
+    apply_later(tx, table)?;
+    Ok(done)
+}
+
 /// From here to [`apply_later`] in this transaction, the count triggers of `table` record
 /// their moves in `record_counts_later` instead of updating the counts (PostgreSQL; nothing on
 /// SQLite, whose row triggers update a count row in place). Why: a bulk call writes its records
@@ -49,7 +62,7 @@ pub const PG_LATER_INDEX: &str =
 /// lookup, so a bulk PATCH of a counted field grew with the square of its records (60,000
 /// workers: 139 s). Every write to `table` in between is counted later, whoever makes it (a
 /// hook's too), so nothing is missed; a rollback drops the moves with everything else.
-pub fn count_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
+fn count_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
     if tx.dialect() == Dialect::Postgres {
         tx.query(
             "SELECT set_config('prodops.count_later_' || ?, '1', true)",
@@ -61,7 +74,7 @@ pub fn count_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
 
 /// Applies the moves recorded since [`count_later`] to the counts, in one statement per kind
 /// of count, and counts at once again.
-pub fn apply_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
+fn apply_later(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
     if tx.dialect() != Dialect::Postgres {
         return Ok(());
     }
