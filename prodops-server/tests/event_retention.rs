@@ -39,6 +39,7 @@ fn created(n: usize) -> Vec<NewEvent> {
             data: format!(r#"{{"n":{i}}}"#),
             changed: None,
             by_reference: false,
+            record_rowid: None,
         })
         .collect()
 }

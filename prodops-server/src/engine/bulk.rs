@@ -575,8 +575,8 @@ impl<'r> Batch<'r> {
         let rows = std::mem::take(&mut self.pending);
         let index = std::mem::take(&mut self.pending_index);
         tx.execute("SAVEPOINT bulk_put", &[])?;
-        match records::insert_rows(tx, table, org, &rows) {
-            Ok(()) => {}
+        let rowids = match records::insert_rows(tx, table, org, &rows) {
+            Ok(rowids) => rowids,
             Err(StoreError::Retry) => return Err(StoreError::Retry.into()),
             Err(_) => {
                 tx.execute("ROLLBACK TO SAVEPOINT bulk_put", &[])?;
@@ -584,12 +584,19 @@ impl<'r> Batch<'r> {
                     records::insert_row(tx, table, org, row)
                         .map_err(|e| ApiError::from(e).with_index(i))?;
                 }
+                None
             }
-        }
+        };
         tx.execute("RELEASE SAVEPOINT bulk_put", &[])?;
         // Their events, kept for the end of the transaction (appended in one batch there).
-        for row in rows {
-            super::events::created_text(self.ctx, self.res, row.id.clone(), row.data.clone());
+        for (k, row) in rows.iter().enumerate() {
+            super::events::created_text(
+                self.ctx,
+                self.res,
+                row.id.clone(),
+                row.data.clone(),
+                rowids.as_ref().and_then(|r| r.get(k).copied()),
+            );
         }
         Ok(())
     }

@@ -28,11 +28,13 @@ pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
         data: record.to_string(),
         changed: None,
         by_reference: false,
+        record_rowid: None,
     });
 }
 
-/// A record was created from its stored text (a bulk call's batched creates), with its id.
-pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String) {
+/// A record was created from its stored text (a bulk call's batched creates), with its id and,
+/// where the insert told it, the SQLite rowid it was stored at.
+pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String, rowid: Option<i64>) {
     let resource = res.desc().path;
     ctx.record_event(NewEvent {
         event_type: event_type(resource, Change::Created(&Value::Null)),
@@ -42,6 +44,7 @@ pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String) {
         changed: None,
         // The record's stored text: the feed may keep it by reference (store/events.rs).
         by_reference: true,
+        record_rowid: rowid,
     });
 }
 
@@ -56,6 +59,7 @@ pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
         data: new.to_string(),
         changed: Some(Value::from(changed).to_string()),
         by_reference: false,
+        record_rowid: None,
     });
 }
 
@@ -77,6 +81,7 @@ pub fn updated_text(
         data,
         changed: Some(changed),
         by_reference: false,
+        record_rowid: None,
     });
 }
 
@@ -90,5 +95,6 @@ pub fn deleted(ctx: &Ctx, res: &ServedResource, old: &Value) {
         data: old.to_string(),
         changed: None,
         by_reference: false,
+        record_rowid: None,
     });
 }

@@ -36,6 +36,10 @@ pub struct NewEvent {
     /// creates): if the record still holds exactly that text when the event is appended, the
     /// event is stored without a copy of it (see [`append`]).
     pub by_reference: bool,
+    /// SQLite: the rowid the record was inserted at, when the insert told it
+    /// ([`super::records::insert_rows`]); linking the event to its record
+    /// (store/event_links.rs) then need not look it up.
+    pub record_rowid: Option<i64>,
 }
 
 /// What the events of one transaction share.
@@ -112,7 +116,12 @@ pub fn append(tx: &mut dyn Tx, origin: &Origin, events: &[NewEvent]) -> StoreRes
             SqlValue::Int(origin.occurred_ms),
         ],
     )?;
-    let by_reference = stored_as_sent(tx, origin.org, events)?;
+    let mut by_reference = stored_as_sent(tx, origin.org, events)?;
+    if tx.dialect() == Dialect::Sqlite {
+        // SQLite keeps these events out of `ix_events_record` and links them to their
+        // records' rowids instead (store/event_links.rs).
+        super::event_links::link(tx, origin.org, first, events, &mut by_reference)?;
+    }
     let org = origin.org.to_string();
     let cells_of = |i: usize| -> [CellRef<'_>; 7] {
         let e = &events[i];
@@ -406,19 +415,11 @@ pub fn read_sql(dialect: Dialect, org: Uuid, filter: &EventFilter) -> (String, V
     // (one index probe per event).
     let mut sql = format!(
         "SELECT e.seq, o.first_id, e.seq - o.first_seq, e.event_type, e.resource, e.record_id, o.key_id, \
-         o.request_id, o.occurred_at, {}, e.changed FROM events e{} JOIN event_origins o ON o.organization_id = e.organization_id \
+         o.request_id, o.occurred_at, {}, e.changed FROM events e JOIN event_origins o ON o.organization_id = e.organization_id \
          AND o.first_seq = (SELECT p.first_seq FROM event_origins p WHERE p.organization_id = e.organization_id \
          AND p.first_seq <= e.seq ORDER BY p.first_seq DESC LIMIT 1) \
          WHERE e.organization_id = ? AND e.seq > ?",
         data_expr(),
-        // The audit trail of one record reads its index entries. Without statistics SQLite
-        // prefers the primary key's one equal column (the organization's whole feed) over the
-        // index's two; PostgreSQL's statistics choose the index.
-        if filter.record_id.is_some() && dialect == Dialect::Sqlite {
-            " INDEXED BY ix_events_record"
-        } else {
-            ""
-        }
     );
     let mut params: Vec<SqlValue> = vec![org.into(), SqlValue::Int(filter.after)];
     if !filter.types.is_empty() || !filter.type_prefixes.is_empty() {
@@ -446,6 +447,25 @@ pub fn read_sql(dialect: Dialect, org: Uuid, filter: &EventFilter) -> (String, V
     if let Some(record) = &filter.record_id {
         sql.push_str(" AND e.record_id = ?");
         params.push(record.as_str().into());
+        if dialect == Dialect::Sqlite {
+            // The audit trail of one record: its events that hold their text are its entries of
+            // the partial `ix_events_record` (named: without statistics SQLite prefers the
+            // primary key's one equal column, the organization's whole feed, over the index's
+            // two); its creation event stored without text is found through the record's rowid
+            // (store/event_links.rs). PostgreSQL's statistics choose the whole index.
+            let tables = super::event_links::tables_of(filter.resources.as_deref());
+            let mut arms = vec![
+                "SELECT i.seq FROM events i INDEXED BY ix_events_record WHERE i.record_id = ? \
+                 AND i.organization_id = ? AND i.data IS NOT NULL"
+                    .to_string(),
+            ];
+            params.extend([record.as_str().into(), org.into()]);
+            arms.extend(super::event_links::record_seq_arms(&tables));
+            for _ in &tables {
+                params.extend([org.into(), record.as_str().into()]);
+            }
+            sql.push_str(&format!(" AND e.seq IN ({})", arms.join(" UNION ALL ")));
+        }
     }
     sql.push_str(&format!(" ORDER BY e.seq LIMIT {}", filter.limit));
     (sql, params)
@@ -503,6 +523,7 @@ pub fn prune(tx: &mut dyn Tx, before_ms: i64) -> StoreResult<u64> {
             "DELETE FROM events WHERE organization_id = ? AND seq < ?",
             &[org.as_str().into(), SqlValue::Int(kept_from)],
         )?;
+        super::event_links::prune(tx, &org, kept_from)?;
         tx.execute(
             "DELETE FROM event_origins WHERE organization_id = ? AND first_seq < ?",
             &[org.as_str().into(), SqlValue::Int(kept_from)],

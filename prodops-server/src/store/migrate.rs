@@ -275,6 +275,9 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     // Deliverable rows keep the window in which their stored alerts hold (read without
     // looking at the text inside it); existing rows get theirs from their text.
     (63, crate::store::deliverables::add_alert_windows),
+    // SQLite: events stored without their text leave `ix_events_record` (now partial) and are
+    // found through their records' rowids (store/event_links.rs). Nothing on PostgreSQL.
+    (73, crate::store::event_links::migrate),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -331,6 +334,7 @@ pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
             ],
         )?;
     }
+    crate::store::event_links::check(tx)?;
     Ok(())
 }
 
@@ -538,14 +542,13 @@ fn event_keep_triggers(dialect: Dialect, t: &str) -> Vec<String> {
         .collect();
     match dialect {
         Dialect::Sqlite => {
-            // `+organization_id`: without statistics SQLite prefers the primary key's one
-            // equal column (every event of the organization) over `ix_events_record`'s two,
-            // which made each update or delete of a record read the organization's whole feed;
-            // the unary plus leaves it only the record's index entries (INDEXED BY is not
-            // allowed in a trigger).
+            // The events stored without their text are not in `ix_events_record` on SQLite: the
+            // record's creation event is found through its rowid (store/event_links.rs), one
+            // probe of the links and one of the events' primary key.
             let keep = format!(
-                "UPDATE events SET data = OLD.data WHERE +organization_id = OLD.organization_id \
-                 AND record_id = OLD.id AND resource IN ({}) AND data IS NULL;",
+                "UPDATE events SET data = OLD.data WHERE organization_id = OLD.organization_id \
+                 AND seq = {} AND record_id = OLD.id AND resource IN ({}) AND data IS NULL;",
+                crate::store::event_links::linked_seq_sql(t, "OLD.rowid"),
                 paths
                     .iter()
                     .map(|p| format!("'{p}'"))

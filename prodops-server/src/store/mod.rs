@@ -11,6 +11,7 @@
 //! crate: it imports nothing of the others.
 
 pub mod deliverables;
+pub mod event_links;
 pub mod events;
 pub mod limits;
 pub mod migrate;
@@ -202,6 +203,11 @@ pub trait Tx {
     fn execute_refs(&mut self, sql: &str, params: &[CellRef<'_>]) -> StoreResult<u64> {
         let owned: Vec<SqlValue> = params.iter().map(CellRef::to_value).collect();
         self.execute(sql, &owned)
+    }
+    /// SQLite: the rowid of the last row this connection inserted (`sqlite3_last_insert_rowid`);
+    /// `None` on PostgreSQL, whose tables have no rowids.
+    fn last_insert_rowid(&mut self) -> Option<i64> {
+        None
     }
     /// Runs a query; every row as a vector of values in select order.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>>;

@@ -521,7 +521,8 @@ const INSERT_CHUNK: usize = 512;
 
 /// Inserts new records with multi-row `INSERT` statements (a few statements instead of one
 /// per row). Fails as a whole if any row is refused; the caller finds the row by inserting
-/// one at a time ([`insert_row`]).
+/// one at a time ([`insert_row`]). Answers, on SQLite, the rowids the rows got, in their order
+/// (see [`inserted_rowids`]); `None` on PostgreSQL.
 ///
 /// A large batch on SQLite is inserted with the connection's triggers off, and the record
 /// counts their triggers keep (`record_count_shards`, store/migrate.rs, and the counts per value
@@ -532,7 +533,7 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     table: &str,
     org: Uuid,
     rows: &[R],
-) -> StoreResult<()> {
+) -> StoreResult<Option<Vec<i64>>> {
     if rows.len() < COUNT_PER_BATCH_FROM
         || super::property_index::keeps_an_index(table)
         || !tx.set_triggers(false)?
@@ -541,7 +542,7 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     }
     let inserted = insert_rows_as_they_are(tx, table, org, rows);
     tx.set_triggers(true)?;
-    inserted?;
+    let rowids = inserted?;
     super::value_counts::add_batch(
         tx,
         table,
@@ -565,7 +566,7 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
             )?;
         }
     }
-    Ok(())
+    Ok(rowids)
 }
 
 /// Batches from this many rows keep their counts per batch (see [`insert_rows`]): turning
@@ -577,7 +578,7 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     table: &str,
     org: Uuid,
     rows: &[R],
-) -> StoreResult<()> {
+) -> StoreResult<Option<Vec<i64>>> {
     let org = org.to_string();
     let window = keeps_alert_window(table);
     let columns: Vec<&str> = RECORD_COLUMNS
@@ -598,11 +599,12 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
             cells(&org, r.borrow(), window, &mut all);
         }
         if tx.copy_in(table, &columns, &all)? {
-            return Ok(());
+            return Ok(None);
         }
     }
     let mut params: Vec<CellRef<'_>> =
         Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * columns.len());
+    let mut rowids = (tx.dialect() == super::Dialect::Sqlite).then(Vec::new);
     for chunk in rows.chunks(INSERT_CHUNK) {
         let sql = tx
             .dialect()
@@ -612,8 +614,35 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
             cells(&org, r.borrow(), window, &mut params);
         }
         tx.execute_refs(&sql, &params)?;
+        if let Some(all) = rowids.as_mut() {
+            match inserted_rowids(tx, table, chunk.len())? {
+                Some(got) => all.extend(got),
+                None => rowids = None,
+            }
+        }
     }
-    Ok(())
+    Ok(rowids)
+}
+
+/// SQLite: the rowids the `n` rows of the multi-row `INSERT` just run got, in their order, when
+/// that is certain. A new row gets the table's largest rowid plus one unless that largest is
+/// `i64::MAX` (then a random free one); if the largest rowid after the statement is the last
+/// row's and not `i64::MAX`, no row of the statement met that case, so each got the one before
+/// it plus one: `last - n + 1 ..= last`. One probe of the table's right edge.
+fn inserted_rowids(
+    tx: &mut dyn Tx,
+    table: &str,
+    n: usize,
+) -> StoreResult<Option<std::ops::RangeInclusive<i64>>> {
+    let Some(last) = tx.last_insert_rowid() else {
+        return Ok(None);
+    };
+    let largest = tx
+        .query(&format!("SELECT max(rowid) FROM {table}"), &[])?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64);
+    Ok((largest == Some(last) && last != i64::MAX && n > 0).then(|| last - (n as i64 - 1)..=last))
 }
 
 /// A new row's cells, in the order of [`RECORD_COLUMNS`].
@@ -646,7 +675,8 @@ const COPY_FROM: usize = 64;
 
 /// Inserts one new record given as a [`NewRow`].
 pub fn insert_row(tx: &mut dyn Tx, table: &str, org: Uuid, row: &NewRow) -> StoreResult<()> {
-    insert_rows(tx, table, org, std::slice::from_ref(row))
+    insert_rows(tx, table, org, std::slice::from_ref(row))?;
+    Ok(())
 }
 
 /// The stored JSON text of the records among `ids` that exist, by id (looked up in chunks).

@@ -787,6 +787,10 @@ impl Tx for SqliteTx<'_> {
         Ok(out)
     }
 
+    fn last_insert_rowid(&mut self) -> Option<i64> {
+        Some(self.conn.last_insert_rowid())
+    }
+
     fn set_triggers(&mut self, on: bool) -> StoreResult<bool> {
         self.conn
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, on)
