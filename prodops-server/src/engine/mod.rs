@@ -728,7 +728,7 @@ async fn bulk_put(
             .await
             .map_err(ApiError::internal)??
     };
-    let (rows, table) = (prepared.len(), res.table());
+    let (rows, table, org) = (prepared.len(), res.table(), ctx.org());
     let reply = write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
         // One count update for the call, not one per updated record (store/value_counts.rs).
@@ -743,6 +743,6 @@ async fn bulk_put(
         ))
     })
     .await?;
-    call.state.store.after_bulk_write(table, rows);
+    call.state.store.after_bulk_write(table, org, rows);
     Ok(reply)
 }

@@ -418,10 +418,17 @@ impl Store {
     /// freshly imported workers by fetching and sorting every row after the cursor, page after
     /// page (an export of 300,000 workers took 9.5 s instead of about 1.5 s). SQLite keeps no
     /// statistics the server uses.
-    pub fn after_bulk_write(&self, table: &'static str, rows: usize) {
+    ///
+    /// The first large bulk write of an organization into a table refreshes them at once,
+    /// whenever the table's last refresh was: statistics that do not know the organization
+    /// estimate it at one row, and the planner then reads a bulk call's lookup of 512 ids
+    /// (`records::get_many_raw`) as a filter over every record of the organization instead of
+    /// 512 probes of the primary key (an import of 200,000 workers with ids spent 25 s there;
+    /// bench/README.md, issue 14; `tests/lookup_plans.rs`).
+    pub fn after_bulk_write(&self, table: &'static str, org: uuid::Uuid, rows: usize) {
         if let Store::Postgres(pg) = self
             && rows >= ANALYZE_FROM_ROWS
-            && analyze_due(table)
+            && analyze_due(table, org)
         {
             pg.analyze_in_background(table);
         }
@@ -508,22 +515,41 @@ const ANALYZE_FROM_ROWS: usize = 1_000;
 /// How often one process refreshes one table's statistics at most.
 const ANALYZE_EVERY: Duration = Duration::from_secs(10);
 
-/// Whether `table`'s statistics were last refreshed by this process long enough ago, marking
-/// them refreshed now if so.
-fn analyze_due(table: &'static str) -> bool {
-    use std::sync::Mutex;
+/// How many (table, organization) pairs [`analyze_due`] remembers before it starts over (then
+/// an organization's next bulk write may refresh a table's statistics once more than needed).
+const ANALYZED_ORGS_KEPT: usize = 100_000;
+
+/// Whether `table`'s statistics should be refreshed after a bulk write of `org`: when this
+/// process has not refreshed them since `org` first wrote to it in bulk, or last did long enough
+/// ago. Marks them refreshed now if so.
+fn analyze_due(table: &'static str, org: uuid::Uuid) -> bool {
+    use std::collections::HashSet;
+    use std::sync::{LazyLock, Mutex};
     use std::time::Instant;
-    static LAST: Mutex<Vec<(&str, Instant)>> = Mutex::new(Vec::new());
+    struct Analyzed {
+        last: Vec<(&'static str, Instant)>,
+        orgs: HashSet<(&'static str, uuid::Uuid)>,
+    }
+    static ANALYZED: LazyLock<Mutex<Analyzed>> = LazyLock::new(|| {
+        Mutex::new(Analyzed {
+            last: Vec::new(),
+            orgs: HashSet::new(),
+        })
+    });
     let now = Instant::now();
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    match last.iter_mut().find(|(t, _)| *t == table) {
-        Some((_, at)) if now.duration_since(*at) < ANALYZE_EVERY => false,
+    let mut analyzed = ANALYZED.lock().unwrap_or_else(|e| e.into_inner());
+    if analyzed.orgs.len() >= ANALYZED_ORGS_KEPT {
+        analyzed.orgs.clear();
+    }
+    let new_org = analyzed.orgs.insert((table, org));
+    match analyzed.last.iter_mut().find(|(t, _)| *t == table) {
+        Some((_, at)) if !new_org && now.duration_since(*at) < ANALYZE_EVERY => false,
         Some((_, at)) => {
             *at = now;
             true
         }
         None => {
-            last.push((table, now));
+            analyzed.last.push((table, now));
             true
         }
     }

@@ -679,6 +679,22 @@ pub fn insert_row(tx: &mut dyn Tx, table: &str, org: Uuid, row: &NewRow) -> Stor
     Ok(())
 }
 
+/// The statement [`get_many_raw`] runs for one chunk of ids (`id`, `data` of those that
+/// exist), and its parameters (public for the plan tests).
+pub fn get_many_sql(
+    dialect: super::Dialect,
+    table: &str,
+    org: Uuid,
+    ids: &[Uuid],
+) -> (String, Vec<SqlValue>) {
+    let mut params = Vec::with_capacity(2);
+    let sql = format!(
+        "SELECT id, data FROM {table}{}",
+        dialect.where_clause(org, &[Cond::Ids(ids.to_vec())], &mut params)
+    );
+    (sql, params)
+}
+
 /// The stored JSON text of the records among `ids` that exist, by id (looked up in chunks).
 pub fn get_many_raw(
     tx: &mut dyn Tx,
@@ -689,11 +705,7 @@ pub fn get_many_raw(
     let mut found = std::collections::HashMap::new();
     let dialect = tx.dialect();
     for chunk in ids.chunks(INSERT_CHUNK) {
-        let mut params = Vec::with_capacity(chunk.len() + 1);
-        let sql = format!(
-            "SELECT id, data FROM {table}{}",
-            dialect.where_clause(org, &[Cond::Ids(chunk.to_vec())], &mut params)
-        );
+        let (sql, params) = get_many_sql(dialect, table, org, chunk);
         tx.for_each_row(&sql, &params, &mut |row| {
             if let (Some(id), Some(data)) = (
                 row.first().and_then(|c| c.as_str()),

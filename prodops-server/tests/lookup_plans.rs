@@ -1,0 +1,150 @@
+//! A bulk call with ids looks its records up by id (`records::get_many_raw`), 512 ids per
+//! statement, on the real database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else SQLite):
+//! each id one probe of the primary key. On PostgreSQL that holds once the statistics know the
+//! organization; while they still see it as empty, as in the first seconds of its first import,
+//! the planner took the ids as a filter over every record of the organization (issue 14;
+//! bench/README.md), so the server refreshes them after an organization's first bulk write
+//! (`Store::after_bulk_write`). Its own test binary: that refresh is remembered per process.
+
+mod common;
+use common::database_url;
+
+use prodops_server::store::records::{self, NewRow};
+use prodops_server::store::{Dialect, Store, StoreError};
+#[path = "common/plans.rs"]
+mod plans;
+use plans::plan;
+use uuid::Uuid;
+
+const ROWS: usize = 5_000;
+
+fn workers(org: Uuid) -> Vec<NewRow> {
+    (0..ROWS)
+        .map(|i| {
+            NewRow::of_text(
+                serde_json::json!({
+                    "id": Uuid::new_v4(), "organizationId": org, "name": format!("W{i}"),
+                    "status": "active", "isArchived": false,
+                    "createdAt": "2026-11-25T12:00:00.000Z", "updatedAt": "2026-11-25T12:00:00.000Z",
+                })
+                .to_string(),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+async fn insert(store: &Store, org: Uuid, rows: Vec<NewRow>) {
+    store
+        .write(move |tx| {
+            for chunk in rows.chunks(1_000) {
+                records::insert_rows(tx, "worker", org, chunk)?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .await
+        .unwrap();
+}
+
+/// Runs `write` and waits until PostgreSQL has analyzed `worker` once more.
+async fn analyzed_after(store: &Store, write: impl FnOnce()) {
+    let count = || async {
+        store
+            .read(|tx| {
+                Ok::<_, StoreError>(
+                    tx.query(
+                        "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'worker'",
+                        &[],
+                    )?[0][0]
+                        .as_i64()
+                        .unwrap_or(0),
+                )
+            })
+            .await
+            .unwrap()
+    };
+    let before = count().await;
+    write();
+    for _ in 0..100 {
+        if count().await > before {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("worker was not analyzed after the bulk write");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_by_ids_probes_the_primary_key_after_the_organizations_first_bulk_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let (known, new) = (Uuid::now_v7(), Uuid::now_v7());
+    insert(&store, known, workers(known)).await;
+    if store.dialect() == Dialect::Postgres {
+        // Statistics that know the first organization and not the second, refreshed by the
+        // server a moment ago.
+        analyzed_after(&store, || store.after_bulk_write("worker", known, ROWS)).await;
+    }
+    let rows = workers(new);
+    let mut ids: Vec<Uuid> = rows
+        .iter()
+        .step_by(10)
+        .take(500)
+        .map(|r| r.id.parse().unwrap())
+        .collect();
+    let wanted: Vec<(Uuid, String)> = rows
+        .iter()
+        .step_by(10)
+        .take(500)
+        .map(|r| (r.id.parse().unwrap(), r.data.clone()))
+        .collect();
+    insert(&store, new, rows).await;
+    if store.dialect() == Dialect::Postgres {
+        // As the server does after the bulk call: the organization's first one refreshes the
+        // statistics although the last refresh was a moment ago.
+        analyzed_after(&store, || store.after_bulk_write("worker", new, ROWS)).await;
+    }
+    // Twelve ids that are not there, one of the other organization among them.
+    ids.extend((0..11).map(|_| Uuid::new_v4()));
+    let other: Uuid = store
+        .read(move |tx| {
+            Ok::<_, StoreError>(
+                tx.query(
+                    "SELECT id FROM worker WHERE organization_id = ? LIMIT 1",
+                    &[known.into()],
+                )?[0][0]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+            )
+        })
+        .await
+        .unwrap();
+    ids.push(other);
+
+    let (sql, params) = records::get_many_sql(store.dialect(), "worker", new, &ids);
+    let p = plan(&store, sql, params).await;
+    match store.dialect() {
+        Dialect::Postgres => assert!(
+            p.contains("Index Cond: ((organization_id = ")
+                && p.contains("AND (id = ANY (")
+                && !p.contains("Filter"),
+            "{}",
+            p.chars().take(2_000).collect::<String>()
+        ),
+        Dialect::Sqlite => assert!(
+            p.contains("(organization_id=? AND id=?)") && !p.contains("SCAN worker"),
+            "{p}"
+        ),
+    }
+
+    let found = store
+        .read(move |tx| records::get_many_raw(tx, "worker", new, &ids))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), wanted.len());
+    for (id, data) in &wanted {
+        assert_eq!(found.get(id), Some(data));
+    }
+}
