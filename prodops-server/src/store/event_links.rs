@@ -30,7 +30,7 @@
 //!   should rowids ever be renumbered, the start-up check ([`check`]) finds links that name
 //!   the wrong records and builds the table's links again from the events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
@@ -45,9 +45,6 @@ const DDL: &str = "CREATE TABLE IF NOT EXISTS event_record_links (
     table_name TEXT NOT NULL, first_rowid INTEGER NOT NULL, organization_id TEXT NOT NULL,
     first_seq BIGINT NOT NULL, n BIGINT NOT NULL,
     PRIMARY KEY (table_name, first_rowid)) WITHOUT ROWID";
-
-/// Ids per `IN (...)` list when looking rowids up.
-const LOOKUP_CHUNK: usize = 500;
 
 /// A run of events whose records' rowids and whose cursors both count up by one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,39 +128,28 @@ pub fn link(
     let org_text = org.to_string();
     for (table, indexes) in by_table {
         // The rowids the inserts told, and the others looked up.
-        let mut rowid_of: Vec<Option<i64>> =
-            indexes.iter().map(|&i| events[i].record_rowid).collect();
-        let missing: Vec<usize> = (0..indexes.len())
-            .filter(|&slot| rowid_of[slot].is_none())
+        let mut rowid_of: Vec<Option<i64>> = events.iter().map(|e| e.record_rowid).collect();
+        let missing: Vec<usize> = indexes
+            .iter()
+            .copied()
+            .filter(|&i| rowid_of[i].is_none())
             .collect();
-        for chunk in missing.chunks(LOOKUP_CHUNK) {
-            let sql = format!(
-                "SELECT id, rowid FROM {table} WHERE organization_id = ? AND id IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            );
-            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-            params.push(org.into());
-            params.extend(
-                chunk
-                    .iter()
-                    .map(|&slot| SqlValue::from(events[indexes[slot]].record_id.as_str())),
-            );
-            let slot_of: HashMap<&[u8], usize> = chunk
-                .iter()
-                .map(|&slot| (events[indexes[slot]].record_id.as_bytes(), slot))
-                .collect();
-            tx.for_each_row(&sql, &params, &mut |row| {
-                if let (CellRef::Text(id), CellRef::Int(rowid)) = (&row[0], &row[1])
-                    && let Some(&slot) = slot_of.get(id)
-                {
-                    rowid_of[slot] = Some(*rowid);
+        super::events::for_each_record_of(
+            tx,
+            table,
+            org,
+            "rowid",
+            events,
+            &missing,
+            &mut |i, rowid| {
+                if let CellRef::Int(rowid) = rowid {
+                    rowid_of[i] = Some(rowid);
                 }
-                Ok(())
-            })?;
-        }
+            },
+        )?;
         let mut runs = Runs::default();
-        for (slot, &i) in indexes.iter().enumerate() {
-            match rowid_of[slot] {
+        for &i in &indexes {
+            match rowid_of[i] {
                 Some(rowid) => runs.push(&org_text, first + i as i64, rowid),
                 None => by_reference[i] = false,
             }
@@ -417,6 +403,29 @@ mod tests {
         .collect()
     }
 
+    /// Each record's audit trail is its one creation event, with the text it was created with.
+    fn assert_creation_text_kept<'a>(
+        tx: &mut dyn Tx,
+        org: Uuid,
+        rows: impl IntoIterator<Item = &'a NewRow>,
+    ) -> StoreResult<()> {
+        for row in rows {
+            let trail = events::read(
+                tx,
+                org,
+                &EventFilter {
+                    record_id: Some(row.id.clone()),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )?;
+            assert_eq!(trail.len(), 1, "{}", row.id);
+            assert_eq!(trail[0].record_id, row.id);
+            assert_eq!(trail[0].data, row.data, "{}", row.id);
+        }
+        Ok(())
+    }
+
     fn created(rows: &[NewRow]) -> Vec<NewEvent> {
         rows.iter()
             .map(|r| NewEvent {
@@ -477,20 +486,7 @@ mod tests {
                         &[row.id.as_str().into()],
                     )?;
                 }
-                for row in first.iter().chain(&second) {
-                    let trail = events::read(
-                        tx,
-                        org,
-                        &EventFilter {
-                            record_id: Some(row.id.clone()),
-                            limit: 10,
-                            ..Default::default()
-                        },
-                    )?;
-                    assert_eq!(trail.len(), 1);
-                    assert_eq!(trail[0].record_id, row.id);
-                    assert_eq!(trail[0].data, row.data);
-                }
+                assert_creation_text_kept(tx, org, first.iter().chain(&second))?;
                 Ok::<_, crate::store::StoreError>(())
             })
             .await
@@ -546,19 +542,7 @@ mod tests {
                     "UPDATE note SET data = '{}' WHERE id = ?",
                     &[rows[4].id.as_str().into()],
                 )?;
-                for row in &rows {
-                    let trail = events::read(
-                        tx,
-                        org,
-                        &EventFilter {
-                            record_id: Some(row.id.clone()),
-                            limit: 10,
-                            ..Default::default()
-                        },
-                    )?;
-                    assert_eq!(trail.len(), 1);
-                    assert_eq!(trail[0].data, row.data);
-                }
+                assert_creation_text_kept(tx, org, &rows)?;
                 Ok::<_, crate::store::StoreError>(())
             })
             .await
@@ -613,18 +597,8 @@ mod tests {
                         "UPDATE note SET data = '{}' WHERE id = ?",
                         &[row.id.as_str().into()],
                     )?;
-                    let trail = events::read(
-                        tx,
-                        org,
-                        &EventFilter {
-                            record_id: Some(row.id.clone()),
-                            limit: 10,
-                            ..Default::default()
-                        },
-                    )?;
-                    assert_eq!(trail.len(), 1);
-                    assert_eq!(trail[0].data, row.data);
                 }
+                assert_creation_text_kept(tx, org, &rows)?;
                 Ok::<_, crate::store::StoreError>(())
             })
             .await
@@ -661,19 +635,7 @@ mod tests {
                     "UPDATE note SET data = '{}' WHERE id = ?",
                     &[rows[2].id.as_str().into()],
                 )?;
-                for (i, row) in rows.iter().enumerate() {
-                    let trail = events::read(
-                        tx,
-                        org,
-                        &EventFilter {
-                            record_id: Some(row.id.clone()),
-                            limit: 10,
-                            ..Default::default()
-                        },
-                    )?;
-                    assert_eq!(trail.len(), 1, "record {i}");
-                    assert_eq!(trail[0].data, row.data, "record {i}");
-                }
+                assert_creation_text_kept(tx, org, &rows)?;
                 let copied = tx.query("SELECT seq FROM events WHERE data IS NOT NULL", &[])?;
                 assert_eq!(copied.len(), 1);
                 assert_eq!(copied[0][0].as_i64(), Some(3));

@@ -208,34 +208,54 @@ fn stored_as_sent(tx: &mut dyn Tx, org: Uuid, events: &[NewEvent]) -> StoreResul
             }
             continue;
         }
-        for chunk in indexes.chunks(LOOKUP_CHUNK) {
-            let sql = format!(
-                "SELECT id, data FROM {table} WHERE organization_id = ? AND id IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            );
-            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-            params.push(org.into());
-            params.extend(
-                chunk
-                    .iter()
-                    .map(|&i| SqlValue::from(events[i].record_id.as_str())),
-            );
-            // Compared as the rows stream by, without copying the records' texts out.
-            let by_id: std::collections::HashMap<&[u8], usize> = chunk
-                .iter()
-                .map(|&i| (events[i].record_id.as_bytes(), i))
-                .collect();
-            tx.for_each_row(&sql, &params, &mut |row| {
-                if let (CellRef::Text(id), CellRef::Text(data)) = (&row[0], &row[1])
-                    && let Some(&i) = by_id.get(id)
-                {
-                    keep[i] = *data == events[i].data.as_bytes();
-                }
-                Ok(())
-            })?;
-        }
+        // Compared as the rows stream by, without copying the records' texts out.
+        for_each_record_of(tx, table, org, "data", events, &indexes, &mut |i, data| {
+            if let CellRef::Text(data) = data {
+                keep[i] = data == events[i].data.as_bytes();
+            }
+        })?;
     }
     Ok(keep)
+}
+
+/// Streams one `column` of the records of `table` that the events `which` (indexes into
+/// `events`) name by `record_id`, [`LOOKUP_CHUNK`] ids per statement: `f` gets the event's
+/// index and the record's cell, borrowed. Events whose record is not there are not called.
+pub(super) fn for_each_record_of(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    column: &str,
+    events: &[NewEvent],
+    which: &[usize],
+    f: &mut dyn FnMut(usize, CellRef<'_>),
+) -> StoreResult<()> {
+    for chunk in which.chunks(LOOKUP_CHUNK) {
+        let sql = format!(
+            "SELECT id, {column} FROM {table} WHERE organization_id = ? AND id IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+        params.push(org.into());
+        params.extend(
+            chunk
+                .iter()
+                .map(|&i| SqlValue::from(events[i].record_id.as_str())),
+        );
+        let by_id: std::collections::HashMap<&[u8], usize> = chunk
+            .iter()
+            .map(|&i| (events[i].record_id.as_bytes(), i))
+            .collect();
+        tx.for_each_row(&sql, &params, &mut |row| {
+            if let CellRef::Text(id) = &row[0]
+                && let Some(&i) = by_id.get(id)
+            {
+                f(i, row[1]);
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// SQLite: the writer connection's temporary table of the resource records whose text was
