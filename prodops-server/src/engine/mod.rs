@@ -304,7 +304,7 @@ async fn list(
             // The default order (creation order) pages by keyset: `nextCursor` names the last
             // row, and a `cursor` call starts after it without skipping rows.
             let select = params.select();
-            let rows = records::select_keyset(
+            let records::KeysetPage { mut values, last } = records::select_keyset(
                 tx,
                 res.table(),
                 org,
@@ -313,10 +313,9 @@ async fn list(
                 select.limit,
                 select.offset,
             )?;
-            let next = (rows.len() as u64 == select.limit)
-                .then(|| rows.last().map(|(c, id, _)| params::encode_cursor(c, id)))
+            let next = (values.len() as u64 == select.limit)
+                .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
                 .flatten();
-            let mut values: Vec<String> = rows.into_iter().map(|(_, _, data)| data).collect();
             hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
             let total = records::count(tx, res.table(), org, &params.conds)?;
             let body = page_json(values, total, Some(next.as_deref()));

@@ -296,6 +296,18 @@ impl<'a> CellRef<'a> {
         }
     }
 
+    /// The text as an owned string (a copy), checked as UTF-8 with `simdutf8`; stored text is
+    /// UTF-8, and anything else comes out with replacement characters rather than failing.
+    pub fn to_text(&self) -> Option<String> {
+        match self {
+            CellRef::Text(t) => Some(match simdutf8::basic::from_utf8(t) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(t).into_owned(),
+            }),
+            _ => None,
+        }
+    }
+
     /// The text's bytes, unchecked.
     pub fn as_bytes(&self) -> Option<&'a [u8]> {
         match self {
