@@ -24,6 +24,11 @@ pub enum Change<'a> {
 /// The resource whose creations are announced as `inventory.posted` (ledger postings).
 pub const LEDGER: &str = "inventory-transaction";
 
+/// The type of the event that ends a catalog code rename (spec 2.8 rule 2): announced once the
+/// background job has rewritten every stored reference to the old code (each rewritten record
+/// announced as its own update before it), with the renamed entry as it is then.
+pub const CODE_RENAMED: &str = "catalog-entry.renamed";
+
 /// The event type of a change to a record of the resource served at `/<resource>`:
 ///
 /// - a creation: `<resource>.created` (a ledger row: `inventory.posted`);
@@ -220,16 +225,17 @@ pub struct Event {
     /// follows. Cursors of one organization increase in commit order, without gaps.
     pub cursor: String,
     /// `<resource>.created|updated|archived|restored|deleted`, `inventory.posted`,
-    /// `deliverable.progress.<status>`, `delivery.<status>` (docs/events.md).
+    /// `deliverable.progress.<status>`, `delivery.<status>`, `catalog-entry.renamed`
+    /// (docs/events.md).
     #[serde(rename = "type")]
     pub event_type: String,
     /// The resource path of the record (`worker`, `deliverable`, `inventory-transaction`).
     pub resource: String,
     pub record_id: Uuid,
-    /// The API key whose request made the change; `null` for changes the server made on
-    /// its own (a background job).
+    /// The API key whose request made the change (for a background job's change, the key of
+    /// the request that queued the job); `null` for changes the server made on its own.
     pub key_id: Option<Uuid>,
-    /// The `X-Request-Id` of that request; `null` for a background job.
+    /// The `X-Request-Id` of that request; `null` when there is none.
     pub request_id: Option<String>,
     /// When the change was made (the request's time).
     pub occurred_at: String,

@@ -83,7 +83,7 @@ pub struct Config {
     /// answers 503 (docs/operations.md); zero: no limit.
     pub statement_timeout: Duration,
     /// How long events of the change feed are kept (docs/events.md); older ones are pruned
-    /// every hour.
+    /// every hour by a durable job (`jobs::EVENT_PRUNE`), run by whichever process claims it.
     pub event_retention: Duration,
     /// How webhook deliveries are made (docs/events.md, "Webhooks"): the SSRF guard's allowed
     /// hosts, attempts, backoff, time-out, lease.
@@ -167,9 +167,13 @@ pub async fn serve_on(
     });
     let background = vec![
         tokio::spawn(sync_rate_limits(state.clone())),
-        tokio::spawn(jobs::run(state.clone())),
+        tokio::spawn(jobs::run(
+            state.clone(),
+            jobs::Settings {
+                event_retention: config.event_retention,
+            },
+        )),
         tokio::spawn(purge_idempotency(state.clone())),
-        tokio::spawn(prune_events(state.clone(), config.event_retention)),
         tokio::spawn(webhooks::run(state.clone())),
     ];
     let router = http::app::router(state, router::routes());
@@ -212,23 +216,6 @@ async fn purge_idempotency(state: Arc<AppState>) {
             .await
         {
             tracing::warn!("idempotency purge failed: {e}");
-        }
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-    }
-}
-
-/// Removes events older than the retention, every hour. Any number of processes may run it:
-/// each run is one idempotent `DELETE` by age, so a process that dies mid-way loses nothing.
-async fn prune_events(state: Arc<AppState>, retention: Duration) {
-    loop {
-        let before = chrono::Utc::now().timestamp_millis()
-            - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX / 2);
-        if let Err(e) = state
-            .store
-            .write(move |tx| store::events::prune(tx, before))
-            .await
-        {
-            tracing::warn!("event pruning failed: {e}");
         }
         tokio::time::sleep(Duration::from_secs(3600)).await;
     }

@@ -53,6 +53,12 @@ impl Hooks for CatalogHooks {
                     .to_string(),
                 old_code: old_code.to_string(),
                 new_code: new_code.to_string(),
+                entry_id: new
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| id.parse().ok()),
+                key_id: Some(ctx.auth.key_id),
+                request_id: ctx.request_id.as_deref().map(str::to_string),
             };
             crate::jobs::enqueue(tx, ctx, crate::jobs::CATALOG_CODE_RENAME, &json!(payload))?;
         }

@@ -50,17 +50,21 @@ pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String, r
 
 /// A record was changed from `old` to `new`.
 pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
-    let resource = res.desc().path;
-    let changed = changed_fields(old, new);
-    ctx.record_event(NewEvent {
+    ctx.record_event(update_event(res.desc().path, old, new));
+}
+
+/// The event of a change of a record of `resource` from `old` to `new`, for a writer without a
+/// request (a background job appends it itself).
+pub fn update_event(resource: &'static str, old: &Value, new: &Value) -> NewEvent {
+    NewEvent {
         event_type: event_type(resource, Change::Updated { old, new }),
         resource,
         record_id: id_text(new),
         data: new.to_string(),
-        changed: Some(Value::from(changed).to_string()),
+        changed: Some(Value::from(changed_fields(old, new)).to_string()),
         by_reference: false,
         record_rowid: None,
-    });
+    }
 }
 
 /// A record was changed, its event's parts already made by the caller (a deliverable written

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::SubsecRound;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -11,12 +12,54 @@ use uuid::Uuid;
 use crate::http::app::AppState;
 use crate::http::context::{Ctx, format_time};
 use crate::http::error::{ApiError, ApiResult};
+use crate::store::events::{NewEvent, Origin};
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 use crate::store::{SqlValue, StoreError, Tx};
 
 /// Rewrites stored references after a catalog code rename (spec 2.8 rule 2).
 pub const CATALOG_CODE_RENAME: &str = "catalog_code_rename";
+
+/// Removes the change feed's events older than the retention (docs/events.md, "Retention").
+/// One row for the whole database ([`EVENT_PRUNE_ID`]), recurring: when it has run it is due
+/// again an hour later, so however many processes share the database, one of them prunes each
+/// hour, and a process that dies mid-way leaves it to the next claim.
+pub const EVENT_PRUNE: &str = "event_prune";
+/// The id of the one [`EVENT_PRUNE`] job.
+pub const EVENT_PRUNE_ID: &str = "event-prune";
+/// How often the recurring jobs run.
+const EVENT_PRUNE_EVERY_SECS: i64 = 3600;
+
+/// What a process's jobs need of its configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long events are kept; the process that runs the prune job applies its own.
+    pub event_retention: Duration,
+}
+
+/// Makes sure the recurring jobs exist (due at once when new). Every process does it at start;
+/// the row is inserted once.
+pub fn ensure_recurring(tx: &mut dyn Tx) -> Result<(), StoreError> {
+    let now = format_time(chrono::Utc::now());
+    tx.execute(
+        "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
+         VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
+        &[
+            EVENT_PRUNE_ID.into(),
+            Uuid::nil().into(),
+            EVENT_PRUNE.into(),
+            now.clone().into(),
+            now.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// How a job of `kind` is rescheduled once it has run: `None` for a one-off job (done), or the
+/// seconds until it is due again.
+fn recurs_after(kind: &str) -> Option<i64> {
+    (kind == EVENT_PRUNE).then_some(EVENT_PRUNE_EVERY_SECS)
+}
 
 /// How long a claimed job is reserved before another process may take it over.
 const LEASE_SECS: i64 = 120;
@@ -30,6 +73,15 @@ pub struct CodeRename {
     pub catalog: String,
     pub old_code: String,
     pub new_code: String,
+    /// The renamed entry, and the key and request that renamed it: the job's events carry the
+    /// key and request id of the rename that caused them. (Absent in jobs queued before the
+    /// feed announced renames; such a job announces its rewrites without them.)
+    #[serde(default)]
+    pub entry_id: Option<Uuid>,
+    #[serde(default)]
+    pub key_id: Option<Uuid>,
+    #[serde(default)]
+    pub request_id: Option<String>,
 }
 
 pub fn enqueue(tx: &mut dyn Tx, ctx: &Ctx, kind: &str, payload: &Value) -> ApiResult<()> {
@@ -127,36 +179,86 @@ pub fn code_references(
     )))
 }
 
-/// One batch of a code rename; returns whether more references may remain.
-fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<bool> {
-    let Some((table, found)) = code_references(tx, org, &rename.catalog, &rename.old_code, BATCH)?
-    else {
-        return Ok(false);
-    };
-    let now = format_time(chrono::Utc::now());
-    for mut record in found.iter().cloned() {
-        let mut codes: Vec<String> =
-            serde_json::from_value(record["payTypes"].take()).unwrap_or_default();
-        prodops_core::catalog::rewrite_code(&mut codes, &rename.old_code, &rename.new_code);
-        record["payTypes"] = json!(codes);
-        record["updatedAt"] = json!(now);
-        records::update(tx, table, org, &record)?;
+/// One batch of a code rename, in one transaction with its events (docs/events.md): each
+/// rewritten record is announced as its resource's update, and the batch that finds the last
+/// references also announces the rename as done ([`prodops_core::event::CODE_RENAMED`], with
+/// the entry as it is now, unless it was deleted meanwhile). Returns whether more references
+/// may remain, and how many events it appended.
+fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<(bool, usize)> {
+    let found = code_references(tx, org, &rename.catalog, &rename.old_code, BATCH)?;
+    let now = chrono::Utc::now().trunc_subsecs(3);
+    let now_text = format_time(now);
+    let mut events = Vec::new();
+    let mut more = false;
+    if let Some((table, found)) = found {
+        let resource = prodops_core::registry::by_path("timesheet")
+            .expect("the references are timesheets")
+            .desc()
+            .path;
+        more = found.len() as u64 == BATCH;
+        for old in found {
+            let mut record = old.clone();
+            let mut codes: Vec<String> =
+                serde_json::from_value(record["payTypes"].take()).unwrap_or_default();
+            prodops_core::catalog::rewrite_code(&mut codes, &rename.old_code, &rename.new_code);
+            record["payTypes"] = json!(codes);
+            record["updatedAt"] = json!(now_text);
+            records::update(tx, table, org, &record)?;
+            events.push(crate::engine::events::update_event(resource, &old, &record));
+        }
     }
-    Ok(found.len() as u64 == BATCH)
+    if !more && let Some(entry_id) = rename.entry_id {
+        let entries = prodops_core::registry::by_path("catalog-entry")
+            .expect("catalog entries are a resource")
+            .desc();
+        if let Some(entry) = records::get(tx, entries.table, org, entry_id)? {
+            events.push(NewEvent {
+                event_type: prodops_core::event::CODE_RENAMED.to_string(),
+                resource: entries.path,
+                record_id: entry_id.to_string(),
+                data: entry.to_string(),
+                changed: Some(json!(["code"]).to_string()),
+                by_reference: false,
+                record_rowid: None,
+            });
+        }
+    }
+    let origin = Origin {
+        org,
+        key_id: rename.key_id,
+        request_id: rename.request_id.clone(),
+        occurred_at: now_text,
+        occurred_ms: now.timestamp_millis(),
+    };
+    let appended = crate::store::events::append(tx, &origin, &events)?;
+    Ok((more, appended))
 }
 
-async fn run_job(state: &AppState, job: &Job) -> ApiResult<()> {
+async fn run_job(state: &AppState, settings: &Settings, job: &Job) -> ApiResult<()> {
     match job.kind.as_str() {
+        EVENT_PRUNE => {
+            let before = chrono::Utc::now().timestamp_millis()
+                - i64::try_from(settings.event_retention.as_millis()).unwrap_or(i64::MAX / 2);
+            let pruned = state
+                .store
+                .write(move |tx| crate::store::events::prune(tx, before))
+                .await?;
+            tracing::debug!(pruned, "events older than the retention pruned");
+            Ok(())
+        }
         CATALOG_CODE_RENAME => {
             let rename: CodeRename =
                 serde_json::from_value(job.payload.clone()).map_err(ApiError::internal)?;
             let org = job.org;
             loop {
                 let rename = rename.clone();
-                let more = state
+                let (more, events) = state
                     .store
                     .write(move |tx| rename_batch(tx, org, &rename))
                     .await?;
+                if events > 0 {
+                    state.events.notify_waiters();
+                }
                 if !more {
                     return Ok(());
                 }
@@ -169,8 +271,18 @@ async fn run_job(state: &AppState, job: &Job) -> ApiResult<()> {
 async fn finish(state: &AppState, job: &Job, outcome: ApiResult<()>) -> Result<(), StoreError> {
     let id = job.id.clone();
     let now = format_time(chrono::Utc::now());
+    let next_turn = outcome.is_ok() && recurs_after(&job.kind).is_some();
     let (status, error, run_after) = match outcome {
-        Ok(()) => ("done", None, now_secs()),
+        Ok(()) => match recurs_after(&job.kind) {
+            Some(secs) => ("pending", None, now_secs() + secs),
+            None => ("done", None, now_secs()),
+        },
+        // A recurring job is never given up: it waits for its next turn.
+        Err(e) if recurs_after(&job.kind).is_some() && job.attempts >= MAX_ATTEMPTS => (
+            "pending",
+            Some(e.message),
+            now_secs() + recurs_after(&job.kind).unwrap_or(0),
+        ),
         Err(e) if job.attempts >= MAX_ATTEMPTS => ("failed", Some(e.message), now_secs()),
         // Backoff: 2, 4, 8, ... seconds.
         Err(e) => (
@@ -182,9 +294,12 @@ async fn finish(state: &AppState, job: &Job, outcome: ApiResult<()>) -> Result<(
     state
         .store
         .write(move |tx| {
+            // A recurring job that ran starts its next turn with no attempts counted.
             tx.execute(
-                "UPDATE jobs SET status = ?, last_error = ?, run_after = ?, locked_until = NULL, updated_at = ? WHERE id = ?",
-                &[status.into(), error.clone().into(), SqlValue::Int(run_after), now.clone().into(), id.clone().into()],
+                "UPDATE jobs SET status = ?, last_error = ?, run_after = ?, locked_until = NULL, updated_at = ?, \
+                 attempts = CASE WHEN ? THEN 0 ELSE attempts END WHERE id = ?",
+                &[status.into(), error.clone().into(), SqlValue::Int(run_after), now.clone().into(),
+                  SqlValue::Bool(next_turn), id.clone().into()],
             )
         })
         .await
@@ -192,13 +307,16 @@ async fn finish(state: &AppState, job: &Job, outcome: ApiResult<()>) -> Result<(
 }
 
 /// Runs due jobs until none is left, then sleeps until woken or a second passes.
-pub async fn run(state: Arc<AppState>) {
+pub async fn run(state: Arc<AppState>, settings: Settings) {
+    if let Err(e) = state.store.write(ensure_recurring).await {
+        tracing::warn!("could not set up the recurring jobs: {e}");
+    }
     loop {
         loop {
             let claimed = state.store.write(claim).await;
             match claimed {
                 Ok(Some(job)) => {
-                    let outcome = run_job(&state, &job).await;
+                    let outcome = run_job(&state, &settings, &job).await;
                     if let Err(e) = &outcome {
                         tracing::warn!(job = %job.id, kind = %job.kind, "job failed: {}", e.message);
                     }
