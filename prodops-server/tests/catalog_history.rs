@@ -13,7 +13,8 @@ use prodops_server::{Config, RunningServer, start};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -> Uuid {
+/// A valid timesheet of `org` naming `pay_types`, as stored.
+fn timesheet(org: Uuid, pay_types: &[&str]) -> (Uuid, Value) {
     let id = Uuid::now_v7();
     let kind = prodops_core::registry::by_path("timesheet").expect("timesheet is a resource");
     let record = kind
@@ -26,6 +27,11 @@ async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -
             None,
         )
         .expect("a valid timesheet");
+    (id, record)
+}
+
+async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -> Uuid {
+    let (id, record) = timesheet(org, pay_types);
     server
         .store()
         .write(move |tx| records::insert(tx, "timesheet", org, &record))
@@ -216,25 +222,13 @@ async fn a_rename_announces_every_rewritten_timesheet_then_the_rename_itself() {
         .await
         .unwrap();
     let entry_id = entry["id"].as_str().unwrap().to_string();
-    let kind = prodops_core::registry::by_path("timesheet").unwrap();
     let org = acme.organization_id;
     let mut seeded: Vec<String> = server
         .store()
         .write(move |tx| {
             (0..SHEETS)
                 .map(|_| {
-                    let id = Uuid::now_v7();
-                    let record = kind
-                        .check(
-                            json!({
-                                "id": id, "organizationId": org, "workerId": Uuid::now_v7(),
-                                "date": "2026-11-20", "hours": 8.0, "payTypes": ["OT", "REG"],
-                                "createdAt": "2026-11-20T08:00:00.000Z",
-                                "updatedAt": "2026-11-20T08:00:00.000Z"
-                            }),
-                            None,
-                        )
-                        .expect("a valid timesheet");
+                    let (id, record) = timesheet(org, &["OT", "REG"]);
                     records::insert(tx, "timesheet", org, &record)?;
                     Ok(id.to_string())
                 })
