@@ -1,8 +1,9 @@
 //! The change feed finds one record's events through `ix_events_record` (issue 17), on the
 //! real database (`PRODOPS_TEST_DATABASE_URL` for PostgreSQL, else SQLite): the audit trail
-//! of a record (`GET /event?recordId=`) and, on SQLite, the `event_keep` trigger that runs on
-//! every update and delete of a record, which finds the record's creation event stored without
-//! its text through the record's rowid (store/event_links.rs). Without statistics SQLite
+//! of a record (`GET /event?recordId=`) and the `event_keep` trigger that runs on every update
+//! and delete of a record, which finds the record's creation event stored without its text
+//! through the record's rowid on SQLite (store/event_links.rs) and through the hash index
+//! `ix_events_created` on PostgreSQL. Without statistics SQLite
 //! preferred the primary key's one equal column, the organization's whole feed, so each update
 //! of a record read every event of its organization (a bulk update of 100,000 records ran for
 //! hours).
@@ -82,6 +83,10 @@ async fn a_records_audit_trail_reads_its_index_entries() {
     let (sql, params) = events::read_sql(store.dialect(), org, &filter);
     let p = plan(&store, sql, params).await;
     assert!(reads_the_record_index(store.dialect(), &p), "{p}");
+    if store.dialect() == Dialect::Postgres {
+        // And the record's creation event stored without its text, through the hash index.
+        assert!(p.contains("ix_events_created"), "{p}");
+    }
 
     // And it answers the record's event.
     let found = store
@@ -93,14 +98,27 @@ async fn a_records_audit_trail_reads_its_index_entries() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_event_keep_trigger_finds_the_creation_event_by_the_records_rowid() {
+async fn the_event_keep_trigger_finds_the_creation_event_without_reading_the_feed() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&database_url(&dir)).await.unwrap();
-    if store.dialect() != Dialect::Sqlite {
+    if store.dialect() == Dialect::Postgres {
         // PostgreSQL's trigger is one statement per write, joined to the rows it changed
-        // (migrate.rs, `prodops_event_keep`), planned with the table's statistics.
+        // (migrate.rs, `prodops_event_keep`): its statement over one changed row, with the
+        // row as a `VALUES` list in place of the transition table.
+        let (org, record) = seeded(&store).await;
+        let sql = format!(
+            "UPDATE events e SET data = o.data FROM (VALUES ('{org}', '{record}', '{{}}')) \
+             AS o(organization_id, id, data) WHERE e.organization_id = o.organization_id \
+             AND e.record_id = o.id AND e.resource = ANY(ARRAY['worker']) AND e.data IS NULL"
+        );
+        let p = plan(&store, sql, vec![]).await;
+        assert!(
+            p.contains("ix_events_created") && !p.contains("Seq Scan on events"),
+            "{p}"
+        );
         return;
     }
+    // SQLite: through the record's rowid.
     let (org, record) = seeded(&store).await;
     // The body of the worker table's update trigger, as stored, with its `OLD` values as
     // parameters.

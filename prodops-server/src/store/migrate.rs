@@ -278,6 +278,9 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     // SQLite: events stored without their text leave `ix_events_record` (now partial) and are
     // found through their records' rowids (store/event_links.rs). Nothing on PostgreSQL.
     (73, crate::store::event_links::migrate),
+    // PostgreSQL: the same events leave `ix_events_record` (now partial) for a partial hash
+    // index on the record id (store/events.rs). Nothing on SQLite.
+    (74, crate::store::events::migrate_created_index),
 ];
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
