@@ -304,20 +304,20 @@ async fn list(
             // The default order (creation order) pages by keyset: `nextCursor` names the last
             // row, and a `cursor` call starts after it without skipping rows.
             let select = params.select();
-            let records::KeysetPage { mut values, last } = records::select_keyset(
-                tx,
-                res.table(),
-                org,
-                &params.conds,
-                params.cursor.as_ref(),
-                select.limit,
-                select.offset,
-            )?;
+            let (records::KeysetPage { mut values, last }, total) =
+                records::select_keyset_and_count(
+                    tx,
+                    res.table(),
+                    org,
+                    &params.conds,
+                    params.cursor.as_ref(),
+                    select.limit,
+                    select.offset,
+                )?;
             let next = (values.len() as u64 == select.limit)
                 .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
                 .flatten();
             hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
-            let total = records::count(tx, res.table(), org, &params.conds)?;
             let body = page_json(values, total, Some(next.as_deref()));
             Ok::<_, ApiError>(body)
         })

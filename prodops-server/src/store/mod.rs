@@ -446,7 +446,11 @@ impl Store {
         }
     }
 
-    /// Runs `f` in a read-only transaction (a consistent snapshot) on a blocking thread.
+    /// Runs `f` read-only on a blocking thread: on SQLite in one transaction (one snapshot for
+    /// all its statements); on PostgreSQL statement by statement, each one its own read-only
+    /// transaction and snapshot (as a `READ COMMITTED` transaction block would give, without
+    /// its `BEGIN` and `COMMIT`; store/postgres.rs). A read that must see one state writes it
+    /// as one statement.
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,

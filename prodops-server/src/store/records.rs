@@ -93,13 +93,61 @@ pub fn select_keyset(
     offset: u64,
 ) -> StoreResult<KeysetPage> {
     let (sql, params) = keyset_sql(tx.dialect(), table, org, conds, after, limit, offset);
-    // Read in place: each record's text is copied once, and only the last row's position is
-    // kept (in buffers reused from row to row). Collecting every cell as an owned value first
-    // cost a list of 100 a tenth of its instructions (bench/README.md, issue 14).
+    Ok(read_keyset(tx, &sql, &params, limit)?.0)
+}
+
+/// [`select_keyset`] and the [`count`] of the same conditions (a list's `totalCount`). On
+/// PostgreSQL in one statement: the count is a scalar subquery of the page's select list,
+/// which the planner runs once (an InitPlan), so the page and its total cost one round trip
+/// and one statement instead of two (bench/README.md, issue 14). A page that comes back empty
+/// carries no total, which a second statement then counts. SQLite, in process, runs the two.
+#[allow(clippy::too_many_arguments)]
+pub fn select_keyset_and_count(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+    after: Option<&(String, String)>,
+    limit: u64,
+    offset: u64,
+) -> StoreResult<(KeysetPage, u64)> {
+    let dialect = tx.dialect();
+    if dialect == Dialect::Sqlite || limit == 0 {
+        let page = select_keyset(tx, table, org, conds, after, limit, offset)?;
+        return Ok((page, count(tx, table, org, conds)?));
+    }
+    let total = count_statement(dialect, table, org, conds);
+    let (sql, params) = keyset_sql_selecting(
+        dialect,
+        table,
+        org,
+        conds,
+        after,
+        limit,
+        offset,
+        Some(total),
+    );
+    match read_keyset(tx, &sql, &params, limit)? {
+        (page, Some(total)) => Ok((page, total)),
+        (page, None) => Ok((page, count(tx, table, org, conds)?)),
+    }
+}
+
+/// Reads a keyset page's rows (`created_at, id, data`, and a total as a fourth column when the
+/// statement selects one) in place: each record's text is copied once, and only the last row's
+/// position is kept (in buffers reused from row to row). Collecting every cell as an owned
+/// value first cost a list of 100 a tenth of its instructions (bench/README.md, issue 14).
+fn read_keyset(
+    tx: &mut dyn Tx,
+    sql: &str,
+    params: &[SqlValue],
+    limit: u64,
+) -> StoreResult<(KeysetPage, Option<u64>)> {
     let mut values = Vec::with_capacity(limit.min(1_000) as usize);
     let (mut created, mut id) = (Vec::new(), Vec::new());
-    tx.for_each_row(&sql, &params, &mut |row| {
-        if let [CellRef::Text(c), CellRef::Text(i), data, ..] = row
+    let mut total = None;
+    tx.for_each_row(sql, params, &mut |row| {
+        if let [CellRef::Text(c), CellRef::Text(i), data, rest @ ..] = row
             && let Some(data) = data.to_text()
         {
             values.push(data);
@@ -107,6 +155,9 @@ pub fn select_keyset(
             created.extend_from_slice(c);
             id.clear();
             id.extend_from_slice(i);
+            if let [CellRef::Int(n), ..] = rest {
+                total = Some((*n).max(0) as u64);
+            }
         }
         Ok(())
     })?;
@@ -116,7 +167,7 @@ pub fn select_keyset(
             String::from_utf8_lossy(&id).into_owned(),
         )
     });
-    Ok(KeysetPage { values, last })
+    Ok((KeysetPage { values, last }, total))
 }
 
 /// A page in the default order ([`select_keyset`]): the records' JSON texts, and the creation
@@ -137,6 +188,27 @@ pub fn keyset_sql(
     limit: u64,
     offset: u64,
 ) -> (String, Vec<SqlValue>) {
+    keyset_sql_selecting(dialect, table, org, conds, after, limit, offset, None)
+}
+
+/// [`keyset_sql`], selecting after the page's columns the value of `total` (a statement that
+/// answers one number, with its parameters) when given.
+#[allow(clippy::too_many_arguments)]
+fn keyset_sql_selecting(
+    dialect: Dialect,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+    after: Option<&(String, String)>,
+    limit: u64,
+    offset: u64,
+    total: Option<(String, Vec<SqlValue>)>,
+) -> (String, Vec<SqlValue>) {
+    // The total's parameters come first: it stands in the select list, before the rest.
+    let (total_column, mut params) = match total {
+        Some((sql, params)) => (format!(", ({sql})"), params),
+        None => (String::new(), Vec::new()),
+    };
     if let Some((Answered::Property { key, lookup }, archived)) = answered_alone(table, conds) {
         let page = PropertyPage {
             key,
@@ -146,10 +218,16 @@ pub fn keyset_sql(
             limit,
             offset,
         };
-        return page.sql(dialect, table, org, "d.created_at, d.id, d.data");
+        let (sql, page_params) = page.sql(
+            dialect,
+            table,
+            org,
+            &format!("d.created_at, d.id, d.data{total_column}"),
+        );
+        params.extend(page_params);
+        return (sql, params);
     }
-    let mut params = Vec::new();
-    let mut sql = format!("SELECT created_at, id, data FROM {table}");
+    let mut sql = format!("SELECT created_at, id, data{total_column} FROM {table}");
     sql.push_str(&dialect.where_clause(org, conds, &mut params));
     if let Some((created, id)) = after {
         sql.push_str(" AND (created_at, id) > (?, ?)");
@@ -235,36 +313,41 @@ pub fn select_values(
 }
 
 pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreResult<u64> {
-    // A plain list (no condition but the archived flag) is answered from the trigger-kept counts.
-    let archived = match conds {
-        [] => Some(None),
-        [Cond::Archived(a)] => Some(Some(*a)),
-        _ => None,
-    };
-    if let Some(archived) = archived {
-        let mut sql = String::from(
-            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM record_count_shards \
-             WHERE table_name = ? AND organization_id = ?",
-        );
-        let mut params: Vec<SqlValue> = vec![table.into(), org.into()];
-        if let Some(a) = archived {
-            sql.push_str(" AND is_archived = ?");
-            params.push(SqlValue::Bool(a));
-        }
-        let rows = tx.query(&sql, &params)?;
-        return Ok(rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(SqlValue::as_i64)
-            .unwrap_or(0) as u64);
-    }
-    let (sql, params) = count_sql(tx.dialect(), table, org, conds);
+    let (sql, params) = count_statement(tx.dialect(), table, org, conds);
     let rows = tx.query(&sql, &params)?;
     Ok(rows
         .first()
         .and_then(|r| r.first())
         .and_then(SqlValue::as_i64)
         .unwrap_or(0) as u64)
+}
+
+/// The statement of [`count`] and its parameters: a plain list (no condition but the archived
+/// flag) from the trigger-kept counts, any other from [`count_sql`].
+fn count_statement(
+    dialect: Dialect,
+    table: &str,
+    org: Uuid,
+    conds: &[Cond],
+) -> (String, Vec<SqlValue>) {
+    let archived = match conds {
+        [] => Some(None),
+        [Cond::Archived(a)] => Some(Some(*a)),
+        _ => None,
+    };
+    let Some(archived) = archived else {
+        return count_sql(dialect, table, org, conds);
+    };
+    let mut sql = String::from(
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM record_count_shards \
+         WHERE table_name = ? AND organization_id = ?",
+    );
+    let mut params: Vec<SqlValue> = vec![table.into(), org.into()];
+    if let Some(a) = archived {
+        sql.push_str(" AND is_archived = ?");
+        params.push(SqlValue::Bool(a));
+    }
+    (sql, params)
 }
 
 /// A filter answered without reading the records (see [`answered_alone`]).
