@@ -5,44 +5,20 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_prodops-server");
+#[path = "common/server_process.rs"]
+mod server_process;
+use server_process::cmd;
 /// Declarations on the order: each produce call posts this many ledger rows.
 const OUTPUTS: usize = 200;
 /// Nodes under the order; each call is stamped with its own node.
 const CALLS: usize = 60;
 /// Answered calls after which the process is killed.
 const KILL_AFTER: usize = 6;
-
-fn cmd(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for var in ["PRODOPS_BIND", "PRODOPS_DATABASE_URL", "PRODOPS_RATE_LIMIT"] {
-        c.env_remove(var);
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn create_org(url: &str) -> String {
-    let out = cmd(&[
-        "org",
-        "create",
-        "--name",
-        &format!("Kill {}", uuid::Uuid::new_v4()),
-        "--database",
-        url,
-    ])
-    .output()
-    .expect("org create");
-    assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    v["apiKey"].as_str().unwrap().to_string()
-}
 
 /// Starts `serve` and returns the child and its `/api/v2` base.
 fn serve(url: &str) -> (Child, String) {
@@ -125,7 +101,7 @@ impl Api {
 }
 
 async fn kill_mid_produce(url: &str) {
-    let key = create_org(url);
+    let key = server_process::create_org(url, "Kill");
     let (mut child, base) = serve(url);
     let api = Api {
         client: reqwest::Client::builder()

@@ -15,7 +15,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::panic::AssertUnwindSafe;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,7 +28,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-const BIN: &str = env!("CARGO_BIN_EXE_prodops-server");
+#[path = "common/server_process.rs"]
+mod server_process;
+use server_process::cmd;
 const SECRET: &str = "kill-webhook-secret-0123456789";
 /// Every wait of the test ends by this bound (a failure, not a hang).
 const WAIT: Duration = Duration::from_secs(60);
@@ -155,36 +157,6 @@ impl Receiver {
 }
 
 // ---- The server processes -----------------------------------------------------------------
-
-fn cmd(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    // Only what the test sets reaches the server.
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PRODOPS_") {
-            c.env_remove(name);
-        }
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-/// A new organization on the database; answers its admin API key.
-fn create_org(url: &str) -> String {
-    let out = cmd(&[
-        "org",
-        "create",
-        "--name",
-        &format!("Kill webhook {}", uuid::Uuid::new_v4()),
-        "--database",
-        url,
-    ])
-    .output()
-    .expect("org create");
-    assert!(out.status.success(), "org create: {out:?}");
-    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    v["apiKey"].as_str().unwrap().to_string()
-}
 
 /// A running `serve` process, killed (SIGKILL) and reaped when dropped, also on a panic.
 struct Server {
@@ -502,7 +474,7 @@ async fn killed_mid_delivery(url: &str, key: &str, hook_id: &Mutex<Option<String
 async fn a_server_killed_during_delivery_redelivers_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let url = common::database_url(&dir);
-    let key = tokio::task::block_in_place(|| create_org(&url));
+    let key = tokio::task::block_in_place(|| server_process::create_org(&url, "Kill webhook"));
     let hook_id = Mutex::new(None);
     let outcome = AssertUnwindSafe(killed_mid_delivery(&url, &key, &hook_id))
         .catch_unwind()

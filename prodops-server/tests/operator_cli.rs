@@ -9,25 +9,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_prodops-server");
-
-/// A command of the binary with the operator environment variables cleared.
-fn cmd(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for var in [
-        "PRODOPS_BIND",
-        "PRODOPS_DATABASE_URL",
-        "PRODOPS_RATE_LIMIT",
-        "PRODOPS_RATE_LIMIT_WINDOW",
-        "PRODOPS_BASE_URL",
-        "PRODOPS_API_KEY",
-    ] {
-        c.env_remove(var);
-    }
-    c.stdin(Stdio::null());
-    c
-}
+#[path = "common/server_process.rs"]
+mod server_process;
+use server_process::cmd;
 
 fn run(args: &[&str]) -> Output {
     cmd(args).output().expect("run prodops-server")
