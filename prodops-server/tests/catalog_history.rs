@@ -8,6 +8,7 @@ use common::database_url;
 
 use std::time::{Duration, Instant};
 
+use prodops_server::admin::CreatedOrg;
 use prodops_server::store::records;
 use prodops_server::{Config, RunningServer, start};
 use serde_json::{Value, json};
@@ -40,8 +41,20 @@ async fn seed_timesheet(server: &RunningServer, org: Uuid, pay_types: &[&str]) -
     id
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn renaming_a_pay_type_code_rewrites_timesheets_of_that_organization_only() {
+/// A server with two organizations, and the pay type `OT` of the first one (`acme`).
+struct Renaming {
+    /// The SQLite file's directory, kept as long as the server.
+    dir: tempfile::TempDir,
+    server: RunningServer,
+    acme: CreatedOrg,
+    other: CreatedOrg,
+    http: reqwest::Client,
+    /// `http://HOST:PORT/api/v2`.
+    base: String,
+    entry: Value,
+}
+
+async fn renaming() -> Renaming {
     let dir = tempfile::tempdir().unwrap();
     let server = start(Config::new(database_url(&dir))).await.unwrap();
     let acme = server.create_org("acme", &[]).await.unwrap();
@@ -59,6 +72,28 @@ async fn renaming_a_pay_type_code_rewrites_timesheets_of_that_organization_only(
         .json()
         .await
         .unwrap();
+    Renaming {
+        dir,
+        server,
+        acme,
+        other,
+        http,
+        base,
+        entry,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_a_pay_type_code_rewrites_timesheets_of_that_organization_only() {
+    let Renaming {
+        dir: _dir,
+        server,
+        acme,
+        other,
+        http,
+        base,
+        entry,
+    } = renaming().await;
     let mine = seed_timesheet(&server, acme.organization_id, &["OT", "REG"]).await;
     let theirs = seed_timesheet(&server, other.organization_id, &["OT"]).await;
 
@@ -204,23 +239,15 @@ async fn a_rename_announces_every_rewritten_timesheet_then_the_rename_itself() {
     // More timesheets than one batch of the job (500), so the rename spans several
     // transactions and only the last one announces it done.
     const SHEETS: usize = 1_201;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(Config::new(database_url(&dir))).await.unwrap();
-    let acme = server.create_org("acme", &[]).await.unwrap();
-    let other = server.create_org("other", &[]).await.unwrap();
-    let http = reqwest::Client::new();
-    let base = format!("{}/api/v2", server.base_url());
-
-    let entry: Value = http
-        .post(format!("{base}/catalog-entry"))
-        .header("X-API-Key", &acme.api_key)
-        .json(&json!({ "catalog": "pay_type", "code": "OT" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let Renaming {
+        dir: _dir,
+        server,
+        acme,
+        other,
+        http,
+        base,
+        entry,
+    } = renaming().await;
     let entry_id = entry["id"].as_str().unwrap().to_string();
     let org = acme.organization_id;
     let mut seeded: Vec<String> = server
