@@ -101,7 +101,6 @@ pub fn select_keyset(
 /// which the planner runs once (an InitPlan), so the page and its total cost one round trip
 /// and one statement instead of two (bench/README.md, issue 14). A page that comes back empty
 /// carries no total, which a second statement then counts. SQLite, in process, runs the two.
-#[allow(clippy::too_many_arguments)]
 pub fn select_keyset_and_count(
     tx: &mut dyn Tx,
     table: &str,
