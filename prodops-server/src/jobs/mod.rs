@@ -16,6 +16,7 @@ use crate::store::events::{NewEvent, Origin};
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 use crate::store::{SqlValue, StoreError, Tx};
+use prodops_core::resource::ResourceDesc;
 
 /// Rewrites stored references after a catalog code rename (spec 2.8 rule 2).
 pub const CATALOG_CODE_RENAME: &str = "catalog_code_rename";
@@ -149,22 +150,22 @@ fn claim(tx: &mut dyn Tx) -> Result<Option<Job>, StoreError> {
     }))
 }
 
-/// Records that refer to a catalog code, at most `limit`, with their table. Pay types are the
-/// only catalog, referenced by `payTypes` on timesheets; other catalogs have no references.
+/// Records that refer to a catalog code, at most `limit`, with their resource. Pay types are
+/// the only catalog, referenced by `payTypes` on timesheets; other catalogs have no references.
 pub fn code_references(
     tx: &mut dyn Tx,
     org: Uuid,
     catalog: &str,
     code: &str,
     limit: u64,
-) -> ApiResult<Option<(&'static str, Vec<Value>)>> {
+) -> ApiResult<Option<(&'static ResourceDesc, Vec<Value>)>> {
     if catalog != prodops_core::catalog::PAY_TYPE {
         return Ok(None);
     }
     let Some(timesheet) = prodops_core::registry::by_path("timesheet") else {
         return Ok(None);
     };
-    let table = timesheet.desc().table;
+    let desc = timesheet.desc();
     let select = Select {
         conds: vec![Cond::Field {
             path: FieldPath::parse("payTypes").expect("static path"),
@@ -174,8 +175,8 @@ pub fn code_references(
         ..Default::default()
     };
     Ok(Some((
-        table,
-        records::select_values(tx, table, org, &select)?,
+        desc,
+        records::select_values(tx, desc.table, org, &select)?,
     )))
 }
 
@@ -190,11 +191,7 @@ fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<(b
     let now_text = format_time(now);
     let mut events = Vec::new();
     let mut more = false;
-    if let Some((table, found)) = found {
-        let resource = prodops_core::registry::by_path("timesheet")
-            .expect("the references are timesheets")
-            .desc()
-            .path;
+    if let Some((desc, found)) = found {
         more = found.len() as u64 == BATCH;
         for old in found {
             let mut record = old.clone();
@@ -203,8 +200,10 @@ fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<(b
             prodops_core::catalog::rewrite_code(&mut codes, &rename.old_code, &rename.new_code);
             record["payTypes"] = json!(codes);
             record["updatedAt"] = json!(now_text);
-            records::update(tx, table, org, &record)?;
-            events.push(crate::engine::events::update_event(resource, &old, &record));
+            records::update(tx, desc.table, org, &record)?;
+            events.push(crate::engine::events::update_event(
+                desc.path, &old, &record,
+            ));
         }
     }
     if !more && let Some(entry_id) = rename.entry_id {
@@ -271,21 +270,18 @@ async fn run_job(state: &AppState, settings: &Settings, job: &Job) -> ApiResult<
 async fn finish(state: &AppState, job: &Job, outcome: ApiResult<()>) -> Result<(), StoreError> {
     let id = job.id.clone();
     let now = format_time(chrono::Utc::now());
-    let next_turn = outcome.is_ok() && recurs_after(&job.kind).is_some();
-    let (status, error, run_after) = match outcome {
-        Ok(()) => match recurs_after(&job.kind) {
-            Some(secs) => ("pending", None, now_secs() + secs),
-            None => ("done", None, now_secs()),
-        },
+    let recurs = recurs_after(&job.kind);
+    let next_turn = outcome.is_ok() && recurs.is_some();
+    let (status, error, run_after) = match (outcome, recurs) {
+        (Ok(()), Some(secs)) => ("pending", None, now_secs() + secs),
+        (Ok(()), None) => ("done", None, now_secs()),
         // A recurring job is never given up: it waits for its next turn.
-        Err(e) if recurs_after(&job.kind).is_some() && job.attempts >= MAX_ATTEMPTS => (
-            "pending",
-            Some(e.message),
-            now_secs() + recurs_after(&job.kind).unwrap_or(0),
-        ),
-        Err(e) if job.attempts >= MAX_ATTEMPTS => ("failed", Some(e.message), now_secs()),
+        (Err(e), Some(secs)) if job.attempts >= MAX_ATTEMPTS => {
+            ("pending", Some(e.message), now_secs() + secs)
+        }
+        (Err(e), None) if job.attempts >= MAX_ATTEMPTS => ("failed", Some(e.message), now_secs()),
         // Backoff: 2, 4, 8, ... seconds.
-        Err(e) => (
+        (Err(e), _) => (
             "pending",
             Some(e.message),
             now_secs() + (1i64 << job.attempts.min(10)),
