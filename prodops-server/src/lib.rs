@@ -162,6 +162,7 @@ pub async fn serve_on(
         jobs: Arc::new(tokio::sync::Notify::new()),
         events: Arc::new(tokio::sync::Notify::new()),
         point_reads: engine::point_reads(),
+        page_reads: engine::page_reads(),
         open_prefixes,
         open_paths,
     });

@@ -64,6 +64,8 @@ mod isolation;
 mod key_changes;
 #[path = "api/keyset.rs"]
 mod keyset;
+#[path = "api/list_along.rs"]
+mod list_along;
 #[path = "api/member.rs"]
 mod member;
 #[path = "api/notification.rs"]

@@ -16,13 +16,15 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::http::app::{AppState, JsonBody, Prefetched, RawJsonBody, Reply, write_reply};
+use crate::http::app::{
+    AppState, JsonBody, Prefetched, PrefetchedPage, RawJsonBody, Reply, write_reply,
+};
 use crate::http::call::Call;
 use crate::http::context::{Action, Auth, Ctx};
 use crate::http::error::{ApiError, ApiResult};
-use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
+use crate::store::{PageRead, Tx};
 use hooks::Hooks;
 
 mod bulk;
@@ -199,6 +201,39 @@ pub fn point_reads() -> HashMap<String, &'static str> {
         .collect()
 }
 
+/// The resources whose list page the key lookup can read along (http/app.rs `page_read`): for
+/// each collection path, the page a query string asks for when it is a plain page in the
+/// default order of a resource that presents its records as stored.
+pub fn page_reads() -> HashMap<String, crate::http::app::PagePlanner> {
+    registry::resources()
+        .iter()
+        .map(|kind| resource(kind.desc().path))
+        .filter(|res| !res.hooks.presents())
+        .map(|res| {
+            let path = format!("/api/v2/{}", res.base);
+            let planner: crate::http::app::PagePlanner = Arc::new(
+                move |query: Option<&str>, now: &prodops_core::alerts::AsOf| {
+                    let params = parse_list_params(&res, query, true, now).ok()?;
+                    params.sort.is_empty().then(|| page_of(&res, params))
+                },
+            );
+            (path, planner)
+        })
+        .collect()
+}
+
+/// The keyset page a list in the default order reads.
+fn page_of(res: &ServedResource, params: params::ListParams) -> PageRead {
+    let select = params.select();
+    PageRead {
+        table: res.table(),
+        conds: select.conds,
+        after: params.cursor,
+        limit: select.limit,
+        offset: select.offset,
+    }
+}
+
 /// Whether the engine routes an operation: offered (`Yes`) or refused with 403 (`Forbidden`).
 /// An operation the resource does not offer (`NotAllowed`) is not routed, so the router
 /// answers 405 with an `Allow` header naming exactly the methods the path serves (and the
@@ -286,11 +321,33 @@ async fn list(
     State(state): State<Arc<AppState>>,
     Extension(res): Extension<Arc<ServedResource>>,
     Extension(auth): Extension<Auth>,
+    prefetched: Option<Extension<PrefetchedPage>>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let params = parse_list_params(&res, query.as_deref(), true, &state.clock.as_of())?;
     let org = auth.org;
+    if params.sort.is_empty() && !res.hooks.presents() {
+        // The default order pages by keyset: `nextCursor` names the last row, and a `cursor`
+        // call starts after it without skipping rows. Nothing to present needs a transaction:
+        // the page was read with the key (http/app.rs `page_read`), or is read as one
+        // statement where the store can (records::read_keyset_and_count).
+        let page = page_of(&res, params);
+        let limit = page.limit;
+        let along = prefetched
+            .filter(|Extension(p)| p.table == res.table() && p.query == query)
+            .and_then(|Extension(p)| p.take());
+        let (records::KeysetPage { mut values, last }, total) = match along {
+            Some(read) => read,
+            None => records::read_keyset_and_count(&state.store, org, page).await?,
+        };
+        let next = (values.len() as u64 == limit)
+            .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
+            .flatten();
+        hooks::as_of_now(&res, &state.clock.as_of(), &mut values);
+        let body = page_json(values, total, Some(next.as_deref()));
+        return Ok(json_response(StatusCode::OK, body));
+    }
     let st = state.clone();
     let body = state
         .store

@@ -24,7 +24,8 @@ use sha2::{Digest, Sha256};
 use crate::http::context::{Auth, Ctx, Idempotency};
 use crate::http::error::{ApiError, ApiResult, REQUEST_ID, code_for};
 use crate::http::ratelimit::RateLimiter;
-use crate::store::{PointRead, Store, Tx};
+use crate::store::records::KeysetPage;
+use crate::store::{PageRead, PointRead, Store, Tx};
 
 /// Request bodies larger than this are refused with 413 (decisions.md section 4).
 pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
@@ -47,6 +48,10 @@ pub struct AppState {
     /// The tables of the resources whose read by id the key lookup can do along
     /// (the engine's `point_reads`), by the path they are served at.
     pub point_reads: HashMap<String, &'static str>,
+    /// The resources whose list page the key lookup can read along (the engine's
+    /// `page_reads`): for each collection path, what a query string asks for, when it asks
+    /// for a plain page in the default order.
+    pub page_reads: HashMap<String, PagePlanner>,
     /// Paths under `/api/v2` that need no key beyond the OpenAPI document: those starting with
     /// one of `open_prefixes` (download links, whose signature is the credential) and those
     /// equal to one of `open_paths` (accepting an invitation, whose token is the credential).
@@ -60,6 +65,27 @@ pub struct AppState {
 pub struct Prefetched {
     pub read: PointRead,
     pub record: Option<String>,
+}
+
+/// The page a list's query string asks for, if the key lookup can read it along: `None` for
+/// anything else (another order, a query to refuse), which the handler then reads or refuses.
+pub type PagePlanner =
+    Arc<dyn Fn(Option<&str>, &prodops_core::alerts::AsOf) -> Option<PageRead> + Send + Sync>;
+
+/// The list page of a `GET /api/v2/<resource>` read with the key (http/app.rs `page_read`);
+/// the engine's `list` answers from it when its table and query string are the handler's.
+#[derive(Clone)]
+pub struct PrefetchedPage {
+    pub table: &'static str,
+    pub query: Option<String>,
+    page: Arc<std::sync::Mutex<Option<(KeysetPage, u64)>>>,
+}
+
+impl PrefetchedPage {
+    /// The page and its total, once (the request's extension is cloned, not the page).
+    pub fn take(&self) -> Option<(KeysetPage, u64)> {
+        self.page.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
 }
 
 /// A reply produced inside a write transaction, so that it can be remembered for idempotent
@@ -285,23 +311,53 @@ fn point_read(state: &AppState, method: &Method, path: &str) -> Option<PointRead
     Some(PointRead { table, id })
 }
 
-/// The key's standing, and the record a read by id asked for ([`point_read`]).
+/// The list page a request asks for, when the key lookup can read it along: a `GET` of a
+/// collection path `/api/v2/<resource>` whose resource has a [`PagePlanner`].
+fn page_read(state: &AppState, method: &Method, uri: &axum::http::Uri) -> Option<PrefetchedPlan> {
+    if *method != Method::GET {
+        return None;
+    }
+    let planner = state.page_reads.get(uri.path())?;
+    let page = planner(uri.query(), &state.clock.as_of())?;
+    Some(PrefetchedPlan {
+        page,
+        query: uri.query().map(str::to_string),
+    })
+}
+
+/// A page to read with the key, and the query string it was planned from.
+struct PrefetchedPlan {
+    page: PageRead,
+    query: Option<String>,
+}
+
+/// What the key lookup read along: a record by id, or a list page.
+#[derive(Default)]
+struct ReadAlong {
+    record: Option<Prefetched>,
+    page: Option<PrefetchedPage>,
+}
+
+/// The key's standing, and the record a read by id asked for ([`point_read`]) or the page a
+/// list asked for ([`page_read`]).
 async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
     read: Option<PointRead>,
-) -> ApiResult<(Auth, Option<Prefetched>)> {
+    plan: Option<PrefetchedPlan>,
+) -> ApiResult<(Auth, ReadAlong)> {
     let key = headers
         .get(X_API_KEY)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .ok_or_else(|| ApiError::unauthorized("missing X-API-Key header"))?;
-    let found = state
-        .store
-        .find_key(&hash_key(key), read)
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
+    let key_hash = hash_key(key);
+    let found = match &plan {
+        Some(plan) => state.store.find_key_and_page(&key_hash, &plan.page).await?,
+        None => state.store.find_key(&key_hash, read).await?,
+    }
+    .ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
     let row = found.key;
     let auth = Auth {
         key_id: row.key_id,
@@ -310,11 +366,19 @@ async fn authenticate(
         permissions: Arc::new(row.permissions.into_iter().collect()),
         flags: Arc::new(row.flags),
     };
-    let prefetched = read.map(|read| Prefetched {
+    let record = read.map(|read| Prefetched {
         read,
         record: found.record,
     });
-    Ok((auth, prefetched))
+    let page = match (plan, found.page) {
+        (Some(plan), Some(page)) => Some(PrefetchedPage {
+            table: plan.page.table,
+            query: plan.query,
+            page: Arc::new(std::sync::Mutex::new(Some(page))),
+        }),
+        _ => None,
+    };
+    Ok((auth, ReadAlong { record, page }))
 }
 
 fn idempotency_of(
@@ -356,7 +420,11 @@ async fn admit(
         None
     } else {
         let read = point_read(state, req.method(), &path);
-        Some(authenticate(state, req.headers(), read).await)
+        let plan = match read {
+            Some(_) => None,
+            None => page_read(state, req.method(), req.uri()),
+        };
+        Some(authenticate(state, req.headers(), read, plan).await)
     };
     let bucket = match &auth {
         Some(Ok((a, _))) => format!("key:{}", a.key_id),
@@ -374,9 +442,12 @@ async fn admit(
     }
     match auth {
         Some(Err(e)) => return (e.into_response(), Some(standing)),
-        Some(Ok((a, prefetched))) => {
+        Some(Ok((a, along))) => {
             req.extensions_mut().insert(a);
-            if let Some(p) = prefetched {
+            if let Some(p) = along.record {
+                req.extensions_mut().insert(p);
+            }
+            if let Some(p) = along.page {
                 req.extensions_mut().insert(p);
             }
         }

@@ -354,12 +354,43 @@ pub struct PointRead {
     pub id: uuid::Uuid,
 }
 
-/// What the key lookup found: the key, and with a [`PointRead`], the record's JSON text if it
-/// exists in the key's organization.
+/// A list page in the default order that the key lookup reads in the same round trip
+/// ([`Store::find_key_and_page`]): what `records::read_keyset_and_count` reads, but for the
+/// key's organization.
 #[derive(Debug, Clone)]
+pub struct PageRead {
+    pub table: &'static str,
+    pub conds: Vec<sql::Cond>,
+    pub after: Option<(String, String)>,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+impl PageRead {
+    /// Whether the page reads at most `offset + limit` entries of the list index and nothing
+    /// else (no condition but the archived flag; its total comes from the kept counts), with a
+    /// bound small enough to read on a request's own task. Such a page has one right plan
+    /// whatever its organization's size: the walk of `ix_<table>_list`.
+    pub fn walks_the_list_index(&self) -> bool {
+        self.conds
+            .iter()
+            .all(|c| matches!(c, sql::Cond::Archived(_)))
+            && self.limit.saturating_add(self.offset) <= IN_PLACE_ROWS
+    }
+}
+
+/// Rows a page may walk to be read in place ([`PageRead::walks_the_list_index`]): a
+/// millisecond or so of SQLite's work, a tenth of the largest page.
+const IN_PLACE_ROWS: u64 = 1_000;
+
+/// What the key lookup found: the key, and with a [`PointRead`], the record's JSON text if it
+/// exists in the key's organization; with a [`PageRead`], the page and its total when the
+/// store read them along.
+#[derive(Debug)]
 pub struct KeyLookup {
     pub key: KeyRow,
     pub record: Option<String>,
+    pub page: Option<(records::KeysetPage, u64)>,
 }
 
 /// The database: SQLite or PostgreSQL.
@@ -499,6 +530,22 @@ impl Store {
         match self {
             Store::Sqlite(s) => s.find_key(key_hash, read),
             Store::Postgres(p) => p.find_key(key_hash, read).await,
+        }
+    }
+
+    /// [`Store::find_key`] and a list page of the key's organization. On PostgreSQL both
+    /// statements go out together on one connection, one round trip, once this process has
+    /// seen the key (a key's organization never changes, so the process remembers it; whether
+    /// the key is still valid is read with the page, every time). The page is `None` when it
+    /// was not read along; the caller reads it itself then.
+    pub async fn find_key_and_page(
+        &self,
+        key_hash: &str,
+        page: &PageRead,
+    ) -> StoreResult<Option<KeyLookup>> {
+        match self {
+            Store::Sqlite(s) => s.find_key(key_hash, None),
+            Store::Postgres(p) => p.find_key_and_page(key_hash, page).await,
         }
     }
 

@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use super::limits::Cancel;
 use super::{
-    CellRef, Dialect, KeyLookup, PointRead, SqlValue, StoreError, StoreResult, Tx, TxError,
+    CellRef, Dialect, KeyLookup, PageRead, PointRead, SqlValue, StoreError, StoreResult, Tx,
+    TxError,
 };
 
 /// API keys are not cached: every request looks its key up with one prepared query on the
@@ -23,6 +24,19 @@ use super::{
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Connections for the key lookup with a plain list page along
+    /// ([`PageRead::walks_the_list_index`]), which run their prepared statements' generic
+    /// plans from the first execution (`plan_cache_mode=force_generic_plan`). Such a page has
+    /// one right plan for any organization, but PostgreSQL weighs a generic plan against the
+    /// custom plans of the organizations it has seen: in a database of many organizations
+    /// of different sizes it costs the generic plan for the average one and keeps planning
+    /// the statement afresh at every execution, which cost a list about as much as running
+    /// it (bench/README.md, issue 14).
+    pages: Pool,
+    /// The organization of each key hash this process has found valid: a key never changes
+    /// organization, so a list can be read along with the key's own lookup
+    /// ([`PgStore::find_key_and_page`]). Validity itself is never remembered.
+    key_orgs: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Uuid>>>,
 }
 
 /// Connections per process: a few per core. More only queue on the CPU (measured: a pool of 32
@@ -161,6 +175,63 @@ pub fn number_placeholders(sql: &str) -> String {
     out
 }
 
+/// A textual column's bytes as stored (JSONB without its version byte), borrowed from the row.
+struct RawBytes<'a>(&'a [u8]);
+
+impl<'a> FromSql<'a> for RawBytes<'a> {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
+        Ok(RawBytes(if *ty == Type::JSONB {
+            raw.get(1..).unwrap_or_default()
+        } else {
+            raw
+        }))
+    }
+    fn accepts(ty: &Type) -> bool {
+        <RawText as FromSql>::accepts(ty)
+    }
+}
+
+/// The cells of one row, borrowed from the row's own buffer: text is not copied or checked
+/// here ([`CellRef::Text`]), so a page of records is copied once, by whoever keeps it.
+fn row_cells(row: &Row) -> StoreResult<Vec<CellRef<'_>>> {
+    let mut cells = Vec::with_capacity(row.len());
+    for (i, col) in row.columns().iter().enumerate() {
+        let ty = col.type_();
+        let cell = match *ty {
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)
+                .map(|v| v.map_or(CellRef::Null, CellRef::Bool)),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)
+                .map(|v| v.map_or(CellRef::Null, |x| CellRef::Int(x.into()))),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)
+                .map(|v| v.map_or(CellRef::Null, |x| CellRef::Int(x.into()))),
+            Type::INT8 => row
+                .try_get::<_, Option<i64>>(i)
+                .map(|v| v.map_or(CellRef::Null, CellRef::Int)),
+            Type::FLOAT4 => row
+                .try_get::<_, Option<f32>>(i)
+                .map(|v| v.map_or(CellRef::Null, |x| CellRef::Real(x.into()))),
+            Type::FLOAT8 => row
+                .try_get::<_, Option<f64>>(i)
+                .map(|v| v.map_or(CellRef::Null, CellRef::Real)),
+            _ if <RawBytes as FromSql>::accepts(ty) => row
+                .try_get::<_, Option<RawBytes>>(i)
+                .map(|v| v.map_or(CellRef::Null, |t| CellRef::Text(t.0))),
+            Type::VOID => Ok(CellRef::Null),
+            _ => {
+                return Err(StoreError::Other(format!(
+                    "column {} has type {ty}, which the storage layer does not read; cast it",
+                    col.name()
+                )));
+            }
+        };
+        cells.push(cell.map_err(map_err)?);
+    }
+    Ok(cells)
+}
+
 fn read_row(row: &Row) -> StoreResult<Vec<SqlValue>> {
     let mut vals = Vec::with_capacity(row.len());
     for (i, col) in row.columns().iter().enumerate() {
@@ -202,13 +273,30 @@ fn read_row(row: &Row) -> StoreResult<Vec<SqlValue>> {
     Ok(vals)
 }
 
+/// A pool of `size` connections to the database of `config`, with server `options`.
+fn new_pool(config: &tokio_postgres::Config, options: &str, size: usize) -> StoreResult<Pool> {
+    let mut config = config.clone();
+    config.options(options);
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .build()
+        .map_err(StoreError::other)
+}
+
 fn params(values: &[SqlValue]) -> Vec<&(dyn ToSql + Sync)> {
     values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
 }
 
 impl PgStore {
     pub async fn open(url: &str, statement_timeout: std::time::Duration) -> StoreResult<Self> {
-        let mut pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
+        let pg_config: tokio_postgres::Config = url.parse().map_err(StoreError::other)?;
         // `CREATE ... IF NOT EXISTS` sends a notice on every start; only warnings matter.
         // Every pooled connection stops a statement that runs (or waits for a lock) past the
         // statement timeout (0: none); it fails with 57014, read as `StoreError::Timeout`.
@@ -227,19 +315,18 @@ impl PgStore {
             Some(given) => format!("{given} {ours}"),
             None => ours,
         };
-        pg_config.options(&options);
-        let manager = Manager::from_config(
-            pg_config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size())
-            .build()
-            .map_err(StoreError::other)?;
-        let store = PgStore { pool };
+        let pool = new_pool(&pg_config, &options, pool_size())?;
+        // Plain pages plan once (see [`PgStore::pages`]).
+        let pages = new_pool(
+            &pg_config,
+            &format!("{options} -c plan_cache_mode=force_generic_plan"),
+            pool_size().div_ceil(2),
+        )?;
+        let store = PgStore {
+            pool,
+            pages,
+            key_orgs: Default::default(),
+        };
         // Fail at start, with a clear message, when the database does not answer.
         store
             .client()
@@ -251,8 +338,19 @@ impl PgStore {
     }
 
     async fn client(&self) -> StoreResult<Object> {
-        self.pool
-            .get()
+        Self::client_of(&self.pool).await
+    }
+
+    /// The pool to read `page` on: [`PgStore::pages`] for a plain page.
+    fn pool_for(&self, page: &PageRead) -> &Pool {
+        match page.walks_the_list_index() {
+            true => &self.pages,
+            false => &self.pool,
+        }
+    }
+
+    async fn client_of(pool: &Pool) -> StoreResult<Object> {
+        pool.get()
             .await
             .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))
     }
@@ -335,22 +433,180 @@ impl PgStore {
         let Some(row) = found.map_err(map_err)? else {
             return Ok(None);
         };
-        let id: &str = row.try_get(0).map_err(map_err)?;
-        let org: &str = row.try_get(1).map_err(map_err)?;
-        let is_admin: bool = row.try_get(2).map_err(map_err)?;
-        let perms: &str = row.try_get(3).map_err(map_err)?;
-        let Some(flags) = row.try_get::<_, Option<&str>>(4).map_err(map_err)? else {
+        let found = key_lookup_of(&row, read.is_some())?;
+        if let Some(found) = &found {
+            self.remember_org(key_hash, found.key.organization_id);
+        }
+        Ok(found)
+    }
+
+    /// The organization of a key this process has seen valid ([`PgStore::find_key`]).
+    fn known_org(&self, key_hash: &str) -> Option<Uuid> {
+        let orgs = self.key_orgs.lock().unwrap_or_else(|p| p.into_inner());
+        orgs.get(key_hash).copied()
+    }
+
+    fn remember_org(&self, key_hash: &str, org: Uuid) {
+        let mut orgs = self.key_orgs.lock().unwrap_or_else(|p| p.into_inner());
+        if orgs.contains_key(key_hash) {
+            return;
+        }
+        if orgs.len() >= KEY_ORGS_LIMIT {
+            orgs.clear();
+        }
+        orgs.insert(key_hash.to_string(), org);
+    }
+
+    /// [`PgStore::find_key`] and a list page ([`super::Store::find_key_and_page`]): once the
+    /// key's organization is known, the key lookup and the page's one statement are written
+    /// together on one connection and answered in one round trip. The page is kept only when
+    /// the key, read in the same trip, is valid and of that organization.
+    pub async fn find_key_and_page(
+        &self,
+        key_hash: &str,
+        page: &PageRead,
+    ) -> StoreResult<Option<KeyLookup>> {
+        let Some(org) = self.known_org(key_hash) else {
+            return self.find_key(key_hash, None).await;
+        };
+        let (sql, params) = super::records::keyset_page_statement(page, org);
+        let sql = number_placeholders(&sql);
+        let key_sql = super::records::key_lookup_sql(Dialect::Postgres, None);
+        let request_id = super::REQUEST_ID.try_with(std::sync::Arc::clone).ok();
+        let _in_flight = super::limits::InFlight::enter(request_id);
+        let mut rows = super::records::KeysetRows::new(page.limit);
+        let mut held = CancelIfDropped(Some(Self::client_of(self.pool_for(page)).await?));
+        let result = async {
+            let client = held.0.as_ref().expect("held until the statements end");
+            let key_stmt = client.prepare_cached(key_sql).await.map_err(map_err)?;
+            let page_stmt = statement(client, &sql, &params).await?;
+            // Both requests are queued before either answer is awaited: tokio-postgres writes
+            // them together, and the backend runs the second without waiting for us.
+            let key_params: [&(dyn ToSql + Sync); 1] = [&key_hash];
+            let key = client.query_opt(&key_stmt, &key_params);
+            let paged = async {
+                let stream = client
+                    .query_raw(&page_stmt, params.iter().map(|v| v as &(dyn ToSql + Sync)))
+                    .await
+                    .map_err(map_err)?;
+                futures::pin_mut!(stream);
+                while let Some(row) = futures::TryStreamExt::try_next(&mut stream)
+                    .await
+                    .map_err(map_err)?
+                {
+                    rows.add(&row_cells(&row)?)?;
+                }
+                Ok::<_, StoreError>(())
+            };
+            let (key, paged) = tokio::join!(key, paged);
+            Ok::<_, StoreError>((key.map_err(map_err)?, paged))
+        }
+        .await;
+        held.0.take();
+        let (key, paged) = result?;
+        let Some(mut found) = key
+            .as_ref()
+            .map(|row| key_lookup_of(row, false))
+            .transpose()?
+            .flatten()
+        else {
             return Ok(None);
         };
-        let record = match read {
-            Some(_) => row
-                .try_get::<_, Option<RawText>>(5)
+        if found.key.organization_id == org {
+            // The key is valid: the page's own failure (its timeout) is the request's.
+            paged?;
+            found.page = Some(self.with_total(rows.finish(), page, org).await?);
+        }
+        Ok(Some(found))
+    }
+
+    /// A keyset page in the key's organization, read on the calling task
+    /// (`records::read_keyset_and_count`).
+    pub async fn read_page(
+        &self,
+        page: &PageRead,
+        org: Uuid,
+    ) -> StoreResult<(super::records::KeysetPage, u64)> {
+        let (sql, params) = super::records::keyset_page_statement(page, org);
+        let mut rows = super::records::KeysetRows::new(page.limit);
+        self.for_each_row_on(self.pool_for(page), &sql, &params, &mut |row| rows.add(row))
+            .await?;
+        self.with_total(rows.finish(), page, org).await
+    }
+
+    /// The page with its total: the one its statement selected, or, for an empty page (which
+    /// carries none), counted by a statement of its own.
+    async fn with_total(
+        &self,
+        (rows, total): (super::records::KeysetPage, Option<u64>),
+        page: &PageRead,
+        org: Uuid,
+    ) -> StoreResult<(super::records::KeysetPage, u64)> {
+        if let Some(total) = total {
+            return Ok((rows, total));
+        }
+        let (sql, params) =
+            super::records::count_statement(Dialect::Postgres, page.table, org, &page.conds);
+        let mut total = 0;
+        self.for_each_row(&sql, &params, &mut |row| {
+            if let [CellRef::Int(n), ..] = row {
+                total = (*n).max(0) as u64;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok((rows, total))
+    }
+
+    /// Runs one read statement on the calling task, handing each row to `f` as it arrives: no
+    /// blocking thread and no transaction block (a read at `READ COMMITTED` takes one
+    /// snapshot per statement anyway; see [`PgStore::transaction`]). A list through the
+    /// blocking thread spent most of the server's time per request handing the work between
+    /// threads (bench/README.md, issue 14). Under the statement timeout like every pooled
+    /// statement; dropped before it ends (the client went away), the future sends the
+    /// backend a cancel request and the connection leaves the pool, as a cancelled
+    /// transaction does.
+    pub async fn for_each_row(
+        &self,
+        sql: &str,
+        params: &[SqlValue],
+        f: &mut (dyn FnMut(&[CellRef<'_>]) -> StoreResult<()> + Send),
+    ) -> StoreResult<()> {
+        self.for_each_row_on(&self.pool, sql, params, f).await
+    }
+
+    /// [`PgStore::for_each_row`] on a connection of `pool`.
+    async fn for_each_row_on(
+        &self,
+        pool: &Pool,
+        sql: &str,
+        params: &[SqlValue],
+        f: &mut (dyn FnMut(&[CellRef<'_>]) -> StoreResult<()> + Send),
+    ) -> StoreResult<()> {
+        let sql = number_placeholders(sql);
+        let request_id = super::REQUEST_ID.try_with(std::sync::Arc::clone).ok();
+        let _in_flight = super::limits::InFlight::enter(request_id);
+        let mut held = CancelIfDropped(Some(Self::client_of(pool).await?));
+        let result = async {
+            let client = held.0.as_ref().expect("held until the statement ends");
+            let stmt = statement(client, &sql, params).await?;
+            let rows = client
+                .query_raw(&stmt, params.iter().map(|v| v as &(dyn ToSql + Sync)))
+                .await
+                .map_err(map_err)?;
+            futures::pin_mut!(rows);
+            while let Some(row) = futures::TryStreamExt::try_next(&mut rows)
+                .await
                 .map_err(map_err)?
-                .map(|t| t.0),
-            None => None,
-        };
-        let key = super::records::key_row(id, org, is_admin, perms, flags)?;
-        Ok(Some(KeyLookup { key, record }))
+            {
+                f(&row_cells(&row)?)?;
+            }
+            Ok(())
+        }
+        .await;
+        // Ended (well or not): the connection goes back to the pool.
+        held.0.take();
+        result
     }
 
     pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {
@@ -370,6 +626,56 @@ impl PgStore {
             Some(row) => Ok(Some(row.try_get::<_, RawText>(0).map_err(map_err)?.0)),
             None => Ok(None),
         }
+    }
+}
+
+/// Keys whose organization a process remembers at most ([`PgStore::known_org`]); past it the
+/// map starts over. Only keys found valid are remembered.
+const KEY_ORGS_LIMIT: usize = 10_000;
+
+/// The key lookup's row ([`records::key_lookup_sql`](super::records::key_lookup_sql)) as a
+/// [`KeyLookup`]; `None` for a key whose organization is gone. With `with_record`, the sixth
+/// column is the record read along.
+fn key_lookup_of(row: &Row, with_record: bool) -> StoreResult<Option<KeyLookup>> {
+    let id: &str = row.try_get(0).map_err(map_err)?;
+    let org: &str = row.try_get(1).map_err(map_err)?;
+    let is_admin: bool = row.try_get(2).map_err(map_err)?;
+    let perms: &str = row.try_get(3).map_err(map_err)?;
+    let Some(flags) = row.try_get::<_, Option<&str>>(4).map_err(map_err)? else {
+        return Ok(None);
+    };
+    let record = if with_record {
+        row.try_get::<_, Option<RawText>>(5)
+            .map_err(map_err)?
+            .map(|t| t.0)
+    } else {
+        None
+    };
+    let key = super::records::key_row(id, org, is_admin, perms, flags)?;
+    Ok(Some(KeyLookup {
+        key,
+        record,
+        page: None,
+    }))
+}
+
+/// A pooled connection running a statement of [`PgStore::for_each_row`]; dropped while still
+/// held, the statement is cancelled and the connection does not go back to the pool (a cancel
+/// request still on its way must not reach the next statement run on it).
+struct CancelIfDropped(Option<Object>);
+
+impl Drop for CancelIfDropped {
+    fn drop(&mut self) {
+        let Some(client) = self.0.take() else {
+            return;
+        };
+        let token = client.cancel_token();
+        if let Ok(handle) = Handle::try_current() {
+            handle.spawn(async move {
+                let _ = token.cancel_query(NoTls).await;
+            });
+        }
+        drop(Object::take(client));
     }
 }
 
@@ -473,6 +779,11 @@ impl PgTx<'_> {
     }
 }
 
+/// Prepared statements a connection keeps at most; past it the cache starts over. Statement
+/// texts vary with a request's filters and page size (`records::page_bounds`), so an unbounded
+/// cache would grow with whatever combinations clients send.
+const STATEMENT_CACHE_LIMIT: usize = 512;
+
 /// The prepared statement of `sql`: the connection's cached one, except for a statement that
 /// binds an array (a filter's values). Only a plan made with the array in hand knows its
 /// length: a cached statement's generic plan guesses 10 elements and may pick a nested loop
@@ -485,6 +796,9 @@ async fn statement(client: &Object, sql: &str, values: &[SqlValue]) -> StoreResu
     let stmt = if binds_array {
         client.prepare(sql).await
     } else {
+        if client.statement_cache.size() >= STATEMENT_CACHE_LIMIT {
+            client.statement_cache.clear();
+        }
         client.prepare_cached(sql).await
     };
     stmt.map_err(map_err)
@@ -518,6 +832,24 @@ impl Tx for PgTx<'_> {
                 .map_err(map_err)?;
             rows.iter().map(read_row).collect()
         })
+    }
+
+    fn for_each_row(
+        &mut self,
+        sql: &str,
+        values: &[SqlValue],
+        f: &mut dyn FnMut(&[CellRef<'_>]) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let sql = number_placeholders(sql);
+        let client = self.client;
+        let rows = self.run(async move {
+            let stmt = statement(client, &sql, values).await?;
+            client.query(&stmt, &params(values)).await.map_err(map_err)
+        })?;
+        for row in &rows {
+            f(&row_cells(row)?)?;
+        }
+        Ok(())
     }
 
     fn copy_in(
@@ -592,6 +924,87 @@ fn put_copy_row(buf: &mut BytesMut, row: &[CellRef<'_>]) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::number_placeholders;
+
+    /// Plain pages run their generic plan from the first execution, on every connection of
+    /// the pool they are read on ([`super::PgStore::pages`]): the statement as the server
+    /// prepares it, asked of PostgreSQL on each connection. Against the database of
+    /// `PRODOPS_TEST_DATABASE_URL` when it is PostgreSQL (the SQLite run has nothing to check).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn plain_pages_run_their_generic_plan_from_the_first_execution() {
+        use crate::store::records::{self, NewRow};
+        use crate::store::sql::Cond;
+        use crate::store::{PageRead, Store};
+        let Some(url) = std::env::var("PRODOPS_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| u.starts_with("postgres"))
+        else {
+            return;
+        };
+        let store = Store::open(&url).await.unwrap();
+        let Store::Postgres(pg) = &store else {
+            unreachable!("a PostgreSQL URL opens PostgreSQL")
+        };
+        let org = uuid::Uuid::now_v7();
+        let rows: Vec<NewRow> = (0..150)
+            .map(|i| {
+                NewRow::of_text(
+                    serde_json::json!({
+                        "id": uuid::Uuid::now_v7(), "organizationId": org, "name": format!("W{i}"),
+                        "status": "active", "isArchived": false,
+                        "createdAt": "2026-11-27T12:00:00.000Z",
+                        "updatedAt": "2026-11-27T12:00:00.000Z",
+                    })
+                    .to_string(),
+                )
+                .unwrap()
+            })
+            .collect();
+        store
+            .write(move |tx| records::insert_rows(tx, "worker", org, &rows).map(|_| ()))
+            .await
+            .unwrap();
+        let page = PageRead {
+            table: "worker",
+            conds: vec![Cond::Archived(false)],
+            after: None,
+            limit: 100,
+            offset: 0,
+        };
+        assert!(page.walks_the_list_index());
+        for _ in 0..3 {
+            let (read, total) = pg.read_page(&page, org).await.unwrap();
+            assert_eq!((read.values.len(), total), (100, 150));
+        }
+        let (sql, _) = records::keyset_page_statement(&page, org);
+        let sql = number_placeholders(&sql);
+        // Every connection of the pool at once, so that whichever ran the page is among them.
+        let mut held = Vec::new();
+        for _ in 0..pg.pages.status().max_size {
+            held.push(pg.pages.get().await.unwrap());
+        }
+        let mut generic = 0;
+        for client in &held {
+            let mode: String = client
+                .query_one("SHOW plan_cache_mode", &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(mode, "force_generic_plan");
+            let plans = client
+                .query(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements \
+                     WHERE statement = $1",
+                    &[&sql],
+                )
+                .await
+                .unwrap();
+            for row in plans {
+                generic += row.get::<_, i64>(0);
+                assert_eq!(row.get::<_, i64>(1), 0, "a custom plan of {sql}");
+            }
+        }
+        assert_eq!(generic, 3, "{sql}");
+    }
 
     #[test]
     fn numbers_placeholders_outside_literals() {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::property_index::Lookup;
 use super::sql::{Cond, Dialect, Sort};
-use super::{CellRef, KeyRow, SqlValue, StoreError, StoreResult, Tx};
+use super::{CellRef, KeyRow, PageRead, SqlValue, Store, StoreError, StoreResult, Tx};
 
 /// What a list read asks for.
 #[derive(Debug, Clone, Default)]
@@ -74,9 +74,12 @@ pub fn select_sql(
     }
     sql.push_str(&dialect.where_clause(org, &select.conds, &mut params));
     sql.push_str(&dialect.order_by(&select.sort));
-    sql.push_str(" LIMIT ? OFFSET ?");
-    params.push(SqlValue::Int(select.limit as i64));
-    params.push(SqlValue::Int(select.offset as i64));
+    sql.push_str(&page_bounds(
+        dialect,
+        select.limit,
+        select.offset,
+        &mut params,
+    ));
     (sql, params)
 }
 
@@ -132,6 +135,58 @@ pub fn select_keyset_and_count(
     }
 }
 
+/// [`select_keyset_and_count`] as a request's read, in its own transaction. On PostgreSQL
+/// the statement runs on the calling task ([`PgStore::for_each_row`]) rather than on a
+/// blocking thread: handing a list's one statement from the request's task to a blocking
+/// thread and its rows back cost the server more than the rest of the request (bench/README.md,
+/// issue 14). SQLite, in process, runs both statements in one read transaction as before.
+///
+/// [`PgStore::for_each_row`]: super::postgres::PgStore::for_each_row
+pub async fn read_keyset_and_count(
+    store: &Store,
+    org: Uuid,
+    page: PageRead,
+) -> StoreResult<(KeysetPage, u64)> {
+    match store {
+        Store::Postgres(pg) => pg.read_page(&page, org).await,
+        // A plain page (an index walk of a few rows) on a file database: read in place, as
+        // the key lookup is, instead of on a blocking thread.
+        Store::Sqlite(sqlite) if sqlite.reads_in_place() && page.walks_the_list_index() => {
+            sqlite.read_in_place(|tx| select_page(tx, org, &page))
+        }
+        Store::Sqlite(_) => store.read(move |tx| select_page(tx, org, &page)).await,
+    }
+}
+
+/// [`select_keyset_and_count`] of a [`PageRead`].
+fn select_page(tx: &mut dyn Tx, org: Uuid, page: &PageRead) -> StoreResult<(KeysetPage, u64)> {
+    select_keyset_and_count(
+        tx,
+        page.table,
+        org,
+        &page.conds,
+        page.after.as_ref(),
+        page.limit,
+        page.offset,
+    )
+}
+
+/// The one statement of a keyset page and its total on PostgreSQL ([`select_keyset_and_count`]),
+/// with its parameters (`?` placeholders).
+pub(super) fn keyset_page_statement(page: &PageRead, org: Uuid) -> (String, Vec<SqlValue>) {
+    let dialect = Dialect::Postgres;
+    keyset_sql_selecting(
+        dialect,
+        page.table,
+        org,
+        &page.conds,
+        page.after.as_ref(),
+        page.limit,
+        page.offset,
+        (page.limit > 0).then(|| count_statement(dialect, page.table, org, &page.conds)),
+    )
+}
+
 /// Reads a keyset page's rows (`created_at, id, data`, and a total as a fourth column when the
 /// statement selects one) in place: each record's text is copied once, and only the last row's
 /// position is kept (in buffers reused from row to row). Collecting every cell as an owned
@@ -142,36 +197,65 @@ fn read_keyset(
     params: &[SqlValue],
     limit: u64,
 ) -> StoreResult<(KeysetPage, Option<u64>)> {
-    let mut values = Vec::with_capacity(limit.min(1_000) as usize);
-    let (mut created, mut id) = (Vec::new(), Vec::new());
-    let mut total = None;
-    tx.for_each_row(sql, params, &mut |row| {
+    let mut rows = KeysetRows::new(limit);
+    tx.for_each_row(sql, params, &mut |row| rows.add(row))?;
+    Ok(rows.finish())
+}
+
+/// A keyset page as its rows arrive ([`read_keyset`]).
+pub(super) struct KeysetRows {
+    values: Vec<String>,
+    created: Vec<u8>,
+    id: Vec<u8>,
+    total: Option<u64>,
+}
+
+impl KeysetRows {
+    pub(super) fn new(limit: u64) -> Self {
+        KeysetRows {
+            values: Vec::with_capacity(limit.min(1_000) as usize),
+            created: Vec::new(),
+            id: Vec::new(),
+            total: None,
+        }
+    }
+
+    pub(super) fn add(&mut self, row: &[CellRef<'_>]) -> StoreResult<()> {
         if let [CellRef::Text(c), CellRef::Text(i), data, rest @ ..] = row
             && let Some(data) = data.to_text()
         {
-            values.push(data);
-            created.clear();
-            created.extend_from_slice(c);
-            id.clear();
-            id.extend_from_slice(i);
+            self.values.push(data);
+            self.created.clear();
+            self.created.extend_from_slice(c);
+            self.id.clear();
+            self.id.extend_from_slice(i);
             if let [CellRef::Int(n), ..] = rest {
-                total = Some((*n).max(0) as u64);
+                self.total = Some((*n).max(0) as u64);
             }
         }
         Ok(())
-    })?;
-    let last = (!values.is_empty()).then(|| {
+    }
+
+    pub(super) fn finish(self) -> (KeysetPage, Option<u64>) {
+        let last = (!self.values.is_empty()).then(|| {
+            (
+                String::from_utf8_lossy(&self.created).into_owned(),
+                String::from_utf8_lossy(&self.id).into_owned(),
+            )
+        });
         (
-            String::from_utf8_lossy(&created).into_owned(),
-            String::from_utf8_lossy(&id).into_owned(),
+            KeysetPage {
+                values: self.values,
+                last,
+            },
+            self.total,
         )
-    });
-    Ok((KeysetPage { values, last }, total))
+    }
 }
 
 /// A page in the default order ([`select_keyset`]): the records' JSON texts, and the creation
 /// time and id of the last one (where the next page starts).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct KeysetPage {
     pub values: Vec<String>,
     pub last: Option<(String, String)>,
@@ -234,10 +318,31 @@ fn keyset_sql_selecting(
         params.push(SqlValue::Text(id.clone()));
     }
     sql.push_str(&dialect.order_by(&[]));
-    sql.push_str(" LIMIT ? OFFSET ?");
-    params.push(SqlValue::Int(limit as i64));
-    params.push(SqlValue::Int(offset as i64));
+    sql.push_str(&page_bounds(dialect, limit, offset, &mut params));
     (sql, params)
+}
+
+/// A page's ` LIMIT ... OFFSET ...`. On PostgreSQL the limit is written into the statement and
+/// a zero offset left out: of a prepared statement whose limit is a parameter, PostgreSQL's
+/// generic plan is costed as reading a tenth of the table, so it never prefers that plan to a
+/// custom one and plans the statement again at every execution, which cost a list of 100
+/// about as much as running it (bench/README.md, issue 14). Page sizes are few (at most
+/// `MAX_PAGE_SIZE`), and the connections' statement caches are bounded
+/// (`postgres::statement`). SQLite plans once per prepared statement either way.
+fn page_bounds(dialect: Dialect, limit: u64, offset: u64, params: &mut Vec<SqlValue>) -> String {
+    let limit = limit.min(i64::MAX as u64);
+    match dialect {
+        Dialect::Postgres if offset == 0 => format!(" LIMIT {limit}"),
+        Dialect::Postgres => {
+            params.push(SqlValue::Int(offset.min(i64::MAX as u64) as i64));
+            format!(" LIMIT {limit} OFFSET ?")
+        }
+        Dialect::Sqlite => {
+            params.push(SqlValue::Int(limit as i64));
+            params.push(SqlValue::Int(offset.min(i64::MAX as u64) as i64));
+            " LIMIT ? OFFSET ?".to_string()
+        }
+    }
 }
 
 /// A page in the default order of the deliverables a custom property filter finds exactly
@@ -323,7 +428,7 @@ pub fn count(tx: &mut dyn Tx, table: &str, org: Uuid, conds: &[Cond]) -> StoreRe
 
 /// The statement of [`count`] and its parameters: a plain list (no condition but the archived
 /// flag) from the trigger-kept counts, any other from [`count_sql`].
-fn count_statement(
+pub(super) fn count_statement(
     dialect: Dialect,
     table: &str,
     org: Uuid,

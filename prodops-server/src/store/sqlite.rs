@@ -585,6 +585,20 @@ impl SqliteStore {
         }
     }
 
+    /// Whether reads have connections of their own (a database file), so that a short read
+    /// can run on the calling thread without waiting for the writer.
+    pub fn reads_in_place(&self) -> bool {
+        self.inner.path.is_some()
+    }
+
+    /// Runs a short read `f` in a read transaction on the calling thread, under the statement
+    /// timeout: for reads bounded to a few rows, as the key lookup is, which a blocking
+    /// thread would only cost a hand-over each way. A caller must know the read is short:
+    /// it holds up the task's thread while it runs.
+    pub fn read_in_place<T>(&self, f: impl FnMut(&mut dyn Tx) -> StoreResult<T>) -> StoreResult<T> {
+        self.transaction(false, true, &Arc::new(Cancel::default()), f)
+    }
+
     pub fn find_key(
         &self,
         key_hash: &str,
@@ -614,7 +628,11 @@ impl SqliteStore {
                 None => None,
             };
             let key = super::records::key_row(&id, &org, is_admin, &perms, &flags)?;
-            Ok(Some(KeyLookup { key, record }))
+            Ok(Some(KeyLookup {
+                key,
+                record,
+                page: None,
+            }))
         })
     }
 
