@@ -314,10 +314,13 @@ fn point_read(state: &AppState, method: &Method, path: &str) -> Option<PointRead
 /// The list page a request asks for, when the key lookup can read it along: a `GET` of a
 /// collection path `/api/v2/<resource>` whose resource has a [`PagePlanner`].
 fn page_read(state: &AppState, method: &Method, uri: &axum::http::Uri) -> Option<PrefetchedPlan> {
-    if *method != Method::GET {
+    if *method != Method::GET || !state.store.reads_pages_with_key() {
         return None;
     }
     let planner = state.page_reads.get(uri.path())?;
+    // Text the database must never see (U+0000, ...) is refused after the key lookup, by
+    // `admit`; such a query is not planned.
+    crate::http::text::check_uri(uri).ok()?;
     let page = planner(uri.query(), &state.clock.as_of())?;
     Some(PrefetchedPlan {
         page,

@@ -533,6 +533,12 @@ impl Store {
         }
     }
 
+    /// Whether [`Store::find_key_and_page`] reads pages along (PostgreSQL); SQLite, in
+    /// process, has no round trip to save.
+    pub fn reads_pages_with_key(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+
     /// [`Store::find_key`] and a list page of the key's organization. On PostgreSQL both
     /// statements go out together on one connection, one round trip, once this process has
     /// seen the key (a key's organization never changes, so the process remembers it; whether

@@ -5,7 +5,7 @@
 use std::error::Error as StdError;
 
 use bytes::{BufMut, BytesMut};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, Statement};
@@ -24,15 +24,13 @@ use super::{
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
-    /// Connections for the key lookup with a plain list page along
-    /// ([`PageRead::walks_the_list_index`]), which run their prepared statements' generic
-    /// plans from the first execution (`plan_cache_mode=force_generic_plan`). Such a page has
-    /// one right plan for any organization, but PostgreSQL weighs a generic plan against the
-    /// custom plans of the organizations it has seen: in a database of many organizations
-    /// of different sizes it costs the generic plan for the average one and keeps planning
-    /// the statement afresh at every execution, which cost a list about as much as running
-    /// it (bench/README.md, issue 14).
-    pages: Pool,
+    /// Connections shared by every request for the short reads each request starts with: the
+    /// key lookup, with the record of a read by id or a plain list page along
+    /// ([`PageRead::walks_the_list_index`]). Requests do not take one for themselves: their
+    /// statements queue on it and tokio-postgres writes those of concurrent requests together
+    /// (pipelining), so PostgreSQL runs a batch per wake-up instead of one statement per
+    /// round trip (see [`HotClients`]).
+    hot: std::sync::Arc<HotClients>,
     /// The organization of each key hash this process has found valid: a key never changes
     /// organization, so a list can be read along with the key's own lookup
     /// ([`PgStore::find_key_and_page`]). Validity itself is never remembered.
@@ -316,15 +314,11 @@ impl PgStore {
             None => ours,
         };
         let pool = new_pool(&pg_config, &options, pool_size())?;
-        // Plain pages plan once (see [`PgStore::pages`]).
-        let pages = new_pool(
-            &pg_config,
-            &format!("{options} -c plan_cache_mode=force_generic_plan"),
-            pool_size().div_ceil(2),
-        )?;
+        let mut hot_config = pg_config.clone();
+        hot_config.options(format!("{options} -c plan_cache_mode=force_generic_plan"));
         let store = PgStore {
             pool,
-            pages,
+            hot: std::sync::Arc::new(HotClients::new(hot_config, hot_size())),
             key_orgs: Default::default(),
         };
         // Fail at start, with a clear message, when the database does not answer.
@@ -338,19 +332,8 @@ impl PgStore {
     }
 
     async fn client(&self) -> StoreResult<Object> {
-        Self::client_of(&self.pool).await
-    }
-
-    /// The pool to read `page` on: [`PgStore::pages`] for a plain page.
-    fn pool_for(&self, page: &PageRead) -> &Pool {
-        match page.walks_the_list_index() {
-            true => &self.pages,
-            false => &self.pool,
-        }
-    }
-
-    async fn client_of(pool: &Pool) -> StoreResult<Object> {
-        pool.get()
+        self.pool
+            .get()
             .await
             .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))
     }
@@ -422,7 +405,7 @@ impl PgStore {
         key_hash: &str,
         read: Option<PointRead>,
     ) -> StoreResult<Option<KeyLookup>> {
-        let client = self.client().await?;
+        let client = self.hot.client().await?;
         let sql = super::records::key_lookup_sql(Dialect::Postgres, read.map(|r| r.table));
         let stmt = client.prepare_cached(sql).await.map_err(map_err)?;
         let record_id = read.map(|r| r.id.to_string());
@@ -475,34 +458,16 @@ impl PgStore {
         let request_id = super::REQUEST_ID.try_with(std::sync::Arc::clone).ok();
         let _in_flight = super::limits::InFlight::enter(request_id);
         let mut rows = super::records::KeysetRows::new(page.limit);
-        let mut held = CancelIfDropped(Some(Self::client_of(self.pool_for(page)).await?));
-        let result = async {
+        let result = if page.walks_the_list_index() {
+            let client = self.hot.client().await?;
+            key_and_page(&client, key_hash, key_sql, &sql, &params, &mut rows).await
+        } else {
+            let mut held = CancelIfDropped(Some(self.client().await?));
             let client = held.0.as_ref().expect("held until the statements end");
-            let key_stmt = client.prepare_cached(key_sql).await.map_err(map_err)?;
-            let page_stmt = statement(client, &sql, &params).await?;
-            // Both requests are queued before either answer is awaited: tokio-postgres writes
-            // them together, and the backend runs the second without waiting for us.
-            let key_params: [&(dyn ToSql + Sync); 1] = [&key_hash];
-            let key = client.query_opt(&key_stmt, &key_params);
-            let paged = async {
-                let stream = client
-                    .query_raw(&page_stmt, params.iter().map(|v| v as &(dyn ToSql + Sync)))
-                    .await
-                    .map_err(map_err)?;
-                futures::pin_mut!(stream);
-                while let Some(row) = futures::TryStreamExt::try_next(&mut stream)
-                    .await
-                    .map_err(map_err)?
-                {
-                    rows.add(&row_cells(&row)?)?;
-                }
-                Ok::<_, StoreError>(())
-            };
-            let (key, paged) = tokio::join!(key, paged);
-            Ok::<_, StoreError>((key.map_err(map_err)?, paged))
-        }
-        .await;
-        held.0.take();
+            let result = key_and_page(client, key_hash, key_sql, &sql, &params, &mut rows).await;
+            held.0.take();
+            result
+        };
         let (key, paged) = result?;
         let Some(mut found) = key
             .as_ref()
@@ -512,9 +477,9 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        if found.key.organization_id == org {
-            // The key is valid: the page's own failure (its timeout) is the request's.
-            paged?;
+        // A page that failed is left to the handler, which reads it again and reports what
+        // is wrong in its own terms (after its own checks of the request).
+        if found.key.organization_id == org && paged.is_ok() {
             found.page = Some(self.with_total(rows.finish(), page, org).await?);
         }
         Ok(Some(found))
@@ -529,8 +494,16 @@ impl PgStore {
     ) -> StoreResult<(super::records::KeysetPage, u64)> {
         let (sql, params) = super::records::keyset_page_statement(page, org);
         let mut rows = super::records::KeysetRows::new(page.limit);
-        self.for_each_row_on(self.pool_for(page), &sql, &params, &mut |row| rows.add(row))
+        if page.walks_the_list_index() {
+            let client = self.hot.client().await?;
+            rows_on(&client, &number_placeholders(&sql), &params, &mut |row| {
+                rows.add(row)
+            })
             .await?;
+        } else {
+            self.for_each_row(&sql, &params, &mut |row| rows.add(row))
+                .await?;
+        }
         self.with_total(rows.finish(), page, org).await
     }
 
@@ -572,45 +545,19 @@ impl PgStore {
         params: &[SqlValue],
         f: &mut (dyn FnMut(&[CellRef<'_>]) -> StoreResult<()> + Send),
     ) -> StoreResult<()> {
-        self.for_each_row_on(&self.pool, sql, params, f).await
-    }
-
-    /// [`PgStore::for_each_row`] on a connection of `pool`.
-    async fn for_each_row_on(
-        &self,
-        pool: &Pool,
-        sql: &str,
-        params: &[SqlValue],
-        f: &mut (dyn FnMut(&[CellRef<'_>]) -> StoreResult<()> + Send),
-    ) -> StoreResult<()> {
         let sql = number_placeholders(sql);
         let request_id = super::REQUEST_ID.try_with(std::sync::Arc::clone).ok();
         let _in_flight = super::limits::InFlight::enter(request_id);
-        let mut held = CancelIfDropped(Some(Self::client_of(pool).await?));
-        let result = async {
-            let client = held.0.as_ref().expect("held until the statement ends");
-            let stmt = statement(client, &sql, params).await?;
-            let rows = client
-                .query_raw(&stmt, params.iter().map(|v| v as &(dyn ToSql + Sync)))
-                .await
-                .map_err(map_err)?;
-            futures::pin_mut!(rows);
-            while let Some(row) = futures::TryStreamExt::try_next(&mut rows)
-                .await
-                .map_err(map_err)?
-            {
-                f(&row_cells(&row)?)?;
-            }
-            Ok(())
-        }
-        .await;
+        let mut held = CancelIfDropped(Some(self.client().await?));
+        let client = held.0.as_ref().expect("held until the statement ends");
+        let result = rows_on(client, &sql, params, f).await;
         // Ended (well or not): the connection goes back to the pool.
         held.0.take();
         result
     }
 
     pub async fn get_raw(&self, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<String>> {
-        let client = self.client().await?;
+        let client = self.hot.client().await?;
         // `table` comes from a static resource description, never from a request.
         let stmt = client
             .prepare_cached(&format!(
@@ -626,6 +573,99 @@ impl PgStore {
             Some(row) => Ok(Some(row.try_get::<_, RawText>(0).map_err(map_err)?.0)),
             None => Ok(None),
         }
+    }
+}
+
+/// Runs `sql` (numbered placeholders) on `client`, handing each row to `f`.
+async fn rows_on(
+    client: &ClientWrapper,
+    sql: &str,
+    params: &[SqlValue],
+    f: &mut (dyn FnMut(&[CellRef<'_>]) -> StoreResult<()> + Send),
+) -> StoreResult<()> {
+    let stmt = statement(client, sql, params).await?;
+    let rows = client
+        .query_raw(&stmt, params.iter().map(|v| v as &(dyn ToSql + Sync)))
+        .await
+        .map_err(map_err)?;
+    futures::pin_mut!(rows);
+    while let Some(row) = futures::TryStreamExt::try_next(&mut rows)
+        .await
+        .map_err(map_err)?
+    {
+        f(&row_cells(&row)?)?;
+    }
+    Ok(())
+}
+
+/// The key lookup and a page's statement, both queued before either answer is awaited:
+/// tokio-postgres writes them together, and the backend runs the second without waiting for
+/// us. The key's row, and how the page's rows went into `rows`.
+async fn key_and_page(
+    client: &ClientWrapper,
+    key_hash: &str,
+    key_sql: &str,
+    sql: &str,
+    params: &[SqlValue],
+    rows: &mut super::records::KeysetRows,
+) -> StoreResult<(Option<Row>, StoreResult<()>)> {
+    let key_stmt = client.prepare_cached(key_sql).await.map_err(map_err)?;
+    let key_params: [&(dyn ToSql + Sync); 1] = [&key_hash];
+    let key = client.query_opt(&key_stmt, &key_params);
+    let mut add = |row: &[CellRef<'_>]| rows.add(row);
+    let paged = rows_on(client, sql, params, &mut add);
+    let (key, paged) = tokio::join!(key, paged);
+    Ok((key.map_err(map_err)?, paged))
+}
+
+/// Connections every request shares for its first, short statements ([`PgStore::hot`]). A
+/// statement is never cancelled on them (a cancel request would reach whichever statement of
+/// another request runs then): what runs here is bounded, a lookup by key or a walk of at
+/// most 1,000 entries of a list index, and under the statement timeout.
+pub(super) struct HotClients {
+    config: tokio_postgres::Config,
+    slots: Vec<std::sync::Mutex<Option<std::sync::Arc<ClientWrapper>>>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+/// Shared connections per process: one per core.
+fn hot_size() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2)
+}
+
+impl HotClients {
+    fn new(config: tokio_postgres::Config, size: usize) -> Self {
+        HotClients {
+            config,
+            slots: (0..size).map(|_| std::sync::Mutex::new(None)).collect(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The next connection in turn, connected again if it was closed (the database restarted).
+    async fn client(&self) -> StoreResult<std::sync::Arc<ClientWrapper>> {
+        let turn = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.slots.len();
+        let slot = &self.slots[turn];
+        if let Some(client) = slot.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && !client.is_closed()
+        {
+            return Ok(client.clone());
+        }
+        let (client, connection) = self
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))?;
+        let task = tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!("a shared PostgreSQL connection ended: {e}");
+            }
+        });
+        let client = std::sync::Arc::new(ClientWrapper::new(client, task));
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.clone());
+        Ok(client)
     }
 }
 
@@ -789,7 +829,11 @@ const STATEMENT_CACHE_LIMIT: usize = 512;
 /// length: a cached statement's generic plan guesses 10 elements and may pick a nested loop
 /// that compares every row with every value (minutes at 10,000 values), while a statement
 /// prepared afresh is planned with its parameters on its one execution.
-async fn statement(client: &Object, sql: &str, values: &[SqlValue]) -> StoreResult<Statement> {
+async fn statement(
+    client: &ClientWrapper,
+    sql: &str,
+    values: &[SqlValue],
+) -> StoreResult<Statement> {
     let binds_array = values
         .iter()
         .any(|v| matches!(v, SqlValue::TextArray(_) | SqlValue::RealArray(_)));
@@ -925,9 +969,9 @@ fn put_copy_row(buf: &mut BytesMut, row: &[CellRef<'_>]) -> StoreResult<()> {
 mod tests {
     use super::number_placeholders;
 
-    /// Plain pages run their generic plan from the first execution, on every connection of
-    /// the pool they are read on ([`super::PgStore::pages`]): the statement as the server
-    /// prepares it, asked of PostgreSQL on each connection. Against the database of
+    /// Plain pages run their generic plan from the first execution, on every connection they
+    /// are read on ([`super::PgStore::hot`]): the statement as the server prepares it, asked
+    /// of PostgreSQL on each connection. Against the database of
     /// `PRODOPS_TEST_DATABASE_URL` when it is PostgreSQL (the SQLite run has nothing to check).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn plain_pages_run_their_generic_plan_from_the_first_execution() {
@@ -977,13 +1021,10 @@ mod tests {
         }
         let (sql, _) = records::keyset_page_statement(&page, org);
         let sql = number_placeholders(&sql);
-        // Every connection of the pool at once, so that whichever ran the page is among them.
-        let mut held = Vec::new();
-        for _ in 0..pg.pages.status().max_size {
-            held.push(pg.pages.get().await.unwrap());
-        }
+        // Every shared connection in turn: whichever ran the page is among them.
         let mut generic = 0;
-        for client in &held {
+        for _ in 0..pg.hot.slots.len() {
+            let client = pg.hot.client().await.unwrap();
             let mode: String = client
                 .query_one("SHOW plan_cache_mode", &[])
                 .await
