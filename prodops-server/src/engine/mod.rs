@@ -214,7 +214,7 @@ pub fn page_reads() -> HashMap<String, crate::http::app::PagePlanner> {
             let planner: crate::http::app::PagePlanner = Arc::new(
                 move |query: Option<&str>, now: &prodops_core::alerts::AsOf| {
                     let params = parse_list_params(&res, query, true, now).ok()?;
-                    params.sort.is_empty().then(|| page_of(&res, params))
+                    params.sort.is_empty().then(|| page_of(&res, &params))
                 },
             );
             (path, planner)
@@ -223,12 +223,12 @@ pub fn page_reads() -> HashMap<String, crate::http::app::PagePlanner> {
 }
 
 /// The keyset page a list in the default order reads.
-fn page_of(res: &ServedResource, params: params::ListParams) -> PageRead {
+fn page_of(res: &ServedResource, params: &params::ListParams) -> PageRead {
     let select = params.select();
     PageRead {
         table: res.table(),
         conds: select.conds,
-        after: params.cursor,
+        after: params.cursor.clone(),
         limit: select.limit,
         offset: select.offset,
     }
@@ -332,7 +332,7 @@ async fn list(
         // call starts after it without skipping rows. Nothing to present needs a transaction:
         // the page was read with the key (http/app.rs `page_read`), or is read as one
         // statement where the store can (records::read_keyset_and_count).
-        let page = page_of(&res, params);
+        let page = page_of(&res, &params);
         let limit = page.limit;
         let along = prefetched
             .filter(|Extension(p)| p.table == res.table() && p.query == query)
@@ -360,18 +360,10 @@ async fn list(
             }
             // The default order (creation order) pages by keyset: `nextCursor` names the last
             // row, and a `cursor` call starts after it without skipping rows.
-            let select = params.select();
+            let page = page_of(&res, &params);
             let (records::KeysetPage { mut values, last }, total) =
-                records::select_keyset_and_count(
-                    tx,
-                    res.table(),
-                    org,
-                    &params.conds,
-                    params.cursor.as_ref(),
-                    select.limit,
-                    select.offset,
-                )?;
-            let next = (values.len() as u64 == select.limit)
+                records::select_keyset_and_count(tx, org, &page)?;
+            let next = (values.len() as u64 == page.limit)
                 .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
                 .flatten();
             hooks::present_raw(&res, &st, tx, &auth, &mut values)?;

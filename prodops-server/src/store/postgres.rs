@@ -231,44 +231,7 @@ fn row_cells(row: &Row) -> StoreResult<Vec<CellRef<'_>>> {
 }
 
 fn read_row(row: &Row) -> StoreResult<Vec<SqlValue>> {
-    let mut vals = Vec::with_capacity(row.len());
-    for (i, col) in row.columns().iter().enumerate() {
-        let ty = col.type_();
-        let v = match *ty {
-            Type::BOOL => row
-                .try_get::<_, Option<bool>>(i)
-                .map(|v| v.map_or(SqlValue::Null, SqlValue::Bool)),
-            Type::INT2 => row
-                .try_get::<_, Option<i16>>(i)
-                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Int(x.into()))),
-            Type::INT4 => row
-                .try_get::<_, Option<i32>>(i)
-                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Int(x.into()))),
-            Type::INT8 => row
-                .try_get::<_, Option<i64>>(i)
-                .map(|v| v.map_or(SqlValue::Null, SqlValue::Int)),
-            Type::FLOAT4 => row
-                .try_get::<_, Option<f32>>(i)
-                .map(|v| v.map_or(SqlValue::Null, |x| SqlValue::Real(x.into()))),
-            Type::FLOAT8 => row
-                .try_get::<_, Option<f64>>(i)
-                .map(|v| v.map_or(SqlValue::Null, SqlValue::Real)),
-            _ if <RawText as FromSql>::accepts(ty) => row
-                .try_get::<_, Option<RawText>>(i)
-                .map(|v| v.map_or(SqlValue::Null, |t| SqlValue::Text(t.0))),
-            // What a function like `pg_advisory_xact_lock` returns.
-            Type::VOID => Ok(SqlValue::Null),
-            // Anything else (NUMERIC, ...) is a query to fix with a CAST, not a value to guess.
-            _ => {
-                return Err(StoreError::Other(format!(
-                    "column {} has type {ty}, which the storage layer does not read; cast it",
-                    col.name()
-                )));
-            }
-        };
-        vals.push(v.map_err(map_err)?);
-    }
-    Ok(vals)
+    Ok(row_cells(row)?.iter().map(CellRef::to_value).collect())
 }
 
 /// A pool of `size` connections to the database of `config`, with server `options`.

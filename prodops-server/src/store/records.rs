@@ -106,42 +106,34 @@ pub fn select_keyset(
 /// carries no total, which a second statement then counts. SQLite, in process, runs the two.
 pub fn select_keyset_and_count(
     tx: &mut dyn Tx,
-    table: &str,
     org: Uuid,
-    conds: &[Cond],
-    after: Option<&(String, String)>,
-    limit: u64,
-    offset: u64,
+    page: &PageRead,
 ) -> StoreResult<(KeysetPage, u64)> {
-    let dialect = tx.dialect();
-    if dialect == Dialect::Sqlite || limit == 0 {
-        let page = select_keyset(tx, table, org, conds, after, limit, offset)?;
-        return Ok((page, count(tx, table, org, conds)?));
-    }
-    let total = count_statement(dialect, table, org, conds);
-    let (sql, params) = keyset_sql_selecting(
-        dialect,
+    let PageRead {
         table,
-        org,
         conds,
         after,
         limit,
         offset,
-        Some(total),
-    );
-    match read_keyset(tx, &sql, &params, limit)? {
-        (page, Some(total)) => Ok((page, total)),
-        (page, None) => Ok((page, count(tx, table, org, conds)?)),
+    } = page;
+    if tx.dialect() == Dialect::Sqlite || *limit == 0 {
+        let rows = select_keyset(tx, table, org, conds, after.as_ref(), *limit, *offset)?;
+        return Ok((rows, count(tx, table, org, conds)?));
+    }
+    let (sql, params) = keyset_page_statement(page, org);
+    match read_keyset(tx, &sql, &params, *limit)? {
+        (rows, Some(total)) => Ok((rows, total)),
+        (rows, None) => Ok((rows, count(tx, table, org, conds)?)),
     }
 }
 
 /// [`select_keyset_and_count`] as a request's read, in its own transaction. On PostgreSQL
-/// the statement runs on the calling task ([`PgStore::for_each_row`]) rather than on a
+/// the statement runs on the calling task ([`PgStore::read_page`]) rather than on a
 /// blocking thread: handing a list's one statement from the request's task to a blocking
 /// thread and its rows back cost the server more than the rest of the request (bench/README.md,
 /// issue 14). SQLite, in process, runs both statements in one read transaction as before.
 ///
-/// [`PgStore::for_each_row`]: super::postgres::PgStore::for_each_row
+/// [`PgStore::read_page`]: super::postgres::PgStore::read_page
 pub async fn read_keyset_and_count(
     store: &Store,
     org: Uuid,
@@ -152,23 +144,14 @@ pub async fn read_keyset_and_count(
         // A plain page (an index walk of a few rows) on a file database: read in place, as
         // the key lookup is, instead of on a blocking thread.
         Store::Sqlite(sqlite) if sqlite.reads_in_place() && page.walks_the_list_index() => {
-            sqlite.read_in_place(|tx| select_page(tx, org, &page))
+            sqlite.read_in_place(|tx| select_keyset_and_count(tx, org, &page))
         }
-        Store::Sqlite(_) => store.read(move |tx| select_page(tx, org, &page)).await,
+        Store::Sqlite(_) => {
+            store
+                .read(move |tx| select_keyset_and_count(tx, org, &page))
+                .await
+        }
     }
-}
-
-/// [`select_keyset_and_count`] of a [`PageRead`].
-fn select_page(tx: &mut dyn Tx, org: Uuid, page: &PageRead) -> StoreResult<(KeysetPage, u64)> {
-    select_keyset_and_count(
-        tx,
-        page.table,
-        org,
-        &page.conds,
-        page.after.as_ref(),
-        page.limit,
-        page.offset,
-    )
 }
 
 /// The one statement of a keyset page and its total on PostgreSQL ([`select_keyset_and_count`]),
