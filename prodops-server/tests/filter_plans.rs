@@ -14,7 +14,7 @@ use common::database_url;
 use prodops_server::migrate::filter_index_name;
 use prodops_server::store::records::{self, NewRow, Select};
 use prodops_server::store::sql::Cond;
-use prodops_server::store::{Dialect, Store, StoreError};
+use prodops_server::store::{Dialect, PageRead, Store, StoreError};
 #[path = "common/plans.rs"]
 mod plans;
 use plans::plan;
@@ -69,7 +69,14 @@ async fn assert_page_reads(
         Uuid::nil().to_string(),
     );
     for after in [None, Some(&after)] {
-        let (sql, params) = records::keyset_sql(dialect, table, org, conds, after, 100, 0);
+        let page = PageRead {
+            table,
+            conds: conds.to_vec(),
+            after: after.cloned(),
+            limit: 100,
+            offset: 0,
+        };
+        let (sql, params) = records::keyset_sql(dialect, org, &page);
         let list = plan(store, sql, params).await;
         assert!(
             uses_index(dialect, &list, table, index) && reads_page_records_by_key(dialect, &list),

@@ -86,17 +86,9 @@ pub fn select_sql(
 /// A page in the default order (`created_at, id`) starting after the row `after`
 /// (`(created_at, id)` as stored) or at `offset`: keyset paging, whose cost does not grow with
 /// the page number. Each row: `(created_at, id, data)`.
-pub fn select_keyset(
-    tx: &mut dyn Tx,
-    table: &str,
-    org: Uuid,
-    conds: &[Cond],
-    after: Option<&(String, String)>,
-    limit: u64,
-    offset: u64,
-) -> StoreResult<KeysetPage> {
-    let (sql, params) = keyset_sql(tx.dialect(), table, org, conds, after, limit, offset);
-    Ok(read_keyset(tx, &sql, &params, limit)?.0)
+pub fn select_keyset(tx: &mut dyn Tx, org: Uuid, page: &PageRead) -> StoreResult<KeysetPage> {
+    let (sql, params) = keyset_sql(tx.dialect(), org, page);
+    Ok(read_keyset(tx, &sql, &params, page.limit)?.0)
 }
 
 /// [`select_keyset`] and the [`count`] of the same conditions (a list's `totalCount`). On
@@ -109,21 +101,14 @@ pub fn select_keyset_and_count(
     org: Uuid,
     page: &PageRead,
 ) -> StoreResult<(KeysetPage, u64)> {
-    let PageRead {
-        table,
-        conds,
-        after,
-        limit,
-        offset,
-    } = page;
-    if tx.dialect() == Dialect::Sqlite || *limit == 0 {
-        let rows = select_keyset(tx, table, org, conds, after.as_ref(), *limit, *offset)?;
-        return Ok((rows, count(tx, table, org, conds)?));
+    if tx.dialect() == Dialect::Sqlite || page.limit == 0 {
+        let rows = select_keyset(tx, org, page)?;
+        return Ok((rows, count(tx, page.table, org, &page.conds)?));
     }
     let (sql, params) = keyset_page_statement(page, org);
-    match read_keyset(tx, &sql, &params, *limit)? {
+    match read_keyset(tx, &sql, &params, page.limit)? {
         (rows, Some(total)) => Ok((rows, total)),
-        (rows, None) => Ok((rows, count(tx, table, org, conds)?)),
+        (rows, None) => Ok((rows, count(tx, page.table, org, &page.conds)?)),
     }
 }
 
@@ -158,16 +143,8 @@ pub async fn read_keyset_and_count(
 /// with its parameters (`?` placeholders).
 pub(super) fn keyset_page_statement(page: &PageRead, org: Uuid) -> (String, Vec<SqlValue>) {
     let dialect = Dialect::Postgres;
-    keyset_sql_selecting(
-        dialect,
-        page.table,
-        org,
-        &page.conds,
-        page.after.as_ref(),
-        page.limit,
-        page.offset,
-        (page.limit > 0).then(|| count_statement(dialect, page.table, org, &page.conds)),
-    )
+    let total = (page.limit > 0).then(|| count_statement(dialect, page.table, org, &page.conds));
+    keyset_sql_selecting(dialect, org, page, total)
 }
 
 /// Reads a keyset page's rows (`created_at, id, data`, and a total as a fourth column when the
@@ -245,31 +222,26 @@ pub struct KeysetPage {
 }
 
 /// The statement of [`select_keyset`] and its parameters (also for plan tests).
-pub fn keyset_sql(
-    dialect: Dialect,
-    table: &str,
-    org: Uuid,
-    conds: &[Cond],
-    after: Option<&(String, String)>,
-    limit: u64,
-    offset: u64,
-) -> (String, Vec<SqlValue>) {
-    keyset_sql_selecting(dialect, table, org, conds, after, limit, offset, None)
+pub fn keyset_sql(dialect: Dialect, org: Uuid, page: &PageRead) -> (String, Vec<SqlValue>) {
+    keyset_sql_selecting(dialect, org, page, None)
 }
 
 /// [`keyset_sql`], selecting after the page's columns the value of `total` (a statement that
 /// answers one number, with its parameters) when given.
-#[allow(clippy::too_many_arguments)]
 fn keyset_sql_selecting(
     dialect: Dialect,
-    table: &str,
     org: Uuid,
-    conds: &[Cond],
-    after: Option<&(String, String)>,
-    limit: u64,
-    offset: u64,
+    page: &PageRead,
     total: Option<(String, Vec<SqlValue>)>,
 ) -> (String, Vec<SqlValue>) {
+    let PageRead {
+        table,
+        conds,
+        after,
+        limit,
+        offset,
+    } = page;
+    let (after, limit, offset) = (after.as_ref(), *limit, *offset);
     // The total's parameters come first: it stands in the select list, before the rest.
     let (total_column, mut params) = match total {
         Some((sql, params)) => (format!(", ({sql})"), params),
