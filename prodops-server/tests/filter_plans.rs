@@ -206,13 +206,13 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
         ("teamId", text("teamId", &[team_id.as_str()])),
     ];
     for (field, cond) in cases {
-        let index = filter_index_name(dialect, "worker", field);
+        let index = filter_index_name("worker", field);
         let conds = vec![cond, Cond::Archived(false)];
         assert_page_and_count_read(&store, "worker", org, &conds, &index).await;
     }
     // An enum (status): the page through its filter index, the count from the counts kept per
     // value, for one value or several, a value matching most records or few.
-    let index = filter_index_name(dialect, "worker", "status");
+    let index = filter_index_name("worker", "status");
     let conds = vec![text("status", &["inactive"]), Cond::Archived(false)];
     let count = assert_page_reads(&store, "worker", org, &conds, &index).await;
     assert!(
@@ -254,7 +254,7 @@ async fn filtered_lists_and_counts_read_through_the_filter_indexes() {
     ];
     let (sql, params) = records::count_sql(dialect, "worker", org, &conds);
     let count = plan(&store, sql, params).await;
-    let team_index = filter_index_name(dialect, "worker", "teamId");
+    let team_index = filter_index_name("worker", "teamId");
     assert!(
         !count.contains("record_value_counts")
             && uses_index(dialect, &count, "worker", &team_index)

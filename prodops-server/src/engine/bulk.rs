@@ -204,7 +204,15 @@ enum Create {
 impl Prepared {
     /// Splits `body` (a JSON array) into its records and, where the resource allows it
     /// ([`Hooks::batch_creates`](crate::engine::hooks::Hooks::batch_creates)), builds each plain create.
-    pub(crate) fn new(res: &ServedResource, ctx: &Ctx, body: RawJsonBody) -> ApiResult<Prepared> {
+    /// `filled`: the fields whose filter columns the store's writes fill
+    /// (`Store::filter_fields_written`), read ahead here for each create
+    /// (`NewRow::read_filters`).
+    pub(crate) fn new(
+        res: &ServedResource,
+        ctx: &Ctx,
+        filled: &'static [String],
+        body: RawJsonBody,
+    ) -> ApiResult<Prepared> {
         let records: Vec<&RawValue> = body.parse()?;
         // docs/limits.md: a larger batch is refused whole, before anything is built or written.
         if records.len() as u64 > super::MAX_BULK_RECORDS {
@@ -220,7 +228,7 @@ impl Prepared {
             start..start + item.get().len()
         };
         let items = if res.hooks.batch_creates() {
-            let mut builder = CreateBuilder::new(res, ctx)?;
+            let mut builder = CreateBuilder::new(res, ctx, filled)?;
             records
                 .iter()
                 .map(|item| builder.item(item, span_of(item)))
@@ -267,11 +275,14 @@ struct CreateBuilder<'r> {
     now_column: String,
     /// The candidate being built (reused).
     buf: String,
+    /// The fields whose filter columns are read ahead.
+    filled: &'static [String],
 }
 
 impl<'r> CreateBuilder<'r> {
-    fn new(res: &'r ServedResource, ctx: &'r Ctx) -> ApiResult<Self> {
+    fn new(res: &'r ServedResource, ctx: &'r Ctx, filled: &'static [String]) -> ApiResult<Self> {
         Ok(CreateBuilder {
+            filled,
             res,
             ctx,
             org_text: format!("\"organizationId\":\"{}\"", ctx.org()),
@@ -398,6 +409,7 @@ impl<'r> CreateBuilder<'r> {
                     created: self.now_column.clone(),
                     updated: self.now_column.clone(),
                     data: text,
+                    filters: None,
                 };
                 debug_assert_eq!(
                     format!("{row:?}"),
@@ -406,7 +418,7 @@ impl<'r> CreateBuilder<'r> {
                         .unwrap_or_default(),
                     "the columns are those of the stored text"
                 );
-                Some(Create::Checked(id, row))
+                Some(Create::Checked(id, row.read_filters(self.filled)))
             }
             Some(Err(violations)) => Some(Create::Invalid(id, ApiError::violations(violations))),
             // Not the resource's shape: the one-by-one path names what is wrong.

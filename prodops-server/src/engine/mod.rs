@@ -771,8 +771,9 @@ async fn bulk_put(
     let ctx = Ctx::new(call.auth, call.idempotency);
     // Outside the write transaction, so that requests prepare while another one writes.
     let prepared = {
+        let filled = call.state.store.filter_fields_written(res.table());
         let (res, ctx) = (res.clone(), ctx.clone());
-        tokio::task::spawn_blocking(move || bulk::Prepared::new(&res, &ctx, body))
+        tokio::task::spawn_blocking(move || bulk::Prepared::new(&res, &ctx, filled, body))
             .await
             .map_err(ApiError::internal)??
     };

@@ -13,6 +13,7 @@
 pub mod deliverables;
 pub mod event_links;
 pub mod events;
+pub mod filter_columns;
 pub mod limits;
 pub mod migrate;
 mod postgres;
@@ -440,6 +441,12 @@ impl Store {
             Store::Sqlite(_) => Dialect::Sqlite,
             Store::Postgres(_) => Dialect::Postgres,
         }
+    }
+
+    /// The fields of `table` whose filter columns the writes fill themselves
+    /// (store/filter_columns.rs): all its filter fields on SQLite, none on PostgreSQL.
+    pub fn filter_fields_written(&self, table: &str) -> &'static [String] {
+        filter_columns::written(self.dialect(), table)
     }
 
     /// Runs `f` in a write transaction on a blocking thread: committed when `f` returns `Ok`,

@@ -1,13 +1,15 @@
 //! Record operations on resource tables, written once over [`Tx`] for both databases.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::filter_columns;
 use super::property_index::Lookup;
-use super::sql::{Cond, Dialect, Sort};
+use super::sql::{Cond, Dialect, Sort, filter_column};
 use super::{CellRef, KeyRow, PageRead, SqlValue, Store, StoreError, StoreResult, Tx};
 
 /// What a list read asks for.
@@ -611,29 +613,19 @@ fn window_set(table: &str, data: &str) -> (&'static str, Vec<SqlValue>) {
 
 pub fn insert(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
     let (id, archived, created, updated) = columns_of(record)?;
-    let data = record.to_string();
-    let mut params: Vec<SqlValue> = vec![
-        org.into(),
-        id.into(),
-        archived.into(),
-        created.into(),
-        updated.into(),
-    ];
-    let (extra, extra_values) = if keeps_alert_window(table) {
-        params.push(window_value(data.as_bytes()));
-        (", alerts_window", ", ?")
-    } else {
-        ("", "")
+    let row = NewRow {
+        id: id.to_string(),
+        archived,
+        created,
+        updated,
+        data: record.to_string(),
+        filters: None,
     };
-    params.push(SqlValue::Text(data));
-    tx.execute(
-        &format!(
-            "INSERT INTO {table} (organization_id, id, is_archived, created_at, updated_at{extra}, data) VALUES (?, ?, ?, ?, ?{extra_values}, ?)"
-        ),
-        &params,
-    )?;
-    Ok(())
+    insert_row(tx, table, org, &row)
 }
+
+/// The values of a row's filter columns (store/filter_columns.rs, `values_of`).
+type FilterValues<'t> = Vec<Option<Cow<'t, str>>>;
 
 /// The columns and text of a new record, ready for [`insert_rows`].
 #[derive(Debug, Clone)]
@@ -643,9 +635,38 @@ pub struct NewRow {
     pub created: String,
     pub updated: String,
     pub data: String,
+    /// The values of its filter columns (store/filter_columns.rs) when read ahead of the write
+    /// ([`NewRow::read_filters`]), so that the writer, which every write waits for, does not
+    /// read them; `None`: [`insert_rows`] reads them.
+    pub filters: Option<Vec<Option<String>>>,
 }
 
 impl NewRow {
+    /// Reads the values of the row's filter columns now, those of `fields` (the table's
+    /// `Store::filter_fields_written`; a bulk call does, before its turn on the writer). A text
+    /// whose values the database works out stays without them.
+    pub fn read_filters(mut self, fields: &[String]) -> NewRow {
+        if !fields.is_empty() {
+            self.filters = filter_columns::values_of(fields, &self.data)
+                .map(|values| values.into_iter().map(|v| v.map(Cow::into_owned)).collect());
+        }
+        self
+    }
+
+    /// The values of the row's filter columns: those read ahead, else read from the text
+    /// (`None`: left to the database).
+    fn filter_values(&self, fields: &[String]) -> Option<FilterValues<'_>> {
+        match &self.filters {
+            Some(values) if values.len() == fields.len() => Some(
+                values
+                    .iter()
+                    .map(|v| v.as_deref().map(Cow::Borrowed))
+                    .collect(),
+            ),
+            _ => filter_columns::values_of(fields, &self.data),
+        }
+    }
+
     /// The row of a record given as its stored JSON text: the same columns [`insert`] derives
     /// from a `Value`, read from the text without building one.
     pub fn of_text(data: String) -> StoreResult<NewRow> {
@@ -677,6 +698,7 @@ impl NewRow {
             created,
             updated,
             data,
+            filters: None,
         })
     }
 }
@@ -694,27 +716,39 @@ const INSERT_CHUNK: usize = 512;
 /// counts their triggers keep (`record_count_shards`, store/migrate.rs, and the counts per value
 /// of store/value_counts.rs) are raised once per batch instead: the counting trigger was a fifth of the cost of each row. Either way the counts
 /// change in the same transaction as the rows, so they stay exact.
+///
+/// The rows' filter columns (store/filter_columns.rs) are those read ahead
+/// ([`NewRow::read_filters`]) or read from their text here; a batch with a row whose text
+/// leaves them to the database runs with its triggers on, which work them out.
 pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
     rows: &[R],
 ) -> StoreResult<Option<Vec<i64>>> {
+    let fields = filter_columns::written(tx.dialect(), table);
+    let values: Vec<Option<FilterValues<'_>>> = rows
+        .iter()
+        .map(|r| r.borrow().filter_values(fields))
+        .collect();
     if rows.len() < COUNT_PER_BATCH_FROM
         || super::property_index::keeps_an_index(table)
+        || values.iter().any(Option::is_none)
         || !tx.set_triggers(false)?
     {
-        return insert_rows_as_they_are(tx, table, org, rows);
+        return insert_rows_as_they_are(tx, table, org, rows, &values);
     }
-    let inserted = insert_rows_as_they_are(tx, table, org, rows);
+    let inserted = insert_rows_as_they_are(tx, table, org, rows, &values);
     tx.set_triggers(true)?;
     let rowids = inserted?;
     super::value_counts::add_batch(
         tx,
         table,
         org,
-        rows.iter()
-            .map(|r| (r.borrow().data.as_str(), r.borrow().archived)),
+        values
+            .iter()
+            .zip(rows)
+            .filter_map(|(v, r)| Some((v.as_deref()?, r.borrow().archived))),
     )?;
     let archived = rows.iter().filter(|r| r.borrow().archived).count() as i64;
     for (is_archived, n) in [(false, rows.len() as i64 - archived), (true, archived)] {
@@ -739,45 +773,67 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
 /// triggers off and on makes SQLite prepare the connection's statements again.
 const COUNT_PER_BATCH_FROM: usize = 64;
 
+/// `values`: each row's filter columns as [`insert_rows`] read them (`None`: NULL, which the
+/// triggers set right).
 fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
     rows: &[R],
+    values: &[Option<FilterValues<'_>>],
 ) -> StoreResult<Option<Vec<i64>>> {
     let org = org.to_string();
     let window = keeps_alert_window(table);
+    let filter_columns = filter_columns::written_columns(tx.dialect(), table);
     let columns: Vec<&str> = RECORD_COLUMNS
         .iter()
         .copied()
         .chain(window.then_some(ALERT_WINDOW_COLUMN))
+        .chain(filter_columns.iter().map(String::as_str))
         .collect();
-    fn cells<'a>(org: &'a str, r: &'a NewRow, window: bool, into: &mut Vec<CellRef<'a>>) {
+    let filters = filter_columns.len();
+    fn cells<'a>(
+        org: &'a str,
+        r: &'a NewRow,
+        window: bool,
+        values: &'a Option<FilterValues<'_>>,
+        filters: usize,
+        into: &mut Vec<CellRef<'a>>,
+    ) {
         into.extend(record_cells(org, r));
         if window {
             into.push(alert_window_of(r.data.as_bytes()).map_or(CellRef::Null, CellRef::Int));
+        }
+        match values {
+            Some(values) => into.extend(values.iter().map(|v| {
+                v.as_deref()
+                    .map_or(CellRef::Null, |v| CellRef::Text(v.as_bytes()))
+            })),
+            None => into.extend(std::iter::repeat_n(CellRef::Null, filters)),
         }
     }
     // Only PostgreSQL has `COPY`: SQLite would build the cells for nothing.
     if rows.len() >= COPY_FROM && tx.dialect() == super::Dialect::Postgres {
         let mut all: Vec<CellRef<'_>> = Vec::with_capacity(rows.len() * columns.len());
-        for r in rows {
-            cells(&org, r.borrow(), window, &mut all);
+        for (r, v) in rows.iter().zip(values) {
+            cells(&org, r.borrow(), window, v, filters, &mut all);
         }
         if tx.copy_in(table, &columns, &all)? {
             return Ok(None);
         }
     }
+    // Within SQLite's 32,766 bound parameters however many filter columns a table has.
+    let chunk_rows = INSERT_CHUNK.min(32_000 / columns.len());
     let mut params: Vec<CellRef<'_>> =
-        Vec::with_capacity(INSERT_CHUNK.min(rows.len()) * columns.len());
+        Vec::with_capacity(chunk_rows.min(rows.len()) * columns.len());
     let mut rowids = (tx.dialect() == super::Dialect::Sqlite).then(Vec::new);
-    for chunk in rows.chunks(INSERT_CHUNK) {
+    for (chunk, chunk_values) in rows.chunks(chunk_rows).zip(values.chunks(chunk_rows)) {
         let sql = tx
             .dialect()
             .insert_records_sql(table, &columns, chunk.len());
         params.clear();
-        for r in chunk {
-            cells(&org, r.borrow(), window, &mut params);
+        for (r, v) in chunk.iter().zip(chunk_values) {
+            cells(&org, r.borrow(), window, v, filters, &mut params);
         }
         tx.execute_refs(&sql, &params)?;
         if let Some(all) = rowids.as_mut() {
@@ -919,6 +975,17 @@ fn rewrite_row(
     data: String,
 ) -> StoreResult<()> {
     let (window, mut params) = window_set(table, &data);
+    // The filter columns from the text; those it leaves to the database are left as they
+    // are for the update trigger to set (store/filter_columns.rs).
+    let fields = filter_columns::written(tx.dialect(), table);
+    let mut filters = String::new();
+    if let Some(values) = filter_columns::values_of(fields, &data) {
+        for (field, value) in fields.iter().zip(values) {
+            filters.push_str(&filter_column(field));
+            filters.push_str(" = ?, ");
+            params.push(value.map_or(SqlValue::Null, |v| SqlValue::Text(v.into_owned())));
+        }
+    }
     params.extend([
         archived.into(),
         updated.into(),
@@ -927,7 +994,7 @@ fn rewrite_row(
         id,
     ]);
     tx.execute(
-        &format!("UPDATE {table} SET {window}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
+        &format!("UPDATE {table} SET {window}{filters}is_archived = ?, updated_at = ?, data = ? WHERE organization_id = ? AND id = ?"),
         &params,
     )?;
     Ok(())

@@ -81,11 +81,12 @@ pub enum Cond {
         values: Vec<String>,
     },
     /// [`Cond::Text`] on a top-level field that has a filter index
-    /// (`prodops_core::filter_fields::FieldKinds::filter_indexed`): the same answer. On
-    /// SQLite it is written on the same expression as `Text`, which the index is built on. On
-    /// PostgreSQL it is written on the field's stored generated column ([`filter_column`]),
-    /// because PostgreSQL counts from an index alone (an index-only scan) only when the query
-    /// names columns, never when it names an expression over `data`.
+    /// (`prodops_core::filter_fields::FieldKinds::filter_indexed`): the same answer, written
+    /// on the field's filter column ([`filter_column`], store/filter_columns.rs), which holds
+    /// what `Text` reads from the record and which the index is built on: PostgreSQL counts from
+    /// an index alone (an index-only scan) only when the query names columns, never when it
+    /// names an expression over `data`, and SQLite wrote an index on the expression at the cost
+    /// of parsing each record again.
     Indexed {
         field: String,
         values: Vec<String>,
@@ -435,13 +436,10 @@ impl Dialect {
     }
 
     /// What a filter-indexed field's filter and its index are both written on (see
-    /// [`Cond::Indexed`]): its expression on SQLite, its generated column on PostgreSQL. One
-    /// place, so that the index always serves the filter.
+    /// [`Cond::Indexed`]): its filter column, on both databases. One place, so that the index
+    /// always serves the filter.
     pub fn indexed_expr(self, field: &str) -> String {
-        match self {
-            Dialect::Sqlite => self.text_expr(&FieldPath(vec![field.to_string()])),
-            Dialect::Postgres => filter_column(field),
-        }
+        filter_column(field)
     }
 
     /// `expr` is one of `values`, each compared as the text a filter compares (UUIDs

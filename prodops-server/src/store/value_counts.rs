@@ -16,10 +16,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt;
 
 use prodops_core::filter_fields;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use uuid::Uuid;
 
 use super::sql::{Dialect, FieldPath};
@@ -314,30 +312,36 @@ pub fn seed(tx: &mut dyn Tx, table: &str) -> StoreResult<()> {
 }
 
 /// Adds the counts of a batch of new records of organization `org` inserted with the
-/// connection's triggers off (store/records.rs, `insert_rows`): each record given by its
-/// stored JSON text and archived flag.
-pub fn add_batch<'a>(
+/// connection's triggers off (store/records.rs, `insert_rows`): each record given by the values
+/// of its filter columns (store/filter_columns.rs, `values_of`, in the order of
+/// `filter_indexed`, of which the counted fields are a part) and its archived flag. A null or
+/// missing value is not counted, as the triggers skip it.
+pub fn add_batch<'a, 'v: 'a>(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
-    rows: impl Iterator<Item = (&'a str, bool)>,
+    rows: impl Iterator<Item = (&'a [Option<Cow<'v, str>>], bool)>,
 ) -> StoreResult<()> {
     let fields = counted_fields(table);
     if fields.is_empty() {
         return Ok(());
     }
-    let mut tally: HashMap<(usize, String, bool), i64> = HashMap::new();
-    for (text, archived) in rows {
-        let mut found = Vec::new();
-        let mut de = serde_json::Deserializer::from_str(text);
-        TopLevelStrings {
-            fields,
-            found: &mut found,
-        }
-        .deserialize(&mut de)
-        .map_err(|e| super::StoreError::Other(format!("record is not JSON: {e}")))?;
-        for (field, value) in found {
-            *tally.entry((field, value, archived)).or_default() += 1;
+    let indexed = &filter_fields::of_table(table).filter_indexed;
+    let at: Vec<usize> = fields
+        .iter()
+        .map(|f| {
+            indexed
+                .iter()
+                .position(|g| g == f)
+                .expect("counted fields are filter-indexed ones")
+        })
+        .collect();
+    let mut tally: HashMap<(usize, &str, bool), i64> = HashMap::new();
+    for (values, archived) in rows {
+        for (field, &i) in at.iter().enumerate() {
+            if let Some(Some(value)) = values.get(i) {
+                *tally.entry((field, value.as_ref(), archived)).or_default() += 1;
+            }
         }
     }
     for ((field, value, archived), n) in tally {
@@ -359,55 +363,6 @@ pub fn add_batch<'a>(
         )?;
     }
     Ok(())
-}
-
-/// Reads the string values of the top-level members named in `fields` out of a record's JSON
-/// text (each as the index into `fields` and the decoded string), skipping everything else
-/// without building it. Null, missing and non-string values are not counted, as the triggers
-/// skip what `json_extract` gives as NULL (a string field holds nothing else by its schema).
-struct TopLevelStrings<'f> {
-    fields: &'f [String],
-    found: &'f mut Vec<(usize, String)>,
-}
-
-impl<'de> DeserializeSeed<'de> for TopLevelStrings<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TopLevelStrings<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Scalar<'a> {
-            #[serde(borrow)]
-            Text(Cow<'a, str>),
-            Other(IgnoredAny),
-        }
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match self.fields.iter().position(|f| *f == key) {
-                Some(i) => {
-                    if let Scalar::Text(t) = map.next_value::<Scalar<'de>>()? {
-                        self.found.retain(|(j, _)| *j != i);
-                        self.found.push((i, t.into_owned()));
-                    }
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The statement answering the count of records of `table` in organization `org` whose field
@@ -437,31 +392,6 @@ pub fn count_sql(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn read(text: &str, fields: &[&str]) -> Vec<(usize, String)> {
-        let fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
-        let mut found = Vec::new();
-        let mut de = serde_json::Deserializer::from_str(text);
-        TopLevelStrings {
-            fields: &fields,
-            found: &mut found,
-        }
-        .deserialize(&mut de)
-        .unwrap();
-        found.sort();
-        found
-    }
-
-    #[test]
-    fn a_batch_counts_the_top_level_strings_of_the_counted_fields() {
-        let text =
-            r#"{"id":"x","data":{"status":"nested"},"status":"act\u0069ve","kind":null,"type":5}"#;
-        assert_eq!(
-            read(text, &["status", "kind", "type"]),
-            [(0, "active".into())]
-        );
-        assert_eq!(read(r#"{"a":[{"status":"x"}]}"#, &["status"]), []);
-    }
 
     #[test]
     fn the_count_binds_each_value_once() {
