@@ -726,6 +726,18 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     org: Uuid,
     rows: &[R],
 ) -> StoreResult<Option<Vec<i64>>> {
+    insert_rows_with(tx, table, org, rows, true)
+}
+
+/// [`insert_rows`], asking SQLite for the rowids the rows got only when `rowids` (a probe of
+/// the table after each statement; a single record's insert has no use for them).
+fn insert_rows_with<R: std::borrow::Borrow<NewRow>>(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    rows: &[R],
+    rowids: bool,
+) -> StoreResult<Option<Vec<i64>>> {
     let fields = filter_columns::written(tx.dialect(), table);
     let values: Vec<Option<FilterValues<'_>>> = rows
         .iter()
@@ -736,9 +748,9 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
         || values.iter().any(Option::is_none)
         || !tx.set_triggers(false)?
     {
-        return insert_rows_as_they_are(tx, table, org, rows, &values);
+        return insert_rows_as_they_are(tx, table, org, rows, &values, rowids);
     }
-    let inserted = insert_rows_as_they_are(tx, table, org, rows, &values);
+    let inserted = insert_rows_as_they_are(tx, table, org, rows, &values, rowids);
     tx.set_triggers(true)?;
     let rowids = inserted?;
     super::value_counts::add_batch(
@@ -774,13 +786,14 @@ pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
 const COUNT_PER_BATCH_FROM: usize = 64;
 
 /// `values`: each row's filter columns as [`insert_rows`] read them (`None`: NULL, which the
-/// triggers set right).
+/// triggers set right); `want_rowids`: as `rowids` of `insert_rows_with`.
 fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
     org: Uuid,
     rows: &[R],
     values: &[Option<FilterValues<'_>>],
+    want_rowids: bool,
 ) -> StoreResult<Option<Vec<i64>>> {
     let org = org.to_string();
     let window = keeps_alert_window(table);
@@ -826,7 +839,7 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
     let chunk_rows = INSERT_CHUNK.min(32_000 / columns.len());
     let mut params: Vec<CellRef<'_>> =
         Vec::with_capacity(chunk_rows.min(rows.len()) * columns.len());
-    let mut rowids = (tx.dialect() == super::Dialect::Sqlite).then(Vec::new);
+    let mut rowids = (want_rowids && tx.dialect() == super::Dialect::Sqlite).then(Vec::new);
     for (chunk, chunk_values) in rows.chunks(chunk_rows).zip(values.chunks(chunk_rows)) {
         let sql = tx
             .dialect()
@@ -897,7 +910,7 @@ const COPY_FROM: usize = 64;
 
 /// Inserts one new record given as a [`NewRow`].
 pub fn insert_row(tx: &mut dyn Tx, table: &str, org: Uuid, row: &NewRow) -> StoreResult<()> {
-    insert_rows(tx, table, org, std::slice::from_ref(row))?;
+    insert_rows_with(tx, table, org, std::slice::from_ref(row), false)?;
     Ok(())
 }
 
