@@ -766,15 +766,12 @@ pub fn filter_index_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
     for field in &prodops_core::filter_fields::of_table(t).filter_indexed {
         let lower = field.to_ascii_lowercase();
         let name = filter_index_name(t, field);
-        let carried_names: String = carried_fields(t, field)
-            .map(|other| format!("_with_{}", other.to_ascii_lowercase()))
-            .collect();
         let earlier = [
             format!("ix_{t}_by_{lower}"),
             format!("ix_{t}_on_{lower}"),
             format!("ix_{t}_on_{}", filter_column(field)),
             // SQLite's indexes on the field's expression, before the filter columns.
-            format!("ix_{t}_on_{lower}{carried_names}"),
+            format!("ix_{t}_on_{lower}{}", carried_suffix(t, field)),
         ];
         for old in earlier.into_iter().map(bounded_name) {
             if old != name {
@@ -833,10 +830,17 @@ fn filter_column_ddl(dialect: Dialect, desc: &ResourceDesc) -> Vec<String> {
 /// enum renames the index, so a start builds the new form), within 63 bytes.
 pub fn filter_index_name(table: &str, field: &str) -> String {
     let on = filter_column(field);
-    let carried: String = carried_fields(table, field)
+    bounded_name(format!(
+        "ix_{table}_on_{on}{}",
+        carried_suffix(table, field)
+    ))
+}
+
+/// `_with_<enum>` for each enum field the filter index of `field` carries.
+fn carried_suffix(table: &str, field: &str) -> String {
+    carried_fields(table, field)
         .map(|other| format!("_with_{}", other.to_ascii_lowercase()))
-        .collect();
-    bounded_name(format!("ix_{table}_on_{on}{carried}"))
+        .collect()
 }
 
 /// The name of the unique index behind a `UniqueKey`, so a violation can be traced back to it.
