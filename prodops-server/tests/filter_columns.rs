@@ -3,13 +3,14 @@
 //! SQLite): a large batch (SQLite writes it with its triggers off and fills the columns itself),
 //! a batch with a row whose filter field is not a string (left to the database), a small batch,
 //! one record, an update through the store, and a statement that rewrites the text behind the
-//! store's back. On SQLite, a database made before the columns existed gets them, filled from
-//! its records, when the server starts on it.
+//! store's back. A database made before the columns were what they are now (SQLite: none;
+//! PostgreSQL: generated) gets them, filled from its records, when the server starts on it.
 
 mod common;
 use common::database_url;
 
 use prodops_core::filter_fields;
+use prodops_server::store::filter_columns;
 use prodops_server::store::records::{self, NewRow};
 use prodops_server::store::sql::{FieldPath, filter_column};
 use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
@@ -164,7 +165,7 @@ async fn filter_columns_agree_with_the_text_however_the_row_was_written() {
 #[tokio::test]
 async fn a_sqlite_database_from_before_the_columns_gets_them_filled_at_start() {
     if std::env::var("PRODOPS_TEST_DATABASE_URL").is_ok_and(|u| !u.is_empty()) {
-        return; // PostgreSQL generates its columns; nothing to upgrade.
+        return; // PostgreSQL: the test below.
     }
     let dir = tempfile::tempdir().unwrap();
     let url = database_url(&dir);
@@ -232,4 +233,163 @@ async fn a_sqlite_database_from_before_the_columns_gets_them_filled_at_start() {
     expected.sort();
     assert_eq!(indexes, expected, "the expression indexes are gone");
     assert_eq!(active, Some(250));
+}
+
+/// PostgreSQL: a database whose filter columns are the stored generated columns of earlier
+/// versions (and one that lacks a column altogether) gets plain columns at the next start:
+/// the generated ones keep their values, the missing one is added and filled from the
+/// records, and the trigger that sets them from the text is in place. On a database of its
+/// own, since it changes the tables other tests write to.
+#[tokio::test]
+async fn a_postgres_database_with_generated_filter_columns_gets_plain_ones_at_start() {
+    let Some(admin) = std::env::var("PRODOPS_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| u.starts_with("postgres"))
+    else {
+        return; // SQLite: the test above.
+    };
+    let name = format!("prodops_filter_columns_{}", Uuid::now_v7().simple());
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let (path, query) = admin.split_once('?').unwrap_or((&admin, ""));
+    let server = &path[..path.rfind('/').unwrap()];
+    let url = if query.is_empty() {
+        format!("{server}/{name}")
+    } else {
+        format!("{server}/{name}?{query}")
+    };
+    let org = Uuid::now_v7();
+    let team = Uuid::now_v7();
+    let fields = filter_fields::of_table("worker").filter_indexed.clone();
+    {
+        let store = Store::open(&url).await.unwrap();
+        let rows: Vec<NewRow> = (0..500)
+            .map(|i| {
+                let status = json!(["active", "inactive"][i % 2]);
+                worker(i, status, (i % 3 == 0).then_some(team))
+            })
+            .collect();
+        let fields = fields.clone();
+        store
+            .write(move |tx| {
+                records::insert_rows(tx, "worker", org, &rows)?;
+                // Back to the earlier form: generated columns (their indexes go with the
+                // columns), no trigger, and the team's column missing.
+                tx.execute("DROP TRIGGER tr_worker_filter_columns ON worker", &[])?;
+                for f in &fields {
+                    let column = filter_column(f);
+                    tx.execute(&format!("ALTER TABLE worker DROP COLUMN {column}"), &[])?;
+                    if f != "teamId" {
+                        tx.execute(
+                            &format!(
+                                "ALTER TABLE worker ADD COLUMN {column} TEXT GENERATED ALWAYS AS (data #>> '{{{f}}}') STORED"
+                            ),
+                            &[],
+                        )?;
+                    }
+                }
+                tx.execute("DELETE FROM schema_state WHERE name = 'resource_ddl'", &[])?;
+                Ok::<_, StoreError>(())
+            })
+            .await
+            .unwrap();
+    }
+    let store = Store::open(&url).await.unwrap();
+    let (generated, teams, trigger) = store
+        .read(move |tx| {
+            let generated = tx.query(
+                "SELECT CAST(column_name AS TEXT) FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = 'worker' \
+                 AND is_generated <> 'NEVER'",
+                &[],
+            )?;
+            let teams = tx.query(
+                "SELECT COUNT(*) FROM worker WHERE organization_id = ? AND f_teamid = ?",
+                &[org.into(), team.into()],
+            )?;
+            let trigger = tx.query(
+                "SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'tr_worker_filter_columns'",
+                &[],
+            )?;
+            Ok::<_, StoreError>((
+                generated.len(),
+                teams[0][0].as_i64(),
+                trigger[0][0].as_i64(),
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(generated, 0, "no filter column is generated any more");
+    assert_eq!(
+        teams,
+        Some(167),
+        "the missing column is filled from the records"
+    );
+    assert_eq!(trigger, Some(1));
+    assert_eq!(disagreements(&store, org).await, (0, 500));
+    // New rows, large batch and single, get their columns as before.
+    let more: Vec<NewRow> = (500..700)
+        .map(|i| worker(i, json!("terminated"), Some(team)))
+        .collect();
+    store
+        .write(move |tx| records::insert_rows(tx, "worker", org, &more).map(|_| ()))
+        .await
+        .unwrap();
+    assert_eq!(disagreements(&store, org).await, (0, 700));
+    drop(store);
+    let _ = client
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .await;
+}
+
+/// PostgreSQL: the trigger leaves the columns as written only while the writing transaction
+/// says it filled them (`trust_written`), and sets them from the text again once it says no
+/// more. Rolled back at the end, so the shared database keeps no row whose columns disagree.
+#[tokio::test]
+async fn on_postgres_columns_stay_as_written_only_while_the_writer_vouches_for_them() {
+    if !std::env::var("PRODOPS_TEST_DATABASE_URL").is_ok_and(|u| u.starts_with("postgres")) {
+        return; // SQLite's triggers compare instead (the first test).
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let org = Uuid::now_v7();
+    let outcome = store
+        .write(move |tx| {
+            let status_of = |tx: &mut dyn prodops_server::store::Tx, id: &str| {
+                tx.query(
+                    "SELECT f_status FROM worker WHERE organization_id = ? AND id = ?",
+                    &[org.into(), id.into()],
+                )
+                .map(|rows| rows[0][0].as_str().map(str::to_string))
+            };
+            let id = Uuid::now_v7().to_string();
+            let data = json!({"id": id, "name": "W", "status": "active"}).to_string();
+            assert!(filter_columns::trust_written(tx, true)?);
+            tx.execute(
+                "INSERT INTO worker (organization_id, id, is_archived, created_at, updated_at, data, f_status) \
+                 VALUES (?, ?, false, '2026-11-28T00:00:00.000Z', '2026-11-28T00:00:00.000Z', CAST(? AS JSON), 'as written')",
+                &[org.into(), id.as_str().into(), data.as_str().into()],
+            )?;
+            let trusted = status_of(tx, &id)?;
+            filter_columns::trust_written(tx, false)?;
+            tx.execute(
+                "UPDATE worker SET data = CAST(? AS JSON) WHERE organization_id = ? AND id = ?",
+                &[data.as_str().into(), org.into(), id.as_str().into()],
+            )?;
+            let after = status_of(tx, &id)?;
+            // Roll back: the row was only there to be looked at.
+            Err::<(), _>(StoreError::Other(format!("{trusted:?} {after:?}")))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        outcome.to_string(),
+        StoreError::Other(r#"Some("as written") Some("active")"#.into()).to_string()
+    );
 }

@@ -4,38 +4,61 @@
 //! `filter_index_ddl`). The record's text stays the source of truth: a column holds what the
 //! text holds, the field's string value, or NULL when the field is null or missing.
 //!
-//! PostgreSQL computes them itself (stored generated columns). SQLite cannot add a stored
-//! generated column to an existing table, and an index on the field's expression made SQLite
-//! parse each record's JSON again for every index entry it wrote: two fifths of the writer's
-//! work on a bulk import of workers. So on SQLite they are plain columns that the writes of
-//! store/records.rs fill from the text they already hold ([`values_of`]), with triggers behind
-//! them ([`sqlite_ddl`]) that put right any row whose columns disagree with its text, whoever
-//! wrote it; a bulk insert that runs with triggers off fills every row itself or runs with them
-//! on.
+//! On both databases they are plain columns that the writes of store/records.rs fill from the
+//! text they already hold ([`values_of`]), with triggers behind them that set them from the
+//! text, whoever wrote the row.
+//!
+//! - SQLite cannot add a stored generated column to an existing table, and an index on the
+//!   field's expression made SQLite parse each record's JSON again for every index entry it
+//!   wrote: two fifths of the writer's work on a bulk import of workers. Its triggers
+//!   ([`sqlite_ddl`]) put right any row whose columns disagree with its text; a bulk insert
+//!   that runs with triggers off fills every row itself or runs with them on.
+//! - PostgreSQL had them as stored generated columns: each one parsed the record's JSON again,
+//!   a quarter of the database's work on a bulk import (bench/README.md). Its trigger
+//!   ([`postgres_ddl`]) sets them from the text on every insert and update, except within a
+//!   statement whose writer says it filled them all ([`trust_written`]: a bulk insert whose
+//!   every row was read).
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::sql::{Dialect, filter_column};
+use super::sql::{Dialect, FieldPath, filter_column};
 use super::{SqlValue, StoreResult, Tx};
 
 /// The filter fields of `table` whose columns a write fills itself: those of
-/// `filter_indexed` on SQLite, none on PostgreSQL (generated there).
-pub fn written(dialect: Dialect, table: &str) -> &'static [String] {
-    match dialect {
-        Dialect::Sqlite => &prodops_core::filter_fields::of_table(table).filter_indexed,
-        Dialect::Postgres => &[],
-    }
+/// `filter_indexed`.
+pub fn written(table: &str) -> &'static [String] {
+    &prodops_core::filter_fields::of_table(table).filter_indexed
 }
 
 /// The column names of [`written`], in its order.
-pub fn written_columns(dialect: Dialect, table: &str) -> Vec<String> {
-    written(dialect, table)
-        .iter()
-        .map(|f| filter_column(f))
-        .collect()
+pub fn written_columns(table: &str) -> Vec<String> {
+    written(table).iter().map(|f| filter_column(f)).collect()
+}
+
+/// The setting through which a PostgreSQL transaction tells the filter-column triggers
+/// ([`postgres_ddl`]) that the rows its next statements write carry their columns filled.
+const TRUST_SETTING: &str = "prodops.filter_columns";
+
+/// PostgreSQL: from now on in this transaction, the rows written carry their filter columns
+/// filled from their text (`on`: the triggers leave them as written) or not (`off`, as a
+/// transaction starts: the triggers set them). A writer that turns it on turns it off after
+/// the statements it filled every row of, so that no later statement of the transaction
+/// relies on it. Answers whether it was turned on; SQLite has nothing to turn (`false`).
+pub fn trust_written(tx: &mut dyn Tx, on: bool) -> StoreResult<bool> {
+    if tx.dialect() != Dialect::Postgres {
+        return Ok(false);
+    }
+    tx.query(
+        "SELECT set_config(?, ?, true)",
+        &[
+            SqlValue::Text(TRUST_SETTING.into()),
+            SqlValue::Text(if on { "written" } else { "" }.into()),
+        ],
+    )?;
+    Ok(on)
 }
 
 /// The value of each of `fields` in the record stored as `text`, in the order of `fields`: the
@@ -137,7 +160,7 @@ pub fn sqlite_ddl(t: &str) -> Vec<String> {
         .iter()
         .map(|name| format!("DROP TRIGGER IF EXISTS tr_{t}_filter_columns_{name}"))
         .collect();
-    let fields = written(Dialect::Sqlite, t);
+    let fields = written(t);
     if fields.is_empty() {
         return ddl;
     }
@@ -162,29 +185,86 @@ pub fn sqlite_ddl(t: &str) -> Vec<String> {
     ddl
 }
 
-/// SQLite: adds the filter columns `t` lacks (a table made before they existed, or a field
-/// that became filterable) and fills them from the rows' text, in the set-up's transaction.
-/// Runs after the table is created and before its triggers and indexes, which name them.
-pub fn add_missing(tx: &mut dyn Tx, t: &str) -> StoreResult<()> {
-    if tx.dialect() != Dialect::Sqlite {
-        return Ok(());
+/// PostgreSQL: the trigger that sets the filter columns of `t` from the text of every row
+/// inserted or updated (as the stored generated columns it replaces did), unless the writing
+/// transaction said it filled them ([`trust_written`]). A row-level `BEFORE` trigger, so the
+/// statement-level triggers that read the columns (store/value_counts.rs) see them set.
+pub fn postgres_ddl(t: &str) -> Vec<String> {
+    let function = format!("prodops_filter_columns_{t}");
+    let mut ddl = vec![format!(
+        "DROP TRIGGER IF EXISTS tr_{t}_filter_columns ON {t}"
+    )];
+    let fields = written(t);
+    if fields.is_empty() {
+        ddl.push(format!("DROP FUNCTION IF EXISTS {function}()"));
+        return ddl;
     }
-    let fields = written(Dialect::Sqlite, t);
+    let set: String = fields
+        .iter()
+        .map(|f| {
+            let path = FieldPath::parse(f).expect("schema field names are valid paths");
+            // As `Dialect::text_expr`, of the new row.
+            format!(
+                "NEW.{} := NEW.data #>> '{{{}}}'; ",
+                filter_column(f),
+                path.segments().join(",")
+            )
+        })
+        .collect();
+    ddl.push(format!(
+        "CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$ \
+         BEGIN {set}RETURN NEW; END $body$"
+    ));
+    ddl.push(format!(
+        "CREATE TRIGGER tr_{t}_filter_columns BEFORE INSERT OR UPDATE ON {t} FOR EACH ROW \
+         WHEN (current_setting('{TRUST_SETTING}', true) IS DISTINCT FROM 'written') \
+         EXECUTE FUNCTION {function}()"
+    ));
+    ddl
+}
+
+/// Adds the filter columns `t` lacks (a table made before they existed, or a field that
+/// became filterable) and fills them from the rows' text, in the set-up's transaction; on
+/// PostgreSQL, also turns the stored generated columns of earlier versions into plain ones
+/// (their values stay). Runs after the table is created and before its triggers and
+/// indexes, which name them.
+pub fn add_missing(tx: &mut dyn Tx, t: &str) -> StoreResult<()> {
+    let dialect = tx.dialect();
+    let fields = written(t);
     if fields.is_empty() {
         return Ok(());
     }
-    let present: Vec<String> = tx
-        .query(
-            "SELECT name FROM pragma_table_info(?)",
-            &[SqlValue::Text(t.to_string())],
-        )?
+    // Each column there is, and whether the database generates it.
+    let columns_sql = match dialect {
+        Dialect::Sqlite => "SELECT name, 0 FROM pragma_table_info(?)",
+        Dialect::Postgres => {
+            "SELECT CAST(column_name AS TEXT), CASE WHEN is_generated = 'ALWAYS' THEN 1 ELSE 0 END \
+             FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
+        }
+    };
+    let present: Vec<(String, bool)> = tx
+        .query(columns_sql, &[SqlValue::Text(t.to_string())])?
         .into_iter()
-        .filter_map(|row| row.into_iter().next().and_then(SqlValue::into_string))
+        .filter_map(|row| {
+            let mut row = row.into_iter();
+            let name = row.next()?.into_string()?;
+            Some((name, row.next()?.as_i64() == Some(1)))
+        })
         .collect();
-    let missing: Vec<&String> = fields
-        .iter()
-        .filter(|f| !present.contains(&filter_column(f)))
-        .collect();
+    let mut missing = Vec::new();
+    for f in fields {
+        let column = filter_column(f);
+        match present.iter().find(|(name, _)| *name == column) {
+            None => missing.push(f),
+            Some((_, true)) => {
+                tx.execute(
+                    &format!("ALTER TABLE {t} ALTER COLUMN {column} DROP EXPRESSION"),
+                    &[],
+                )?;
+            }
+            Some((_, false)) => {}
+        }
+    }
     if missing.is_empty() {
         return Ok(());
     }
@@ -196,7 +276,10 @@ pub fn add_missing(tx: &mut dyn Tx, t: &str) -> StoreResult<()> {
     }
     let set = missing
         .iter()
-        .map(|f| format!("{} = json_extract(data, '$.{f}')", filter_column(f)))
+        .map(|f| {
+            let path = FieldPath::parse(f).expect("schema field names are valid paths");
+            format!("{} = {}", filter_column(f), dialect.text_expr(&path))
+        })
         .collect::<Vec<_>>()
         .join(", ");
     tx.execute(&format!("UPDATE {t} SET {set}"), &[])?;

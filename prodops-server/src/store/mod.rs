@@ -444,9 +444,9 @@ impl Store {
     }
 
     /// The fields of `table` whose filter columns the writes fill themselves
-    /// (store/filter_columns.rs): all its filter fields on SQLite, none on PostgreSQL.
+    /// (store/filter_columns.rs): its filter-indexed fields.
     pub fn filter_fields_written(&self, table: &str) -> &'static [String] {
-        filter_columns::written(self.dialect(), table)
+        filter_columns::written(table)
     }
 
     /// Runs `f` in a write transaction on a blocking thread: committed when `f` returns `Ok`,

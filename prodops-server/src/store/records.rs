@@ -719,7 +719,9 @@ const INSERT_CHUNK: usize = 512;
 ///
 /// The rows' filter columns (store/filter_columns.rs) are those read ahead
 /// ([`NewRow::read_filters`]) or read from their text here; a batch with a row whose text
-/// leaves them to the database runs with its triggers on, which work them out.
+/// leaves them to the database runs with its triggers on, which work them out. On PostgreSQL
+/// the triggers work them out for every row of a small batch too, and leave a large batch
+/// whose every row was read as written (`filter_columns::trust_written`).
 pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
@@ -738,17 +740,28 @@ fn insert_rows_with<R: std::borrow::Borrow<NewRow>>(
     rows: &[R],
     rowids: bool,
 ) -> StoreResult<Option<Vec<i64>>> {
-    let fields = filter_columns::written(tx.dialect(), table);
+    let fields = filter_columns::written(table);
     let values: Vec<Option<FilterValues<'_>>> = rows
         .iter()
         .map(|r| r.borrow().filter_values(fields))
         .collect();
+    let all_read = values.iter().all(Option::is_some);
     if rows.len() < COUNT_PER_BATCH_FROM
         || super::property_index::keeps_an_index(table)
-        || values.iter().any(Option::is_none)
+        || !all_read
         || !tx.set_triggers(false)?
     {
-        return insert_rows_as_they_are(tx, table, org, rows, &values, rowids);
+        // PostgreSQL: a large batch whose every row was read spares its triggers the JSON.
+        let trusted = all_read
+            && rows.len() >= COUNT_PER_BATCH_FROM
+            && filter_columns::trust_written(tx, true)?;
+        // A failed insert leaves the transaction (or its savepoint) to be rolled back, which
+        // takes the setting back with it.
+        let inserted = insert_rows_as_they_are(tx, table, org, rows, &values, rowids)?;
+        if trusted {
+            filter_columns::trust_written(tx, false)?;
+        }
+        return Ok(inserted);
     }
     let inserted = insert_rows_as_they_are(tx, table, org, rows, &values, rowids);
     tx.set_triggers(true)?;
@@ -797,7 +810,7 @@ fn insert_rows_as_they_are<R: std::borrow::Borrow<NewRow>>(
 ) -> StoreResult<Option<Vec<i64>>> {
     let org = org.to_string();
     let window = keeps_alert_window(table);
-    let filter_columns = filter_columns::written_columns(tx.dialect(), table);
+    let filter_columns = filter_columns::written_columns(table);
     let columns: Vec<&str> = RECORD_COLUMNS
         .iter()
         .copied()
@@ -990,7 +1003,7 @@ fn rewrite_row(
     let (window, mut params) = window_set(table, &data);
     // The filter columns from the text; those it leaves to the database are left as they
     // are for the update trigger to set (store/filter_columns.rs).
-    let fields = filter_columns::written(tx.dialect(), table);
+    let fields = filter_columns::written(table);
     let mut filters = String::new();
     if let Some(values) = filter_columns::values_of(fields, &data) {
         for (field, value) in fields.iter().zip(values) {

@@ -131,9 +131,9 @@ impl Cond {
     }
 }
 
-/// The PostgreSQL column holding a filter-indexed field's text (see [`Cond::Indexed`]): a
-/// stored generated column `f_<field>` (lower case, within the 63 bytes of a name), computed by
-/// the database from `data` on every write, so no write path can leave it behind.
+/// The column holding a filter-indexed field's text (see [`Cond::Indexed`]): `f_<field>` (lower
+/// case, within PostgreSQL's 63 bytes of a name), filled by the writes and set from `data` by
+/// triggers for any other write (store/filter_columns.rs), so no write path leaves it behind.
 pub fn filter_column(field: &str) -> String {
     bounded_name(format!("f_{}", field.to_ascii_lowercase()))
 }

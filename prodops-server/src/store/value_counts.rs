@@ -188,8 +188,8 @@ pub fn ddl(dialect: Dialect, t: &str) -> Vec<String> {
                 ddl.push(format!("DROP FUNCTION IF EXISTS {function}()"));
                 return ddl;
             }
-            // The filter's own generated columns (store/sql.rs, `filter_column`), computed
-            // before AFTER triggers run: the counts are of what the filter compares.
+            // The filter columns (store/filter_columns.rs), set before AFTER triggers run:
+            // the counts are of what the filter compares.
             let values = |r: &str| {
                 let pairs: Vec<String> = fields
                     .iter()
