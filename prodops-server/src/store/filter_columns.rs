@@ -15,9 +15,9 @@
 //!   that runs with triggers off fills every row itself or runs with them on.
 //! - PostgreSQL had them as stored generated columns: each one parsed the record's JSON again,
 //!   a quarter of the database's work on a bulk import (bench/README.md). Its trigger
-//!   ([`postgres_ddl`]) sets them from the text on every insert and update, except within a
-//!   statement whose writer says it filled them all ([`trust_written`]: a bulk insert whose
-//!   every row was read).
+//!   ([`postgres_ddl`]) likewise puts right any row whose columns disagree with its text,
+//!   and is skipped, comparison and all, within a statement whose writer says it filled them
+//!   all ([`trust_written`]: a bulk insert whose every row was read).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -185,10 +185,13 @@ pub fn sqlite_ddl(t: &str) -> Vec<String> {
     ddl
 }
 
-/// PostgreSQL: the trigger that sets the filter columns of `t` from the text of every row
-/// inserted or updated (as the stored generated columns it replaces did), unless the writing
-/// transaction said it filled them ([`trust_written`]). A row-level `BEFORE` trigger, so the
-/// statement-level triggers that read the columns (store/value_counts.rs) see them set.
+/// PostgreSQL: the trigger that sets the filter columns of `t` from the text of a row inserted
+/// or updated with columns that disagree with it (a write that could not read them, or any
+/// other statement), as the stored generated columns it replaces did, unless the writing
+/// transaction said it filled them ([`trust_written`]). A write that filled them right costs
+/// the comparison alone, which reads the text as the generated columns did; a trusted bulk
+/// batch not even that. A row-level `BEFORE` trigger, so the statement-level triggers that
+/// read the columns (store/value_counts.rs) see them set.
 pub fn postgres_ddl(t: &str) -> Vec<String> {
     let function = format!("prodops_filter_columns_{t}");
     let mut ddl = vec![format!(
@@ -199,25 +202,27 @@ pub fn postgres_ddl(t: &str) -> Vec<String> {
         ddl.push(format!("DROP FUNCTION IF EXISTS {function}()"));
         return ddl;
     }
+    // As `Dialect::text_expr`, of the new row.
+    let from_text = |f: &String| {
+        let path = FieldPath::parse(f).expect("schema field names are valid paths");
+        format!("(NEW.data #>> '{{{}}}')", path.segments().join(","))
+    };
     let set: String = fields
         .iter()
-        .map(|f| {
-            let path = FieldPath::parse(f).expect("schema field names are valid paths");
-            // As `Dialect::text_expr`, of the new row.
-            format!(
-                "NEW.{} := NEW.data #>> '{{{}}}'; ",
-                filter_column(f),
-                path.segments().join(",")
-            )
-        })
+        .map(|f| format!("NEW.{} := {}; ", filter_column(f), from_text(f)))
         .collect();
+    let differs = fields
+        .iter()
+        .map(|f| format!("NEW.{} IS DISTINCT FROM {}", filter_column(f), from_text(f)))
+        .collect::<Vec<_>>()
+        .join(" OR ");
     ddl.push(format!(
         "CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$ \
          BEGIN {set}RETURN NEW; END $body$"
     ));
     ddl.push(format!(
         "CREATE TRIGGER tr_{t}_filter_columns BEFORE INSERT OR UPDATE ON {t} FOR EACH ROW \
-         WHEN (current_setting('{TRUST_SETTING}', true) IS DISTINCT FROM 'written') \
+         WHEN (current_setting('{TRUST_SETTING}', true) IS DISTINCT FROM 'written' AND ({differs})) \
          EXECUTE FUNCTION {function}()"
     ));
     ddl
