@@ -720,8 +720,8 @@ const INSERT_CHUNK: usize = 512;
 /// The rows' filter columns (store/filter_columns.rs) are those read ahead
 /// ([`NewRow::read_filters`]) or read from their text here; a batch with a row whose text
 /// leaves them to the database runs with its triggers on, which work them out. On PostgreSQL
-/// the triggers work them out for every row of a small batch too, and leave a large batch
-/// whose every row was read as written (`filter_columns::trust_written`).
+/// the triggers check every row of a small batch too, and leave a large batch whose every row
+/// was read unchecked (`filter_columns::trust_written`).
 pub fn insert_rows<R: std::borrow::Borrow<NewRow>>(
     tx: &mut dyn Tx,
     table: &str,
