@@ -13,7 +13,7 @@ use prodops_core::filter_fields;
 use prodops_server::store::filter_columns;
 use prodops_server::store::records::{self, NewRow};
 use prodops_server::store::sql::{FieldPath, filter_column};
-use prodops_server::store::{Dialect, SqlValue, Store, StoreError};
+use prodops_server::store::{Dialect, SqlValue, Store, StoreError, Tx};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -62,6 +62,30 @@ async fn disagreements(store: &Store, org: Uuid) -> (i64, i64) {
         })
         .await
         .unwrap()
+}
+
+/// Stores `rows` (workers of `org`) in the database at `url`, puts it back to an earlier form
+/// with `revert` in the same transaction, forgets the set-up's digest (as a server from
+/// before would have left it), and answers the store of the next start.
+async fn restart_from_an_earlier_form(
+    url: &str,
+    org: Uuid,
+    rows: Vec<NewRow>,
+    revert: impl Fn(&mut dyn Tx) -> Result<(), StoreError> + Send + 'static,
+) -> Store {
+    {
+        let store = Store::open(url).await.unwrap();
+        store
+            .write(move |tx| {
+                records::insert_rows(tx, "worker", org, &rows)?;
+                revert(tx)?;
+                tx.execute("DELETE FROM schema_state WHERE name = 'resource_ddl'", &[])?;
+                Ok::<_, StoreError>(())
+            })
+            .await
+            .unwrap();
+    }
+    Store::open(url).await.unwrap()
 }
 
 #[tokio::test]
@@ -170,40 +194,31 @@ async fn a_sqlite_database_from_before_the_columns_gets_them_filled_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let url = database_url(&dir);
     let org = Uuid::now_v7();
-    {
-        let store = Store::open(&url).await.unwrap();
-        let rows: Vec<NewRow> = (0..500)
-            .map(|i| worker(i, json!(["active", "inactive"][i % 2]), None))
-            .collect();
-        store
-            .write(move |tx| {
-                records::insert_rows(tx, "worker", org, &rows)?;
-                // Back to the earlier form.
-                let fields = &filter_fields::of_table("worker").filter_indexed;
-                for t in ["insert", "update"] {
-                    tx.execute(&format!("DROP TRIGGER tr_worker_filter_columns_{t}"), &[])?;
-                }
-                for f in fields {
-                    let index = prodops_server::migrate::filter_index_name("worker", f);
-                    tx.execute(&format!("DROP INDEX {index}"), &[])?;
-                }
-                for f in fields {
-                    tx.execute(
-                        &format!("ALTER TABLE worker DROP COLUMN {}", filter_column(f)),
-                        &[],
-                    )?;
-                }
-                tx.execute(
-                    "CREATE INDEX ix_worker_on_status ON worker (organization_id, json_extract(data, '$.status'), is_archived, created_at, id) WHERE json_extract(data, '$.status') IS NOT NULL",
-                    &[],
-                )?;
-                tx.execute("DELETE FROM schema_state WHERE name = 'resource_ddl'", &[])?;
-                Ok::<_, StoreError>(())
-            })
-            .await
-            .unwrap();
-    }
-    let store = Store::open(&url).await.unwrap();
+    let rows: Vec<NewRow> = (0..500)
+        .map(|i| worker(i, json!(["active", "inactive"][i % 2]), None))
+        .collect();
+    let store = restart_from_an_earlier_form(&url, org, rows, |tx| {
+        let fields = &filter_fields::of_table("worker").filter_indexed;
+        for t in ["insert", "update"] {
+            tx.execute(&format!("DROP TRIGGER tr_worker_filter_columns_{t}"), &[])?;
+        }
+        for f in fields {
+            let index = prodops_server::migrate::filter_index_name("worker", f);
+            tx.execute(&format!("DROP INDEX {index}"), &[])?;
+        }
+        for f in fields {
+            tx.execute(
+                &format!("ALTER TABLE worker DROP COLUMN {}", filter_column(f)),
+                &[],
+            )?;
+        }
+        tx.execute(
+            "CREATE INDEX ix_worker_on_status ON worker (organization_id, json_extract(data, '$.status'), is_archived, created_at, id) WHERE json_extract(data, '$.status') IS NOT NULL",
+            &[],
+        )?;
+        Ok(())
+    })
+    .await;
     assert_eq!(disagreements(&store, org).await, (0, 500));
     let (indexes, active) = store
         .read(move |tx| {
@@ -266,41 +281,31 @@ async fn a_postgres_database_with_generated_filter_columns_gets_plain_ones_at_st
     };
     let org = Uuid::now_v7();
     let team = Uuid::now_v7();
-    let fields = filter_fields::of_table("worker").filter_indexed.clone();
-    {
-        let store = Store::open(&url).await.unwrap();
-        let rows: Vec<NewRow> = (0..500)
-            .map(|i| {
-                let status = json!(["active", "inactive"][i % 2]);
-                worker(i, status, (i % 3 == 0).then_some(team))
-            })
-            .collect();
-        let fields = fields.clone();
-        store
-            .write(move |tx| {
-                records::insert_rows(tx, "worker", org, &rows)?;
-                // Back to the earlier form: generated columns (their indexes go with the
-                // columns), no trigger, and the team's column missing.
-                tx.execute("DROP TRIGGER tr_worker_filter_columns ON worker", &[])?;
-                for f in &fields {
-                    let column = filter_column(f);
-                    tx.execute(&format!("ALTER TABLE worker DROP COLUMN {column}"), &[])?;
-                    if f != "teamId" {
-                        tx.execute(
-                            &format!(
-                                "ALTER TABLE worker ADD COLUMN {column} TEXT GENERATED ALWAYS AS (data #>> '{{{f}}}') STORED"
-                            ),
-                            &[],
-                        )?;
-                    }
-                }
-                tx.execute("DELETE FROM schema_state WHERE name = 'resource_ddl'", &[])?;
-                Ok::<_, StoreError>(())
-            })
-            .await
-            .unwrap();
-    }
-    let store = Store::open(&url).await.unwrap();
+    let rows: Vec<NewRow> = (0..500)
+        .map(|i| {
+            let status = json!(["active", "inactive"][i % 2]);
+            worker(i, status, (i % 3 == 0).then_some(team))
+        })
+        .collect();
+    // Generated columns (their indexes go with the columns), no trigger, and the team's
+    // column missing.
+    let store = restart_from_an_earlier_form(&url, org, rows, |tx| {
+        tx.execute("DROP TRIGGER tr_worker_filter_columns ON worker", &[])?;
+        for f in &filter_fields::of_table("worker").filter_indexed {
+            let column = filter_column(f);
+            tx.execute(&format!("ALTER TABLE worker DROP COLUMN {column}"), &[])?;
+            if f != "teamId" {
+                tx.execute(
+                    &format!(
+                        "ALTER TABLE worker ADD COLUMN {column} TEXT GENERATED ALWAYS AS (data #>> '{{{f}}}') STORED"
+                    ),
+                    &[],
+                )?;
+            }
+        }
+        Ok(())
+    })
+    .await;
     let (generated, teams, trigger) = store
         .read(move |tx| {
             let generated = tx.query(
@@ -361,7 +366,7 @@ async fn on_postgres_columns_stay_as_written_only_while_the_writer_vouches_for_t
     let org = Uuid::now_v7();
     let outcome = store
         .write(move |tx| {
-            let status_of = |tx: &mut dyn prodops_server::store::Tx, id: &str| {
+            let status_of = |tx: &mut dyn Tx, id: &str| {
                 tx.query(
                     "SELECT f_status FROM worker WHERE organization_id = ? AND id = ?",
                     &[org.into(), id.into()],

@@ -152,6 +152,13 @@ impl<'de> serde::Deserialize<'de> for StringOrNull<'de> {
     }
 }
 
+/// A trigger's reading of filter field `f` from the new row's text, as filters read it
+/// (`Dialect::text_expr`).
+fn new_row_text(dialect: Dialect, f: &str) -> String {
+    let path = FieldPath::parse(f).expect("schema field names are valid paths");
+    dialect.text_expr_of("NEW.data", &path)
+}
+
 /// SQLite: the triggers that set the filter columns of `t` from the text of a row inserted or
 /// updated with columns that disagree with it (a write that could not read them, or any other
 /// statement). A write that filled them right costs the comparison alone.
@@ -164,7 +171,7 @@ pub fn sqlite_ddl(t: &str) -> Vec<String> {
     if fields.is_empty() {
         return ddl;
     }
-    let from_text = |f: &str| format!("json_extract(NEW.data, '$.{f}')");
+    let from_text = |f: &str| new_row_text(Dialect::Sqlite, f);
     let differs = fields
         .iter()
         .map(|f| format!("NEW.{} IS NOT {}", filter_column(f), from_text(f)))
@@ -202,11 +209,7 @@ pub fn postgres_ddl(t: &str) -> Vec<String> {
         ddl.push(format!("DROP FUNCTION IF EXISTS {function}()"));
         return ddl;
     }
-    // As `Dialect::text_expr`, of the new row.
-    let from_text = |f: &String| {
-        let path = FieldPath::parse(f).expect("schema field names are valid paths");
-        format!("(NEW.data #>> '{{{}}}')", path.segments().join(","))
-    };
+    let from_text = |f: &str| new_row_text(Dialect::Postgres, f);
     let set: String = fields
         .iter()
         .map(|f| format!("NEW.{} := {}; ", filter_column(f), from_text(f)))

@@ -191,9 +191,14 @@ impl Dialect {
 
     /// The field as SQL text (strings unquoted), NULL when absent.
     pub fn text_expr(self, path: &FieldPath) -> String {
+        self.text_expr_of("data", path)
+    }
+
+    /// [`Dialect::text_expr`] of the record text in `data` (a trigger's `NEW.data`).
+    pub fn text_expr_of(self, data: &str, path: &FieldPath) -> String {
         match self {
-            Dialect::Sqlite => format!("json_extract(data, '$.{}')", path.0.join(".")),
-            Dialect::Postgres => format!("(data #>> '{{{}}}')", path.0.join(",")),
+            Dialect::Sqlite => format!("json_extract({data}, '$.{}')", path.0.join(".")),
+            Dialect::Postgres => format!("({data} #>> '{{{}}}')", path.0.join(",")),
         }
     }
 
