@@ -191,6 +191,12 @@ fn parent_id(candidate: &Map<String, Value>) -> Option<Uuid> {
 }
 
 impl Hooks for DeliverableHooks {
+    /// A bulk PUT looks its ids up per batch. No hook writes another deliverable before the
+    /// call's end: the tree refresh of a bulk write waits for `end_bulk`.
+    fn batch_creates(&self) -> bool {
+        true
+    }
+
     fn before_create(
         &self,
         tx: &mut dyn Tx,
@@ -219,6 +225,8 @@ impl Hooks for DeliverableHooks {
         patch: &Map<String, Value>,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
+        // What follows may read the tree (a move, the record's children).
+        super::tree::flush_new_rows(tx, ctx)?;
         let old_data = old
             .get("data")
             .and_then(Value::as_object)
@@ -289,6 +297,7 @@ impl Hooks for DeliverableHooks {
             && done(new)
             && !old.is_some_and(|o| done(o) && o.get("type") == new.get("type"))
         {
+            super::tree::flush_new_rows(tx, ctx)?;
             crate::qc::check_gate(tx, ctx, &parse_deliverable(new)?)?;
         }
         if !self.concept {
@@ -334,8 +343,9 @@ impl Hooks for DeliverableHooks {
         let node = parse_deliverable(new)?;
         let old = old.map(parse_deliverable).transpose()?;
         match &old {
-            None => super::tree::insert(tx, ctx.org(), node.id, node.parent_id)?,
+            None => super::tree::insert(tx, ctx, node.id, node.parent_id)?,
             Some(o) if o.parent_id != node.parent_id => {
+                super::tree::flush_new_rows(tx, ctx)?;
                 super::tree::move_node(tx, ctx.org(), node.id, node.parent_id)?
             }
             Some(_) => {}
@@ -355,6 +365,7 @@ impl Hooks for DeliverableHooks {
     }
 
     fn end_bulk(&self, tx: &mut dyn Tx, ctx: &Ctx, _res: &ServedResource) -> ApiResult<()> {
+        let new_kids = super::tree::finish_new_rows(tx, ctx)?;
         super::identifiers::end_bulk(tx, ctx)?;
         let Some(state) = ctx.deferred.as_ref().and_then(|d| d.take::<BulkState>()) else {
             return Ok(());
@@ -364,6 +375,9 @@ impl Hooks for DeliverableHooks {
         }
         // Each record changed by the refresh is written once, at the end.
         let mut store = TxTree::deferred(tx, ctx);
+        if let Some(kids) = new_kids {
+            store.know_new_nodes(kids, &state.records);
+        }
         let now = store.now();
         tree::refresh_batch(&mut store, &state.batch, now)?;
         store.flush()

@@ -28,7 +28,8 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::ServedResource;
-use super::pipeline::upsert_record;
+use super::params::body_object;
+use super::pipeline::{create_record, upsert_record};
 use crate::http::app::RawJsonBody;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
@@ -446,6 +447,9 @@ enum Step<'a, 'p> {
     Create(Uuid, &'p NewRow),
     /// An update of a record stored before the batch: its id as given, and stored text.
     Update(&'a str, &'a str),
+    /// A create whose hooks must run, naming an id the batch found unused: the one-by-one
+    /// path's create, without looking the id up again.
+    New,
     /// Anything else: the one-by-one path, after the pending creates are written.
     Slow,
 }
@@ -488,6 +492,13 @@ impl<'r> Batch<'r> {
                     // Its hooks may read the table: the pending creates go in first.
                     self.flush(tx)?;
                     self.update(tx, given, raw, text)
+                }
+                Ok(Step::New) => {
+                    self.flush(tx)?;
+                    value_of(text)
+                        .and_then(body_object)
+                        .and_then(|body| create_record(tx, self.ctx, self.res, body))
+                        .map(|record| id_of(&record))
                 }
                 Ok(Step::Slow) => {
                     self.flush(tx)?;
@@ -544,12 +555,14 @@ impl<'r> Batch<'r> {
                 self.touched.insert(*id);
                 Err(e.clone())
             }
-            None => {
-                if let Some((_, id)) = &item.named {
+            None => match &item.named {
+                // Not stored (looked up above) and not written by this batch.
+                Some((_, id)) => {
                     self.touched.insert(*id);
+                    Ok(Step::New)
                 }
-                Ok(Step::Slow)
-            }
+                None => Ok(Step::Slow),
+            },
         }
     }
 

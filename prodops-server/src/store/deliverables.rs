@@ -19,40 +19,54 @@ pub const TABLE: &str = "deliverable";
 /// The tree index of deliverables, one row per deliverable.
 pub const TREE: &str = "deliverable_tree";
 
-/// Writes the index row of a new node; on SQLite with its record's rowid too (the record is
-/// written before its tree row).
-pub fn insert_tree_row(
-    tx: &mut dyn Tx,
-    org: Uuid,
-    id: Uuid,
-    parent: Option<Uuid>,
-    root: Uuid,
-    path: String,
-    sort_key: i64,
-) -> StoreResult<()> {
-    let rid = match tx.dialect() {
-        Dialect::Sqlite => {
-            format!("(SELECT rowid FROM {TABLE} WHERE organization_id = ? AND id = ?)")
-        }
-        Dialect::Postgres => "NULL".to_string(),
+/// One row of the tree index.
+#[derive(Debug, Clone)]
+pub struct TreeRow {
+    pub id: Uuid,
+    pub parent_id: Option<Uuid>,
+    pub root_id: Uuid,
+    pub path: String,
+    pub sort_key: i64,
+}
+
+/// Tree rows per statement when new nodes' rows are written together: 8 parameters each on
+/// SQLite (6 on PostgreSQL), well below either database's limit.
+const TREE_ROWS_PER_INSERT: usize = 500;
+
+/// Writes the index rows of new nodes, [`TREE_ROWS_PER_INSERT`] per statement; on SQLite with
+/// each one's record rowid too (the records are written before their tree rows).
+pub fn insert_tree_rows(tx: &mut dyn Tx, org: Uuid, rows: &[TreeRow]) -> StoreResult<()> {
+    let sqlite = tx.dialect() == Dialect::Sqlite;
+    let one = if sqlite {
+        format!(
+            "(?, ?, ?, ?, ?, ?, (SELECT rowid FROM {TABLE} WHERE organization_id = ? AND id = ?))"
+        )
+    } else {
+        "(?, ?, ?, ?, ?, ?, NULL)".to_string()
     };
-    let mut params = vec![
-        org.into(),
-        id.into(),
-        parent.into(),
-        root.into(),
-        path.into(),
-        SqlValue::Int(sort_key),
-    ];
-    if tx.dialect() == Dialect::Sqlite {
-        params.extend([org.into(), id.into()]);
+    for chunk in rows.chunks(TREE_ROWS_PER_INSERT) {
+        let mut params = Vec::with_capacity(chunk.len() * if sqlite { 8 } else { 6 });
+        for row in chunk {
+            params.extend([
+                org.into(),
+                row.id.into(),
+                row.parent_id.into(),
+                row.root_id.into(),
+                row.path.clone().into(),
+                SqlValue::Int(row.sort_key),
+            ]);
+            if sqlite {
+                params.extend([org.into(), row.id.into()]);
+            }
+        }
+        tx.execute(
+            &format!(
+                "INSERT INTO {TREE} (organization_id, id, parent_id, root_id, path, sort_key, rid) VALUES {}",
+                vec![one.as_str(); chunk.len()].join(", ")
+            ),
+            &params,
+        )?;
     }
-    tx.execute(
-        &format!(
-            "INSERT INTO {TREE} (organization_id, id, parent_id, root_id, path, sort_key, rid) VALUES (?, ?, ?, ?, ?, ?, {rid})"
-        ),
-        &params,
-    )?;
     Ok(())
 }
 

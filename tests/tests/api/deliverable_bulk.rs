@@ -409,3 +409,116 @@ async fn roots_are_the_tops_of_the_trees_with_the_list_parameters() {
     let r = api.get(&format!("/{D}/roots?bogus=1")).await;
     assert_validation_names(&r, "bogus");
 }
+
+/// A bulk call of creates only holds the call's new tree rows back and writes them together,
+/// numbering siblings as it goes, and its refresh takes the new nodes' children from the call
+/// instead of reading them (`deliverables::tree::NewRows`): what it leaves is what the same
+/// creates one by one leave, siblings in the order they were created (here against the order of
+/// their ids), whether the parent is new in the call, from an earlier call with children of its
+/// own, or named by a record without an id of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_creates_leave_the_tree_and_sibling_order_of_creates_one_by_one() {
+    let server = TestServer::start().await;
+    let one = server.org("One by one").await;
+    let bulk = server.org("Bulk").await;
+    // Ids that count down, so that sibling order (by creation) is not the order of the ids.
+    let id = |n: u32| format!("0191c3a8-0000-7000-8000-{:012x}", 100_000 - n);
+    let mut first = vec![json!({"id": id(1), "name": "Order", "type": "order"})];
+    for p in 0..3 {
+        let phase = id(10 + p);
+        first.push(
+            json!({"id": phase, "name": format!("Phase {p}"), "type": "phase", "parentId": id(1)}),
+        );
+        for s in 0..4 {
+            first.push(
+                json!({"id": id(100 + 10 * p + s), "name": format!("Step {p}.{s}"),
+                "type": "step", "parentId": phase, "quantity": 1 + s}),
+            );
+        }
+    }
+    // A second call: more steps under a phase of the first (after its four), a new phase with
+    // steps of its own, and a step without an id under it.
+    let mut second = Vec::new();
+    for s in 4..7 {
+        second.push(json!({"id": id(100 + s), "name": format!("Step 0.{s}"), "type": "step", "parentId": id(10)}));
+    }
+    second.push(json!({"id": id(13), "name": "Phase 3", "type": "phase", "parentId": id(1)}));
+    for s in 0..3 {
+        second.push(json!({"id": id(130 + s), "name": format!("Step 3.{s}"), "type": "step", "parentId": id(13)}));
+    }
+    second.push(json!({"name": "Step 3.x", "type": "step", "parentId": id(13)}));
+
+    for r in first.iter().chain(&second) {
+        let resp = one.post(&format!("/{D}"), r.clone()).await;
+        assert_eq!(resp.status, 201, "{resp}");
+    }
+    for call in [&first, &second] {
+        let r = bulk
+            .put(&format!("/{D}/bulk"), Value::Array(call.clone()))
+            .await;
+        assert_eq!(r.status, 200, "{r}");
+    }
+
+    let (a, b) = (snapshot(&one).await, snapshot(&bulk).await);
+    assert_eq!(a.len(), first.len() + second.len());
+    // The step without an id has a different id in each organization: compared by name.
+    let by_name = |all: &HashMap<String, Value>| -> HashMap<String, Value> {
+        let anonymous = all
+            .values()
+            .find(|x| x["name"] == "Step 3.x")
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .unwrap();
+        all.values()
+            .map(|v| {
+                let text = v.to_string().replace(&anonymous, "ANONYMOUS");
+                (
+                    v["name"].as_str().unwrap().to_string(),
+                    serde_json::from_str(&text).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (by_name(&a), by_name(&b));
+    for (name, want) in &a {
+        assert_eq!(&b[name], want, "node {name}");
+    }
+    // Siblings in creation order, in the record and in the hierarchy.
+    let names = |v: &Value| -> Vec<String> {
+        v["computed"]["currentChildren"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&b["Phase 0"]),
+        (0..7).map(|s| format!("Step 0.{s}")).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        names(&b["Phase 3"]),
+        ["Step 3.0", "Step 3.1", "Step 3.2", "Step 3.x"]
+    );
+    assert_eq!(
+        names(&b["Order"]),
+        ["Phase 0", "Phase 1", "Phase 2", "Phase 3"]
+    );
+    assert_eq!(b["Phase 3"]["computed"]["isLeaf"], false);
+    assert_eq!(b["Step 3.x"]["computed"]["isLeaf"], true);
+    assert_eq!(
+        hierarchy_names(&bulk, &id(1)).await,
+        hierarchy_names(&one, &id(1)).await
+    );
+}
+
+/// The names of a node's hierarchy, in hierarchy order.
+async fn hierarchy_names(api: &Api, top: &str) -> Vec<String> {
+    let r = api.get(&format!("/{D}/{top}/hierarchy?select=name")).await;
+    assert_eq!(r.status, 200, "{r}");
+    r.body["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect()
+}
