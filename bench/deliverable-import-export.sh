@@ -3,20 +3,30 @@
 # order of 100,000 nodes, depth 6 (order > phase > component > component > stage > step), on the
 # embedded default (SQLite, release builds), next to `prodops worker export` of 100,000 workers
 # measured in the same run; prints rows/s and the ratio deliverable export / worker export
-# (target >= 50%). The CLI's peak memory comes from `/usr/bin/time -v`. See bench/README.md.
+# (target >= 50%). The CLI's peak memory comes from `/usr/bin/time -v`. With --postgres, the
+# server runs on a throwaway PostgreSQL database instead. See bench/README.md.
 #
-# Usage: bash bench/deliverable-import-export.sh
+# Usage: bash bench/deliverable-import-export.sh [--postgres]
 #
 # Environment (all optional):
 #   BENCH_NODES        nodes of the order (default 100000)
 #   BENCH_BATCH        rows per PUT /r/bulk (default 5000)
 #   BENCH_CONCURRENCY  batches in flight (default 4)
 #   CARGO_TARGET_DIR   where cargo puts the binaries (default ./target)
+#   BENCH_BIN_DIR      take prodops-server and prodops from here instead of building them
+#   PRODOPS_BENCH_PG_URL  PostgreSQL for --postgres (default postgres://postgres@127.0.0.1:5432/test)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-case "${1:-}" in -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+BACKEND=sqlite
+case "${1:-}" in
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --postgres) BACKEND=postgres ;;
+    "") ;;
+    *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
+esac
+PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 
 NODES="${BENCH_NODES:-100000}"
 BATCH="${BENCH_BATCH:-5000}"
@@ -25,14 +35,21 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$ROOT/bench/results"
 [[ -x /usr/bin/time ]] || { echo "installing time" >&2; apt-get install -y -qq time >/dev/null; }
 
-cargo build --release --locked -q -p prodops-server -p prodops-cli
-SERVER="$TARGET/release/prodops-server"
-PRODOPS="$TARGET/release/prodops"
+if [[ -n "${BENCH_BIN_DIR:-}" ]]; then
+    BIN="$BENCH_BIN_DIR"
+else
+    cargo build --release --locked -q -p prodops-server -p prodops-cli
+    BIN="$TARGET/release"
+fi
+SERVER="$BIN/prodops-server"
+PRODOPS="$BIN/prodops"
 
 WORK="$(mktemp -d)"
 SERVER_PID=""
+PG_DB=""
 cleanup() {
     [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    [[ -n "$PG_DB" ]] && psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$PG_DB\"" >/dev/null 2>&1
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -72,7 +89,13 @@ PY
 
 now() { date +%s.%N; }
 
-DB="sqlite://$WORK/prodops.db"
+if [[ "$BACKEND" == postgres ]]; then
+    PG_DB="prodops_bench_deliverables_$$"
+    psql -q "$PG_URL" -c "CREATE DATABASE \"$PG_DB\"" >/dev/null || { echo "cannot create a database at $PG_URL" >&2; exit 1; }
+    DB=$(python3 -c 'import sys, urllib.parse as p; u = p.urlsplit(sys.argv[1]); print(p.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$PG_DB")
+else
+    DB="sqlite://$WORK/prodops.db"
+fi
 "$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 1000000000 > "$WORK/server.out" 2> "$WORK/server.log" &
 SERVER_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
@@ -116,14 +139,16 @@ cat "$WORK/stdout.txt" >&2
 echo "== re-import of the same file (changes nothing)" >&2
 read -r DRE_S DRE_KIB < <(timed "$KEY_EMPTY" deliverable import "$WORK/tree-out.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)
 
-python3 - "$NODES" "$WIMP_S" "$WIMP_KIB" "$WEXP_S" "$WEXP_KIB" "$DIMP_S" "$DIMP_KIB" "$DEXP_S" "$DEXP_KIB" "$DRT_S" "$DRT_KIB" "$DRE_S" "$DRE_KIB" <<'PY' | tee "$ROOT/bench/results/deliverable-import-export-$(date +%Y%m%d-%H%M%S).txt"
+python3 - "$BACKEND" "$NODES" "$WIMP_S" "$WIMP_KIB" "$WEXP_S" "$WEXP_KIB" "$DIMP_S" "$DIMP_KIB" "$DEXP_S" "$DEXP_KIB" "$DRT_S" "$DRT_KIB" "$DRE_S" "$DRE_KIB" <<'PY' | tee "$ROOT/bench/results/deliverable-import-export-$BACKEND-$(date +%Y%m%d-%H%M%S).txt"
 import sys
-n = int(sys.argv[1])
-v = list(map(float, sys.argv[2:]))
+backend = sys.argv[1]
+n = int(sys.argv[2])
+v = list(map(float, sys.argv[3:]))
 rows = [("worker import", v[0], v[1]), ("worker export", v[2], v[3]),
         ("deliverable import", v[4], v[5]), ("deliverable export", v[6], v[7]),
         ("round trip import", v[8], v[9]), ("re-import (no-op)", v[10], v[11])]
-print(f"{n:,} rows each; end to end through the CLI, SQLite embedded default, release")
+where = "SQLite embedded default" if backend == "sqlite" else "PostgreSQL"
+print(f"{n:,} rows each; end to end through the CLI, {where}, release")
 print(f"{'':<22} {'seconds':>9} {'rows/s':>10} {'peak MiB':>9}")
 for what, s, kib in rows:
     print(f"{what:<22} {s:>9.2f} {n / s:>10,.0f} {kib / 1024:>9.1f}")

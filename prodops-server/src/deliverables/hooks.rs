@@ -197,6 +197,13 @@ impl Hooks for DeliverableHooks {
         true
     }
 
+    /// Within a bulk call, a create's hooks read the deliverables the call created through
+    /// `BulkState` (parents) and `tree::NewRows` (tree rows), and `after_write` only adds the
+    /// node's tree row to those held back and notes the write for the refresh at the end.
+    fn hold_hooked_creates(&self) -> bool {
+        true
+    }
+
     fn before_create(
         &self,
         tx: &mut dyn Tx,

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::ServedResource;
 use super::params::body_object;
-use super::pipeline::{create_record, upsert_record};
+use super::pipeline::{checked_create, create_record, new_candidate, upsert_record};
 use crate::http::app::RawJsonBody;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
@@ -193,6 +193,8 @@ struct Item {
     named: Option<(String, Uuid)>,
     /// The record as a plain create (with the named id, or a new one), when it is one.
     create: Option<Create>,
+    /// It names no id (none, or null): a create whatever the table holds.
+    unnamed: bool,
 }
 
 /// A plain create, built from a record's own text and checked.
@@ -241,6 +243,7 @@ impl Prepared {
                     span: span_of(item),
                     named: None,
                     create: None,
+                    unnamed: false,
                 })
                 .collect()
         };
@@ -298,6 +301,7 @@ impl<'r> CreateBuilder<'r> {
             span,
             named: None,
             create: None,
+            unnamed: false,
         };
         let Some(mut fields) = Fields::of(item) else {
             return out;
@@ -312,8 +316,14 @@ impl<'r> CreateBuilder<'r> {
             fields.remove(field);
         }
         let id = match fields.remove("id") {
-            None => Uuid::now_v7(),
-            Some(raw) if raw.get() == "null" => Uuid::now_v7(),
+            None => {
+                out.unnamed = true;
+                Uuid::now_v7()
+            }
+            Some(raw) if raw.get() == "null" => {
+                out.unnamed = true;
+                Uuid::now_v7()
+            }
             Some(raw) => {
                 let Ok(given) = serde_json::from_str::<Cow<'_, str>>(raw.get()) else {
                     return out;
@@ -433,8 +443,9 @@ impl<'r> CreateBuilder<'r> {
 struct Batch<'r> {
     res: &'r ServedResource,
     ctx: &'r Ctx,
-    /// Plain creates, checked, waiting to be written, and the index of each one's record.
-    pending: Vec<&'r NewRow>,
+    /// Creates, checked, waiting to be written (plain ones as prepared, held ones with hooks
+    /// built here), and the index of each one's record.
+    pending: Vec<Cow<'r, NewRow>>,
     pending_index: Vec<usize>,
     /// Ids this batch has created or changed (or tried to): a later record naming one goes
     /// through the one-by-one path, which reads the table as it now is.
@@ -447,8 +458,8 @@ enum Step<'a, 'p> {
     Create(Uuid, &'p NewRow),
     /// An update of a record stored before the batch: its id as given, and stored text.
     Update(&'a str, &'a str),
-    /// A create whose hooks must run, naming an id the batch found unused: the one-by-one
-    /// path's create, without looking the id up again.
+    /// A create whose hooks must run, naming an id the batch found unused or no id: the
+    /// one-by-one path's create, without looking the id up again.
     New,
     /// Anything else: the one-by-one path, after the pending creates are written.
     Slow,
@@ -484,7 +495,7 @@ impl<'r> Batch<'r> {
             // record are collected (validation) or end the batch.
             let result = match self.step(&stored, item) {
                 Ok(Step::Create(id, row)) => {
-                    self.pending.push(row);
+                    self.pending.push(Cow::Borrowed(row));
                     self.pending_index.push(i);
                     Ok(id)
                 }
@@ -492,6 +503,13 @@ impl<'r> Batch<'r> {
                     // Its hooks may read the table: the pending creates go in first.
                     self.flush(tx)?;
                     self.update(tx, given, raw, text)
+                }
+                Ok(Step::New) if self.res.hooks.hold_hooked_creates() => {
+                    self.hold(tx, text).map(|(id, row)| {
+                        self.pending.push(Cow::Owned(row));
+                        self.pending_index.push(i);
+                        id
+                    })
                 }
                 Ok(Step::New) => {
                     self.flush(tx)?;
@@ -561,9 +579,25 @@ impl<'r> Batch<'r> {
                     self.touched.insert(*id);
                     Ok(Step::New)
                 }
+                None if item.unnamed => Ok(Step::New),
                 None => Ok(Step::Slow),
             },
         }
+    }
+
+    /// A create with hooks whose row waits ([`Hooks::hold_hooked_creates`]): checked as
+    /// [`create_record`] checks it, its `after_write` run, its row kept for [`Batch::flush`].
+    ///
+    /// [`Hooks::hold_hooked_creates`]: crate::engine::hooks::Hooks::hold_hooked_creates
+    fn hold(&mut self, tx: &mut dyn Tx, text: &str) -> ApiResult<(Uuid, NewRow)> {
+        let body = value_of(text).and_then(body_object)?;
+        let candidate = new_candidate(self.ctx, self.res, body, false)?;
+        let record = checked_create(tx, self.ctx, self.res, candidate)?;
+        let row = NewRow::of_text(record.to_string())?;
+        self.res
+            .hooks
+            .after_write(tx, self.ctx, self.res, None, &record)?;
+        Ok((id_of(&record), row))
     }
 
     /// The update of a record stored before the batch, as [`upsert_record`] does it.

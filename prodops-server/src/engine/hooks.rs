@@ -90,6 +90,17 @@ pub trait Hooks: Send + Sync {
         false
     }
 
+    /// Whether a bulk PUT (with [`Hooks::batch_creates`]) may also hold back the rows of
+    /// creates that need hooks and write them with the plain ones, in multi-row inserts:
+    /// `before_create`, `check_facts` and `after_write` run when the record comes, and its row
+    /// and its event go in later, before anything but another create of the call runs.
+    /// Answering true promises that, within a bulk call, those hooks read no record of the
+    /// resource's table that the call created except through what the call keeps
+    /// (`ctx.deferred`), and that `after_write` writes nothing and records no event.
+    fn hold_hooked_creates(&self) -> bool {
+        false
+    }
+
     /// Whether creating this candidate (built, not yet checked; `field` reads its top-level
     /// fields) needs none of `before_create`, `check_facts` and `after_write`: then a bulk PUT
     /// only checks it with the resource's rules and stores it. Only asked when

@@ -121,6 +121,20 @@ pub(crate) fn create_candidate(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &ServedResource,
+    candidate: Map<String, Value>,
+) -> ApiResult<Value> {
+    let record = checked_create(tx, ctx, res, candidate)?;
+    records::insert(tx, res.table(), ctx.org(), &record)?;
+    super::events::created(ctx, res, &record);
+    res.hooks.after_write(tx, ctx, res, None, &record)?;
+    Ok(record)
+}
+
+/// A create up to its write: the hooks before it and the rules, giving the record to store.
+pub(crate) fn checked_create(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
     mut candidate: Map<String, Value>,
 ) -> ApiResult<Value> {
     res.hooks.before_create(tx, ctx, res, &mut candidate)?;
@@ -130,9 +144,6 @@ pub(crate) fn create_candidate(
         .map_err(ApiError::violations)?;
     crate::http::text::check_indexed_lengths(res.desc(), None, &record)?;
     res.hooks.check_facts(tx, ctx, res, None, &record)?;
-    records::insert(tx, res.table(), ctx.org(), &record)?;
-    super::events::created(ctx, res, &record);
-    res.hooks.after_write(tx, ctx, res, None, &record)?;
     Ok(record)
 }
 
