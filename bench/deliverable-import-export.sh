@@ -153,5 +153,8 @@ print(f"{'':<22} {'seconds':>9} {'rows/s':>10} {'peak MiB':>9}")
 for what, s, kib in rows:
     print(f"{what:<22} {s:>9.2f} {n / s:>10,.0f} {kib / 1024:>9.1f}")
 ratio = (n / v[6]) / (n / v[2])
-print(f"deliverable export / worker export: {ratio:.1%} (target >= 50%: {'PASS' if ratio >= 0.5 else 'FAIL'})")
+if backend == "sqlite":
+    print(f"deliverable export / worker export: {ratio:.1%} (target >= 50%: {'PASS' if ratio >= 0.5 else 'FAIL'})")
+else:
+    print(f"deliverable export / worker export: {ratio:.1%} (the target is the embedded default's)")
 PY

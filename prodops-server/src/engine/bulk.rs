@@ -11,10 +11,13 @@
 //!   JSON text from the record's own text (the same candidate [`new_candidate`] builds), read
 //!   straight into core's record type and checked (`ResourceKind::check_new_json`), and its
 //!   stored text kept pending; pending creates are written with multi-row inserts;
-//! - anything else (an update, a create with hooks, a record naming an id the batch already
-//!   wrote, a record that does not read as the resource) goes through the one-by-one path,
-//!   after the pending creates are written, so it sees what the one-by-one order would have
-//!   shown it. A multi-row insert that fails is undone to its savepoint and redone one row at a
+//! - a create with hooks (naming an id the lookup did not find, or none) skips the lookup the
+//!   one-by-one path would make again; where the resource's hooks allow it
+//!   ([`Hooks::hold_hooked_creates`](crate::engine::hooks::Hooks::hold_hooked_creates)) it runs
+//!   its hooks and checks at once and its row waits with the plain creates;
+//! - anything else (an update, a record naming an id the batch already wrote, a record that
+//!   does not read as the resource) goes through the one-by-one path, after the pending
+//!   creates are written, so it sees what the one-by-one order would have shown it. A multi-row insert that fails is undone to its savepoint and redone one row at a
 //!   time, so the failure names the same record the one-by-one order stops at.
 
 use std::borrow::Cow;
