@@ -304,7 +304,8 @@ impl Hooks for DeliverableHooks {
             && done(new)
             && !old.is_some_and(|o| done(o) && o.get("type") == new.get("type"))
         {
-            super::tree::flush_new_rows(tx, ctx)?;
+            // The gate reads QC templates and sets, not the tree: a bulk call's waiting tree
+            // rows (and records) stay where they are.
             crate::qc::check_gate(tx, ctx, &parse_deliverable(new)?)?;
         }
         if !self.concept {

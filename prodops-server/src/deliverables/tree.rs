@@ -155,8 +155,8 @@ pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> Api
 ///
 /// Only creates add to it. Everything else that reads or changes the tree within the call
 /// writes the waiting rows first ([`flush_new_rows`]), which also forgets what was read, as a
-/// move may change a parent's path or its children's sort keys: the deliverable hooks other
-/// than a create's and [`TxTree`]'s reads of the tree. The end of the call writes them too
+/// move may change a parent's path or its children's sort keys: the deliverable hooks of an
+/// update and [`TxTree`]'s reads of the tree. The end of the call writes them too
 /// ([`finish_new_rows`]).
 #[derive(Default)]
 struct NewRows {
