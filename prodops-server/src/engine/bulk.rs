@@ -17,8 +17,10 @@
 //!   its hooks and checks at once and its row waits with the plain creates;
 //! - anything else (an update, a record naming an id the batch already wrote, a record that
 //!   does not read as the resource) goes through the one-by-one path, after the pending
-//!   creates are written, so it sees what the one-by-one order would have shown it. A multi-row insert that fails is undone to its savepoint and redone one row at a
-//!   time, so the failure names the same record the one-by-one order stops at.
+//!   creates are written, so it sees what the one-by-one order would have shown it.
+//!
+//! A multi-row insert that fails is undone to its savepoint and redone one row at a time, so
+//! the failure names the same record the one-by-one order stops at.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -596,7 +598,7 @@ impl<'r> Batch<'r> {
         let body = value_of(text).and_then(body_object)?;
         let candidate = new_candidate(self.ctx, self.res, body, false)?;
         let record = checked_create(tx, self.ctx, self.res, candidate)?;
-        let row = NewRow::of_text(record.to_string())?;
+        let row = NewRow::of_record(&record)?;
         self.res
             .hooks
             .after_write(tx, self.ctx, self.res, None, &record)?;

@@ -612,16 +612,7 @@ fn window_set(table: &str, data: &str) -> (&'static str, Vec<SqlValue>) {
 }
 
 pub fn insert(tx: &mut dyn Tx, table: &str, org: Uuid, record: &Value) -> StoreResult<()> {
-    let (id, archived, created, updated) = columns_of(record)?;
-    let row = NewRow {
-        id: id.to_string(),
-        archived,
-        created,
-        updated,
-        data: record.to_string(),
-        filters: None,
-    };
-    insert_row(tx, table, org, &row)
+    insert_row(tx, table, org, &NewRow::of_record(record)?)
 }
 
 /// The values of a row's filter columns (store/filter_columns.rs, `values_of`).
@@ -642,6 +633,19 @@ pub struct NewRow {
 }
 
 impl NewRow {
+    /// The row of a record checked as a value: its columns read from it, its text written.
+    pub fn of_record(record: &Value) -> StoreResult<NewRow> {
+        let (id, archived, created, updated) = columns_of(record)?;
+        Ok(NewRow {
+            id,
+            archived,
+            created,
+            updated,
+            data: record.to_string(),
+            filters: None,
+        })
+    }
+
     /// Reads the values of the row's filter columns now, those of `fields` (the table's
     /// `Store::filter_fields_written`; a bulk call does, before its turn on the writer). A text
     /// whose values the database works out stays without them.
