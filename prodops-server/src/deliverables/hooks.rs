@@ -17,7 +17,7 @@ use prodops_core::{Record, properties};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::tree::{TABLE, TxTree, parse_deliverable};
+use super::tree::{ReadAhead, TABLE, TxTree, parse_deliverable};
 use super::{custom_property_defs, resource};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
@@ -41,6 +41,8 @@ struct BulkState {
     records: HashMap<Uuid, Arc<Deliverable>>,
     /// The organization's custom property definitions (dropped when a write changes one).
     defs: Option<Arc<Vec<CustomPropertyDefinition>>>,
+    /// What the call read ahead for the records it updates (`prefetch_updates`).
+    ahead: ReadAhead,
 }
 
 /// The organization's custom property definitions, read once per bulk call.
@@ -135,6 +137,9 @@ fn prepare_candidate(
     node.normalize();
     let mut store = TxTree::new(tx, ctx);
     let children = if existing {
+        if let Some(deferred) = &ctx.deferred {
+            deferred.with(|s: &mut BulkState| store.seed(&s.ahead, &node, &s.records));
+        }
         store.children(node.id)?
     } else {
         // Not stored yet: no children, and its session workers are read by the refresh that
@@ -202,6 +207,68 @@ impl Hooks for DeliverableHooks {
     /// node's tree row to those held back and notes the write for the refresh at the end.
     fn hold_hooked_creates(&self) -> bool {
         true
+    }
+
+    /// Reads ahead, for every stored record the call updates, what `before_update` reads for
+    /// it (its children, session workers, parent and stage's shop), and keeps the parents as
+    /// the call found them.
+    fn prefetch_updates(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        _res: &ServedResource,
+        stored: &[&str],
+    ) -> ApiResult<()> {
+        let Some(deferred) = &ctx.deferred else {
+            return Ok(());
+        };
+        /// The fields of a stored record the read-ahead needs.
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Refs {
+            id: Uuid,
+            parent_id: Option<Uuid>,
+            #[serde(rename = "type")]
+            kind: Option<DeliverableType>,
+            data: Option<Map<String, Value>>,
+        }
+        let mut seen = std::collections::HashSet::new();
+        let (mut ids, mut parents, mut stages) = (Vec::new(), Vec::new(), Vec::new());
+        for text in stored {
+            // A record that does not read so is left to the update, which reports it.
+            let Ok(refs) = serde_json::from_str::<Refs>(text) else {
+                continue;
+            };
+            if !seen.insert(refs.id) {
+                continue;
+            }
+            ids.push(refs.id);
+            parents.extend(refs.parent_id);
+            if refs.kind == Some(DeliverableType::Stage)
+                && let Some(stage) = refs
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("stageId"))
+                    .and_then(Value::as_str)
+                    .and_then(|s| Uuid::parse_str(s).ok())
+            {
+                stages.push(stage);
+            }
+        }
+        parents.sort();
+        parents.dedup();
+        stages.sort();
+        stages.dedup();
+        let ahead = ReadAhead::read(tx, ctx, &ids, &parents, &stages)?;
+        deferred.with(|s: &mut BulkState| {
+            for parent in &parents {
+                if let Some(node) = ahead.node(*parent) {
+                    s.records.entry(*parent).or_insert_with(|| node.clone());
+                }
+            }
+            s.ahead = ahead;
+        });
+        Ok(())
     }
 
     fn before_create(
@@ -361,6 +428,16 @@ impl Hooks for DeliverableHooks {
         if let Some(deferred) = &ctx.deferred {
             // A bulk write: the rest of the tree is refreshed once at its end (`end_bulk`).
             deferred.with(|s: &mut BulkState| {
+                // A child list read ahead no longer holds once a node joins or leaves it.
+                let joined = old.as_ref().is_none_or(|o| o.parent_id != node.parent_id);
+                if joined {
+                    for parent in [old.as_ref().and_then(|o| o.parent_id), node.parent_id]
+                        .into_iter()
+                        .flatten()
+                    {
+                        s.ahead.forget_children(parent);
+                    }
+                }
                 s.batch.note(old.as_ref(), &node);
                 s.records.insert(node.id, Arc::new(node));
             });

@@ -6,7 +6,8 @@
 //! Where the resource allows it ([`Hooks::batch_creates`](crate::engine::hooks::Hooks::batch_creates)),
 //! the work is done per batch instead of per record:
 //!
-//! - the ids the records name are looked up in one query per chunk;
+//! - the ids the records name are looked up in one query per chunk, and the hooks read ahead
+//!   what the updates among them need ([`Hooks::prefetch_updates`](crate::engine::hooks::Hooks::prefetch_updates));
 //! - a plain create ([`Hooks::plain_create`](crate::engine::hooks::Hooks::plain_create)) is built as
 //!   JSON text from the record's own text (the same candidate [`new_candidate`] builds), read
 //!   straight into core's record type and checked (`ResourceKind::check_new_json`), and its
@@ -492,6 +493,15 @@ impl<'r> Batch<'r> {
         } else {
             records::get_many_raw(tx, self.res.table(), self.ctx.org(), &named)?
         };
+        if !stored.is_empty() {
+            let updated: Vec<&str> = named
+                .iter()
+                .filter_map(|id| stored.get(id).map(String::as_str))
+                .collect();
+            self.res
+                .hooks
+                .prefetch_updates(tx, self.ctx, self.res, &updated)?;
+        }
         let mut ids = Vec::with_capacity(prepared.len());
         let mut details: Vec<Violation> = Vec::new();
         for (i, item) in prepared.items.iter().enumerate() {

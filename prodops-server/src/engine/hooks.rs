@@ -101,6 +101,20 @@ pub trait Hooks: Send + Sync {
         false
     }
 
+    /// Before a bulk PUT (with [`Hooks::batch_creates`]) writes anything: the stored texts of
+    /// the records it names that exist, which it will update, in the body's order. Hooks that
+    /// read other records for each update can read them here for all at once and keep them
+    /// in `ctx.deferred`, as long as what they keep stays true while the call writes.
+    fn prefetch_updates(
+        &self,
+        _tx: &mut dyn Tx,
+        _ctx: &Ctx,
+        _res: &ServedResource,
+        _stored: &[&str],
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// Whether creating this candidate (built, not yet checked; `field` reads its top-level
     /// fields) needs none of `before_create`, `check_facts` and `after_write`: then a bulk PUT
     /// only checks it with the resource's rules and stores it. Only asked when
