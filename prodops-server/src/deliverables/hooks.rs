@@ -41,7 +41,7 @@ struct BulkState {
     records: HashMap<Uuid, Arc<Deliverable>>,
     /// The organization's custom property definitions (dropped when a write changes one).
     defs: Option<Arc<Vec<CustomPropertyDefinition>>>,
-    /// What the call read ahead for the records it updates (`prefetch_updates`).
+    /// What the call read ahead for the records it writes (`read_ahead`).
     ahead: ReadAhead,
 }
 
@@ -136,10 +136,10 @@ fn prepare_candidate(
     };
     node.normalize();
     let mut store = TxTree::new(tx, ctx);
+    if let Some(deferred) = &ctx.deferred {
+        deferred.with(|s: &mut BulkState| store.seed(&s.ahead, &node, &s.records));
+    }
     let children = if existing {
-        if let Some(deferred) = &ctx.deferred {
-            deferred.with(|s: &mut BulkState| store.seed(&s.ahead, &node, &s.records));
-        }
         store.children(node.id)?
     } else {
         // Not stored yet: no children, and its session workers are read by the refresh that
@@ -210,51 +210,54 @@ impl Hooks for DeliverableHooks {
     }
 
     /// Reads ahead, for every stored record the call updates, what `before_update` reads for
-    /// it (its children, session workers, parent and stage's shop), and keeps the parents as
-    /// the call found them.
-    fn prefetch_updates(
+    /// it (its children, session workers, parent and stage's shop), and the shops of the
+    /// stages the call's new stage nodes name; keeps the parents as the call found them.
+    fn read_ahead(
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
         _res: &ServedResource,
         stored: &[&str],
+        created: &[&str],
     ) -> ApiResult<()> {
         let Some(deferred) = &ctx.deferred else {
             return Ok(());
         };
-        /// The fields of a stored record the read-ahead needs.
+        /// The fields of a record the read-ahead needs.
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Refs {
-            id: Uuid,
+            id: Option<Uuid>,
             parent_id: Option<Uuid>,
             #[serde(rename = "type")]
             kind: Option<DeliverableType>,
             data: Option<Map<String, Value>>,
         }
-        let mut seen = std::collections::HashSet::new();
-        let (mut ids, mut parents, mut stages) = (Vec::new(), Vec::new(), Vec::new());
-        for text in stored {
-            // A record that does not read so is left to the update, which reports it.
-            let Ok(refs) = serde_json::from_str::<Refs>(text) else {
-                continue;
-            };
-            if !seen.insert(refs.id) {
-                continue;
-            }
-            ids.push(refs.id);
-            parents.extend(refs.parent_id);
-            if refs.kind == Some(DeliverableType::Stage)
-                && let Some(stage) = refs
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("stageId"))
-                    .and_then(Value::as_str)
+        impl Refs {
+            fn stage(&self) -> Option<Uuid> {
+                if self.kind != Some(DeliverableType::Stage) {
+                    return None;
+                }
+                self.data
+                    .as_ref()?
+                    .get("stageId")?
+                    .as_str()
                     .and_then(|s| Uuid::parse_str(s).ok())
-            {
-                stages.push(stage);
             }
         }
+        let mut seen = std::collections::HashSet::new();
+        let (mut ids, mut parents, mut stages) = (Vec::new(), Vec::new(), Vec::new());
+        // A record that does not read so is left to its write, which reports it.
+        let read = |text: &&str| serde_json::from_str::<Refs>(text).ok();
+        for refs in stored.iter().filter_map(read) {
+            let Some(id) = refs.id.filter(|id| seen.insert(*id)) else {
+                continue;
+            };
+            ids.push(id);
+            parents.extend(refs.parent_id);
+            stages.extend(refs.stage());
+        }
+        stages.extend(created.iter().filter_map(read).filter_map(|r| r.stage()));
         parents.sort();
         parents.dedup();
         stages.sort();
@@ -460,6 +463,7 @@ impl Hooks for DeliverableHooks {
         }
         // Each record changed by the refresh is written once, at the end.
         let mut store = TxTree::deferred(tx, ctx);
+        store.seed_shops(&state.ahead);
         if let Some(kids) = new_kids {
             store.know_new_nodes(kids, &state.records);
         }

@@ -541,12 +541,13 @@ fn record_update_event(ctx: &Ctx, old: &Deliverable, new: &Deliverable) -> ApiRe
     Ok(())
 }
 
-/// What a bulk PUT reads ahead for the deliverables it will update
-/// ([`Hooks::prefetch_updates`](crate::engine::hooks::Hooks::prefetch_updates)): their child
-/// lists with the children's records, their session workers, their parents' records and their
-/// stages' shops, as they were when the call began, a few queries per [`PREFETCH_CHUNK`]
-/// records. Each update's hooks read these per record otherwise (a re-import of an unchanged
-/// tree of 100,000 nodes made 200,000 round trips for them).
+/// What a bulk PUT reads ahead for the deliverables it will write
+/// ([`Hooks::read_ahead`](crate::engine::hooks::Hooks::read_ahead)): for those it updates, their
+/// child lists with the children's records, their session workers and their parents' records;
+/// for those and the ones it creates, their stages' shops; as they were when the call began, a
+/// few queries per [`PREFETCH_CHUNK`] records. Each write's hooks read these per record
+/// otherwise (a re-import of an unchanged tree of 100,000 nodes made 200,000 round trips for
+/// them).
 ///
 /// Only what the call cannot have changed is taken from here: a record the call wrote is
 /// taken from what the call keeps of it (`written` in [`TxTree::seed`]), and a child list
@@ -707,6 +708,12 @@ impl<'a> TxTree<'a> {
         {
             self.shops.insert(stage, *shop);
         }
+    }
+
+    /// Takes every stage's shop `ahead` read (stages are not written by a deliverable bulk
+    /// call, so they hold for all of it).
+    pub fn seed_shops(&mut self, ahead: &ReadAhead) {
+        self.shops.extend(ahead.shops.iter().map(|(k, v)| (*k, *v)));
     }
 
     /// Takes `id` for a record being created, not stored yet: no children and no session

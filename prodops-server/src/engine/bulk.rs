@@ -7,7 +7,7 @@
 //! the work is done per batch instead of per record:
 //!
 //! - the ids the records name are looked up in one query per chunk, and the hooks read ahead
-//!   what the updates among them need ([`Hooks::prefetch_updates`](crate::engine::hooks::Hooks::prefetch_updates));
+//!   what the records' writes need ([`Hooks::read_ahead`](crate::engine::hooks::Hooks::read_ahead));
 //! - a plain create ([`Hooks::plain_create`](crate::engine::hooks::Hooks::plain_create)) is built as
 //!   JSON text from the record's own text (the same candidate [`new_candidate`] builds), read
 //!   straight into core's record type and checked (`ResourceKind::check_new_json`), and its
@@ -493,14 +493,20 @@ impl<'r> Batch<'r> {
         } else {
             records::get_many_raw(tx, self.res.table(), self.ctx.org(), &named)?
         };
-        if !stored.is_empty() {
-            let updated: Vec<&str> = named
-                .iter()
-                .filter_map(|id| stored.get(id).map(String::as_str))
-                .collect();
+        let (mut updated, mut created) = (Vec::new(), Vec::new());
+        for item in &prepared.items {
+            match item.named.as_ref().and_then(|(_, id)| stored.get(id)) {
+                Some(text) => updated.push(text.as_str()),
+                None if !matches!(item.create, Some(Create::Checked(..))) => {
+                    created.push(prepared.text(item));
+                }
+                None => {}
+            }
+        }
+        if !updated.is_empty() || !created.is_empty() {
             self.res
                 .hooks
-                .prefetch_updates(tx, self.ctx, self.res, &updated)?;
+                .read_ahead(tx, self.ctx, self.res, &updated, &created)?;
         }
         let mut ids = Vec::with_capacity(prepared.len());
         let mut details: Vec<Violation> = Vec::new();

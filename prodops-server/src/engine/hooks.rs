@@ -102,15 +102,17 @@ pub trait Hooks: Send + Sync {
     }
 
     /// Before a bulk PUT (with [`Hooks::batch_creates`]) writes anything: the stored texts of
-    /// the records it names that exist, which it will update, in the body's order. Hooks that
-    /// read other records for each update can read them here for all at once and keep them
-    /// in `ctx.deferred`, as long as what they keep stays true while the call writes.
-    fn prefetch_updates(
+    /// the records it names that exist, which it will update, and the texts (as sent) of the
+    /// records it will create with hooks, each in the body's order. Hooks that read other
+    /// records for each write can read them here for all at once and keep them in
+    /// `ctx.deferred`, as long as what they keep stays true while the call writes.
+    fn read_ahead(
         &self,
         _tx: &mut dyn Tx,
         _ctx: &Ctx,
         _res: &ServedResource,
         _stored: &[&str],
+        _created: &[&str],
     ) -> ApiResult<()> {
         Ok(())
     }
