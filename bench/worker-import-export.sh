@@ -6,7 +6,9 @@
 # those workers next to `sqlite3 -csv` writing the same rows from a table to a file. The CLI's peak
 # memory comes from `/usr/bin/time -v`. With --postgres, the server runs on a throwaway
 # PostgreSQL database and the reference is `psql \copy` into (and out of) a keyed table in
-# another one. See bench/README.md.
+# another one. Last, the rows the server stored are loaded again by the database alone
+# (`sqlite3` or `psql \copy`), into tables of the same shape and into a table with its key
+# only, to show what the database's own work bounds. See bench/README.md.
 #
 # Usage: bash bench/worker-import-export.sh [--postgres]
 #
@@ -143,7 +145,8 @@ SERVER_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
 BASE="$(sed -n 's/^listening on //p' "$WORK/server.out")"
 [[ -n "$BASE" ]] || { echo "the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
-new_key() { "$SERVER" org create --name "$1" --database "$DB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
+# new_key NAME: creates an organization; prints "apiKey organizationId".
+new_key() { "$SERVER" org create --name "$1" --database "$DB" | python3 -c 'import json,sys; o = json.load(sys.stdin); print(o["apiKey"], o["organizationId"])'; }
 
 # Runs prodops under /usr/bin/time -v; prints "seconds peak_kib".
 timed() { # key, args...
@@ -158,8 +161,8 @@ timed() { # key, args...
     echo "$wall $kib"
 }
 
-KEY_NOIDS=$(new_key "bench no ids")
-KEY_V4=$(new_key "bench v4 ids")
+read -r KEY_NOIDS ORG_NOIDS < <(new_key "bench no ids")
+read -r KEY_V4 _ < <(new_key "bench v4 ids")
 echo "== prodops worker import (no ids)" >&2
 read -r IMP_NOIDS_S IMP_NOIDS_KIB < <(timed "$KEY_NOIDS" worker import "$WORK/no-ids.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)
 cat "$WORK/stdout.txt" >&2
@@ -171,11 +174,63 @@ read -r EXP_S EXP_KIB < <(timed "$KEY_NOIDS" worker export -o "$WORK/export.csv"
 EXPORTED=$(($(wc -l < "$WORK/export.csv") - 1))
 [[ "$EXPORTED" == "$ROWS" ]] || { echo "export wrote $EXPORTED rows, expected $ROWS" >&2; exit 1; }
 
-python3 - "$BACKEND" "$REF_NAME" "$ROWS" "$REF_NOIDS_S" "$IMP_NOIDS_S" "$IMP_NOIDS_KIB" "$REF_V4_S" "$IMP_V4_S" "$IMP_V4_KIB" "$REF_EXPORT_S" "$EXP_S" "$EXP_KIB" <<'PY' | tee "$ROOT/bench/results/worker-import-export-$BACKEND-$(date +%Y%m%d-%H%M%S).txt"
+# ---- the database alone ----
+# The rows the server stored for the import without ids (the workers with their indexes, and
+# their events), loaded again into empty tables of the same shape (indexes, no triggers) by the
+# database's own loader: what the database costs for what the server writes, with no HTTP, JSON
+# or checks. Then the same rows into a table with its key alone, as the reference has.
+echo "== the database alone: the stored rows loaded again" >&2
+if [[ "$BACKEND" == postgres ]]; then
+    psql -q "$DB" -c "\\copy (SELECT * FROM worker WHERE organization_id = '$ORG_NOIDS' ORDER BY created_at, id) TO '$WORK/stored-workers.csv' WITH (FORMAT csv)" \
+        -c "\\copy (SELECT * FROM events WHERE organization_id = '$ORG_NOIDS' ORDER BY seq) TO '$WORK/stored-events.csv' WITH (FORMAT csv)" >/dev/null
+    psql -q "$DB" -c "CREATE TABLE ceiling_worker (LIKE worker INCLUDING ALL)" -c "CREATE TABLE ceiling_events (LIKE events INCLUDING ALL)" \
+        -c "CREATE TABLE ceiling_bare (LIKE worker INCLUDING DEFAULTS)" -c "ALTER TABLE ceiling_bare ADD PRIMARY KEY (organization_id, id)" >/dev/null
+    t0=$(now)
+    psql -q "$DB" -c "\\copy ceiling_worker FROM '$WORK/stored-workers.csv' WITH (FORMAT csv)" \
+        -c "\\copy ceiling_events FROM '$WORK/stored-events.csv' WITH (FORMAT csv)" >/dev/null
+    t1=$(now)
+    CEIL_S=$(elapsed "$t0" "$t1")
+    t0=$(now)
+    psql -q "$DB" -c "\\copy ceiling_bare FROM '$WORK/stored-workers.csv' WITH (FORMAT csv)" >/dev/null
+    t1=$(now)
+    BARE_S=$(elapsed "$t0" "$t1")
+else
+    # SQLite: batches of BATCH rows, each its own transaction (as the server commits them),
+    # with the settings of the server's writer (store/sqlite.rs). The server checkpoints on
+    # another thread beside its writer; here the WAL is copied back after the clock stops.
+    SRC="$WORK/prodops.db"
+    schema_of() { # tables...: their CREATE TABLE and CREATE INDEX statements, no triggers
+        local names
+        names=$(printf "'%s'," "$@")
+        sqlite3 "$SRC" "SELECT sql || ';' FROM sqlite_master WHERE tbl_name IN (${names%,}) AND type IN ('table', 'index') AND sql IS NOT NULL"
+    }
+    load_sqlite() { # db, ddl, with events (1/0); prints the seconds
+        local lo hi elo t0 t1
+        sqlite3 "$1" "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL;" "$2" >/dev/null
+        read -r lo hi < <(sqlite3 -separator ' ' "$SRC" "SELECT min(rowid), max(rowid) FROM worker WHERE organization_id = '$ORG_NOIDS'")
+        read -r elo < <(sqlite3 "$SRC" "SELECT min(seq) FROM events WHERE organization_id = '$ORG_NOIDS'")
+        {
+            echo "ATTACH '$SRC' AS s; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -131072; PRAGMA mmap_size = 1073741824; PRAGMA wal_autocheckpoint = 0;"
+            for ((a = lo; a <= hi; a += BATCH)); do
+                echo "BEGIN; INSERT INTO main.worker SELECT * FROM s.worker WHERE rowid BETWEEN $a AND $((a + BATCH - 1)) AND +organization_id = '$ORG_NOIDS';"
+                (($3)) && echo "INSERT INTO main.events SELECT * FROM s.events WHERE organization_id = '$ORG_NOIDS' AND seq BETWEEN $((elo + a - lo)) AND $((elo + a - lo + BATCH - 1));"
+                echo "COMMIT;"
+            done
+        } > "$WORK/load.sql"
+        t0=$(now)
+        sqlite3 "$1" < "$WORK/load.sql" >/dev/null
+        t1=$(now)
+        elapsed "$t0" "$t1"
+    }
+    CEIL_S=$(load_sqlite "$WORK/ceiling.db" "$(schema_of worker events)" 1)
+    BARE_S=$(load_sqlite "$WORK/bare.db" "$(schema_of worker | grep -v '^CREATE INDEX')" 0)
+fi
+
+python3 - "$BACKEND" "$REF_NAME" "$ROWS" "$REF_NOIDS_S" "$IMP_NOIDS_S" "$IMP_NOIDS_KIB" "$REF_V4_S" "$IMP_V4_S" "$IMP_V4_KIB" "$REF_EXPORT_S" "$EXP_S" "$EXP_KIB" "$CEIL_S" "$BARE_S" <<'PY' | tee "$ROOT/bench/results/worker-import-export-$BACKEND-$(date +%Y%m%d-%H%M%S).txt"
 import sys
 backend, ref_name = sys.argv[1], sys.argv[2]
 rows = int(sys.argv[3])
-ref_n, imp_n, kib_n, ref_v, imp_v, kib_v, ref_e, exp_e, kib_e = map(float, sys.argv[4:])
+ref_n, imp_n, kib_n, ref_v, imp_v, kib_v, ref_e, exp_e, kib_e, ceil, bare = map(float, sys.argv[4:])
 def line(what, ref, ours, kib, target):
     r_ref, r_ours = rows / ref, rows / ours
     ratio = r_ours / r_ref
@@ -187,4 +242,13 @@ print(f"{'':<22} {'prodops r/s':>12} {ref_name + ' r/s':>14} {'ratio':>8} {'targ
 line("import, no ids", ref_n, imp_n, kib_n, 0.50)
 line("import, UUIDv4 ids", ref_v, imp_v, kib_v, 0.20)
 line("export", ref_e, exp_e, kib_e, 0.33)
+print()
+loader = "psql \\copy" if backend == "postgres" else "sqlite3, in batches"
+print(f"the database alone, import without ids: the rows the server stored, loaded again by {loader}")
+print(f"{'':<40} {'r/s':>12} {'of ' + ref_name:>16} {'prodops / it':>14}")
+def ceiling(what, secs):
+    r = rows / secs
+    print(f"{what:<40} {r:>12,.0f} {r / (rows / ref_n):>16.1%} {(rows / imp_n) / r:>14.1%}")
+ceiling("workers with their indexes, and events", ceil)
+ceiling("workers with their key only", bare)
 PY
