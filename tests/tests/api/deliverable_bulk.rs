@@ -52,26 +52,32 @@ fn tree(stage: &str) -> Vec<Value> {
     out
 }
 
-/// Every deliverable of the organization by id, without the fields that differ between two
-/// organizations or two moments (`organizationId`, timestamps).
-async fn snapshot(api: &Api) -> HashMap<String, Value> {
+/// Every deliverable of the organization as stored, `updatedAt` included, by id.
+async fn stored(api: &Api) -> HashMap<String, Value> {
     api.list(D, "pageSize=10000&isArchived=false")
         .await
         .into_iter()
         .chain(api.list(D, "pageSize=10000&isArchived=true").await)
-        .map(|mut v| {
-            let m = v.as_object_mut().unwrap();
-            for f in ["organizationId", "createdAt", "updatedAt"] {
-                m.remove(f);
-            }
-            (m["id"].as_str().unwrap().to_string(), v)
-        })
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v))
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bulk_write_leaves_the_computed_fields_of_writes_one_by_one() {
-    let server = TestServer::start().await;
+/// Every deliverable of the organization by id, without the fields that differ between two
+/// organizations or two moments (`organizationId`, timestamps).
+async fn snapshot(api: &Api) -> HashMap<String, Value> {
+    let mut all = stored(api).await;
+    for v in all.values_mut() {
+        let m = v.as_object_mut().unwrap();
+        for f in ["organizationId", "createdAt", "updatedAt"] {
+            m.remove(f);
+        }
+    }
+    all
+}
+
+/// Two organizations of one server, "One by one" and "Bulk", each holding the same stage
+/// resource (with its shop); answers them and the stage's id.
+async fn two_organizations(server: &TestServer) -> (Api, Api, &'static str) {
     let one = server.org("One by one").await;
     let bulk = server.org("Bulk").await;
     let (stage, shop) = (
@@ -80,6 +86,39 @@ async fn a_bulk_write_leaves_the_computed_fields_of_writes_one_by_one() {
     );
     fixed_stage(&one, stage, shop).await;
     fixed_stage(&bulk, stage, shop).await;
+    (one, bulk, stage)
+}
+
+/// The names of a record's `computed.currentChildren`, in order.
+fn names(v: &Value) -> Vec<String> {
+    v["computed"]["currentChildren"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Each of `changes` as its own request: a POST for a record with a `type`, else a PATCH of
+/// the record its `id` names.
+async fn one_by_one(api: &Api, changes: &[Value]) {
+    for change in changes {
+        let resp = if change.get("type").is_some() {
+            api.post(&format!("/{D}"), change.clone()).await
+        } else {
+            let mut patch = change.clone();
+            let id = patch.as_object_mut().unwrap().remove("id").unwrap();
+            api.patch(&format!("/{D}/{}", id.as_str().unwrap()), patch)
+                .await
+        };
+        assert!(resp.status == 200 || resp.status == 201, "{resp}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_write_leaves_the_computed_fields_of_writes_one_by_one() {
+    let server = TestServer::start().await;
+    let (one, bulk, stage) = two_organizations(&server).await;
     let records = tree(stage);
     let id = |n: u32| format!("0191c3a8-0000-7000-8000-{n:012x}");
     // Phase 0 is id(10) (ids 10..=31 are its subtree: component id(11), its first stage id(12)
@@ -96,21 +135,8 @@ async fn a_bulk_write_leaves_the_computed_fields_of_writes_one_by_one() {
     ];
 
     // One by one: a POST per record, then a POST or PATCH per change.
-    for r in &records {
-        let resp = one.post(&format!("/{D}"), r.clone()).await;
-        assert_eq!(resp.status, 201, "{resp}");
-    }
-    for change in &later {
-        let resp = if change.get("type").is_some() {
-            one.post(&format!("/{D}"), change.clone()).await
-        } else {
-            let mut patch = change.clone();
-            let id = patch.as_object_mut().unwrap().remove("id").unwrap();
-            one.patch(&format!("/{D}/{}", id.as_str().unwrap()), patch)
-                .await
-        };
-        assert!(resp.status == 200 || resp.status == 201, "{resp}");
-    }
+    one_by_one(&one, &records).await;
+    one_by_one(&one, &later).await;
 
     // In bulk: the whole tree and the changes in one PUT.
     let mut all = records.clone();
@@ -483,14 +509,6 @@ async fn bulk_creates_leave_the_tree_and_sibling_order_of_creates_one_by_one() {
         assert_eq!(&b[name], want, "node {name}");
     }
     // Siblings in creation order, in the record and in the hierarchy.
-    let names = |v: &Value| -> Vec<String> {
-        v["computed"]["currentChildren"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     assert_eq!(
         names(&b["Phase 0"]),
         (0..7).map(|s| format!("Step 0.{s}")).collect::<Vec<_>>()
@@ -523,30 +541,13 @@ async fn hierarchy_names(api: &Api, top: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every deliverable of the organization as stored, `updatedAt` included, by id.
-async fn stored(api: &Api) -> HashMap<String, Value> {
-    api.list(D, "pageSize=10000&isArchived=false")
-        .await
-        .into_iter()
-        .chain(api.list(D, "pageSize=10000&isArchived=true").await)
-        .map(|v| (v["id"].as_str().unwrap().to_string(), v))
-        .collect()
-}
-
 /// A bulk PUT reads ahead what its updates read (children, session workers, parents, stages'
 /// shops) once for the call: what the call itself changes must still be seen by its later
 /// records, and an unchanged tree put again must write nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bulk_updates_that_read_ahead_leave_what_updates_one_by_one_leave() {
     let server = TestServer::start().await;
-    let one = server.org("One by one").await;
-    let bulk = server.org("Bulk").await;
-    let (stage, shop) = (
-        "0191c3a8-0000-7000-8000-00000000aaaa",
-        "0191c3a8-0000-7000-8000-00000000bbbb",
-    );
-    fixed_stage(&one, stage, shop).await;
-    fixed_stage(&bulk, stage, shop).await;
+    let (one, bulk, stage) = two_organizations(&server).await;
     let records = tree(stage);
     for api in [&one, &bulk] {
         let r = api
@@ -586,17 +587,7 @@ async fn bulk_updates_that_read_ahead_leave_what_updates_one_by_one_leave() {
         json!({"id": id(11), "name": "Comp renamed"}),
         json!({"id": id(16), "quantity": 9}),
     ];
-    for change in &changes {
-        let resp = if change.get("type").is_some() {
-            one.post(&format!("/{D}"), change.clone()).await
-        } else {
-            let mut patch = change.clone();
-            let id = patch.as_object_mut().unwrap().remove("id").unwrap();
-            one.patch(&format!("/{D}/{}", id.as_str().unwrap()), patch)
-                .await
-        };
-        assert!(resp.status == 200 || resp.status == 201, "{resp}");
-    }
+    one_by_one(&one, &changes).await;
     let r = bulk.put(&format!("/{D}/bulk"), Value::Array(changes)).await;
     assert_eq!(r.status, 200, "{r}");
 
@@ -605,14 +596,6 @@ async fn bulk_updates_that_read_ahead_leave_what_updates_one_by_one_leave() {
     for (id, want) in &a {
         assert_eq!(b.get(id), Some(want), "node {id}");
     }
-    let names = |v: &Value| -> Vec<String> {
-        v["computed"]["currentChildren"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     assert_eq!(names(&b[&id(12)]), ["Step renamed"]);
     assert_eq!(names(&b[&id(15)]), ["Step 0", "New step", "Step 1"]);
     // Each update of the call was checked against the tree as the call had left it so far
