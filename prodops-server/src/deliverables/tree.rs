@@ -572,23 +572,8 @@ impl ReadAhead {
     ) -> ApiResult<ReadAhead> {
         let mut store = TxTree::new(tx, ctx);
         store.prefetch_nodes(ids)?;
-        let org = ctx.org();
-        for chunk in not_held(parents, &store.nodes).chunks(PREFETCH_CHUNK) {
-            for (id, text) in records::get_many_raw(store.tx, TABLE, org, chunk)? {
-                store.nodes.insert(id, Arc::new(parse_text(&text)?));
-            }
-        }
-        for chunk in not_held(stages, &store.shops).chunks(PREFETCH_CHUNK) {
-            let texts = records::get_many_raw(store.tx, "stage", org, chunk)?;
-            for id in chunk {
-                let shop = texts
-                    .get(id)
-                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                    .and_then(|s| s.get("shopId").and_then(Value::as_str).map(str::to_string))
-                    .and_then(|s| Uuid::parse_str(&s).ok());
-                store.shops.insert(*id, shop);
-            }
-        }
+        store.read_nodes(parents)?;
+        store.prefetch_shops(stages)?;
         Ok(ReadAhead {
             kids: store.kids,
             nodes: store.nodes,
@@ -708,6 +693,36 @@ impl<'a> TxTree<'a> {
         {
             self.shops.insert(stage, *shop);
         }
+    }
+
+    /// Reads the records of those of `ids` this store does not hold, [`PREFETCH_CHUNK`] per
+    /// query.
+    fn read_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
+        let org = self.ctx.org();
+        for chunk in not_held(ids, &self.nodes).chunks(PREFETCH_CHUNK) {
+            for (id, text) in records::get_many_raw(self.tx, TABLE, org, chunk)? {
+                self.nodes.insert(id, Arc::new(parse_text(&text)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// The shops of the stage resources `stages` ([`TreeStore::stage_shop`]), [`PREFETCH_CHUNK`]
+    /// stages per query.
+    fn prefetch_shops(&mut self, stages: &[Uuid]) -> ApiResult<()> {
+        let org = self.ctx.org();
+        for chunk in not_held(stages, &self.shops).chunks(PREFETCH_CHUNK) {
+            let texts = records::get_many_raw(self.tx, "stage", org, chunk)?;
+            for id in chunk {
+                let shop = texts
+                    .get(id)
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                    .as_ref()
+                    .and_then(shop_of);
+                self.shops.insert(*id, shop);
+            }
+        }
+        Ok(())
     }
 
     /// Takes every stage's shop `ahead` read (stages are not written by a deliverable bulk
@@ -830,6 +845,14 @@ impl<'a> TxTree<'a> {
     }
 }
 
+/// The shop a stage resource names, if it names one.
+fn shop_of(stage: &Value) -> Option<Uuid> {
+    stage
+        .get("shopId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
 /// The ids among `ids` that `held` has no entry for.
 fn not_held<V>(ids: &[Uuid], held: &HashMap<Uuid, V>) -> Vec<Uuid> {
     ids.iter()
@@ -884,8 +907,8 @@ impl TreeStore for TxTree<'_> {
             return Ok(*s);
         }
         let shop = records::get(self.tx, "stage", self.ctx.org(), stage_id)?
-            .and_then(|s| s.get("shopId").and_then(Value::as_str).map(str::to_string))
-            .and_then(|s| Uuid::parse_str(&s).ok());
+            .as_ref()
+            .and_then(shop_of);
         self.shops.insert(stage_id, shop);
         Ok(shop)
     }
@@ -962,15 +985,7 @@ impl TreeStore for TxTree<'_> {
     /// What this store already holds is kept (its copy is the newer).
     fn prefetch_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
         self.prefetch_session_workers(ids)?;
-        let org = self.ctx.org();
-        for chunk in not_held(ids, &self.nodes).chunks(PREFETCH_CHUNK) {
-            let texts = records::get_many_raw(self.tx, TABLE, org, chunk)?;
-            for (id, text) in texts {
-                if let std::collections::hash_map::Entry::Vacant(slot) = self.nodes.entry(id) {
-                    slot.insert(Arc::new(parse_text(&text)?));
-                }
-            }
-        }
+        self.read_nodes(ids)?;
         self.read_children(&not_held(ids, &self.kids))
     }
 
