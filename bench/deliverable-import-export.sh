@@ -18,41 +18,12 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-BACKEND=sqlite
-case "${1:-}" in
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    --postgres) BACKEND=postgres ;;
-    "") ;;
-    *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
-esac
-PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+HELP_LINES=2,17
+source "$ROOT/bench/import-common.sh"
 
 NODES="${BENCH_NODES:-100000}"
 BATCH="${BENCH_BATCH:-5000}"
 CONCURRENCY="${BENCH_CONCURRENCY:-4}"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-mkdir -p "$ROOT/bench/results"
-[[ -x /usr/bin/time ]] || { echo "installing time" >&2; apt-get install -y -qq time >/dev/null; }
-
-if [[ -n "${BENCH_BIN_DIR:-}" ]]; then
-    BIN="$BENCH_BIN_DIR"
-else
-    cargo build --release --locked -q -p prodops-server -p prodops-cli
-    BIN="$TARGET/release"
-fi
-SERVER="$BIN/prodops-server"
-PRODOPS="$BIN/prodops"
-
-WORK="$(mktemp -d)"
-SERVER_PID=""
-PG_DB=""
-cleanup() {
-    [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-    [[ -n "$PG_DB" ]] && psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$PG_DB\"" >/dev/null 2>&1
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 echo "== generating an order of $NODES nodes (depth 6) and $NODES workers in $WORK" >&2
 python3 - "$NODES" "$WORK/tree.csv" "$WORK/workers.csv" <<'PY'
@@ -89,35 +60,10 @@ PY
 
 now() { date +%s.%N; }
 
-if [[ "$BACKEND" == postgres ]]; then
-    PG_DB="prodops_bench_deliverables_$$"
-    psql -q "$PG_URL" -c "CREATE DATABASE \"$PG_DB\"" >/dev/null || { echo "cannot create a database at $PG_URL" >&2; exit 1; }
-    DB=$(python3 -c 'import sys, urllib.parse as p; u = p.urlsplit(sys.argv[1]); print(p.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$PG_DB")
-else
-    DB="sqlite://$WORK/prodops.db"
-fi
-"$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 1000000000 > "$WORK/server.out" 2> "$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
-BASE="$(sed -n 's/^listening on //p' "$WORK/server.out")"
-[[ -n "$BASE" ]] || { echo "the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
-new_key() { "$SERVER" org create --name "$1" --database "$DB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["apiKey"])'; }
+start_server
 
-# Runs prodops under /usr/bin/time -v; prints "seconds peak_kib".
-timed() { # key, args...
-    local key="$1"; shift
-    PRODOPS_BASE_URL="$BASE" PRODOPS_API_KEY="$key" PRODOPS_CONFIG_DIR="$WORK/cfg" PRODOPS_CREDENTIAL_STORE=file \
-        /usr/bin/time -v -o "$WORK/time.txt" "$PRODOPS" "$@" > "$WORK/stdout.txt" 2> "$WORK/stderr.txt" || {
-        echo "prodops $* failed:" >&2; tail -20 "$WORK/stderr.txt" >&2; exit 1; }
-    local wall kib
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$WORK/time.txt" |
-        python3 -c 'import sys; p=sys.stdin.read().strip().split(":"); print(sum(float(x)*60**i for i,x in enumerate(reversed(p))))')
-    kib=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$WORK/time.txt")
-    echo "$wall $kib"
-}
-
-KEY=$(new_key "bench deliverables")
-KEY_EMPTY=$(new_key "bench round trip")
+read -r KEY _ < <(new_key "bench deliverables")
+read -r KEY_EMPTY _ < <(new_key "bench round trip")
 for k in "$KEY" "$KEY_EMPTY"; do
     timed "$k" custom-property create --data '{"key": "area", "name": "Area", "dataType": "number"}' >/dev/null
 done

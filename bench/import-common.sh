@@ -1,0 +1,76 @@
+# What the two CLI import benches (worker-import-export.sh, deliverable-import-export.sh) share:
+# their arguments, the binaries, a work directory and throwaway PostgreSQL databases removed on
+# exit, the server on the embedded default or on PostgreSQL, new organizations, and `prodops`
+# timed with its peak memory. Sourced by them, after `set -euo pipefail`, with `ROOT` set and
+# `HELP_LINES` the line range of the caller's usage text (`2,21`).
+
+cd "$ROOT"
+BACKEND=sqlite
+case "${1:-}" in
+    -h | --help) sed -n "${HELP_LINES}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --postgres) BACKEND=postgres ;;
+    "") ;;
+    *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
+esac
+PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+mkdir -p "$ROOT/bench/results"
+[[ -x /usr/bin/time ]] || { echo "installing time" >&2; apt-get install -y -qq time >/dev/null; }
+
+if [[ -n "${BENCH_BIN_DIR:-}" ]]; then
+    BIN="$BENCH_BIN_DIR"
+else
+    cargo build --release --locked -q -p prodops-server -p prodops-cli
+    BIN="$TARGET/release"
+fi
+SERVER="$BIN/prodops-server"
+PRODOPS="$BIN/prodops"
+
+WORK="$(mktemp -d)"
+SERVER_PID=""
+PG_DBS=()
+# pg_url NAME: the bench's URL with its database replaced by NAME.
+pg_url() {
+    python3 -c 'import sys, urllib.parse as p; u = p.urlsplit(sys.argv[1]); print(p.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$1"
+}
+# new_pg_db VAR: creates a throwaway database (dropped on exit) and sets VAR to its URL; not in
+# a subshell, so that the exit trap knows it.
+new_pg_db() {
+    local name="prodops_bench_import_$$_${#PG_DBS[@]}"
+    psql -q "$PG_URL" -c "CREATE DATABASE \"$name\"" >/dev/null || { echo "cannot create a database at $PG_URL" >&2; exit 1; }
+    PG_DBS+=("$name")
+    printf -v "$1" '%s' "$(pg_url "$name")"
+}
+cleanup() {
+    [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    for db in "${PG_DBS[@]}"; do psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_server: the server on a fresh database of the chosen backend (`DB`), its address in
+# `BASE`.
+start_server() {
+    if [[ "$BACKEND" == postgres ]]; then new_pg_db DB; else DB="sqlite://$WORK/prodops.db"; fi
+    "$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 1000000000 > "$WORK/server.out" 2> "$WORK/server.log" &
+    SERVER_PID=$!
+    for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
+    BASE="$(sed -n 's/^listening on //p' "$WORK/server.out")"
+    [[ -n "$BASE" ]] || { echo "the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+}
+
+# new_key NAME: creates an organization; prints "apiKey organizationId".
+new_key() { "$SERVER" org create --name "$1" --database "$DB" | python3 -c 'import json,sys; o = json.load(sys.stdin); print(o["apiKey"], o["organizationId"])'; }
+
+# Runs prodops under /usr/bin/time -v; prints "seconds peak_kib".
+timed() { # key, args...
+    local key="$1"; shift
+    PRODOPS_BASE_URL="$BASE" PRODOPS_API_KEY="$key" PRODOPS_CONFIG_DIR="$WORK/cfg" PRODOPS_CREDENTIAL_STORE=file \
+        /usr/bin/time -v -o "$WORK/time.txt" "$PRODOPS" "$@" > "$WORK/stdout.txt" 2> "$WORK/stderr.txt" || {
+        echo "prodops $* failed:" >&2; tail -20 "$WORK/stderr.txt" >&2; exit 1; }
+    local wall kib
+    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$WORK/time.txt" |
+        python3 -c 'import sys; p=sys.stdin.read().strip().split(":"); print(sum(float(x)*60**i for i,x in enumerate(reversed(p))))')
+    kib=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$WORK/time.txt")
+    echo "$wall $kib"
+}
