@@ -35,6 +35,21 @@ fn search_arg() -> Arg {
         .help("Case-insensitive substring over the resource's search columns")
 }
 
+/// `--yes` and `--dry-run` of a command that changes every record a filter matches.
+fn bulk_brake_args() -> [Arg; 2] {
+    [
+        Arg::new("yes")
+            .long("yes")
+            .short('y')
+            .action(ArgAction::SetTrue)
+            .help("Do not ask for confirmation on a terminal"),
+        Arg::new("dry-run")
+            .long("dry-run")
+            .action(ArgAction::SetTrue)
+            .help("Print how many records the filter matches; change nothing"),
+    ]
+}
+
 fn select_arg() -> Arg {
     Arg::new("select")
         .long("select")
@@ -187,6 +202,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(search_arg())
                 .arg(data_arg(false))
                 .args(set_args())
+                .args(bulk_brake_args())
                 .after_help(example(format!("prodops {name} bulk-update --filter status=inactive --set-json isArchived=true"))),
         );
     }
@@ -196,6 +212,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Deletes (or archives) every record matching the filter (a filter or search is required)")
                 .arg(filter_arg())
                 .arg(search_arg())
+                .args(bulk_brake_args())
                 .after_help(example(format!("prodops {name} bulk-delete --filter status=inactive"))),
         );
     }
@@ -340,7 +357,8 @@ pub fn command() -> Command {
         .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
         .arg(Arg::new("output").long("output").global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv"]).help("Output format (default: table on a terminal, json otherwise)"))
         .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
-        .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"));
+        .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"))
+        .arg(Arg::new("idempotency-key").long("idempotency-key").global(true).value_name("KEY").help("Idempotency-Key of the write this command sends: running it again with the same key changes nothing (1 to 255 characters)"));
 
     let mut groups: Vec<Command> = Vec::new();
     for kind in prodops_core::registry::resources() {
@@ -481,6 +499,7 @@ mod tests {
             "output",
             "timeout",
             "max-attempts",
+            "idempotency-key",
         ];
         for a in prodops_core::api::ACTIONS {
             let what = format!("{} {} ({})", a.cli.command, a.cli.verb, a.operation_id);

@@ -4,7 +4,7 @@ use prodops_client::Error;
 
 /// Exit codes: 0 success; 2 usage error; 3 authentication or permission (401, 403); 4 not found
 /// (404); 5 rejected request (400, 405, 409, 413, rejected import rows); 6 rate-limited after
-/// retries; 7 network error or 5xx.
+/// retries; 7 network error or 5xx; 8 declined at a confirmation prompt (nothing was changed).
 pub mod code {
     pub const USAGE: i32 = 2;
     pub const AUTH: i32 = 3;
@@ -12,34 +12,47 @@ pub mod code {
     pub const REJECTED: i32 = 5;
     pub const RATE_LIMITED: i32 = 6;
     pub const NETWORK: i32 = 7;
+    pub const DECLINED: i32 = 8;
 }
 
-/// Why a command failed: a message for stderr and an exit code.
+/// Why a command failed: a message for stderr and an exit code, and for an error the server
+/// answered, its error object as it came (printed whole when errors are JSON, docs/cli.md).
 #[derive(Debug)]
 pub struct Fail {
     pub code: i32,
     pub message: String,
+    pub api_error: Option<Box<serde_json::Value>>,
 }
 
 pub type CmdResult<T = ()> = Result<T, Fail>;
 
 impl Fail {
+    pub fn new(code: i32, message: impl Into<String>) -> Fail {
+        Fail {
+            code,
+            message: message.into(),
+            api_error: None,
+        }
+    }
     pub fn usage(message: impl Into<String>) -> Fail {
         Fail {
             code: code::USAGE,
             message: message.into(),
+            api_error: None,
         }
     }
     pub fn auth(message: impl Into<String>) -> Fail {
         Fail {
             code: code::AUTH,
             message: message.into(),
+            api_error: None,
         }
     }
     pub fn rejected(message: impl Into<String>) -> Fail {
         Fail {
             code: code::REJECTED,
             message: message.into(),
+            api_error: None,
         }
     }
     pub fn io(what: &str, err: std::io::Error) -> Fail {
@@ -48,11 +61,13 @@ impl Fail {
             return Fail {
                 code: 0,
                 message: String::new(),
+                api_error: None,
             };
         }
         Fail {
             code: code::USAGE,
             message: format!("{what}: {err}"),
+            api_error: None,
         }
     }
 }
@@ -97,10 +112,62 @@ pub fn describe(err: &Error) -> String {
 
 impl From<Error> for Fail {
     fn from(err: Error) -> Fail {
+        let api_error = match &err {
+            Error::Api {
+                code,
+                message,
+                details,
+                request_id,
+                ..
+            } => Some(Box::new(serde_json::json!({
+                "error": {
+                    "code": code,
+                    "message": message,
+                    "requestId": request_id,
+                    "details": details.iter().map(|d| serde_json::json!({
+                        "field": d.field, "index": d.index, "message": d.message,
+                    })).collect::<Vec<_>>(),
+                }
+            }))),
+            _ => None,
+        };
         Fail {
             code: exit_code(&err),
             message: describe(&err),
+            api_error,
         }
+    }
+}
+
+/// The error code of a failure that did not come from the server: `CLI_` and what the exit
+/// code means, so a script tells a local refusal from the API's `VALIDATION_ERROR` and kin.
+pub fn local_code(exit: i32) -> &'static str {
+    match exit {
+        code::USAGE => "CLI_USAGE",
+        code::AUTH => "CLI_AUTH",
+        code::NOT_FOUND => "CLI_NOT_FOUND",
+        code::REJECTED => "CLI_REJECTED",
+        code::RATE_LIMITED => "CLI_RATE_LIMITED",
+        code::NETWORK => "CLI_NETWORK",
+        code::DECLINED => "CLI_DECLINED",
+        _ => "CLI_ERROR",
+    }
+}
+
+impl Fail {
+    /// The failure as the API's error object: the server's own when it answered one, else one
+    /// with a local code ([`local_code`]); `exitCode` added beside it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = match &self.api_error {
+            Some(v) => (**v).clone(),
+            None => serde_json::json!({
+                "error": { "code": local_code(self.code), "message": self.message }
+            }),
+        };
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("exitCode".into(), self.code.into());
+        }
+        value
     }
 }
 

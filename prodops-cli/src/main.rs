@@ -51,16 +51,37 @@ extern "C" fn allocator_options() {
 #[unsafe(link_section = ".init_array.00099")]
 static ALLOCATOR_OPTIONS: extern "C" fn() = allocator_options;
 
+/// Errors go to stderr as JSON (the API's error object, docs/cli.md "Errors a script can
+/// read") with `--output json` or `ndjson`, or when stderr is not a terminal and
+/// `PRODOPS_ERROR_FORMAT=json`. Read from the raw arguments: a usage error must know it too.
+fn errors_as_json() -> bool {
+    use std::io::IsTerminal;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let output_json = args.iter().enumerate().any(|(i, a)| {
+        let value = match a.as_str() {
+            "--output" | "-o" => args.get(i + 1).map(String::as_str),
+            other => other.strip_prefix("--output="),
+        };
+        matches!(value, Some("json" | "ndjson"))
+    });
+    output_json
+        || (!std::io::stderr().is_terminal()
+            && std::env::var("PRODOPS_ERROR_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")))
+}
+
 fn main() {
     // SAFETY: sets process-wide allocator options before any other thread exists.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     #[cfg(not(target_os = "linux"))]
     allocator_options();
+    let json_errors = errors_as_json();
     let code = match cli::command().try_get_matches() {
         Ok(matches) => match run::run(matches) {
             Ok(()) => 0,
             Err(fail) => {
-                if !fail.message.is_empty() {
+                if json_errors && fail.code != 0 {
+                    eprintln!("{}", fail.to_json());
+                } else if !fail.message.is_empty() {
                     eprintln!("error: {}", fail.message);
                 }
                 fail.code
@@ -73,7 +94,19 @@ fn main() {
                 | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
                 _ => fail::code::USAGE,
             };
-            let _ = e.print();
+            if json_errors && code != 0 {
+                // clap's first line, without its `error: ` and its colours.
+                let text = e.render().to_string();
+                let message = text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+                    .to_string();
+                eprintln!("{}", fail::Fail::new(code, message).to_json());
+            } else {
+                let _ = e.print();
+            }
             code
         }
     };

@@ -67,7 +67,14 @@ fn client_for(m: &ArgMatches, base: &str, key: Option<&str>) -> CmdResult<Client
     if let Some(n) = m.get_one::<u32>("max-attempts") {
         config = config.max_attempts(*n);
     }
-    Client::new(config).map_err(Fail::from)
+    let client = Client::new(config).map_err(Fail::from)?;
+    Ok(match text(m, "idempotency-key") {
+        Some(key) if key.len() > 255 => {
+            return Err(Fail::usage("--idempotency-key: at most 255 characters"));
+        }
+        Some(key) => client.with_idempotency_key(key),
+        None => client,
+    })
 }
 
 fn runtime() -> CmdResult<tokio::runtime::Runtime> {
@@ -165,10 +172,15 @@ pub fn list_params(args: &ArgMatches) -> CmdResult<ListParams> {
             if k.trim().is_empty() {
                 return Err(Fail::usage(format!("--filter {raw}: the field is empty")));
             }
-            p = p.filter(k.trim(), v);
+            // An empty value is no filter, as on the server.
+            if !v.is_empty() {
+                p = p.filter(k.trim(), v);
+            }
         }
     }
-    if let Ok(Some(s)) = args.try_get_one::<String>("search") {
+    if let Ok(Some(s)) = args.try_get_one::<String>("search")
+        && !s.trim().is_empty()
+    {
         p = p.search(s.clone());
     }
     if let Ok(Some(s)) = args.try_get_one::<String>("sort") {
@@ -221,8 +233,49 @@ fn set_path(target: &mut Map<String, Value>, field: &str, value: Value) -> CmdRe
     Ok(())
 }
 
-/// The body of a create/update: `--data`, then every `--set` and `--set-json` over it.
-fn body_from(args: &ArgMatches, required: bool) -> CmdResult<Value> {
+/// The value `--set FIELD=TEXT` sends: the text read as the type the resource declares for the
+/// field (a number for `quantity`, a boolean for `exemptFromAssignments`, an array from JSON or
+/// from comma-separated items), text where the schema says text or says nothing (custom
+/// properties). `null` clears a field that is not text; `--set-json` forces any JSON value.
+fn typed_set_value(resource: &str, field: &str, raw: &str) -> CmdResult<Value> {
+    use prodops_core::field_types::{FieldType, field_type};
+    let declared = prodops_core::registry::by_path(resource).and_then(|k| field_type(k, field));
+    let text = raw.trim();
+    let wrong = |what: &str| {
+        Fail::usage(format!(
+            "--set {field}={raw}: {field} takes {what} (or use --set-json {field}=JSON)"
+        ))
+    };
+    Ok(match declared {
+        None | Some(FieldType::Text) | Some(FieldType::Object) => Value::String(raw.to_string()),
+        Some(_) if text == "null" => Value::Null,
+        Some(FieldType::Integer) => match text.parse::<i64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => return Err(wrong("a whole number")),
+        },
+        Some(FieldType::Number) => match serde_json::from_str::<serde_json::Number>(text) {
+            Ok(n) => Value::Number(n),
+            Err(_) => return Err(wrong("a number")),
+        },
+        Some(FieldType::Boolean) => match text.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Value::Bool(true),
+            "false" | "no" | "0" => Value::Bool(false),
+            _ => return Err(wrong("true or false")),
+        },
+        Some(FieldType::Array) if text.starts_with('[') => serde_json::from_str(text)
+            .map_err(|_| wrong("a JSON array or comma-separated items"))?,
+        Some(FieldType::Array) if text.is_empty() => Value::Array(Vec::new()),
+        Some(FieldType::Array) => Value::Array(
+            text.split(',')
+                .map(|item| Value::String(item.trim().to_string()))
+                .collect(),
+        ),
+    })
+}
+
+/// The body of a create/update of `resource`: `--data`, then every `--set` and `--set-json`
+/// over it.
+fn body_from(args: &ArgMatches, resource: &str, required: bool) -> CmdResult<Value> {
     let mut body = match args.get_one::<String>("data") {
         Some(raw) => read_json_arg(raw, "--data")?,
         None => Value::Object(Map::new()),
@@ -251,7 +304,7 @@ fn body_from(args: &ArgMatches, required: bool) -> CmdResult<Value> {
                 serde_json::from_str(v)
                     .map_err(|e| Fail::usage(format!("--set-json {raw}: not valid JSON: {e}")))?
             } else {
-                Value::String(v.to_string())
+                typed_set_value(resource, k.trim(), v)?
             };
             set_path(map, k.trim(), value)?;
         }
@@ -297,8 +350,8 @@ async fn resource_verb(
             return out.finish();
         }
         "get" => r.get(id()).await?,
-        "create" => r.create(&body_from(args, false)?).await?,
-        "update" => r.update(id(), &body_from(args, true)?).await?,
+        "create" => r.create(&body_from(args, path, false)?).await?,
+        "update" => r.update(id(), &body_from(args, path, true)?).await?,
         "delete" => {
             r.delete(id()).await?;
             return Ok(());
@@ -350,7 +403,7 @@ async fn resource_verb(
             return out.finish();
         }
         "bulk-put" => {
-            let body = body_from(args, true)?;
+            let body = body_from(args, path, true)?;
             if !body.is_array() {
                 return Err(Fail::usage(
                     "bulk-put: --data must be a JSON array of records",
@@ -360,10 +413,17 @@ async fn resource_verb(
         }
         "bulk-update" => {
             let params = require_filter(args)?;
-            json!({ "count": r.bulk_update(&params, &body_from(args, true)?).await? })
+            let body = body_from(args, path, true)?;
+            if !bulk_brake(ctx, &r, path, "update", &params, args).await? {
+                return Ok(());
+            }
+            json!({ "count": r.bulk_update(&params, &body).await? })
         }
         "bulk-delete" => {
             let params = require_filter(args)?;
+            if !bulk_brake(ctx, &r, path, "delete", &params, args).await? {
+                return Ok(());
+            }
             json!({ "count": r.bulk_delete(&params).await? })
         }
         other => return Err(Fail::usage(format!("unknown verb {other}"))),
@@ -375,10 +435,50 @@ fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
     let params = list_params(args)?;
     if params.filters.is_empty() && params.search.is_none() {
         return Err(Fail::usage(
-            "a bulk change needs at least one --filter or --search (it would touch every record)",
+            "a bulk change needs at least one --filter or --search with a value (it would touch every record; an empty value is no filter); nothing was changed",
         ));
     }
     Ok(params)
+}
+
+/// The brake of a bulk change: says on stderr how many records the filter matches, then, on a
+/// terminal (stdin and stdout both), asks before changing them unless `--yes` was given. A
+/// pipe is never asked. `--dry-run` prints the count and stops. True: go on.
+async fn bulk_brake(
+    ctx: &CommandContext,
+    records: &prodops_client::Resource<Value>,
+    path: &str,
+    what: &str,
+    params: &ListParams,
+    args: &ArgMatches,
+) -> CmdResult<bool> {
+    let matched = records.count(params).await?;
+    eprintln!("{matched} {path} record(s) match the filter");
+    if args.get_flag("dry-run") {
+        write_value(
+            ctx.format,
+            &json!({ "count": matched, "dryRun": true }),
+            &[],
+        )?;
+        return Ok(false);
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if matched == 0 || args.get_flag("yes") || !interactive {
+        return Ok(true);
+    }
+    eprint!("{what} {matched} {path} record(s)? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Fail::io("reading the answer", e))?;
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        return Ok(true);
+    }
+    Err(Fail::new(
+        crate::fail::code::DECLINED,
+        "declined; nothing was changed",
+    ))
 }
 
 // ---- actions --------------------------------------------------------------------------------
@@ -691,13 +791,43 @@ fn verify(m: &ArgMatches, base: &str, key: &str) -> CmdResult<Result<(), String>
     Ok(match raw.status {
         401 => Err("the server refused the key (401 UNAUTHORIZED)".into()),
         s if s >= 500 => {
-            return Err(Fail {
-                code: crate::fail::code::NETWORK,
-                message: format!("the server answered {s}"),
-            });
+            return Err(Fail::new(
+                crate::fail::code::NETWORK,
+                format!("the server answered {s}"),
+            ));
         }
         _ => Ok(()),
     })
+}
+
+/// Asks a person at a terminal for the instance's URL (`auth login` without `--base-url`).
+fn ask_base_url(stored: Option<&str>) -> CmdResult<String> {
+    match stored {
+        Some(url) => eprint!("Base URL of the prodops server [{url}]: "),
+        None => {
+            eprint!("Base URL of the prodops server (for example http://localhost:8080/api/v2): ")
+        }
+    }
+    let _ = std::io::stderr().flush();
+    let mut s = String::new();
+    std::io::stdin()
+        .read_line(&mut s)
+        .map_err(|e| Fail::io("reading stdin", e))?;
+    let mut url = s.trim().trim_end_matches('/').to_string();
+    if url.is_empty()
+        && let Some(stored) = stored
+    {
+        url = stored.to_string();
+    }
+    if url.is_empty() {
+        return Err(Fail::usage("no base URL given; nothing was stored"));
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(Fail::usage(format!(
+            "{url}: the base URL starts with http:// or https://"
+        )));
+    }
+    Ok(url)
 }
 
 fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
@@ -705,10 +835,19 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
     match verb {
         "login" => {
             let (base, _) = resolve(m)?;
-            let Some((base, _)) = base else {
-                return Err(Fail::usage(
-                    "pass --base-url (or set PRODOPS_BASE_URL) to log in",
-                ));
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            let asks = interactive && !args.get_flag("with-token");
+            let base = match base {
+                // Not named by flag or environment: a person is asked (Enter keeps the URL of
+                // the last login).
+                Some((stored, Source::File)) if asks => ask_base_url(Some(&stored))?,
+                Some((base, _)) => base,
+                None if asks => ask_base_url(None)?,
+                None => {
+                    return Err(Fail::usage(
+                        "pass --base-url (or set PRODOPS_BASE_URL) to log in",
+                    ));
+                }
             };
             let key = if args.get_flag("with-token") {
                 let mut s = String::new();
@@ -718,14 +857,12 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
                 s.trim().to_string()
             } else if let Some(k) = text(m, "api-key") {
                 k
-            } else if std::io::stdin().is_terminal() {
-                eprint!("API key: ");
-                let _ = std::io::stderr().flush();
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_line(&mut s)
-                    .map_err(|e| Fail::io("reading stdin", e))?;
-                s.trim().to_string()
+            } else if interactive {
+                // Read from the terminal with echo off: the key never shows on screen.
+                rpassword::prompt_password("API key (input hidden): ")
+                    .map_err(|e| Fail::io("reading the key from the terminal", e))?
+                    .trim()
+                    .to_string()
             } else {
                 return Err(Fail::usage(
                     "no key: pass --api-key, set PRODOPS_API_KEY or use --with-token",

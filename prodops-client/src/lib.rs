@@ -72,6 +72,9 @@ pub const USER_AGENT: &str = concat!("prodops-client/", env!("CARGO_PKG_VERSION"
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// The caller's `Idempotency-Key` for every write this handle sends
+    /// ([`Client::with_idempotency_key`]).
+    idempotency_key: Option<Arc<str>>,
 }
 
 struct Inner {
@@ -187,7 +190,27 @@ impl Client {
                 api_url,
                 config,
             }),
+            idempotency_key: None,
         })
+    }
+
+    /// This client (sharing its connections) sending `key` as the `Idempotency-Key` of every
+    /// write: POST, PUT, PATCH and DELETE. Sending the same write again with the same key, from
+    /// this run or another (a script that timed out and runs again), is answered with the first
+    /// answer and changes nothing; the same key with another body is refused (409). Without
+    /// it, each POST and bulk call gets a fresh key that only this client's own retries reuse.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let once = client.with_idempotency_key("produce-order-42-run-7");
+    /// once.workers().create(&serde_json::json!({"name": "Ann"})).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_idempotency_key(&self, key: impl Into<String>) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            idempotency_key: Some(Arc::from(key.into())),
+        }
     }
 
     /// A client configured from `PRODOPS_BASE_URL` and `PRODOPS_API_KEY`.
@@ -276,8 +299,10 @@ impl Client {
         content_type: &str,
     ) -> Result<reqwest::Response> {
         let url = format!("{}{}", self.inner.api_url, path);
-        let idempotency_key =
-            wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string());
+        let idempotency_key = match &self.idempotency_key {
+            Some(key) if method != Method::GET && method != Method::HEAD => Some(key.to_string()),
+            _ => wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string()),
+        };
         let config = &self.inner.config;
         let mut attempt = 0;
         loop {

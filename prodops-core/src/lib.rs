@@ -13,6 +13,7 @@ pub mod deliverable;
 pub mod delivery;
 pub mod document;
 pub mod event;
+pub mod field_types;
 pub mod filter_fields;
 pub mod inventory;
 pub mod minimal;

@@ -46,6 +46,21 @@ pub fn import_command_with(
         );
     }
     cmd.arg(
+        Arg::new("delimiter")
+            .long("delimiter")
+            .value_name("CHAR")
+            .default_value(",")
+            .allow_hyphen_values(true)
+            .help("The character between cells: , ; | or tab (also \\t)"),
+    )
+    .arg(
+        Arg::new("encoding")
+            .long("encoding")
+            .value_name("NAME")
+            .default_value("utf-8")
+            .help("The file's character encoding: utf-8, windows-1252, latin1 (ISO-8859-1), utf-16le, ... (any WHATWG label)"),
+    )
+    .arg(
         Arg::new("dry-run")
             .long("dry-run")
             .action(ArgAction::SetTrue)

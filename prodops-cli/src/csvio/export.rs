@@ -3,7 +3,7 @@
 //! for nested ones) and written as a CSV row by the [`RowWriter`].
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use prodops_client::Error;
@@ -307,7 +307,38 @@ pub struct RowWriter {
     out: csv::Writer<Box<dyn Write + Send>>,
     cells: Vec<String>,
     pub count: u64,
-    out_path: Option<PathBuf>,
+    /// `-o FILE`: the target, and the temporary file beside it that takes the rows until the
+    /// export has succeeded (dropped unrenamed, it is removed: a failed export leaves the
+    /// target as it was).
+    out_path: Option<(PathBuf, tempfile::TempPath)>,
+}
+
+/// A temporary file beside `target` (same directory, so the final rename is atomic), created
+/// with the permissions a new file of the user's gets (0666 less the umask), or the target's
+/// own when it exists.
+pub fn temporary_beside(target: &Path) -> CmdResult<(std::fs::File, tempfile::TempPath)> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".partial");
+    #[cfg(unix)]
+    let permissions = match std::fs::metadata(target) {
+        Ok(m) => m.permissions(),
+        Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    };
+    #[cfg(unix)]
+    builder.permissions(permissions);
+    let file = builder
+        .tempfile_in(dir)
+        .map_err(|e| Fail::usage(format!("{}: {e}", target.display())))?;
+    Ok(file.into_parts())
 }
 
 pub fn csv_fail(e: csv::Error) -> Fail {
@@ -320,14 +351,14 @@ pub fn csv_fail(e: csv::Error) -> Fail {
 impl RowWriter {
     /// Opens `-o FILE` (or stdout) and writes the header row.
     pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
-        let out_path = args.get_one::<String>("out").map(PathBuf::from);
-        let sink: Box<dyn Write + Send> = match &out_path {
-            Some(p) => Box::new(
-                std::fs::File::create(p)
-                    .map_err(|e| Fail::usage(format!("{}: {e}", p.display())))?,
-            ),
-            None => Box::new(std::io::stdout()),
-        };
+        let (sink, out_path): (Box<dyn Write + Send>, _) =
+            match args.get_one::<String>("out").map(PathBuf::from) {
+                Some(target) => {
+                    let (file, temporary) = temporary_beside(&target)?;
+                    (Box::new(file), Some((target, temporary)))
+                }
+                None => (Box::new(std::io::stdout()), None),
+            };
         let mut out = csv::WriterBuilder::new()
             .buffer_capacity(1 << 20)
             .from_writer(sink);
@@ -394,11 +425,18 @@ impl RowWriter {
         Ok(())
     }
 
-    pub fn finish(mut self, spec: &Spec) -> CmdResult {
-        self.out
-            .flush()
-            .map_err(|e| Fail::io("writing the CSV", e))?;
-        if let Some(p) = self.out_path {
+    /// Ends the export: the rows are flushed and, with `-o FILE`, the temporary file takes the
+    /// target's place in one rename. Until then the target is untouched.
+    pub fn finish(self, spec: &Spec) -> CmdResult {
+        let sink = self
+            .out
+            .into_inner()
+            .map_err(|e| Fail::io("writing the CSV", e.into_error()))?;
+        if let Some((p, temporary)) = self.out_path {
+            drop(sink);
+            temporary.persist(&p).map_err(|e| {
+                Fail::io(&format!("renaming the export to {}", p.display()), e.error)
+            })?;
             eprintln!(
                 "exported {} {}(s) to {}",
                 self.count,

@@ -71,8 +71,35 @@ pub struct Spec {
 }
 
 impl Spec {
+    #[cfg(test)]
     pub(super) fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The column a header names, the case of its letters aside.
+    pub(super) fn column_ignoring_case(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name).or_else(|| {
+            self.columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// The column whose name is nearest an unknown header's, when one is near enough to be
+    /// what was meant (`customerIdentifer` → `customerIdentifier`).
+    pub(super) fn closest_column(&self, name: &str) -> Option<&str> {
+        let lower = name.to_ascii_lowercase();
+        self.columns
+            .iter()
+            .map(|c| {
+                (
+                    strsim::jaro_winkler(&lower, &c.name.to_ascii_lowercase()),
+                    c,
+                )
+            })
+            .filter(|(score, _)| *score > 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, c)| c.name.as_str())
     }
 
     pub fn headers(&self) -> Vec<&str> {

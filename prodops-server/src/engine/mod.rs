@@ -431,7 +431,7 @@ async fn query(
     if let Some(ids) = &body.id {
         conds.push(Cond::Ids(ids.clone()));
     }
-    if let Some(text) = &body.search {
+    if let Some(text) = body.search.as_ref().filter(|t| !t.trim().is_empty()) {
         conds.push(search_cond(&res, text)?);
     }
     let sort = sort_or_default(&res, body.sort.as_deref(), &now)?;
@@ -693,9 +693,19 @@ where
     res.hooks.authorize(&call.auth, &res, action)?;
     let params = parse_list_params(&res, query.as_deref(), false, &call.state.clock.as_of())?;
     if !params.filtered {
-        return Err(ApiError::validation(format!(
-            "a {what} needs at least one filter; nothing was changed"
-        )));
+        return Err(ApiError::violations(
+            ["filter", "search"]
+                .into_iter()
+                .map(|field| {
+                    prodops_core::Violation::field(
+                        field,
+                        format!(
+                            "a {what} needs at least one filter (a field=value parameter, isArchived or search; an empty value is no filter); nothing was changed"
+                        ),
+                    )
+                })
+                .collect(),
+        ));
     }
     call.write(move |tx, ctx| {
         let ctx = &ctx.deferring();

@@ -158,6 +158,10 @@ pub fn parse_list_params(
     let mut fields: Vec<(String, Vec<String>)> = Vec::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
+            // An empty search or filter value is no filter (docs/decisions.md, "Empty filter
+            // values"): `?search=` from a script whose variable was empty must not turn a bulk
+            // change into one of every record.
+            "search" if value.trim().is_empty() => {}
             "search" => {
                 params.conds.push(search_cond(res, &value)?);
                 params.filtered = true;
@@ -168,6 +172,7 @@ pub fn parse_list_params(
             "pageSize" if paging => {
                 params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
             }
+            "isArchived" if res.desc().archive.is_archivable() && value.trim().is_empty() => {}
             "isArchived" if res.desc().archive.is_archivable() => {
                 params.conds.push(archived_cond(&value)?);
                 archived_given = true;
@@ -175,6 +180,9 @@ pub fn parse_list_params(
             }
             name => {
                 res.field_path(name)?;
+                if value.is_empty() {
+                    continue;
+                }
                 match fields.iter_mut().find(|(n, _)| n == name) {
                     Some((_, values)) => values.push(value.into_owned()),
                     None => fields.push((name.to_string(), vec![value.into_owned()])),
@@ -242,6 +250,11 @@ fn filter_text(field: &str, value: &Value) -> ApiResult<Vec<String>> {
     }
 }
 
+/// An empty string filters nothing, in a JSON `filter` as in a query string.
+fn is_empty_filter_value(value: &Value) -> bool {
+    matches!(value, Value::String(s) if s.is_empty())
+}
+
 /// Conditions of a JSON `filter` object; archived records are left out unless it names `isArchived`.
 pub fn filter_conds(
     res: &ServedResource,
@@ -252,6 +265,10 @@ pub fn filter_conds(
     let mut conds = Vec::new();
     let mut archived_given = false;
     for (name, value) in filter.into_iter().flatten() {
+        if is_empty_filter_value(value) {
+            res.field_path(name)?;
+            continue;
+        }
         if name == "isArchived" && res.desc().archive.is_archivable() {
             match value {
                 Value::Bool(b) => conds.push(Cond::Archived(*b)),
@@ -273,7 +290,7 @@ pub fn filter_conds(
     conds.extend(res.implied_conds());
     if exclude_archived {
         for (field, value) in res.desc().default_filters {
-            if !filter.is_some_and(|f| f.contains_key(*field)) {
+            if filter.is_none_or(|f| f.get(*field).is_none_or(is_empty_filter_value)) {
                 conds.push(default_cond(res, field, value, now)?);
             }
         }

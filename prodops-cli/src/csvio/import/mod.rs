@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 use self::batches::{Batch, send_batch};
-use self::reader::{open_input, reader_thread};
+use self::reader::{TextFormat, open_input, reader_thread};
 #[cfg(test)]
 pub use self::rows::row_record;
 use crate::csvio::Spec;
@@ -60,12 +60,30 @@ impl Written {
 
 /// `import FILE.csv` for the resource `spec` describes.
 pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches) -> CmdResult {
+    if args
+        .try_get_one::<String>("idempotency-key")
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        // One key names one write; an import sends a batch per write, each with a key of its
+        // own that the batch's retries reuse.
+        return Err(Fail::usage(
+            "--idempotency-key names one write; an import sends one per batch, each with its own key (leave the flag out)",
+        ));
+    }
     let path = args.get_one::<String>("file").expect("required").clone();
     let key_mode = args.try_get_one::<String>("key").ok().flatten().is_some();
     let dry_run = args.get_flag("dry-run");
     let batch_size = *args.get_one::<u64>("batch-size").expect("default") as usize;
     let concurrency = *args.get_one::<u64>("concurrency").expect("default") as usize;
-    let (input, len) = open_input(&path)?;
+    let format = TextFormat::parse(
+        args.get_one::<String>("delimiter")
+            .map_or(",", String::as_str),
+        args.get_one::<String>("encoding")
+            .map_or("utf-8", String::as_str),
+    )?;
+    let (input, len) = open_input(&path, key_mode)?;
     let pb = len.and_then(|l| {
         progress(
             l,
@@ -77,7 +95,7 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
     // channel, and the reader starts the next once the senders have taken it
     // ([`Placer::reserve`]), rather than filling it and waiting to hand it over.
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Batch, Fail>>(1);
-    let reader = reader_thread(spec, input, batch_size, key_mode, tx, pb.clone());
+    let reader = reader_thread(spec, input, format, batch_size, key_mode, tx, pb.clone());
     let batches =
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
     let written_batches = Written {

@@ -3,6 +3,8 @@
 //! batch to the senders one batch ahead of them.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::io::{Read, Seek};
 
 use indicatif::ProgressBar;
 use uuid::Uuid;
@@ -12,13 +14,231 @@ use super::rows::{Checked, RowBuffers, row_json};
 use crate::csvio::{Column, Spec};
 use crate::fail::{CmdResult, Fail};
 
-pub(super) fn open_input(path: &str) -> CmdResult<(Box<dyn std::io::Read + Send>, Option<u64>)> {
+/// The file being imported: a file can be read more than once (the `--key` check reads it
+/// first for keys given twice); a stream is read once.
+pub(super) enum Input {
+    File(std::fs::File),
+    Stream(Box<dyn Read + Send>),
+}
+
+impl Input {
+    /// A reader from the start of the input. A stream can be read from its start only once.
+    fn read_from_start(&mut self) -> std::io::Result<Box<dyn Read + Send + '_>> {
+        match self {
+            Input::File(file) => {
+                file.rewind()?;
+                Ok(Box::new(&*file))
+            }
+            Input::Stream(stream) => Ok(Box::new(stream)),
+        }
+    }
+}
+
+/// Opens FILE (or stdin for `-`) and its length. `rereadable`: the input will be read more
+/// than once, so stdin is first copied to an unnamed temporary file (disk, not memory).
+pub(super) fn open_input(path: &str, rereadable: bool) -> CmdResult<(Input, Option<u64>)> {
     if path == "-" {
-        return Ok((Box::new(std::io::stdin()), None));
+        if !rereadable {
+            return Ok((Input::Stream(Box::new(std::io::stdin())), None));
+        }
+        let mut spool =
+            tempfile::tempfile().map_err(|e| Fail::io("spooling stdin to a temporary file", e))?;
+        std::io::copy(&mut std::io::stdin().lock(), &mut spool)
+            .map_err(|e| Fail::io("reading stdin", e))?;
+        return Ok((Input::File(spool), None));
     }
     let file = std::fs::File::open(path).map_err(|e| Fail::usage(format!("{path}: {e}")))?;
     let len = file.metadata().ok().map(|m| m.len());
-    Ok((Box::new(file), len))
+    Ok((Input::File(file), len))
+}
+
+/// How the file's text is written: the cell delimiter and the character encoding.
+#[derive(Clone, Copy)]
+pub(super) struct TextFormat {
+    pub(super) delimiter: u8,
+    pub(super) encoding: &'static encoding_rs::Encoding,
+}
+
+impl TextFormat {
+    /// `--delimiter` and `--encoding`.
+    pub(super) fn parse(delimiter: &str, encoding: &str) -> CmdResult<TextFormat> {
+        let delimiter = match delimiter {
+            "\\t" | "tab" | "\t" => b'\t',
+            d if d.len() == 1 && d.is_ascii() && !matches!(d, "\"" | "\n" | "\r") => {
+                d.as_bytes()[0]
+            }
+            d => {
+                return Err(Fail::usage(format!(
+                    "--delimiter {d:?}: one ASCII character other than a quote or a line break (, ; | or tab)"
+                )));
+            }
+        };
+        let encoding = encoding_rs::Encoding::for_label(encoding.trim().as_bytes()).ok_or_else(|| {
+            Fail::usage(format!(
+                "--encoding {encoding}: not an encoding name (utf-8, windows-1252, latin1, utf-16le, ...)"
+            ))
+        })?;
+        Ok(TextFormat {
+            delimiter,
+            encoding,
+        })
+    }
+}
+
+/// The CSV reader every pass over the file uses: the file's text decoded to UTF-8 first when it
+/// is in another encoding (a UTF-8 file is read as it is; csv drops a leading byte-order mark).
+fn csv_reader<'r>(
+    input: Box<dyn Read + Send + 'r>,
+    format: TextFormat,
+) -> csv::Reader<Box<dyn Read + Send + 'r>> {
+    let input: Box<dyn Read + Send + 'r> = if format.encoding == encoding_rs::UTF_8 {
+        input
+    } else {
+        Box::new(
+            encoding_rs_io::DecodeReaderBytesBuilder::new()
+                .encoding(Some(format.encoding))
+                .build(input),
+        )
+    };
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .delimiter(format.delimiter)
+        .buffer_capacity(1 << 20)
+        .from_reader(input)
+}
+
+/// Why a row could not be read, with what to do about a file that is not UTF-8.
+fn unreadable(e: &csv::Error) -> String {
+    if matches!(e.kind(), csv::ErrorKind::Utf8 { .. }) {
+        format!(
+            "unreadable row: {e} (the file is not UTF-8; a spreadsheet's CSV is often Windows-1252: use --encoding windows-1252)"
+        )
+    } else {
+        format!("unreadable row: {e}")
+    }
+}
+
+/// Where a row's `--key` lies: the key column, and the id column (a row with an id is matched
+/// by it, not by its key).
+#[derive(Clone, Copy)]
+struct KeyCells {
+    key: usize,
+    id: Option<usize>,
+}
+
+impl KeyCells {
+    /// The row's key as the import matches it (trimmed, not empty), when it has no id.
+    fn of<'r>(&self, record: &'r csv::StringRecord) -> Option<&'r str> {
+        if let Some(id) = self.id
+            && !record.get(id).unwrap_or("").trim().is_empty()
+        {
+            return None;
+        }
+        Some(record.get(self.key)?.trim()).filter(|k| !k.is_empty())
+    }
+}
+
+fn key_hash(key: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Keys given to more than one row of the file, found before any row is sent, so that no row
+/// of such a key is written whatever batch it falls in. Held as 64-bit hashes (8 bytes a row
+/// while the file is read, then only the repeated ones): a hash that two different keys share
+/// only holds their rows back for an exact comparison ([`Repeated::finish`]).
+fn repeated_key_hashes<R: Read>(
+    reader: &mut csv::Reader<R>,
+    cells: KeyCells,
+) -> CmdResult<HashSet<u64>> {
+    let mut record = csv::StringRecord::new();
+    let mut hashes = Vec::new();
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => {
+                return Err(Fail::io(
+                    "reading the file",
+                    std::io::Error::other(e.to_string()),
+                ));
+            }
+            // Reported by the pass that writes.
+            Err(_) => continue,
+        }
+        if let Some(key) = cells.of(&record) {
+            hashes.push(key_hash(key));
+        }
+    }
+    hashes.sort_unstable();
+    Ok(hashes
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect())
+}
+
+/// The rows whose key's hash is repeated: held back by line (their text is not kept), and at
+/// the end either refused (the key is given more than once) or read again and placed (another
+/// key shared the hash).
+#[derive(Default)]
+struct Repeated {
+    hashes: HashSet<u64>,
+    lines: HashMap<String, Vec<u64>>,
+}
+
+impl Repeated {
+    /// Holds the row back when its key may be repeated.
+    fn holds(&mut self, key: Option<&str>, line: u64) -> bool {
+        let Some(key) = key.filter(|_| !self.hashes.is_empty()) else {
+            return false;
+        };
+        if !self.hashes.contains(&key_hash(key)) {
+            return false;
+        }
+        self.lines.entry(key.to_string()).or_default().push(line);
+        true
+    }
+
+    /// The rejections of the keys given more than once, and the lines to read again.
+    fn finish(self, key_name: &str) -> (Vec<(u64, String)>, HashSet<u64>) {
+        let mut rejected = Vec::new();
+        let mut again = HashSet::new();
+        for (key, lines) in self.lines {
+            if lines.len() < 2 {
+                again.extend(lines);
+                continue;
+            }
+            let listed = list_lines(&lines);
+            for line in lines {
+                rejected.push((
+                    line,
+                    format!(
+                        "{key_name} {key:?} appears on lines {listed}; no row of it was written (give each row its own {key_name}, or an id)"
+                    ),
+                ));
+            }
+        }
+        rejected.sort_unstable_by_key(|(line, _)| *line);
+        (rejected, again)
+    }
+}
+
+/// `2 and 5`, `2, 5 and 9`, the first ten and how many more.
+fn list_lines(lines: &[u64]) -> String {
+    const SHOWN: usize = 10;
+    let mut shown: Vec<String> = lines.iter().take(SHOWN).map(u64::to_string).collect();
+    if lines.len() > SHOWN {
+        return format!("{} and {} more", shown.join(", "), lines.len() - SHOWN);
+    }
+    let last = shown.pop().unwrap_or_default();
+    if shown.is_empty() {
+        last
+    } else {
+        format!("{} and {last}", shown.join(", "))
+    }
 }
 
 /// Places checked rows into batches: in a tree, a row goes in once its parent's row has
@@ -33,8 +253,6 @@ struct Placer {
     seen: HashSet<Uuid>,
     /// Rows waiting for their parent's row, by parent id, with their JSON.
     waiting: HashMap<Uuid, Vec<(Checked, Vec<u8>)>>,
-    /// Keys of the current batch, to refuse a key given twice.
-    keys_in_batch: HashMap<String, u64>,
     key_name: &'static str,
     tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
     /// The channel's place for the batch being filled, taken before its first row.
@@ -109,16 +327,6 @@ impl Placer {
     }
 
     fn place(&mut self, row: Checked, json: &[u8], after_all: bool) -> bool {
-        if let Some(k) = &row.key {
-            if let Some(first) = self.keys_in_batch.get(k) {
-                self.batch.rejected.push((
-                    row.line,
-                    format!("{} {k:?} already appears on line {first}", self.key_name),
-                ));
-                return true;
-            }
-            self.keys_in_batch.insert(k.clone(), row.line);
-        }
         let index = self.batch.index;
         let dep = if after_all {
             index.checked_sub(1)
@@ -146,7 +354,6 @@ impl Placer {
     }
 
     fn flush(&mut self) -> bool {
-        self.keys_in_batch.clear();
         // The next body is about as long as this one: reserving that (and a little more)
         // spares the copies of growing it.
         let len = self.batch.body.len();
@@ -200,73 +407,14 @@ impl Placer {
 /// Reads, checks and batches the file on its own thread.
 pub(super) fn reader_thread(
     spec: &'static Spec,
-    input: Box<dyn std::io::Read + Send>,
+    mut input: Input,
+    format: TextFormat,
     batch_size: usize,
     key_mode: bool,
     tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
     pb: Option<ProgressBar>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let fail = |tx: &tokio::sync::mpsc::Sender<Result<Batch, Fail>>, f: Fail| {
-            let _ = tx.blocking_send(Err(f));
-        };
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .flexible(false)
-            .buffer_capacity(1 << 20)
-            .from_reader(input);
-        let header = match reader.headers() {
-            Ok(h) => h.clone(),
-            Err(e) => {
-                return fail(&tx, Fail::rejected(format!("reading the header row: {e}")));
-            }
-        };
-        let mut cols: Vec<Option<&Column>> = Vec::new();
-        let mut unknown = Vec::new();
-        for name in header.iter() {
-            let name = name.trim();
-            match spec.column(name) {
-                Some(c) if cols.contains(&Some(c)) => {
-                    return fail(
-                        &tx,
-                        Fail::rejected(format!("line 1: column {name} appears twice")),
-                    );
-                }
-                Some(c) => cols.push(Some(c)),
-                None if spec.ignored.contains(&name) => cols.push(None),
-                None => unknown.push(name.to_string()),
-            }
-        }
-        if !unknown.is_empty() {
-            return fail(
-                &tx,
-                Fail::rejected(format!(
-                    "line 1: unknown column(s) {}; {} columns are {}",
-                    unknown.join(", "),
-                    spec.noun,
-                    spec.headers().join(", ")
-                )),
-            );
-        }
-        let has = |n: &str| cols.iter().flatten().any(|c| c.name == n);
-        if !has(spec.create_needs) && !has("id") && !key_mode {
-            return fail(
-                &tx,
-                Fail::rejected(format!(
-                    "line 1: the file needs a {} or an id column (or --key)",
-                    spec.create_needs
-                )),
-            );
-        }
-        if key_mode
-            && let Some(k) = spec.key
-            && !has(k)
-        {
-            return fail(
-                &tx,
-                Fail::rejected(format!("--key {k}: the file has no {k} column")),
-            );
-        }
         let mut placer = Placer {
             batch_size,
             tree: spec.tree,
@@ -274,50 +422,185 @@ pub(super) fn reader_thread(
             placed: HashMap::new(),
             seen: HashSet::new(),
             waiting: HashMap::new(),
-            keys_in_batch: HashMap::new(),
             key_name: spec.key.unwrap_or(""),
             tx: tx.clone(),
             permit: None,
         };
-        let mut record = csv::StringRecord::new();
-        let mut buffers = RowBuffers::default();
-        let mut n = 0u64;
-        loop {
-            match reader.read_record(&mut record) {
-                Ok(false) => break,
-                Ok(true) => {}
-                Err(e) => {
-                    if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                        return placer.fail(Fail::io(
-                            "reading the file",
-                            std::io::Error::other(e.to_string()),
-                        ));
-                    }
-                    // A broken quote or a short row: report it and read on.
-                    let line = e.position().map(|p| p.line()).unwrap_or(0);
-                    placer
-                        .batch
-                        .rejected
-                        .push((line, format!("unreadable row: {e}")));
-                    continue;
-                }
-            }
-            n += 1;
-            let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
-            match row_json(spec, &cols, &record, line, key_mode, &mut buffers) {
-                Ok(row) => {
-                    if !placer.take(row, buffers.json.as_bytes()) {
-                        return;
-                    }
-                }
-                Err(errors) => placer.batch.rejected.push((line, errors.join("; "))),
-            }
-            if n.is_multiple_of(4096)
-                && let Some(pb) = &pb
-            {
-                pb.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
-            }
+        if let Err(f) = read_file(spec, &mut input, format, key_mode, &mut placer, &pb) {
+            return placer.fail(f);
         }
         placer.finish(&pb);
     })
+}
+
+/// The header's columns: each header's column (`None` for one the import reads past). Headers
+/// match without regard to case (`Name`, `CUSTOMERIDENTIFIER`), as spreadsheets write them.
+fn header_columns<'s>(
+    spec: &'s Spec,
+    header: &csv::StringRecord,
+    format: TextFormat,
+) -> CmdResult<Vec<Option<&'s Column>>> {
+    let mut cols: Vec<Option<&Column>> = Vec::new();
+    let mut unknown = Vec::new();
+    for name in header.iter() {
+        let name = name.trim();
+        match spec.column_ignoring_case(name) {
+            Some(c) if cols.contains(&Some(c)) => {
+                return Err(Fail::rejected(format!(
+                    "line 1: column {} appears twice",
+                    c.name
+                )));
+            }
+            Some(c) => cols.push(Some(c)),
+            None if spec.ignored.iter().any(|i| i.eq_ignore_ascii_case(name)) => cols.push(None),
+            None => unknown.push(name.to_string()),
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(cols);
+    }
+    // A header of one cell holding another delimiter: the file is not comma-separated.
+    if header.len() == 1 {
+        for (d, shown) in [(b';', ";"), (b'\t', "\\t"), (b'|', "|")] {
+            if d != format.delimiter && header[0].contains(d as char) {
+                return Err(Fail::rejected(format!(
+                    "line 1: the file looks `{shown}`-separated; use --delimiter '{shown}'"
+                )));
+            }
+        }
+    }
+    let hints: Vec<String> = unknown
+        .iter()
+        .map(|name| match spec.closest_column(name) {
+            Some(c) => format!("{name} (did you mean {c}?)"),
+            None => name.clone(),
+        })
+        .collect();
+    Err(Fail::rejected(format!(
+        "line 1: unknown column(s) {}; {} columns are {}",
+        hints.join(", "),
+        spec.noun,
+        spec.headers().join(", ")
+    )))
+}
+
+/// Reads every row of the file into the placer: the header checked, the `--key` values given
+/// more than once found first ([`repeated_key_hashes`]), then each row checked and placed.
+fn read_file(
+    spec: &'static Spec,
+    input: &mut Input,
+    format: TextFormat,
+    key_mode: bool,
+    placer: &mut Placer,
+    pb: &Option<ProgressBar>,
+) -> CmdResult {
+    let io = |e: std::io::Error| Fail::io("reading the file", e);
+    let mut reader = csv_reader(input.read_from_start().map_err(io)?, format);
+    let header = reader
+        .headers()
+        .map_err(|e| Fail::rejected(format!("reading the header row: {}", unreadable(&e))))?
+        .clone();
+    let cols = header_columns(spec, &header, format)?;
+    let position = |name: &str| cols.iter().position(|c| c.is_some_and(|c| c.name == name));
+    if position(spec.create_needs).is_none() && position("id").is_none() && !key_mode {
+        return Err(Fail::rejected(format!(
+            "line 1: the file needs a {} or an id column (or --key)",
+            spec.create_needs
+        )));
+    }
+    let key_cells = match spec.key.filter(|_| key_mode) {
+        Some(k) => Some(KeyCells {
+            key: position(k)
+                .ok_or_else(|| Fail::rejected(format!("--key {k}: the file has no {k} column")))?,
+            id: position("id"),
+        }),
+        None => None,
+    };
+    let mut repeated = Repeated::default();
+    if let Some(cells) = key_cells {
+        // The first pass goes on from the header; the rows are then read again from the start
+        // (a `--key` import's input is a file: `open_input` spools stdin to one).
+        repeated.hashes = repeated_key_hashes(&mut reader, cells)?;
+        drop(reader);
+        reader = csv_reader(input.read_from_start().map_err(io)?, format);
+        reader
+            .headers()
+            .map_err(|e| Fail::rejected(format!("reading the header row: {e}")))?;
+    }
+    let mut record = csv::StringRecord::new();
+    let mut buffers = RowBuffers::default();
+    let mut n = 0u64;
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    return Err(io(std::io::Error::other(e.to_string())));
+                }
+                // A broken quote or a short row: report it and read on.
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                placer.batch.rejected.push((line, unreadable(&e)));
+                continue;
+            }
+        }
+        n += 1;
+        let line = record.position().map(|p| p.line()).unwrap_or(n + 1);
+        if n.is_multiple_of(4096)
+            && let Some(pb) = pb
+        {
+            pb.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
+        }
+        if repeated.holds(key_cells.and_then(|c| c.of(&record)), line) {
+            continue;
+        }
+        if !place_row(spec, &cols, &record, line, key_mode, &mut buffers, placer) {
+            return Ok(());
+        }
+    }
+    drop(reader);
+    let (rejected, again) = repeated.finish(placer.key_name);
+    placer.batch.rejected.extend(rejected);
+    if again.is_empty() {
+        return Ok(());
+    }
+    // Rows held back only because another key shared their key's hash: read once more.
+    let mut reader = csv_reader(input.read_from_start().map_err(io)?, format);
+    let _ = reader.headers();
+    while reader
+        .read_record(&mut record)
+        .map_err(|e| io(std::io::Error::other(e.to_string())))?
+    {
+        let Some(line) = record
+            .position()
+            .map(|p| p.line())
+            .filter(|l| again.contains(l))
+        else {
+            continue;
+        };
+        if !place_row(spec, &cols, &record, line, key_mode, &mut buffers, placer) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Checks a row and places it (or records why it is refused). False when the importer has
+/// stopped.
+fn place_row(
+    spec: &Spec,
+    cols: &[Option<&Column>],
+    record: &csv::StringRecord,
+    line: u64,
+    key_mode: bool,
+    buffers: &mut RowBuffers,
+    placer: &mut Placer,
+) -> bool {
+    match row_json(spec, cols, record, line, key_mode, buffers) {
+        Ok(row) => placer.take(row, buffers.json.as_bytes()),
+        Err(errors) => {
+            placer.batch.rejected.push((line, errors.join("; ")));
+            true
+        }
+    }
 }

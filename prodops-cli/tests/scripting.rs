@@ -1,0 +1,199 @@
+//! What a script reads from `prodops` (issue 34, items 14 and 15): errors as the API's error
+//! object on stderr, and writes a retry cannot double. The real binary against a real server.
+
+mod common;
+use common::run;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use prodops_tests::*;
+use serde_json::Value;
+
+fn cmd(server: &TestServer, api: &Api, dir: &std::path::Path) -> Command {
+    common::prodops_in(server, api, dir, Duration::from_secs(300))
+}
+
+/// stderr read as one JSON value.
+fn error_json(stderr: &str) -> Value {
+    serde_json::from_str(stderr.trim()).unwrap_or_else(|e| panic!("stderr is JSON ({e}): {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_the_apis_error_object_when_a_script_asks() {
+    let server = TestServer::start().await;
+    let api = server.org("Errors").await;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = uuid::Uuid::now_v7().to_string();
+
+    // --output json: a 404 as the server's error object, its request id kept.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["worker", "get", &missing, "--output", "json"],
+    )
+    .await;
+    assert_eq!(out.code, 4, "{out}");
+    let e = error_json(&out.stderr);
+    assert_eq!(e["error"]["code"], "NOT_FOUND", "{out}");
+    assert!(
+        e["error"]["requestId"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{out}"
+    );
+    assert_eq!(e["exitCode"], 4);
+
+    // PRODOPS_ERROR_FORMAT=json with stderr not a terminal: a 400 with its details.
+    let mut c = cmd(&server, &api, dir.path());
+    c.env("PRODOPS_ERROR_FORMAT", "json");
+    let out = run(c, &["worker", "create", "--set", "name="]).await;
+    assert_eq!(out.code, 5, "{out}");
+    let e = error_json(&out.stderr);
+    assert_eq!(e["error"]["code"], "VALIDATION_ERROR", "{out}");
+    assert_eq!(e["error"]["details"][0]["field"], "name", "{out}");
+
+    // A local refusal carries a code of its own.
+    let mut c = cmd(&server, &api, dir.path());
+    c.env("PRODOPS_ERROR_FORMAT", "json");
+    let out = run(c, &["worker", "list", "--filter", "status"]).await;
+    assert_eq!(out.code, 2, "{out}");
+    let e = error_json(&out.stderr);
+    assert_eq!(e["error"]["code"], "CLI_USAGE", "{out}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("FIELD=VALUE"),
+        "{out}"
+    );
+
+    // So does a usage error found while the arguments are read.
+    let mut c = cmd(&server, &api, dir.path());
+    c.env("PRODOPS_ERROR_FORMAT", "json");
+    let out = run(c, &["worker", "frobnicate"]).await;
+    assert_eq!(out.code, 2, "{out}");
+    let e = error_json(&out.stderr);
+    assert_eq!(e["error"]["code"], "CLI_USAGE", "{out}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("frobnicate"),
+        "{out}"
+    );
+
+    // Without either, errors stay text for people.
+    let out = run(cmd(&server, &api, dir.path()), &["worker", "get", &missing]).await;
+    assert_eq!(out.code, 4, "{out}");
+    assert!(out.stderr.starts_with("error: 404 NOT_FOUND"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_takes_the_declared_type_and_a_key_makes_a_write_once() {
+    let server = TestServer::start().await;
+    let api = server.org("Typed").await;
+    let dir = tempfile::tempdir().unwrap();
+
+    // --set reads numbers, booleans and arrays as the fields declare them.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "deliverable",
+            "create",
+            "--set",
+            "name=Order 007",
+            "--set",
+            "type=order",
+            "--set",
+            "quantity=5",
+            "--set",
+            "costCode=007",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let order = out.json();
+    assert_eq!(order["quantity"], 5, "{out}");
+    assert_eq!(order["costCode"], "007", "text stays text: {out}");
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "worker",
+            "create",
+            "--set",
+            "name=Ann",
+            "--set",
+            "exemptFromAssignments=yes",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["exemptFromAssignments"], true, "{out}");
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "deliverable",
+            "create",
+            "--set",
+            "name=X",
+            "--set",
+            "type=order",
+            "--set",
+            "quantity=many",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("quantity takes a"), "{out}");
+
+    // The same write with the same key, run twice: one worker, the same answer.
+    let create = [
+        "worker",
+        "create",
+        "--set",
+        "name=Once",
+        "--idempotency-key",
+        "create-once-1",
+        "--output",
+        "json",
+    ];
+    let first = run(cmd(&server, &api, dir.path()), &create).await;
+    assert_eq!(first.code, 0, "{first}");
+    let second = run(cmd(&server, &api, dir.path()), &create).await;
+    assert_eq!(second.code, 0, "{second}");
+    assert_eq!(first.json()["id"], second.json()["id"]);
+    assert_eq!(api.count("worker", "name=Once").await, 1);
+    // The same key with another body is refused, and writes nothing.
+    let other = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "worker",
+            "create",
+            "--set",
+            "name=Twice",
+            "--idempotency-key",
+            "create-once-1",
+        ],
+    )
+    .await;
+    assert_eq!(other.code, 5, "{other}");
+    assert_eq!(api.count("worker", "name=Twice").await, 0);
+    // An import sends a write per batch: one key cannot name them.
+    let file = dir.path().join("w.csv");
+    std::fs::write(&file, "name\nZed\n").unwrap();
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "worker",
+            "import",
+            file.to_str().unwrap(),
+            "--idempotency-key",
+            "k",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 2, "{out}");
+}
