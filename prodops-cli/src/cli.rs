@@ -390,12 +390,19 @@ pub fn command() -> Command {
     root = root.subcommands(groups);
     root.subcommand(
         Command::new("api")
-            .about("Calls any endpoint: prints the answer's JSON")
-            .arg(Arg::new("method").required(true).value_name("METHOD").help("GET, POST, PATCH, PUT or DELETE"))
-            .arg(Arg::new("path").required(true).value_name("PATH").help("Relative to /api/v2, query string allowed"))
+            .about("Calls any endpoint, as `gh api` does: GET by default, POST once fields are given")
+            .arg(Arg::new("endpoint").required(true).num_args(1..=2).value_names(["PATH", ""]).help("The path relative to /api/v2 (query string allowed); `METHOD PATH` is read too"))
+            .arg(Arg::new("method").short('X').long("method").value_name("METHOD").help("GET, POST, PATCH, PUT or DELETE (default GET, or POST with -f/-F)"))
+            .arg(Arg::new("header").short('H').long("header").value_name("NAME:VALUE").action(ArgAction::Append).help("A request header"))
+            .arg(Arg::new("raw-field").short('f').long("raw-field").value_name("KEY=VALUE").action(ArgAction::Append).allow_hyphen_values(true).help("A string field: in the JSON body, or the query string of a GET (dotted keys nest)"))
+            .arg(Arg::new("field").short('F').long("field").value_name("KEY=VALUE").action(ArgAction::Append).allow_hyphen_values(true).help("A typed field: true, false, null and numbers as JSON, @FILE a file's text (@- stdin), else a string"))
+            .arg(Arg::new("input").long("input").value_name("FILE").help("The request body as it is, from FILE (- for stdin)"))
             .arg(data_arg(false))
-            .arg(Arg::new("paginate").long("paginate").action(ArgAction::SetTrue).help("GET every page of a list and print all values"))
-            .after_help(example("prodops api GET '/worker?status=active' --paginate --output ndjson".into())),
+            .arg(Arg::new("include").short('i').long("include").action(ArgAction::SetTrue).help("Print the status line and the response headers before the body"))
+            .arg(Arg::new("paginate").long("paginate").action(ArgAction::SetTrue).help("GET every page of a list and print all its values as one array"))
+            .after_help(example("prodops api '/worker?status=active' --paginate --output ndjson
+  prodops api -X PATCH /worker/ID -f name='Ann Lee' -F exemptFromAssignments=true
+  prodops api /worker/count -i".into())),
     )
     .subcommand(
         Command::new("auth")

@@ -7,6 +7,7 @@
 //! `import`/`export`. Exit codes and output formats: docs/cli.md.
 
 mod actions;
+mod api_command;
 mod cli;
 mod creds;
 mod csvio;

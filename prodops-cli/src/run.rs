@@ -121,7 +121,7 @@ pub fn run(m: ArgMatches) -> CmdResult {
 
 async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResult {
     if name == "api" {
-        return api(ctx, sub).await;
+        return crate::api_command::api(ctx, sub).await;
     }
     let (verb, args) = sub.subcommand().expect("a verb is required");
     if name == "deliverable" && verb == "hierarchy" && ctx.format == crate::output::Format::Table {
@@ -211,7 +211,7 @@ pub fn read_json_arg(raw: &str, what: &str) -> CmdResult<Value> {
     serde_json::from_str(&text).map_err(|e| Fail::usage(format!("{what}: not valid JSON: {e}")))
 }
 
-fn set_path(target: &mut Map<String, Value>, field: &str, value: Value) -> CmdResult {
+pub(crate) fn set_path(target: &mut Map<String, Value>, field: &str, value: Value) -> CmdResult {
     let mut parts = field.split('.').peekable();
     let mut map = target;
     while let Some(part) = parts.next() {
@@ -317,7 +317,7 @@ fn body_from(args: &ArgMatches, resource: &str, required: bool) -> CmdResult<Val
     Ok(body)
 }
 
-fn stdout_writer(
+pub(crate) fn stdout_writer(
     format: Format,
     select: Vec<String>,
 ) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
@@ -679,96 +679,6 @@ pub fn guess_content_type(file: &str) -> &'static str {
 }
 
 // ---- api --------------------------------------------------------------------------------------
-
-async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
-    let method_text = args
-        .get_one::<String>("method")
-        .expect("required")
-        .to_uppercase();
-    let method = match method_text.as_str() {
-        "GET" | "POST" | "PATCH" | "PUT" | "DELETE" => {
-            Method::from_bytes(method_text.as_bytes()).expect("method")
-        }
-        other => {
-            return Err(Fail::usage(format!(
-                "unknown method {other}: use GET, POST, PATCH, PUT or DELETE"
-            )));
-        }
-    };
-    let raw_path = args.get_one::<String>("path").expect("required").trim();
-    let path = raw_path.strip_prefix("/api/v2").unwrap_or(raw_path);
-    let path = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("/{path}")
-    };
-    let body = args
-        .get_one::<String>("data")
-        .map(|raw| read_json_arg(raw, "--data"))
-        .transpose()?;
-    if args.get_flag("paginate") {
-        if method != Method::GET {
-            return Err(Fail::usage("--paginate works with GET only"));
-        }
-        return paginate(ctx, &path).await;
-    }
-    let answer: Value = ctx.client.action(method, &path, body.as_ref()).await?;
-    if answer.is_null() {
-        return Ok(());
-    }
-    write_value(ctx.format, &answer, &[])
-}
-
-async fn paginate(ctx: &CommandContext, path: &str) -> CmdResult {
-    let (base, query) = path.split_once('?').unwrap_or((path, ""));
-    let mut kept: Vec<&str> = Vec::new();
-    let mut size = 10_000u64;
-    let mut page = 1u64;
-    for part in query.split('&').filter(|p| !p.is_empty()) {
-        match part.split_once('=') {
-            Some(("pageSize", v)) => {
-                size = v
-                    .parse()
-                    .map_err(|_| Fail::usage("pageSize: not a number"))?
-            }
-            Some(("page", v)) => page = v.parse().map_err(|_| Fail::usage("page: not a number"))?,
-            _ => kept.push(part),
-        }
-    }
-    let mut out = stdout_writer(ctx.format, vec![]);
-    let mut seen = 0u64;
-    loop {
-        let mut q = kept.clone();
-        let paging = format!("page={page}&pageSize={size}");
-        q.push(&paging);
-        let answer: Value = ctx
-            .client
-            .action::<Value, Value>(Method::GET, &format!("{base}?{}", q.join("&")), None)
-            .await?;
-        let values = answer
-            .get("values")
-            .and_then(Value::as_array)
-            .ok_or_else(|| {
-                Fail::usage(format!(
-                    "{base} does not answer a list ({{\"values\": [...]}}); drop --paginate"
-                ))
-            })?;
-        let n = values.len() as u64;
-        for v in values {
-            out.push(v.clone())?;
-        }
-        seen += n;
-        let total = answer
-            .get("totalCount")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        if n < size || n == 0 || seen >= total {
-            break;
-        }
-        page += 1;
-    }
-    out.finish()
-}
 
 // ---- auth -------------------------------------------------------------------------------------
 

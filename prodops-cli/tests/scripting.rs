@@ -197,3 +197,132 @@ async fn set_takes_the_declared_type_and_a_key_makes_a_write_once() {
     .await;
     assert_eq!(out.code, 2, "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_works_like_gh_api() {
+    let server = TestServer::start().await;
+    let api = server.org("Api").await;
+    let dir = tempfile::tempdir().unwrap();
+
+    // Fields make a POST; -F types its values.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "api",
+            "/worker",
+            "-f",
+            "name=Ann",
+            "-F",
+            "exemptFromAssignments=true",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let ann = out.json();
+    assert_eq!(ann["name"], "Ann");
+    assert_eq!(ann["exemptFromAssignments"], true);
+    let id = ann["id"].as_str().unwrap().to_string();
+
+    // -X sets the method; the body from stdin with --input -.
+    let mut patch = cmd(&server, &api, dir.path());
+    patch.write_stdin(r#"{"name": "Ann Lee"}"#);
+    let out = run(
+        patch,
+        &[
+            "api",
+            "-X",
+            "PATCH",
+            &format!("/worker/{id}"),
+            "--input",
+            "-",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(api.read("worker", &id).await["name"], "Ann Lee");
+
+    // A GET with fields puts them in the query string; the earlier `METHOD PATH` form works.
+    for n in 0..4 {
+        api.create(
+            "worker",
+            json!({"name": format!("W{n}"), "status": "inactive"}),
+        )
+        .await;
+    }
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "api",
+            "-X",
+            "GET",
+            "/worker/count",
+            "-f",
+            "status=inactive",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["count"], 4, "{out}");
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["api", "GET", "/worker/count", "--output", "json"],
+    )
+    .await;
+    assert_eq!(out.json()["count"], 5, "{out}");
+
+    // -H adds a header; -i shows the status line and the headers.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "api",
+            "/worker/count",
+            "-H",
+            "X-Request-Id: script-run-42",
+            "-i",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.starts_with("HTTP/1.1 200 OK\n"), "{out}");
+    assert!(
+        out.stdout
+            .to_ascii_lowercase()
+            .contains("x-request-id: script-run-42"),
+        "{out}"
+    );
+
+    // --paginate: every page, one array.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "api",
+            "/worker?pageSize=2",
+            "--paginate",
+            "--output",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json().as_array().unwrap().len(), 5, "{out}");
+
+    // An error: its exit code, its message on stderr.
+    let missing = uuid::Uuid::now_v7();
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["api", &format!("/worker/{missing}")],
+    )
+    .await;
+    assert_eq!(out.code, 4, "{out}");
+    assert!(out.stderr.contains("NOT_FOUND"), "{out}");
+    let out = run(cmd(&server, &api, dir.path()), &["api", "FETCH", "/worker"]).await;
+    assert_eq!(out.code, 2, "{out}");
+}

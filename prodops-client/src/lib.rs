@@ -101,6 +101,31 @@ pub struct RawResponse {
     pub body: Bytes,
 }
 
+impl RawResponse {
+    /// The answer as an [`Error`] when its status is not 2xx (the body's error object, its
+    /// request id), `None` for a success.
+    ///
+    /// ```
+    /// let raw = prodops_client::RawResponse {
+    ///     status: 404,
+    ///     headers: Default::default(),
+    ///     body: bytes::Bytes::from_static(br#"{"error":{"code":"NOT_FOUND","message":"not found"}}"#),
+    /// };
+    /// assert!(raw.error().unwrap().is_not_found());
+    /// ```
+    pub fn error(&self) -> Option<Error> {
+        if (200..300).contains(&self.status) {
+            return None;
+        }
+        let request_id = self
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Some(Error::from_response(self.status, request_id, &self.body))
+    }
+}
+
 /// Whether a request may be retried safely and needs an `Idempotency-Key` for that.
 fn wants_idempotency_key(method: &Method, path: &str) -> bool {
     let path = path.split('?').next().unwrap_or(path);
@@ -279,7 +304,33 @@ impl Client {
         body: Option<Bytes>,
         content_type: &str,
     ) -> Result<RawResponse> {
-        let response = self.response(method, path, body, content_type).await?;
+        self.send_raw_with_headers(method, path, body, content_type, &[])
+            .await
+    }
+
+    /// [`Client::send_raw_as`] with further request headers (`prodops api -H`). A header this
+    /// client sets itself (`X-API-Key`, `Content-Type`, `Idempotency-Key`) given here replaces
+    /// the client's.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let raw = client
+    ///     .send_raw_with_headers(prodops_client::Method::GET, "/worker", None, "application/json",
+    ///                            &[("X-Request-Id", "nightly-sync-1")])
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_raw_with_headers(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<RawResponse> {
+        let response = self
+            .response_with(method, path, body, content_type, headers)
+            .await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.bytes().await.map_err(Error::Network)?;
@@ -298,6 +349,27 @@ impl Client {
         body: Option<Bytes>,
         content_type: &str,
     ) -> Result<reqwest::Response> {
+        self.response_with(method, path, body, content_type, &[])
+            .await
+    }
+
+    /// [`Client::response`] with further request headers.
+    async fn response_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<reqwest::Response> {
+        let mut extra = HeaderMap::new();
+        for (name, value) in headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| Error::Config(format!("header name {name:?}: not a header name")))?;
+            let value = HeaderValue::from_str(value.trim())
+                .map_err(|_| Error::Config(format!("header {name}: not a header value")))?;
+            extra.insert(name, value);
+        }
         let url = format!("{}{}", self.inner.api_url, path);
         let idempotency_key = match &self.idempotency_key {
             Some(key) if method != Method::GET && method != Method::HEAD => Some(key.to_string()),
@@ -318,6 +390,13 @@ impl Client {
                 request = request
                     .header("Content-Type", content_type)
                     .body(body.clone());
+            }
+            if !extra.is_empty() {
+                let mut built = request.build().map_err(Error::Network)?;
+                for (name, value) in &extra {
+                    built.headers_mut().insert(name.clone(), value.clone());
+                }
+                request = reqwest::RequestBuilder::from_parts(self.inner.http.clone(), built);
             }
             let response = request.send().await.map_err(Error::Network)?;
             let status = response.status().as_u16();
