@@ -75,6 +75,7 @@ fn main() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     #[cfg(not(target_os = "linux"))]
     allocator_options();
+    cli::complete_if_asked();
     let json_errors = errors_as_json();
     let code = match cli::command().try_get_matches() {
         Ok(matches) => match run::run(matches) {

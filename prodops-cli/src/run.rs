@@ -94,13 +94,27 @@ pub fn run(m: ArgMatches) -> CmdResult {
             let shell = *sub
                 .get_one::<clap_complete::Shell>("shell")
                 .expect("required");
-            let mut cmd = crate::cli::command();
-            clap_complete::generate(shell, &mut cmd, "prodops", &mut std::io::stdout());
-            return Ok(());
+            return crate::cli::write_completion_registration(shell, &mut std::io::stdout())
+                .map_err(|e| Fail::io("writing the script", e));
+        }
+        "man" => {
+            return crate::cli::write_man_pages(
+                sub.get_one::<String>("dir").map(std::path::Path::new),
+            );
         }
         "auth" => return auth(&m, sub, format),
         _ => {}
     }
+    // An action's own arguments are read first: a missing one is named before the instance.
+    let action_first = match sub.subcommand() {
+        // The tree view of a hierarchy is not the action's answer (see `dispatch`).
+        Some(("hierarchy", _)) if name == "deliverable" && format == Format::Table => None,
+        Some((verb, args)) => match actions::find(name, verb) {
+            Some(command) => Some((action_call(&command, args)?, command, args)),
+            None => None,
+        },
+        None => None,
+    };
     let (base, key) = resolve(&m)?;
     let Some((base, _)) = base else {
         return Err(Fail::usage(
@@ -116,7 +130,10 @@ pub fn run(m: ArgMatches) -> CmdResult {
         format,
         client: client_for(&m, &base, Some(&key))?,
     };
-    runtime()?.block_on(dispatch(&ctx, name, sub))
+    match action_first {
+        Some((call, command, args)) => runtime()?.block_on(send_action(&ctx, &command, args, call)),
+        None => runtime()?.block_on(dispatch(&ctx, name, sub)),
+    }
 }
 
 async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResult {
@@ -525,7 +542,21 @@ fn flag_value(kind: FlagKind, id: &str, name: &str, args: &ArgMatches) -> CmdRes
 
 /// Runs an action command: the path's segments from the positional arguments, the query and
 /// the body from the flags (over `--data`), sent with the client's described call.
+/// An action's call, read from its arguments: the path's segments, the query and the body.
+pub(crate) struct ActionCall {
+    segments: Vec<String>,
+    query: Vec<(String, String)>,
+    body: DescribedBody,
+}
+
 async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
+    let call = action_call(command, args)?;
+    send_action(ctx, command, args, call).await
+}
+
+/// Reads an action's arguments into its call, before anything is sent: a missing or malformed
+/// argument is reported before the instance or the key is looked for.
+pub(crate) fn action_call(command: &ActionCommand, args: &ArgMatches) -> CmdResult<ActionCall> {
     let desc = command.desc;
     let mut segments = Vec::new();
     for (i, p) in desc.path_params().into_iter().enumerate() {
@@ -594,9 +625,24 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
         (None, Some(json)) => DescribedBody::Json(json),
         (None, None) => DescribedBody::None,
     };
+    Ok(ActionCall {
+        segments,
+        query,
+        body,
+    })
+}
+
+/// Sends an action's call and prints its answer.
+pub(crate) async fn send_action(
+    ctx: &CommandContext,
+    command: &ActionCommand,
+    args: &ArgMatches,
+    call: ActionCall,
+) -> CmdResult {
+    let desc = command.desc;
     let answer = ctx
         .client
-        .call_described(desc, &segments, &query, body)
+        .call_described(desc, &call.segments, &call.query, call.body)
         .await?;
     if matches!(desc.answer, AnswerBody::Bytes) {
         // A file: its bytes as they came.

@@ -326,3 +326,103 @@ async fn api_works_like_gh_api() {
     let out = run(cmd(&server, &api, dir.path()), &["api", "FETCH", "/worker"]).await;
     assert_eq!(out.code, 2, "{out}");
 }
+
+/// `prodops` with nothing of an instance in its environment.
+fn bare() -> Command {
+    let mut c = Command::cargo_bin("prodops").unwrap();
+    c.env_remove("PRODOPS_BASE_URL")
+        .env_remove("PRODOPS_API_KEY")
+        .env_remove("COMPLETE")
+        .env(
+            "PRODOPS_CONFIG_DIR",
+            std::env::temp_dir().join("prodops-no-config"),
+        )
+        .env("PRODOPS_CREDENTIAL_STORE", "file");
+    c
+}
+
+#[tokio::test]
+async fn help_groups_commands_and_keeps_global_options_apart() {
+    let out = run(bare(), &["--help"]).await;
+    assert_eq!(out.code, 0, "{out}");
+    for (group, member) in [
+        ("Resources", "  worker "),
+        ("Actions", "  production "),
+        ("Events", "  events "),
+        ("Scripting", "  api "),
+        ("Authentication", "  auth "),
+    ] {
+        let at = out
+            .stdout
+            .find(&format!("\n{group}"))
+            .unwrap_or_else(|| panic!("{group}: {out}"));
+        assert!(out.stdout[at..].contains(member), "{group}: {out}");
+    }
+    assert!(out.stdout.contains("Global options:"), "{out}");
+
+    // A command's own flags first, the global ones apart.
+    let out = run(bare(), &["worker", "list", "--help"]).await;
+    let own = out.stdout.find("Options:").unwrap();
+    let global = out.stdout.find("Global options:").unwrap();
+    assert!(own < global, "{out}");
+    assert!(out.stdout[own..global].contains("--filter"), "{out}");
+    assert!(!out.stdout[own..global].contains("--base-url"), "{out}");
+    assert!(out.stdout[global..].contains("--base-url"), "{out}");
+
+    // A missing argument of an action is named before any missing instance.
+    let out = run(bare(), &["production", "produce"]).await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("--deliverable-id is required"), "{out}");
+    assert!(!out.stderr.contains("base-url"), "{out}");
+}
+
+#[tokio::test]
+async fn completions_are_small_and_answered_by_the_binary_and_man_pages_are_generated() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(bare(), &["completions", shell]).await;
+        assert_eq!(out.code, 0, "{out}");
+        assert!(out.stdout.contains("COMPLETE"), "{shell}: {out}");
+        assert!(
+            out.stdout.len() < 8_000,
+            "{shell}: {} bytes",
+            out.stdout.len()
+        );
+    }
+    // What the registered function asks: the candidates for the word being typed.
+    let complete = |index: &str, words: &[&str]| {
+        let mut c = bare();
+        c.env("COMPLETE", "bash").env("_CLAP_COMPLETE_INDEX", index);
+        let mut args = vec!["--", "prodops"];
+        args.extend_from_slice(words);
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(c, &args).await
+        }
+    };
+    let out = complete("1", &["wor"]).await;
+    assert_eq!(out.code, 0, "{out}");
+    let words: Vec<&str> = out.stdout.split_whitespace().collect();
+    assert!(
+        words.contains(&"worker") && words.contains(&"work-session"),
+        "{out}"
+    );
+    let out = complete("2", &["worker", "imp"]).await;
+    assert_eq!(
+        out.stdout.split_whitespace().collect::<Vec<_>>(),
+        ["import"],
+        "{out}"
+    );
+    let out = complete("3", &["production", "produce", "--deliverable"]).await;
+    assert!(out.stdout.contains("--deliverable-id"), "{out}");
+
+    let out = run(bare(), &["man"]).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains(".TH prodops 1"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(bare(), &["man", "--dir", dir.path().to_str().unwrap()]).await;
+    assert_eq!(out.code, 0, "{out}");
+    let page = std::fs::read_to_string(dir.path().join("prodops-worker-list.1")).unwrap();
+    assert!(page.contains("\\-\\-filter"), "{page}");
+    assert!(dir.path().join("prodops-production-produce.1").exists());
+}
