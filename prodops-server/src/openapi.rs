@@ -1094,6 +1094,7 @@ fn add_errors(method: &str, path: &str, operation: &mut Value) {
     }
     if write {
         add("409");
+        add("507");
     }
     if has_body {
         add("413");
@@ -1124,7 +1125,11 @@ fn error_components() -> Value {
         ("429", "`RATE_LIMITED`: retry after the reset time"),
         (
             "503",
-            "`INTERNAL`: the database is busy or the statement timeout stopped the request; retry later",
+            "`INTERNAL`: the database is busy, could not be reached or lost its connection (with `Retry-After`), or the statement timeout stopped the request; retry later",
+        ),
+        (
+            "507",
+            "`INTERNAL`: the database's disk is full; nothing of the request was written; retry once space is freed",
         ),
     ] {
         out.insert(

@@ -84,6 +84,8 @@ mod server;
 mod standard;
 #[path = "api/timesheet.rs"]
 mod timesheet;
+#[path = "api/transient.rs"]
+mod transient;
 #[path = "api/vendor_contact.rs"]
 mod vendor_contact;
 #[path = "api/webhooks.rs"]

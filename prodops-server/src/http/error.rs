@@ -180,6 +180,26 @@ impl From<StoreError> for ApiError {
                 "INTERNAL",
                 "the request was abandoned",
             ),
+            // Decisions §3 keeps `INTERNAL` for every 5xx; the status and `Retry-After` tell a
+            // client that the same request may work a moment later (docs/operations.md,
+            // "Transient faults").
+            StoreError::Unavailable(cause) => ApiError {
+                retry_after: Some(1),
+                cause: Some(format!("database unavailable: {cause}")),
+                ..ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "INTERNAL",
+                    "the database could not be reached or its connection was lost; retry (with the same Idempotency-Key, a write that was applied is not applied again)",
+                )
+            },
+            StoreError::StorageFull(cause) => ApiError {
+                cause: Some(format!("database storage full: {cause}")),
+                ..ApiError::new(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "INTERNAL",
+                    "the database's disk is full: nothing of this request was written; retry once space is freed",
+                )
+            },
             StoreError::Other(cause) => ApiError::internal(cause),
         }
     }

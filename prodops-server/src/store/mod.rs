@@ -146,6 +146,16 @@ pub enum StoreError {
     /// The request that started the transaction went away; its statements were stopped.
     #[error("the request was abandoned; its statements were stopped")]
     Cancelled,
+    /// The database could not be reached, or the connection to it was lost (a PostgreSQL
+    /// backend terminated, a restart, a network cut): transient, worth the same request again
+    /// a moment later. A transaction whose connection broke during its `COMMIT` may have been
+    /// applied: a retry with the same `Idempotency-Key` is answered with the first answer.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+    /// The database's disk is full (SQLite `SQLITE_FULL`, PostgreSQL `53100`): nothing of the
+    /// transaction was written, and writes work again once space is freed.
+    #[error("the database's disk is full: {0}")]
+    StorageFull(String),
     #[error("{0}")]
     Other(String),
 }

@@ -146,7 +146,20 @@ fn map_err(e: tokio_postgres::Error) -> StoreError {
         if code == "57014" {
             return StoreError::Timeout;
         }
+        // Connection exceptions (class 08), a backend terminated by an administrator or a
+        // restart (57P01-57P03), too many connections (53300): transient.
+        if code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300") {
+            return StoreError::Unavailable(format!("{code}: {}", db.message()));
+        }
+        // disk_full and insufficient_resources.
+        if matches!(code, "53100" | "53000") {
+            return StoreError::StorageFull(format!("{code}: {}", db.message()));
+        }
         return StoreError::Other(format!("{code}: {}", db.message()));
+    }
+    // No answer from the server: the connection closed, or broke mid-request.
+    if e.is_closed() || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()) {
+        return StoreError::Unavailable(e.to_string());
     }
     StoreError::other(e)
 }
@@ -302,7 +315,7 @@ impl PgStore {
         self.pool
             .get()
             .await
-            .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))
+            .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL: {e}")))
     }
 
     /// Runs `f` in a transaction. A write's `BEGIN READ WRITE` travels with its first statement
@@ -634,11 +647,10 @@ impl HotClients {
         {
             return Ok(client.clone());
         }
-        let (client, connection) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| StoreError::Other(format!("cannot connect to PostgreSQL: {e}")))?;
+        let (client, connection) =
+            self.config.connect(NoTls).await.map_err(|e| {
+                StoreError::Unavailable(format!("cannot connect to PostgreSQL: {e}"))
+            })?;
         let task = tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!("a shared PostgreSQL connection ended: {e}");

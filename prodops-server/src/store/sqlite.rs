@@ -314,6 +314,7 @@ fn map_err(e: rusqlite::Error) -> StoreError {
             rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked => {
                 return StoreError::Retry;
             }
+            rusqlite::ErrorCode::DiskFull => return StoreError::StorageFull(e.to_string()),
             _ => {}
         }
     }
@@ -898,5 +899,35 @@ mod checkpointer_tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 20_000);
+    }
+}
+
+#[cfg(test)]
+mod full_disk_tests {
+    use super::*;
+    use crate::http::error::ApiError;
+
+    /// A database that can grow no further (here: `max_page_count`, as a full disk does) is
+    /// `StorageFull`, answered 507 with a message that names the cause, not a 500.
+    #[test]
+    fn a_full_database_is_storage_full_and_answers_507() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v TEXT); PRAGMA max_page_count = 2;")
+            .unwrap();
+        let big = "x".repeat(64 * 1024);
+        let failure = (0..16)
+            .find_map(|_| conn.execute("INSERT INTO t VALUES (?1)", [&big]).err())
+            .expect("the database fills up");
+        let err = map_err(failure);
+        assert!(matches!(err, StoreError::StorageFull(_)), "{err:?}");
+        let api = ApiError::from(err);
+        assert_eq!(api.status.as_u16(), 507);
+        assert_eq!(api.code, "INTERNAL");
+        assert!(api.message.contains("disk is full"), "{}", api.message);
+        assert!(
+            !api.message.to_lowercase().contains("sqlite"),
+            "{}",
+            api.message
+        );
     }
 }
