@@ -35,6 +35,7 @@ mod config;
 mod error;
 mod resource;
 mod stream;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;

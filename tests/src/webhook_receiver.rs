@@ -1,5 +1,5 @@
-//! A webhook receiver on loopback for the tests: it verifies every delivery's signature as
-//! docs/events.md tells a receiver to, records what it got, and answers as the test says
+//! A webhook receiver on loopback for the tests: it verifies every delivery's signature with
+//! the SDK's verifier (`prodops_client::webhook`, as docs/events.md tells a receiver to), records what it got, and answers as the test says
 //! (fail the first N attempts of each event, fail always, hang on the first request or on
 //! every one).
 
@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use hmac::{Hmac, Mac};
 use serde_json::Value;
-use sha2::Sha256;
 
 /// How the receiver answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +36,9 @@ pub struct Hit {
     /// Whether `X-Prodops-Signature` verified (HMAC and a timestamp within 5 minutes).
     pub signature_ok: bool,
     pub body: Value,
+    /// The body as it came, and its `X-Prodops-Signature`, for a verifier to check again.
+    pub raw_body: Vec<u8>,
+    pub signature: Option<String>,
     /// Whether it answered 2xx.
     pub accepted: bool,
 }
@@ -55,29 +56,6 @@ struct Inner {
 pub struct Receiver {
     addr: SocketAddr,
     inner: Arc<Mutex<Inner>>,
-}
-
-/// Verifies `t=<secs>,v1=<hex>` against the body, within `tolerance` of `now` (docs/events.md).
-pub fn verify(secret: &str, header: &str, body: &[u8], now: i64, tolerance: i64) -> bool {
-    let mut t = None;
-    let mut v1 = Vec::new();
-    for part in header.split(',') {
-        match part.split_once('=') {
-            Some(("t", v)) => t = v.parse::<i64>().ok(),
-            Some(("v1", v)) => v1.extend(hex::decode(v).ok()),
-            _ => {}
-        }
-    }
-    let Some(t) = t else { return false };
-    if (now - t).abs() > tolerance {
-        return false;
-    }
-    v1.iter().any(|sig| {
-        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-        mac.update(format!("{t}.").as_bytes());
-        mac.update(body);
-        mac.verify_slice(sig).is_ok()
-    })
 }
 
 async fn hook(
@@ -111,14 +89,24 @@ async fn hook(
             Mode::HangAlways => true,
             _ => false,
         };
-        let signature_ok = h("x-prodops-signature")
-            .is_some_and(|s| verify(&inner.secret, &s, &body, chrono_now(), 300));
+        let signature = h("x-prodops-signature");
+        let signature_ok = signature.as_deref().is_some_and(|s| {
+            prodops_client::webhook::verify(
+                &body,
+                s,
+                &inner.secret,
+                prodops_client::webhook::DEFAULT_TOLERANCE,
+            )
+            .is_ok()
+        });
         inner.hits.push(Hit {
             event_id,
             attempt: h("x-prodops-delivery-attempt").unwrap_or_default(),
             delivery_id: h("x-prodops-delivery-id"),
             signature_ok,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            raw_body: body.to_vec(),
+            signature,
             accepted: ok && !hang,
         });
         (
@@ -134,13 +122,6 @@ async fn hook(
         tokio::time::sleep(Duration::from_secs(60)).await;
     }
     status
-}
-
-fn chrono_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
 }
 
 impl Receiver {
