@@ -12,6 +12,7 @@ mod creds;
 mod csvio;
 mod events;
 mod fail;
+mod fields;
 mod output;
 mod run;
 

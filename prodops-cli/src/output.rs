@@ -4,8 +4,10 @@
 //!   line (valid JSON, written while the list streams).
 //! - ndjson: one compact JSON value per line, single records included.
 //! - csv: a header row of field names (nested fields dotted, `schedule.startDate`), then one row
-//!   per record; the columns are `--select`'s, else the first record's; nulls are empty cells,
-//!   arrays and objects inside a cell are JSON text.
+//!   per record; the columns are `--select`'s, else the fields the resource declares
+//!   (`fields.rs`: the same columns on every row, whichever record comes first), else (an answer
+//!   no resource describes) the first record's; nulls are empty cells, arrays and objects inside
+//!   a cell are JSON text.
 //! - table: the same columns in a table sized to the terminal; a single record as field/value rows.
 
 use std::io::{IsTerminal, Write};
@@ -14,6 +16,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value};
 
 use crate::fail::{CmdResult, Fail};
+use crate::fields::Fields;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -32,6 +35,25 @@ impl Format {
             Some("csv") => Format::Csv,
             _ if std::io::stdout().is_terminal() => Format::Table,
             _ => Format::Json,
+        }
+    }
+}
+
+/// How a command's answer is printed: the format, `--select`, and the declared fields of the
+/// resource the answer is about (none for actions and `prodops api`).
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub format: Format,
+    pub select: Vec<String>,
+    pub fields: Option<Fields>,
+}
+
+impl Shape {
+    pub fn new(format: Format) -> Shape {
+        Shape {
+            format,
+            select: Vec::new(),
+            fields: None,
         }
     }
 }
@@ -74,6 +96,15 @@ pub fn cell(value: Option<&Value>) -> String {
     }
 }
 
+/// The value at a column: a key of the (projected) record as it is (`x.y` after `--select`),
+/// else the dotted path walked through nested objects; `None` past a null or a missing field.
+pub fn lookup<'a>(value: &'a Value, column: &str) -> Option<&'a Value> {
+    if let Some(v) = value.get(column) {
+        return Some(v);
+    }
+    column.split('.').try_fold(value, |v, k| v.get(k))
+}
+
 /// Keeps only the selected fields (dotted paths allowed) of a record, in the selection's order.
 pub fn project(value: Value, select: &[String]) -> Value {
     if select.is_empty() {
@@ -104,6 +135,8 @@ pub struct ListWriter<W: Write> {
     out: W,
     format: Format,
     select: Vec<String>,
+    /// The columns of CSV and table rows: `--select`'s, else the resource's declared fields,
+    /// else (no resource) the first record's.
     columns: Option<Vec<String>>,
     rows: Vec<Value>,
     count: u64,
@@ -114,11 +147,16 @@ fn io_err(e: std::io::Error) -> Fail {
 }
 
 impl<W: Write> ListWriter<W> {
-    pub fn new(out: W, format: Format, select: Vec<String>) -> Self {
+    pub fn new(out: W, shape: &Shape) -> Self {
+        let select = shape.select.clone();
         ListWriter {
             out,
-            format,
-            columns: (!select.is_empty()).then(|| select.clone()),
+            format: shape.format,
+            columns: if select.is_empty() {
+                shape.fields.as_ref().map(Fields::columns)
+            } else {
+                Some(select.clone())
+            },
             select,
             rows: Vec::new(),
             count: 0,
@@ -134,16 +172,15 @@ impl<W: Write> ListWriter<W> {
             }
             Format::Ndjson => writeln!(self.out, "{value}").map_err(io_err)?,
             Format::Csv => {
-                let flat = flatten(&value);
                 let columns = self
                     .columns
-                    .get_or_insert_with(|| flat.keys().cloned().collect());
+                    .get_or_insert_with(|| flatten(&value).keys().cloned().collect());
                 let mut writer = csv::Writer::from_writer(Vec::new());
                 if self.count == 0 {
                     writer.write_record(columns.iter()).map_err(csv_err)?;
                 }
                 writer
-                    .write_record(columns.iter().map(|c| cell(flat.get(c))))
+                    .write_record(columns.iter().map(|c| cell(lookup(&value, c))))
                     .map_err(csv_err)?;
                 let buf = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
                 self.out.write_all(&buf).map_err(io_err)?;
@@ -169,10 +206,9 @@ impl<W: Write> ListWriter<W> {
                 }
             }
             Format::Table => {
-                let flats: Vec<Map<String, Value>> = self.rows.iter().map(flatten).collect();
                 let columns = self.columns.clone().unwrap_or_else(|| {
                     let mut cols: Vec<String> = Vec::new();
-                    for f in &flats {
+                    for f in self.rows.iter().map(flatten) {
                         for k in f.keys() {
                             if !cols.contains(k) {
                                 cols.push(k.clone());
@@ -183,8 +219,8 @@ impl<W: Write> ListWriter<W> {
                 });
                 let mut t = table();
                 t.set_header(columns.iter());
-                for f in &flats {
-                    t.add_row(columns.iter().map(|c| cell(f.get(c))));
+                for row in &self.rows {
+                    t.add_row(columns.iter().map(|c| cell(lookup(row, c))));
                 }
                 writeln!(self.out, "{t}").map_err(io_err)?;
                 writeln!(self.out, "{} record(s)", self.count).map_err(io_err)?;
@@ -205,12 +241,20 @@ fn csv_err(e: csv::Error) -> Fail {
 /// Writes one value (a record, a count, an action's answer). A `{"values": [...]}` page is
 /// written as a list.
 pub fn write_value(format: Format, value: &Value, select: &[String]) -> CmdResult {
+    let mut shape = Shape::new(format);
+    shape.select = select.to_vec();
+    write_shaped(&shape, value)
+}
+
+/// [`write_value`] shaped by `shape`.
+pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
+    let (format, select) = (shape.format, shape.select.as_slice());
     let stdout = std::io::stdout().lock();
     let mut out = std::io::BufWriter::new(stdout);
     if let Some(values) = value.get("values").and_then(Value::as_array)
         && value.as_object().is_some_and(|o| o.len() <= 2)
     {
-        let mut w = ListWriter::new(&mut out, format, select.to_vec());
+        let mut w = ListWriter::new(&mut out, shape);
         for v in values {
             w.push(v.clone())?;
         }
@@ -224,7 +268,7 @@ pub fn write_value(format: Format, value: &Value, select: &[String]) -> CmdResul
         }
         Format::Ndjson => writeln!(out, "{value}").map_err(io_err)?,
         Format::Csv => {
-            let mut w = ListWriter::new(&mut out, format, select.to_vec());
+            let mut w = ListWriter::new(&mut out, shape);
             w.push(value)?;
             w.finish()?;
         }
@@ -232,8 +276,18 @@ pub fn write_value(format: Format, value: &Value, select: &[String]) -> CmdResul
             if value.is_object() {
                 let mut t = table();
                 t.set_header(["field", "value"]);
-                for (k, v) in flatten(&value) {
-                    t.add_row([k, cell(Some(&v))]);
+                match shape.fields.as_ref().filter(|_| select.is_empty()) {
+                    Some(fields) => {
+                        for c in fields.columns() {
+                            let text = cell(lookup(&value, &c));
+                            t.add_row([c, text]);
+                        }
+                    }
+                    None => {
+                        for (k, v) in flatten(&value) {
+                            t.add_row([k, cell(Some(&v))]);
+                        }
+                    }
                 }
                 writeln!(out, "{t}").map_err(io_err)?;
             } else {
@@ -278,7 +332,7 @@ mod tests {
         ];
         let render = |format| {
             let mut buf = Vec::new();
-            let mut w = ListWriter::new(&mut buf, format, vec![]);
+            let mut w = ListWriter::new(&mut buf, &Shape::new(format));
             for r in &rows {
                 w.push(r.clone()).unwrap();
             }
@@ -295,7 +349,7 @@ mod tests {
         );
         assert_eq!(render(Format::Csv), "id,n.a\n1,true\n2,false\n");
         let mut buf = Vec::new();
-        ListWriter::new(&mut buf, Format::Json, vec![])
+        ListWriter::new(&mut buf, &Shape::new(Format::Json))
             .finish()
             .unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "[]\n");

@@ -14,7 +14,8 @@ use crate::actions::{self, ActionCommand, FlagKind, To};
 use crate::cli::resource_command_name;
 use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
-use crate::output::{Format, ListWriter, write_value};
+use crate::fields::Fields;
+use crate::output::{Format, ListWriter, Shape, write_shaped, write_value};
 
 /// Global settings every command sees.
 pub struct CommandContext {
@@ -264,14 +265,10 @@ fn body_from(args: &ArgMatches, required: bool) -> CmdResult<Value> {
     Ok(body)
 }
 
-fn stdout_writer(
-    format: Format,
-    select: Vec<String>,
-) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
+fn stdout_writer(shape: &Shape) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
     ListWriter::new(
         std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
-        format,
-        select,
+        shape,
     )
 }
 
@@ -285,12 +282,23 @@ async fn resource_verb(
 ) -> CmdResult {
     let r = ctx.client.resource_at(path);
     let sel = select(args);
+    let kind = prodops_core::registry::by_path(path)
+        .ok_or_else(|| Fail::usage(format!("unknown resource {path}")))?;
+    // Records of the resource: its declared fields are the columns.
+    let shape = Shape {
+        format: ctx.format,
+        select: sel.clone(),
+        fields: Some(Fields::of(kind)),
+    };
+    if !matches!(verb, "group-count" | "count" | "bulk-put") {
+        shape.fields.as_ref().expect("set").check_select(&sel)?;
+    }
     let id = || args.get_one::<String>("id").cloned().unwrap_or_default();
     let value = match verb {
         "list" => {
             let params = list_params(args)?;
             let mut stream = r.list(params);
-            let mut out = stdout_writer(ctx.format, sel);
+            let mut out = stdout_writer(&shape);
             while let Some(v) = stream.try_next().await? {
                 out.push(v)?;
             }
@@ -333,17 +341,27 @@ async fn resource_verb(
                 q.page_size = Some(n);
             }
             let page = r.query_values(&q).await?;
-            let mut out = stdout_writer(ctx.format, vec![]);
+            // The server answers the id with the selected fields.
+            let mut shape = shape.clone();
+            if !sel.is_empty() && !sel.iter().any(|s| s == "id") {
+                shape.select.insert(0, "id".into());
+            }
+            let mut out = stdout_writer(&shape);
             for v in page.values {
                 out.push(v)?;
             }
             return out.finish();
         }
-        "count" => json!({ "count": r.count(&list_params(args)?).await? }),
+        "count" => {
+            let count = r.count(&list_params(args)?).await?;
+            return write_value(ctx.format, &json!({ "count": count }), &sel);
+        }
         "group-count" => {
             let field = args.get_one::<String>("field").expect("required");
             let groups = r.group_and_count(field, &list_params(args)?).await?;
-            let mut out = stdout_writer(ctx.format, sel);
+            let mut shape = Shape::new(ctx.format);
+            shape.select = sel;
+            let mut out = stdout_writer(&shape);
             for g in groups {
                 out.push(serde_json::to_value(g).expect("json"))?;
             }
@@ -368,7 +386,11 @@ async fn resource_verb(
         }
         other => return Err(Fail::usage(format!("unknown verb {other}"))),
     };
-    write_value(ctx.format, &value, &sel)
+    match verb {
+        // Answers that are not records of the resource.
+        "bulk-put" | "bulk-update" | "bulk-delete" => write_value(ctx.format, &value, &sel),
+        _ => write_shaped(&shape, &value),
+    }
 }
 
 fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
@@ -635,7 +657,7 @@ async fn paginate(ctx: &CommandContext, path: &str) -> CmdResult {
             _ => kept.push(part),
         }
     }
-    let mut out = stdout_writer(ctx.format, vec![]);
+    let mut out = stdout_writer(&Shape::new(ctx.format));
     let mut seen = 0u64;
     loop {
         let mut q = kept.clone();

