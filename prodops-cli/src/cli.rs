@@ -370,7 +370,7 @@ pub fn command() -> Command {
         *cmd = taken.subcommand(crate::events::tail_command());
     }
     root = root.subcommands(groups);
-    root.subcommand(
+    let root = root.subcommand(
         Command::new("api")
             .about("Calls any endpoint: prints the answer's JSON")
             .arg(Arg::new("method").required(true).value_name("METHOD").help("GET, POST, PATCH, PUT or DELETE"))
@@ -408,7 +408,28 @@ pub fn command() -> Command {
             .about("Prints a shell completion script")
             .arg(Arg::new("shell").required(true).value_parser(clap::value_parser!(clap_complete::Shell)))
             .after_help(example("prodops completions bash > /etc/bash_completion.d/prodops".into())),
-    )
+    );
+    hyphen_values(root)
+}
+
+/// Every option that takes a value takes one beginning with `-` too (`--sort -createdAt,name`,
+/// `--search -x`, `--jq -r`): a value is never mistaken for a flag. Applied to the whole tree,
+/// so no option can be left out.
+fn hyphen_values(cmd: Command) -> Command {
+    let cmd = cmd.mut_args(|a| {
+        if !a.is_positional() && a.get_action().takes_values() {
+            a.allow_hyphen_values(true)
+        } else {
+            a
+        }
+    });
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names
+        .into_iter()
+        .fold(cmd, |c, name| c.mut_subcommand(name, hyphen_values))
 }
 
 #[cfg(test)]
@@ -418,6 +439,28 @@ mod tests {
     #[test]
     fn the_tree_is_consistent() {
         command().debug_assert();
+    }
+
+    #[test]
+    fn every_option_value_may_begin_with_a_hyphen() {
+        fn walk(cmd: &Command, path: &str) {
+            let here = format!("{path} {}", cmd.get_name());
+            for a in cmd.get_arguments() {
+                if !a.is_positional() && a.get_action().takes_values() {
+                    assert!(a.is_allow_hyphen_values_set(), "{here} --{}", a.get_id());
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &here);
+            }
+        }
+        walk(&command(), "");
+        let m = command()
+            .try_get_matches_from(["prodops", "worker", "list", "--sort", "-createdAt,name"])
+            .unwrap();
+        let (_, worker) = m.subcommand().unwrap();
+        let (_, list) = worker.subcommand().unwrap();
+        assert_eq!(list.get_one::<String>("sort").unwrap(), "-createdAt,name");
     }
 
     #[test]

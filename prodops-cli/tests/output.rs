@@ -147,3 +147,59 @@ async fn csv_columns_come_from_the_declared_fields() {
     ok(&out);
     assert_eq!(csv_rows(&out.stdout).0, header);
 }
+
+/// Issue 34, item 7: `--sort -createdAt,name`, the help's own example, is a value, not a flag;
+/// so is any other value that begins with `-`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_may_begin_with_a_hyphen() {
+    let env = Env::start().await;
+    for name in ["Ann", "Bob", "Cy-dash"] {
+        env.api.create("worker", json!({"name": name})).await;
+    }
+    let names = |out: &Out| -> Vec<String> {
+        out.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let out = env
+        .run(&[
+            "worker",
+            "list",
+            "--sort",
+            "-createdAt,name",
+            "--output",
+            "json",
+        ])
+        .await;
+    ok(&out);
+    let mut listed = names(&out);
+    listed.sort();
+    assert_eq!(listed, ["Ann", "Bob", "Cy-dash"]);
+    let out = env
+        .run(&["worker", "list", "--sort", "-name", "--output", "json"])
+        .await;
+    ok(&out);
+    assert_eq!(names(&out), ["Cy-dash", "Bob", "Ann"]);
+    let out = env
+        .run(&["worker", "list", "--search", "-da", "--output", "json"])
+        .await;
+    ok(&out);
+    assert_eq!(names(&out), ["Cy-dash"]);
+    let out = env
+        .run(&[
+            "worker",
+            "create",
+            "--set",
+            "name=x",
+            "--set",
+            "customerIdentifier=-7",
+            "--output",
+            "json",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.json()["customerIdentifier"], "-7");
+}
