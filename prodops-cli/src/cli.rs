@@ -338,7 +338,7 @@ pub fn command() -> Command {
         .after_help(example("PRODOPS_BASE_URL=http://127.0.0.1:8080 PRODOPS_API_KEY=... prodops worker list --output csv".into()))
         .arg(Arg::new("base-url").long("base-url").global(true).value_name("URL").env("PRODOPS_BASE_URL").help("The instance address (/api/v2 is appended)"))
         .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
-        .arg(Arg::new("output").long("output").global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv"]).help("Output format (default: table on a terminal, json otherwise)"))
+        .arg(Arg::new("output").long("output").short('o').global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv", "yaml"]).help("Output format (default: table on a terminal, json otherwise); -o is always the format, an export's file is --out"))
         .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
         .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"));
 

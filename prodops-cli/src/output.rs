@@ -8,6 +8,8 @@
 //!   (`fields.rs`: the same columns on every row, whichever record comes first), else (an answer
 //!   no resource describes) the first record's; nulls are empty cells, arrays and objects inside
 //!   a cell are JSON text.
+//! - yaml: a single value as a YAML document; a list as a YAML sequence, one item per record
+//!   written as it arrives (`[]` when empty).
 //! - table: the same columns in a table sized to the terminal; a single record as field/value rows.
 
 use std::io::{IsTerminal, Write};
@@ -24,6 +26,7 @@ pub enum Format {
     Json,
     Ndjson,
     Csv,
+    Yaml,
 }
 
 impl Format {
@@ -33,6 +36,7 @@ impl Format {
             Some("json") => Format::Json,
             Some("ndjson") => Format::Ndjson,
             Some("csv") => Format::Csv,
+            Some("yaml") => Format::Yaml,
             _ if std::io::stdout().is_terminal() => Format::Table,
             _ => Format::Json,
         }
@@ -171,6 +175,12 @@ impl<W: Write> ListWriter<W> {
                 write!(self.out, "{sep}{value}").map_err(io_err)?;
             }
             Format::Ndjson => writeln!(self.out, "{value}").map_err(io_err)?,
+            // One sequence item per record, written as it comes: the items together are the
+            // YAML sequence of the list.
+            Format::Yaml => self
+                .out
+                .write_all(yaml(&[value])?.as_bytes())
+                .map_err(io_err)?,
             Format::Csv => {
                 let columns = self
                     .columns
@@ -197,6 +207,7 @@ impl<W: Write> ListWriter<W> {
                 let end = if self.count == 0 { "[]\n" } else { "\n]\n" };
                 self.out.write_all(end.as_bytes()).map_err(io_err)?;
             }
+            Format::Yaml if self.count == 0 => self.out.write_all(b"[]\n").map_err(io_err)?,
             Format::Csv if self.count == 0 => {
                 if let Some(columns) = &self.columns {
                     let mut w = csv::Writer::from_writer(Vec::new());
@@ -229,6 +240,11 @@ impl<W: Write> ListWriter<W> {
         }
         self.out.flush().map_err(io_err)
     }
+}
+
+/// A value as YAML (serde_norway, a maintained fork of serde_yaml).
+fn yaml<T: serde::Serialize + ?Sized>(value: &T) -> CmdResult<String> {
+    serde_norway::to_string(value).map_err(|e| Fail::usage(format!("writing YAML: {e}")))
 }
 
 fn csv_err(e: csv::Error) -> Fail {
@@ -267,6 +283,7 @@ pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
             writeln!(out, "{text}").map_err(io_err)?;
         }
         Format::Ndjson => writeln!(out, "{value}").map_err(io_err)?,
+        Format::Yaml => out.write_all(yaml(&value)?.as_bytes()).map_err(io_err)?,
         Format::Csv => {
             let mut w = ListWriter::new(&mut out, shape);
             w.push(value)?;
@@ -348,6 +365,10 @@ mod tests {
             "{\"id\":\"1\",\"n\":{\"a\":true}}\n{\"id\":\"2\",\"n\":{\"a\":false}}\n"
         );
         assert_eq!(render(Format::Csv), "id,n.a\n1,true\n2,false\n");
+        assert_eq!(
+            render(Format::Yaml),
+            "- id: '1'\n  n:\n    a: true\n- id: '2'\n  n:\n    a: false\n"
+        );
         let mut buf = Vec::new();
         ListWriter::new(&mut buf, &Shape::new(Format::Json))
             .finish()

@@ -20,6 +20,8 @@ use crate::output::{Format, ListWriter, Shape, write_shaped, write_value};
 /// Global settings every command sees.
 pub struct CommandContext {
     pub format: Format,
+    /// Whether `-o/--output` was given (else the format is the default of where stdout goes).
+    pub format_given: bool,
     pub client: Client,
 }
 
@@ -108,6 +110,8 @@ pub fn run(m: ArgMatches) -> CmdResult {
     };
     let ctx = CommandContext {
         format,
+        format_given: m.contains_id("output")
+            && m.value_source("output") == Some(ValueSource::CommandLine),
         client: client_for(&m, &base, Some(&key))?,
     };
     runtime()?.block_on(dispatch(&ctx, name, sub))
@@ -132,6 +136,12 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
         .map(|k| k.desc())
         .find(|d| resource_command_name(d.path) == name)
         .ok_or_else(|| Fail::usage(format!("unknown command {name}")))?;
+    if verb == "export" && ctx.format_given && ctx.format != Format::Csv {
+        // -o is the output format everywhere; an export only writes CSV, to --out FILE.
+        return Err(Fail::usage(
+            "an export writes CSV: -o/--output is the format (csv); write to a file with --out FILE",
+        ));
+    }
     match (desc.path, verb) {
         ("worker", "import") => return crate::csvio::worker::import(ctx, args).await,
         ("worker", "export") => return crate::csvio::worker::export(ctx, args).await,

@@ -203,3 +203,49 @@ async fn values_may_begin_with_a_hyphen() {
     ok(&out);
     assert_eq!(out.json()["customerIdentifier"], "-7");
 }
+
+/// Issue 34, item 8: `-o` is the output format everywhere (as kubectl's); an export's file is
+/// `--out FILE`, and an export asked for another format than CSV is a usage error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dash_o_is_the_format_and_yaml_is_one() {
+    let env = Env::start().await;
+    env.api
+        .create("worker", json!({"name": "Ann", "customerIdentifier": "E1"}))
+        .await;
+    let out = env.run(&["worker", "list", "-o", "json"]).await;
+    ok(&out);
+    assert_eq!(out.json()[0]["name"], "Ann");
+    let out = env
+        .run(&["worker", "list", "-o", "yaml", "--select", "name,status"])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "- name: Ann\n  status: active\n");
+    let out = env
+        .run(&["worker", "list", "-o", "yaml", "--filter", "name=nobody"])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "[]\n");
+    let out = env.run(&["worker", "count", "-o", "yaml"]).await;
+    ok(&out);
+    assert_eq!(out.stdout, "count: 1\n");
+
+    let out = env.run(&["worker", "export", "-o", "json"]).await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("--out FILE"), "{out}");
+    assert!(!env.dir.path().join("json").exists() && !std::path::Path::new("json").exists());
+    let file = env.dir.path().join("w.csv");
+    let out = env
+        .run(&[
+            "worker",
+            "export",
+            "-o",
+            "csv",
+            "--out",
+            file.to_str().unwrap(),
+        ])
+        .await;
+    ok(&out);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("id,name,customerIdentifier"), "{text}");
+    assert!(text.contains(",Ann,E1,"), "{text}");
+}

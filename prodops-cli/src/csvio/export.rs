@@ -318,7 +318,7 @@ pub fn csv_fail(e: csv::Error) -> Fail {
 }
 
 impl RowWriter {
-    /// Opens `-o FILE` (or stdout) and writes the header row.
+    /// Opens `--out FILE` (or stdout) and writes the header row.
     pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
         let out_path = args.get_one::<String>("out").map(PathBuf::from);
         let sink: Box<dyn Write + Send> = match &out_path {
