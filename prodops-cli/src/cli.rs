@@ -2,7 +2,7 @@
 //! resource) and from the action declarations of `prodops_core::api` (see `actions.rs`).
 
 use clap::{Arg, ArgAction, Command};
-use prodops_core::api::ParamKind;
+use prodops_core::api::{AnswerBody, ParamKind};
 use prodops_core::{Allow, Archive, ResourceDesc};
 
 use crate::actions::{self, ActionCommand, FlagKind, To};
@@ -42,6 +42,21 @@ fn select_arg() -> Arg {
         .value_delimiter(',')
         .action(ArgAction::Append)
         .help("Only these fields (comma-separated, dotted for nested ones)")
+}
+
+/// `--jq` and `--template`, on every command that prints JSON (`shape.rs`).
+fn shape_args() -> [Arg; 2] {
+    [
+        Arg::new("jq")
+            .long("jq")
+            .value_name("EXPR")
+            .conflicts_with("template")
+            .help("Print what this jq program makes of the JSON answer (a list as one array); strings print raw"),
+        Arg::new("template")
+            .long("template")
+            .value_name("TEMPLATE")
+            .help("Print each record (or the answer) through a Jinja template: {{ name }} {{ progress.status }}"),
+    ]
 }
 
 fn data_arg(required: bool) -> Arg {
@@ -98,6 +113,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(search_arg())
                 .arg(Arg::new("sort").long("sort").value_name("FIELDS").help("Order: field names, - for descending (`-createdAt,name`)"))
                 .arg(select_arg())
+                .args(shape_args())
                 .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records"))
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Records per request (default 5000)"))
                 .after_help(example(format!("prodops {name} list --filter isArchived=true --select id,name --output csv"))),
@@ -107,6 +123,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Reads one record")
                 .arg(id_arg())
                 .arg(select_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} get 0191c3a8-0000-7000-8000-000000000001 --output json"))),
         )
         .subcommand(
@@ -117,6 +134,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(filter_arg())
                 .arg(search_arg())
                 .arg(select_arg())
+                .args(shape_args())
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Page size"))
                 .after_help(example(format!("prodops {name} query --id ID1,ID2 --select name"))),
         )
@@ -125,6 +143,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Counts matching records")
                 .arg(filter_arg())
                 .arg(search_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} count --filter isArchived=true"))),
         )
         .subcommand(
@@ -132,6 +151,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Counts records per value of a field, largest first")
                 .arg(Arg::new("field").required(true).value_name("FIELD").help("The field to group by"))
                 .arg(filter_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} group-count {}", if d.path == "worker" { "status" } else { "createdAt" }))),
         );
     let ops = d.ops;
@@ -141,8 +161,10 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Creates a record")
                 .arg(data_arg(false))
                 .args(set_args())
+                .arg(select_arg())
+                .args(shape_args())
                 .after_help(example(format!(
-                    "prodops {name} create --data '{{\"name\": \"Ann\"}}'"
+                    "id=$(prodops {name} create --data '{{\"name\": \"Ann\"}}' --jq .id)"
                 ))),
         );
     }
@@ -153,6 +175,8 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(id_arg())
                 .arg(data_arg(false))
                 .args(set_args())
+                .arg(select_arg())
+                .args(shape_args())
                 .after_help(example(format!(
                     "prodops {name} update ID --set name='New name'"
                 ))),
@@ -176,6 +200,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
             Command::new("bulk-put")
                 .about("Upserts a JSON array of records, all or nothing (with id: update; without: create)")
                 .arg(data_arg(true))
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} bulk-put --data @records.json"))),
         );
     }
@@ -205,12 +230,16 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 Command::new("archive")
                     .about("Archives a record")
                     .arg(id_arg())
+                    .arg(select_arg())
+                    .args(shape_args())
                     .after_help(example(format!("prodops {name} archive ID"))),
             )
             .subcommand(
                 Command::new("restore")
                     .about("Restores an archived record")
                     .arg(id_arg())
+                    .arg(select_arg())
+                    .args(shape_args())
                     .after_help(example(format!("prodops {name} restore ID"))),
             );
     }
@@ -317,7 +346,11 @@ fn action_command(c: &ActionCommand) -> Command {
     if a.takes_json() {
         cmd = cmd.arg(data_arg(false));
     }
-    cmd.arg(select_arg())
+    if matches!(a.answer, AnswerBody::Bytes) {
+        // A file's bytes: nothing to select or shape.
+        return cmd.arg(select_arg());
+    }
+    cmd.arg(select_arg()).args(shape_args())
 }
 
 /// The whole command tree.
@@ -377,6 +410,7 @@ pub fn command() -> Command {
             .arg(Arg::new("path").required(true).value_name("PATH").help("Relative to /api/v2, query string allowed"))
             .arg(data_arg(false))
             .arg(Arg::new("paginate").long("paginate").action(ArgAction::SetTrue).help("GET every page of a list and print all values"))
+            .args(shape_args())
             .after_help(example("prodops api GET '/worker?status=active' --paginate --output ndjson".into())),
     )
     .subcommand(
@@ -518,6 +552,8 @@ mod tests {
         let common = [
             "data",
             "select",
+            "jq",
+            "template",
             "help",
             "base-url",
             "api-key",

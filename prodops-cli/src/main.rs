@@ -15,6 +15,7 @@ mod fail;
 mod fields;
 mod output;
 mod run;
+mod shape;
 
 use std::io::Write;
 

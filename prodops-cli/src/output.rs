@@ -19,6 +19,8 @@ use serde_json::{Map, Value};
 
 use crate::fail::{CmdResult, Fail};
 use crate::fields::Fields;
+use crate::shape::Post;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -50,6 +52,8 @@ pub struct Shape {
     pub format: Format,
     pub select: Vec<String>,
     pub fields: Option<Fields>,
+    /// `--jq` or `--template`, in place of the format.
+    pub post: Option<Arc<Post>>,
 }
 
 impl Shape {
@@ -58,6 +62,7 @@ impl Shape {
             format,
             select: Vec::new(),
             fields: None,
+            post: None,
         }
     }
 }
@@ -142,6 +147,7 @@ pub struct ListWriter<W: Write> {
     /// The columns of CSV and table rows: `--select`'s, else the resource's declared fields,
     /// else (no resource) the first record's.
     columns: Option<Vec<String>>,
+    post: Option<Arc<Post>>,
     rows: Vec<Value>,
     count: u64,
 }
@@ -162,6 +168,7 @@ impl<W: Write> ListWriter<W> {
                 Some(select.clone())
             },
             select,
+            post: shape.post.clone(),
             rows: Vec::new(),
             count: 0,
         }
@@ -169,6 +176,20 @@ impl<W: Write> ListWriter<W> {
 
     pub fn push(&mut self, value: Value) -> CmdResult {
         let value = project(value, &self.select);
+        match self.post.as_deref() {
+            // jq sees the list as one array: kept until the end.
+            Some(Post::Jq(_)) => {
+                self.rows.push(value);
+                self.count += 1;
+                return Ok(());
+            }
+            Some(Post::Template(t)) => {
+                t.write(&value, &mut self.out)?;
+                self.count += 1;
+                return Ok(());
+            }
+            None => {}
+        }
         match self.format {
             Format::Json => {
                 let sep = if self.count == 0 { "[\n" } else { ",\n" };
@@ -202,6 +223,15 @@ impl<W: Write> ListWriter<W> {
     }
 
     pub fn finish(mut self) -> CmdResult {
+        match self.post.as_deref() {
+            Some(Post::Jq(jq)) => {
+                let rows = Value::Array(std::mem::take(&mut self.rows));
+                jq.write(&rows, &mut self.out)?;
+                return self.out.flush().map_err(io_err);
+            }
+            Some(Post::Template(_)) => return self.out.flush().map_err(io_err),
+            None => {}
+        }
         match self.format {
             Format::Json => {
                 let end = if self.count == 0 { "[]\n" } else { "\n]\n" };
@@ -277,6 +307,17 @@ pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
         return w.finish();
     }
     let value = project(value.clone(), select);
+    match shape.post.as_deref() {
+        Some(Post::Jq(jq)) => {
+            jq.write(&value, &mut out)?;
+            return out.flush().map_err(io_err);
+        }
+        Some(Post::Template(t)) => {
+            t.write(&value, &mut out)?;
+            return out.flush().map_err(io_err);
+        }
+        None => {}
+    }
     match format {
         Format::Json => {
             let text = serde_json::to_string_pretty(&value).unwrap_or_default();

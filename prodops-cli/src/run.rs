@@ -16,6 +16,8 @@ use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
 use crate::fields::Fields;
 use crate::output::{Format, ListWriter, Shape, write_shaped, write_value};
+use crate::shape::Post;
+use std::sync::Arc;
 
 /// Global settings every command sees.
 pub struct CommandContext {
@@ -295,10 +297,17 @@ async fn resource_verb(
     let kind = prodops_core::registry::by_path(path)
         .ok_or_else(|| Fail::usage(format!("unknown resource {path}")))?;
     // Records of the resource: its declared fields are the columns.
+    let post = Post::from_args(args)?.map(Arc::new);
     let shape = Shape {
         format: ctx.format,
         select: sel.clone(),
         fields: Some(Fields::of(kind)),
+        post: post.clone(),
+    };
+    // Answers that are not records of the resource.
+    let plain = Shape {
+        fields: None,
+        ..shape.clone()
     };
     if !matches!(verb, "group-count" | "count" | "bulk-put") {
         shape.fields.as_ref().expect("set").check_select(&sel)?;
@@ -364,14 +373,12 @@ async fn resource_verb(
         }
         "count" => {
             let count = r.count(&list_params(args)?).await?;
-            return write_value(ctx.format, &json!({ "count": count }), &sel);
+            return write_shaped(&plain, &json!({ "count": count }));
         }
         "group-count" => {
             let field = args.get_one::<String>("field").expect("required");
             let groups = r.group_and_count(field, &list_params(args)?).await?;
-            let mut shape = Shape::new(ctx.format);
-            shape.select = sel;
-            let mut out = stdout_writer(&shape);
+            let mut out = stdout_writer(&plain);
             for g in groups {
                 out.push(serde_json::to_value(g).expect("json"))?;
             }
@@ -398,7 +405,7 @@ async fn resource_verb(
     };
     match verb {
         // Answers that are not records of the resource.
-        "bulk-put" | "bulk-update" | "bulk-delete" => write_value(ctx.format, &value, &sel),
+        "bulk-put" | "bulk-update" | "bulk-delete" => write_shaped(&plain, &value),
         _ => write_shaped(&shape, &value),
     }
 }
@@ -459,6 +466,9 @@ fn flag_value(kind: FlagKind, id: &str, name: &str, args: &ArgMatches) -> CmdRes
 /// the body from the flags (over `--data`), sent with the client's described call.
 async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
     let desc = command.desc;
+    let mut shape = Shape::new(ctx.format);
+    shape.select = select(args);
+    shape.post = Post::from_args(args)?.map(Arc::new);
     let mut segments = Vec::new();
     for (i, p) in desc.path_params().into_iter().enumerate() {
         let raw = args.get_one::<String>(p).expect("required");
@@ -548,7 +558,7 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
     if answer.is_null() {
         return Ok(());
     }
-    write_value(ctx.format, &answer, &select(args))
+    write_shaped(&shape, &answer)
 }
 
 /// A required body field given neither by its flag nor in `--data`.
@@ -638,20 +648,22 @@ async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         .get_one::<String>("data")
         .map(|raw| read_json_arg(raw, "--data"))
         .transpose()?;
+    let mut shape = Shape::new(ctx.format);
+    shape.post = Post::from_args(args)?.map(Arc::new);
     if args.get_flag("paginate") {
         if method != Method::GET {
             return Err(Fail::usage("--paginate works with GET only"));
         }
-        return paginate(ctx, &path).await;
+        return paginate(ctx, &path, &shape).await;
     }
     let answer: Value = ctx.client.action(method, &path, body.as_ref()).await?;
     if answer.is_null() {
         return Ok(());
     }
-    write_value(ctx.format, &answer, &[])
+    write_shaped(&shape, &answer)
 }
 
-async fn paginate(ctx: &CommandContext, path: &str) -> CmdResult {
+async fn paginate(ctx: &CommandContext, path: &str, shape: &Shape) -> CmdResult {
     let (base, query) = path.split_once('?').unwrap_or((path, ""));
     let mut kept: Vec<&str> = Vec::new();
     let mut size = 10_000u64;
@@ -667,7 +679,7 @@ async fn paginate(ctx: &CommandContext, path: &str) -> CmdResult {
             _ => kept.push(part),
         }
     }
-    let mut out = stdout_writer(&Shape::new(ctx.format));
+    let mut out = stdout_writer(shape);
     let mut seen = 0u64;
     loop {
         let mut q = kept.clone();

@@ -249,3 +249,127 @@ async fn dash_o_is_the_format_and_yaml_is_one() {
     assert!(text.starts_with("id,name,customerIdentifier"), "{text}");
     assert!(text.contains(",Ann,E1,"), "{text}");
 }
+
+/// Issue 34, item 9: `--jq` (strings raw, a list as one array), `--template`, and `--select`
+/// on create, update and restore; a `--select` naming an unknown field is exit 2 listing the
+/// fields, before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jq_template_and_select_shape_what_is_printed() {
+    let env = Env::start().await;
+    let out = env
+        .run(&["worker", "create", "--set", "name=X", "--jq", ".id"])
+        .await;
+    ok(&out);
+    let id = out.stdout.trim_end_matches('\n').to_string();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "a bare id: {out}");
+    assert_eq!(out.stdout, format!("{id}\n"));
+    assert_eq!(env.api.read("worker", &id).await["name"], "X");
+
+    let out = env
+        .run(&[
+            "worker",
+            "update",
+            &id,
+            "--set",
+            "unionCode=U1",
+            "--select",
+            "name,unionCode",
+            "-o",
+            "json",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.json(), json!({"name": "X", "unionCode": "U1"}));
+    let out = env
+        .run(&[
+            "worker",
+            "archive",
+            &id,
+            "--select",
+            "isArchived",
+            "-o",
+            "json",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.json(), json!({"isArchived": true}));
+    let out = env
+        .run(&[
+            "worker",
+            "restore",
+            &id,
+            "--select",
+            "name,isArchived",
+            "-o",
+            "csv",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "name,isArchived\nX,false\n");
+
+    env.api
+        .create("worker", json!({"name": "Y", "status": "inactive"}))
+        .await;
+    let out = env
+        .run(&[
+            "worker",
+            "list",
+            "--sort",
+            "name",
+            "--jq",
+            ".[] | select(.status == \"inactive\") | .name",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "Y\n");
+    let out = env.run(&["worker", "list", "--jq", "length"]).await;
+    ok(&out);
+    assert_eq!(out.stdout, "2\n");
+    let out = env.run(&["worker", "count", "--jq", ".count"]).await;
+    ok(&out);
+    assert_eq!(out.stdout, "2\n");
+    let out = env
+        .run(&[
+            "worker",
+            "list",
+            "--sort",
+            "name",
+            "--template",
+            "{{ name }}: {{ status | upper }}",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "X: ACTIVE\nY: INACTIVE\n");
+    let out = env
+        .run(&["api", "GET", &format!("/worker/{id}"), "--jq", ".name"])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "X\n");
+
+    // Refused before anything is sent: exit 2, nothing created.
+    let out = env
+        .run(&[
+            "worker",
+            "create",
+            "--set",
+            "name=Z",
+            "--select",
+            "name,nmae",
+        ])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr.contains("nmae") && out.stderr.contains("customerIdentifier"),
+        "{out}"
+    );
+    let out = env
+        .run(&["worker", "create", "--set", "name=Z", "--jq", ".["])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    let out = env
+        .run(&["worker", "list", "--select", "bogus", "-o", "csv"])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stdout.is_empty(), "{out}");
+    assert_eq!(env.api.count("worker", "").await, 2, "no Z was created");
+}
