@@ -59,6 +59,13 @@ fn shape_args() -> [Arg; 2] {
     ]
 }
 
+fn wide_arg() -> Arg {
+    Arg::new("wide")
+        .long("wide")
+        .action(ArgAction::SetTrue)
+        .help("A table of every field, ids whole, not fitted to the terminal")
+}
+
 fn data_arg(required: bool) -> Arg {
     Arg::new("data")
         .long("data")
@@ -114,9 +121,11 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(Arg::new("sort").long("sort").value_name("FIELDS").help("Order: field names, - for descending (`-createdAt,name`)"))
                 .arg(select_arg())
                 .args(shape_args())
-                .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records"))
+                .arg(wide_arg())
+                .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records (on a terminal, the default is the first 30)"))
+                .arg(Arg::new("all").long("all").action(ArgAction::SetTrue).conflicts_with("limit").help("Every record, also on a terminal"))
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Records per request (default 5000)"))
-                .after_help(example(format!("prodops {name} list --filter isArchived=true --select id,name --output csv"))),
+                .after_help(example(format!("prodops {name} list --sort -createdAt,name --limit 100 --select id,name -o csv"))),
         )
         .subcommand(
             Command::new("get")
@@ -124,6 +133,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(id_arg())
                 .arg(select_arg())
                 .args(shape_args())
+                .arg(wide_arg())
                 .after_help(example(format!("prodops {name} get 0191c3a8-0000-7000-8000-000000000001 --output json"))),
         )
         .subcommand(
@@ -135,6 +145,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(search_arg())
                 .arg(select_arg())
                 .args(shape_args())
+                .arg(wide_arg())
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Page size"))
                 .after_help(example(format!("prodops {name} query --id ID1,ID2 --select name"))),
         )

@@ -39,7 +39,6 @@ pub struct Fields {
     /// Every leaf column, `id` first, then in the schema's order.
     pub leaves: Vec<Leaf>,
     /// The columns a table shows without `--wide` or `--select`.
-    #[allow(dead_code)] // the table reads it (issue 34, item 10)
     pub defaults: Vec<String>,
 }
 

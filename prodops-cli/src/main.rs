@@ -16,6 +16,7 @@ mod fields;
 mod output;
 mod run;
 mod shape;
+mod table;
 
 use std::io::Write;
 

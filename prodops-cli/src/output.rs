@@ -10,16 +10,17 @@
 //!   a cell are JSON text.
 //! - yaml: a single value as a YAML document; a list as a YAML sequence, one item per record
 //!   written as it arrives (`[]` when empty).
-//! - table: the same columns in a table sized to the terminal; a single record as field/value rows.
+//! - table: a table fitted to the terminal (`table.rs`: the resource's default columns, cells cut
+//!   with an ellipsis, ids never cut); a single record as field/value lines.
 
 use std::io::{IsTerminal, Write};
 
-use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::{Map, Value};
 
 use crate::fail::{CmdResult, Fail};
 use crate::fields::Fields;
 use crate::shape::Post;
+use crate::table;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,10 @@ pub struct Shape {
     pub fields: Option<Fields>,
     /// `--jq` or `--template`, in place of the format.
     pub post: Option<Arc<Post>>,
+    /// `--wide`: a table of every field, ids whole, not fitted to the width.
+    pub wide: bool,
+    /// The width a table fits (`table::terminal_width`).
+    pub width: usize,
 }
 
 impl Shape {
@@ -63,6 +68,8 @@ impl Shape {
             select: Vec::new(),
             fields: None,
             post: None,
+            wide: false,
+            width: 80,
         }
     }
 }
@@ -132,11 +139,67 @@ pub fn project(value: Value, select: &[String]) -> Value {
     Value::Object(out)
 }
 
-fn table() -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    t
+/// The table of a list (`table.rs`): its columns, whether ids show short, the width it fits,
+/// and, once the first rows decided it, its layout.
+struct TableState {
+    columns: Option<Vec<String>>,
+    short_ids: bool,
+    width: Option<usize>,
+    layout: Option<(Vec<String>, table::Layout)>,
+}
+
+impl TableState {
+    fn new(shape: &Shape) -> TableState {
+        let (columns, short_ids, width) = if !shape.select.is_empty() {
+            (Some(shape.select.clone()), false, Some(shape.width))
+        } else if shape.wide {
+            (shape.fields.as_ref().map(Fields::columns), false, None)
+        } else {
+            (
+                shape.fields.as_ref().map(|f| f.defaults.clone()),
+                true,
+                Some(shape.width),
+            )
+        };
+        TableState {
+            columns,
+            short_ids,
+            width,
+            layout: None,
+        }
+    }
+
+    fn cells(&self, columns: &[String], value: &Value) -> Vec<String> {
+        columns
+            .iter()
+            .map(|c| table::display(cell(lookup(value, c)), self.short_ids))
+            .collect()
+    }
+
+    /// Decides the columns (an answer no resource describes: its records' fields, but
+    /// `organizationId`) and the layout from the rows so far, and writes the header and them.
+    fn start(&mut self, rows: &[Value], out: &mut dyn Write) -> CmdResult {
+        let columns = self.columns.clone().unwrap_or_else(|| {
+            let mut cols: Vec<String> = Vec::new();
+            for f in rows.iter().map(flatten) {
+                for k in f.keys() {
+                    if !cols.contains(k) && k != "organizationId" {
+                        cols.push(k.clone());
+                    }
+                }
+            }
+            cols
+        });
+        let cells: Vec<Vec<String>> = rows.iter().map(|r| self.cells(&columns, r)).collect();
+        let layout = table::layout(&columns, &cells, self.width);
+        table::report_hidden(&columns, &layout);
+        table::write_line(out, &layout, &columns)?;
+        for row in &cells {
+            table::write_line(out, &layout, row)?;
+        }
+        self.layout = Some((columns, layout));
+        Ok(())
+    }
 }
 
 /// Writes a list of records as they arrive.
@@ -148,6 +211,7 @@ pub struct ListWriter<W: Write> {
     /// else (no resource) the first record's.
     columns: Option<Vec<String>>,
     post: Option<Arc<Post>>,
+    table: TableState,
     rows: Vec<Value>,
     count: u64,
 }
@@ -169,6 +233,7 @@ impl<W: Write> ListWriter<W> {
             },
             select,
             post: shape.post.clone(),
+            table: TableState::new(shape),
             rows: Vec::new(),
             count: 0,
         }
@@ -216,7 +281,19 @@ impl<W: Write> ListWriter<W> {
                 let buf = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
                 self.out.write_all(&buf).map_err(io_err)?;
             }
-            Format::Table => self.rows.push(value),
+            Format::Table => match &self.table.layout {
+                Some((columns, layout)) => {
+                    let cells = self.table.cells(columns, &value);
+                    table::write_line(&mut self.out, layout, &cells)?;
+                }
+                None => {
+                    self.rows.push(value);
+                    if self.rows.len() >= table::LAYOUT_ROWS {
+                        let rows = std::mem::take(&mut self.rows);
+                        self.table.start(&rows, &mut self.out)?;
+                    }
+                }
+            },
         }
         self.count += 1;
         Ok(())
@@ -247,23 +324,10 @@ impl<W: Write> ListWriter<W> {
                 }
             }
             Format::Table => {
-                let columns = self.columns.clone().unwrap_or_else(|| {
-                    let mut cols: Vec<String> = Vec::new();
-                    for f in self.rows.iter().map(flatten) {
-                        for k in f.keys() {
-                            if !cols.contains(k) {
-                                cols.push(k.clone());
-                            }
-                        }
-                    }
-                    cols
-                });
-                let mut t = table();
-                t.set_header(columns.iter());
-                for row in &self.rows {
-                    t.add_row(columns.iter().map(|c| cell(lookup(row, c))));
+                if self.table.layout.is_none() {
+                    let rows = std::mem::take(&mut self.rows);
+                    self.table.start(&rows, &mut self.out)?;
                 }
-                writeln!(self.out, "{t}").map_err(io_err)?;
                 writeln!(self.out, "{} record(s)", self.count).map_err(io_err)?;
             }
             _ => {}
@@ -332,22 +396,27 @@ pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
         }
         Format::Table => {
             if value.is_object() {
-                let mut t = table();
-                t.set_header(["field", "value"]);
-                match shape.fields.as_ref().filter(|_| select.is_empty()) {
-                    Some(fields) => {
-                        for c in fields.columns() {
-                            let text = cell(lookup(&value, &c));
-                            t.add_row([c, text]);
-                        }
-                    }
-                    None => {
-                        for (k, v) in flatten(&value) {
-                            t.add_row([k, cell(Some(&v))]);
-                        }
-                    }
-                }
-                writeln!(out, "{t}").map_err(io_err)?;
+                let pairs: Vec<(String, String)> =
+                    match shape.fields.as_ref().filter(|_| select.is_empty()) {
+                        Some(fields) => fields
+                            .columns()
+                            .into_iter()
+                            .map(|c| {
+                                let text = cell(lookup(&value, &c));
+                                (c, text)
+                            })
+                            .collect(),
+                        None => flatten(&value)
+                            .into_iter()
+                            .map(|(k, v)| (k, cell(Some(&v))))
+                            .collect(),
+                    };
+                let width = if shape.wide {
+                    usize::MAX / 4
+                } else {
+                    shape.width
+                };
+                table::write_record(&mut out, &pairs, width)?;
             } else {
                 writeln!(out, "{}", cell(Some(&value))).map_err(io_err)?;
             }

@@ -303,6 +303,8 @@ async fn resource_verb(
         select: sel.clone(),
         fields: Some(Fields::of(kind)),
         post: post.clone(),
+        wide: args.try_get_one::<bool>("wide").ok().flatten() == Some(&true),
+        width: crate::table::terminal_width(),
     };
     // Answers that are not records of the resource.
     let plain = Shape {
@@ -315,7 +317,27 @@ async fn resource_verb(
     let id = || args.get_one::<String>("id").cloned().unwrap_or_default();
     let value = match verb {
         "list" => {
-            let params = list_params(args)?;
+            let mut params = list_params(args)?;
+            let all = args.get_flag("all");
+            if params.limit.is_none() && !all && std::io::stdout().is_terminal() {
+                // A person reads the first page; a pipe gets every page as it arrives.
+                params = params.page_size(FIRST_PAGE);
+                let page = r.list_page(&params).await?;
+                let shown = page.values.len() as u64;
+                let mut out = stdout_writer(&shape);
+                for v in page.values {
+                    out.push(v)?;
+                }
+                out.finish()?;
+                if page.total_count > shown {
+                    eprintln!(
+                        "{} of {}; --limit N or --all",
+                        thousands(shown),
+                        thousands(page.total_count)
+                    );
+                }
+                return Ok(());
+            }
             let mut stream = r.list(params);
             let mut out = stdout_writer(&shape);
             while let Some(v) = stream.try_next().await? {
@@ -410,6 +432,22 @@ async fn resource_verb(
     }
 }
 
+/// The records a list shows on a terminal without `--limit` or `--all` (as gh's 30).
+const FIRST_PAGE: u64 = 30;
+
+/// `215036` as `215,036`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
     let params = list_params(args)?;
     if params.filters.is_empty() && params.search.is_none() {
@@ -469,6 +507,7 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
     let mut shape = Shape::new(ctx.format);
     shape.select = select(args);
     shape.post = Post::from_args(args)?.map(Arc::new);
+    shape.width = crate::table::terminal_width();
     let mut segments = Vec::new();
     for (i, p) in desc.path_params().into_iter().enumerate() {
         let raw = args.get_one::<String>(p).expect("required");
@@ -650,6 +689,7 @@ async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         .transpose()?;
     let mut shape = Shape::new(ctx.format);
     shape.post = Post::from_args(args)?.map(Arc::new);
+    shape.width = crate::table::terminal_width();
     if args.get_flag("paginate") {
         if method != Method::GET {
             return Err(Fail::usage("--paginate works with GET only"));

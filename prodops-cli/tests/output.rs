@@ -373,3 +373,53 @@ async fn jq_template_and_select_shape_what_is_printed() {
     assert!(out.stdout.is_empty(), "{out}");
     assert_eq!(env.api.count("worker", "").await, 2, "no Z was created");
 }
+
+/// Snapshots of what a person and a script see: a table (60 columns, from `$COLUMNS` since
+/// stdout is no terminal here), the CSV, and `--jq`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_of_a_table_a_csv_and_jq() {
+    let env = Env::start().await;
+    for (name, status, ident) in [
+        ("Ann Abernathy-Castellanos de la Vega", "active", "E-1"),
+        ("Bob", "inactive", "E-2"),
+        ("Cy\nNewline", "terminated", ""),
+    ] {
+        env.api
+            .create(
+                "worker",
+                json!({"name": name, "status": status, "customerIdentifier": ident, "unionCode": null}),
+            )
+            .await;
+    }
+    let select = "name,status,customerIdentifier,unionCode";
+    let mut cmd = env.cmd();
+    cmd.env("COLUMNS", "40");
+    let out = run(
+        cmd,
+        &[
+            "worker", "list", "--sort", "name", "--select", select, "-o", "table",
+        ],
+    )
+    .await;
+    ok(&out);
+    insta::assert_snapshot!("table", out.stdout);
+    let out = env
+        .run(&[
+            "worker", "list", "--sort", "name", "--select", select, "-o", "csv",
+        ])
+        .await;
+    ok(&out);
+    insta::assert_snapshot!("csv", out.stdout);
+    let out = env
+        .run(&[
+            "worker",
+            "list",
+            "--sort",
+            "name",
+            "--jq",
+            "map({name, status}) | .[1:]",
+        ])
+        .await;
+    ok(&out);
+    insta::assert_snapshot!("jq", out.stdout);
+}
