@@ -562,6 +562,9 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
             }
         }
     }
+    if desc.operation_id == "event_list" {
+        events_list_since(ctx, &mut query).await?;
+    }
     missing_required(command, body.as_ref())?;
     let body = match (raw_file, body) {
         (Some(file), _) => {
@@ -598,6 +601,33 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
         return Ok(());
     }
     write_shaped(&shape, &answer)
+}
+
+/// `events list --since CURSOR|now|beginning` (the declared `after`), as `events tail` reads it.
+async fn events_list_since(ctx: &CommandContext, query: &mut Vec<(String, String)>) -> CmdResult {
+    let Some(pos) = query.iter().position(|(k, _)| k == "after") else {
+        return Ok(());
+    };
+    let since = crate::events::parse_since(&query[pos].1)?;
+    let get = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let filters = prodops_core::api::event::EventQuery {
+        event_type: get("type"),
+        resource: get("resource"),
+        record_id: get("recordId").and_then(|r| uuid::Uuid::parse_str(&r).ok()),
+        ..Default::default()
+    };
+    match crate::events::resolve_since(&ctx.client, &since, &filters).await? {
+        Some(after) => query[pos].1 = after,
+        None => {
+            query.remove(pos);
+        }
+    }
+    Ok(())
 }
 
 /// A required body field given neither by its flag nor in `--data`.

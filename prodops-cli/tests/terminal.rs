@@ -213,3 +213,33 @@ async fn a_list_on_a_terminal_stops_at_its_first_page() {
     assert_eq!(out.json().as_array().unwrap().len(), 45, "{out}");
     assert!(out.stderr.is_empty(), "{out}");
 }
+
+/// Issue 34, item 12: on a terminal `events tail` prints a readable line per event (time, type,
+/// record, cursor), not JSON; `-o ndjson` still prints JSON there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_on_a_terminal_are_readable_lines() {
+    let env = Env::start().await;
+    let w = env.api.create("worker", json!({"name": "Ann"})).await;
+    let id = w["id"].as_str().unwrap();
+    env.api
+        .patch(&format!("/worker/{id}"), json!({"status": "inactive"}))
+        .await;
+    let (text, code) = env.on_terminal(120, &["events", "tail"]).await;
+    assert_eq!(code, 0, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("worker.created") && lines[0].contains(id) && lines[0].ends_with("#1"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("worker.updated") && lines[1].contains("changed status"),
+        "{text}"
+    );
+    assert!(!text.contains('{'), "{text}");
+    let (text, _) = env
+        .on_terminal(120, &["events", "tail", "-o", "ndjson"])
+        .await;
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["recordId"], w["id"]);
+}
