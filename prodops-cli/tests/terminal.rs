@@ -243,3 +243,72 @@ async fn events_on_a_terminal_are_readable_lines() {
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["recordId"], w["id"]);
 }
+
+/// Issue 34, item 11: memory stays flat whatever the count: 20,000 workers printed whole, as
+/// the table (`--all`: the first 200 rows decide the layout, the rest stream through it) and as
+/// JSON, each run peaking under 64 MiB. Measured in a pipe, from the process's own `VmHWM`
+/// (`getrusage`/`wait4` would count the test process's pages, which a spawned child shares
+/// until its exec).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stays_flat_whatever_the_count() {
+    let env = Env::start().await;
+    const N: usize = 20_000;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(5_000) {
+        let records: Vec<Value> = chunk
+            .iter()
+            .map(|i| json!({"name": format!("Worker {i:05} with a name of some length"), "customerIdentifier": format!("E{i}")}))
+            .collect();
+        env.api.bulk_put("worker", records).await;
+    }
+    for (args, lines) in [
+        (vec!["worker", "list", "--all", "-o", "table"], N + 2),
+        (vec!["worker", "list", "-o", "json"], N + 2),
+    ] {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("prodops"));
+        cmd.args(&args)
+            .env("PRODOPS_BASE_URL", env.server.base_url())
+            .env("PRODOPS_API_KEY", env.api.key().unwrap())
+            .env("PRODOPS_CONFIG_DIR", env.dir.path().join("config"))
+            .env("PRODOPS_CREDENTIAL_STORE", "file")
+            .env("COLUMNS", "100")
+            .stdout(std::process::Stdio::piped());
+        let (text, code, peak_kib) = tokio::task::spawn_blocking(move || {
+            let mut child = cmd.spawn().unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut text = String::new();
+                stdout.read_to_string(&mut text).unwrap();
+                text
+            });
+            // The process's own high-water mark (VmHWM, reset by its exec), read while it
+            // runs: it only grows, so the last reading before the end is its peak.
+            let status_file = format!("/proc/{}/status", child.id());
+            let mut peak_kib = 0u64;
+            let code = loop {
+                if let Ok(status) = std::fs::read_to_string(&status_file)
+                    && let Some(line) = status.lines().find(|l| l.starts_with("VmHWM:"))
+                {
+                    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+                    peak_kib = peak_kib.max(kib);
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status.code().unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            (reader.join().unwrap(), code, peak_kib)
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, 0, "{args:?}");
+        assert_eq!(text.lines().count(), lines, "{args:?}");
+        if args.contains(&"table") {
+            assert!(text.lines().all(|l| l.width() <= 100), "{args:?}");
+        }
+        eprintln!("{args:?}: peak resident set {peak_kib} KiB");
+        assert!(
+            peak_kib > 0 && peak_kib < 64 * 1024,
+            "{args:?}: peak resident set {peak_kib} KiB"
+        );
+    }
+}
