@@ -8,6 +8,7 @@
 //! (`data.properties`) and arrays are one column holding JSON text.
 
 use prodops_core::ResourceDesc;
+use prodops_core::api::{ActionDesc, AnswerBody, Schemas};
 use prodops_core::resource::ResourceKind;
 use serde_json::{Map, Value};
 
@@ -60,6 +61,44 @@ impl Fields {
             .map(|(n, s)| (n, serde_json::to_value(s).unwrap_or_default()))
             .collect();
         Self::from_schema(&root, &named, kind.desc())
+    }
+
+    /// The fields of what an action answers, as it is printed (a page's records; a
+    /// `{"values": [...]}` answer's records; `value.*` of a `{"value": ...}` answer); `None`
+    /// where the declaration gives no schema or the answer is not an object.
+    pub fn of_answer(a: &ActionDesc) -> Option<Fields> {
+        let (schema, prefix, page) = match a.answer {
+            AnswerBody::Json(Some(f)) => (f, "", false),
+            AnswerBody::Page(Some(f)) => (f, "", true),
+            AnswerBody::Value(f) => (f, "value", true),
+            _ => return None,
+        };
+        let mut schemas = Schemas::new();
+        let root = serde_json::to_value(schema(&mut schemas)).ok()?;
+        let named: Map<String, Value> = schemas
+            .iter()
+            .map(|(n, s)| (n.clone(), serde_json::to_value(s).unwrap_or_default()))
+            .collect();
+        let mut node = root;
+        if !page {
+            // A `{"values": [...]}` answer (and at most one other field) prints as a list.
+            let s = unwrap(&node, &named);
+            if let Some(props) = s["properties"].as_object()
+                && props.len() <= 2
+                && let Some(values) = props.get("values")
+            {
+                let items = unwrap(values, &named)["items"].clone();
+                if !items.is_null() {
+                    node = items;
+                }
+            }
+        }
+        let mut leaves = Vec::new();
+        walk(&node, &named, prefix, &mut leaves, 0);
+        (!leaves.is_empty()).then_some(Fields {
+            leaves,
+            defaults: Vec::new(),
+        })
     }
 
     fn from_schema(root: &Value, named: &Map<String, Value>, desc: &ResourceDesc) -> Fields {
@@ -312,6 +351,21 @@ mod tests {
             fields("worker").defaults,
             ["name", "customerIdentifier", "status", "id"]
         );
+    }
+
+    #[test]
+    fn an_action_answer_has_its_fields() {
+        let events = prodops_core::api::ACTIONS
+            .iter()
+            .find(|a| a.operation_id == "event_list")
+            .unwrap();
+        let f = Fields::of_answer(events).unwrap();
+        assert!(
+            f.knows("recordId") && f.knows("type") && f.knows("data.name"),
+            "{:?}",
+            f.columns()
+        );
+        assert!(!f.knows("nextCursor"), "the page prints as its events");
     }
 
     #[test]

@@ -508,6 +508,10 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
     shape.select = select(args);
     shape.post = Post::from_args(args)?.map(Arc::new);
     shape.width = crate::table::terminal_width();
+    // A field the declared answer does not have: refused before the request is sent.
+    if let Some(fields) = Fields::of_answer(desc) {
+        fields.check_select(&shape.select)?;
+    }
     let mut segments = Vec::new();
     for (i, p) in desc.path_params().into_iter().enumerate() {
         let raw = args.get_one::<String>(p).expect("required");

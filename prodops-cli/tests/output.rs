@@ -372,6 +372,23 @@ async fn jq_template_and_select_shape_what_is_printed() {
     assert_eq!(out.code, 2, "{out}");
     assert!(out.stdout.is_empty(), "{out}");
     assert_eq!(env.api.count("worker", "").await, 2, "no Z was created");
+    // An action's declared answer says which fields it has.
+    let out = env
+        .run(&["events", "list", "--select", "recordId,typo"])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr.contains("typo") && out.stderr.contains("occurredAt"),
+        "{out}"
+    );
+    let out = env
+        .run(&["events", "list", "--select", "type,data.name", "-o", "csv"])
+        .await;
+    ok(&out);
+    assert!(
+        out.stdout.starts_with("type,data.name\nworker.created,X\n"),
+        "{out}"
+    );
 }
 
 /// Snapshots of what a person and a script see: a table (60 columns, from `$COLUMNS` since
