@@ -274,13 +274,23 @@ fn default_columns(leaves: &[Leaf], desc: &ResourceDesc) -> Vec<String> {
             out.push(s.to_string());
         }
     }
-    let enums = leaves
+    // Top-level enums first, then those one level down; none inside a server-computed object
+    // (a deliverable's `computed`, listed in the description's read-only fields).
+    let computed = |path: &str| {
+        path.split_once('.')
+            .is_some_and(|(top, _)| desc.read_only.contains(&top))
+    };
+    let mut enums: Vec<&Leaf> = leaves
         .iter()
         .filter(|l| l.kind == LeafKind::Enum && l.path.matches('.').count() <= 1)
-        .filter(|l| !out.contains(&l.path))
+        .filter(|l| !out.contains(&l.path) && !computed(&l.path))
+        .collect();
+    enums.sort_by_key(|l| l.path.contains('.'));
+    let enums: Vec<String> = enums
+        .into_iter()
         .take(DEFAULT_ENUMS)
         .map(|l| l.path.clone())
-        .collect::<Vec<_>>();
+        .collect();
     out.extend(enums);
     // Nothing identifying: the first plain fields, text and numbers before references.
     for kinds in [&[LeafKind::Text, LeafKind::Number][..], &[LeafKind::Uuid]] {
@@ -347,6 +357,10 @@ mod tests {
                 assert!(f.knows(c), "{path}: {c}");
             }
         }
+        assert_eq!(
+            fields("deliverable").defaults,
+            ["name", "identifier", "type", "progress.status", "id"]
+        );
         assert_eq!(
             fields("worker").defaults,
             ["name", "customerIdentifier", "status", "id"]
