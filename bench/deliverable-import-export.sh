@@ -70,14 +70,14 @@ done
 
 echo "== prodops worker import, export ($NODES workers)" >&2
 read -r WIMP_S WIMP_KIB < <(timed "$KEY" worker import "$WORK/workers.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)
-read -r WEXP_S WEXP_KIB < <(timed "$KEY" worker export -o "$WORK/workers-out.csv")
+read -r WEXP_S WEXP_KIB < <(timed "$KEY" worker export --out "$WORK/workers-out.csv")
 [[ $(($(wc -l < "$WORK/workers-out.csv") - 1)) == "$NODES" ]] || { echo "worker export row count" >&2; exit 1; }
 
 echo "== prodops deliverable import ($NODES nodes)" >&2
 read -r DIMP_S DIMP_KIB < <(timed "$KEY" deliverable import "$WORK/tree.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)
 cat "$WORK/stdout.txt" >&2
 echo "== prodops deliverable export" >&2
-read -r DEXP_S DEXP_KIB < <(timed "$KEY" deliverable export -o "$WORK/tree-out.csv")
+read -r DEXP_S DEXP_KIB < <(timed "$KEY" deliverable export --out "$WORK/tree-out.csv")
 [[ $(($(wc -l < "$WORK/tree-out.csv") - 1)) == "$NODES" ]] || { echo "deliverable export row count" >&2; exit 1; }
 echo "== prodops deliverable import of the export into an empty organization" >&2
 read -r DRT_S DRT_KIB < <(timed "$KEY_EMPTY" deliverable import "$WORK/tree-out.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)

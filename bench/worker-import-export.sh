@@ -103,7 +103,7 @@ echo "== prodops worker import (v4 ids)" >&2
 read -r IMP_V4_S IMP_V4_KIB < <(timed "$KEY_V4" worker import "$WORK/v4-ids.csv" --batch-size "$BATCH" --concurrency "$CONCURRENCY" --output json)
 cat "$WORK/stdout.txt" >&2
 echo "== prodops worker export" >&2
-read -r EXP_S EXP_KIB < <(timed "$KEY_NOIDS" worker export -o "$WORK/export.csv")
+read -r EXP_S EXP_KIB < <(timed "$KEY_NOIDS" worker export --out "$WORK/export.csv")
 EXPORTED=$(($(wc -l < "$WORK/export.csv") - 1))
 [[ "$EXPORTED" == "$ROWS" ]] || { echo "export wrote $EXPORTED rows, expected $ROWS" >&2; exit 1; }
 

@@ -237,7 +237,7 @@ fn request_schema(a: &ActionDesc) -> Option<(Value, Map<String, Value>)> {
     Some((root, named))
 }
 
-fn resolve<'a>(schema: &'a Value, named: &'a Map<String, Value>) -> &'a Value {
+pub fn resolve<'a>(schema: &'a Value, named: &'a Map<String, Value>) -> &'a Value {
     let mut s = schema;
     for _ in 0..8 {
         match s["$ref"].as_str() {

@@ -13,8 +13,9 @@ use prodops_client::Method;
 use serde_json::{Map, Value};
 
 use crate::fail::{CmdResult, Fail};
-use crate::output::write_value;
+use crate::output::{Shape, write_shaped};
 use crate::run::{CommandContext, read_json_arg, set_path, stdout_writer};
+use crate::shape::Post;
 
 const METHODS: [&str; 5] = ["GET", "POST", "PATCH", "PUT", "DELETE"];
 
@@ -188,6 +189,9 @@ fn request(args: &ArgMatches) -> CmdResult<Request> {
 /// `prodops api`.
 pub async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let req = request(args)?;
+    let mut shape = Shape::new(ctx.format);
+    shape.post = Post::from_args(args)?.map(std::sync::Arc::new);
+    shape.width = crate::table::terminal_width();
     let headers: Vec<(&str, &str)> = req
         .headers
         .iter()
@@ -197,7 +201,7 @@ pub async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         if req.method != Method::GET {
             return Err(Fail::usage("--paginate works with GET only"));
         }
-        return paginate(ctx, &req.path, &headers).await;
+        return paginate(ctx, &req.path, &headers, &shape).await;
     }
     let (body, content_type) = match req.body {
         Some((b, t)) => (Some(b), t),
@@ -236,7 +240,7 @@ pub async fn api(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     match serde_json::from_slice::<Value>(&raw.body) {
         Ok(value) => {
             drop(stdout);
-            write_value(ctx.format, &value, &[])
+            write_shaped(&shape, &value)
         }
         Err(_) => stdout.write_all(&raw.body).map_err(io),
     }
@@ -267,7 +271,12 @@ fn reason_phrase(status: u16) -> &'static str {
 
 /// `--paginate`: every page of a list, its values written as they come (one JSON array, or a
 /// line each with `--output ndjson`).
-async fn paginate(ctx: &CommandContext, path: &str, headers: &[(&str, &str)]) -> CmdResult {
+async fn paginate(
+    ctx: &CommandContext,
+    path: &str,
+    headers: &[(&str, &str)],
+    shape: &Shape,
+) -> CmdResult {
     let (base, query) = path.split_once('?').unwrap_or((path, ""));
     let mut kept: Vec<&str> = Vec::new();
     let mut size = 10_000u64;
@@ -283,7 +292,7 @@ async fn paginate(ctx: &CommandContext, path: &str, headers: &[(&str, &str)]) ->
             _ => kept.push(part),
         }
     }
-    let mut out = stdout_writer(ctx.format, vec![]);
+    let mut out = stdout_writer(shape);
     let mut seen = 0u64;
     loop {
         let mut q = kept.clone();

@@ -2,7 +2,7 @@
 //! resource) and from the action declarations of `prodops_core::api` (see `actions.rs`).
 
 use clap::{Arg, ArgAction, Command};
-use prodops_core::api::ParamKind;
+use prodops_core::api::{AnswerBody, ParamKind};
 use prodops_core::{Allow, Archive, ResourceDesc};
 
 use crate::actions::{self, ActionCommand, FlagKind, To};
@@ -59,6 +59,28 @@ fn select_arg() -> Arg {
         .help("Only these fields (comma-separated, dotted for nested ones)")
 }
 
+/// `--jq` and `--template`, on every command that prints JSON (`shape.rs`).
+fn shape_args() -> [Arg; 2] {
+    [
+        Arg::new("jq")
+            .long("jq")
+            .value_name("EXPR")
+            .conflicts_with("template")
+            .help("Print what this jq program makes of the JSON answer (a list as one array); strings print raw"),
+        Arg::new("template")
+            .long("template")
+            .value_name("TEMPLATE")
+            .help("Print each record (or the answer) through a Jinja template: {{ name }} {{ progress.status }}"),
+    ]
+}
+
+fn wide_arg() -> Arg {
+    Arg::new("wide")
+        .long("wide")
+        .action(ArgAction::SetTrue)
+        .help("A table of every field, ids whole, not fitted to the terminal")
+}
+
 fn data_arg(required: bool) -> Arg {
     Arg::new("data")
         .long("data")
@@ -113,15 +135,20 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(search_arg())
                 .arg(Arg::new("sort").long("sort").value_name("FIELDS").help("Order: field names, - for descending (`-createdAt,name`)"))
                 .arg(select_arg())
-                .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records"))
+                .args(shape_args())
+                .arg(wide_arg())
+                .arg(Arg::new("limit").long("limit").value_name("N").value_parser(clap::value_parser!(u64)).help("At most N records (on a terminal, the default is the first 30)"))
+                .arg(Arg::new("all").long("all").action(ArgAction::SetTrue).conflicts_with("limit").help("Every record, also on a terminal"))
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Records per request (default 5000)"))
-                .after_help(example(format!("prodops {name} list --filter isArchived=true --select id,name --output csv"))),
+                .after_help(example(format!("prodops {name} list --sort -createdAt,name --limit 100 --select id,name -o csv"))),
         )
         .subcommand(
             Command::new("get")
                 .about("Reads one record")
                 .arg(id_arg())
                 .arg(select_arg())
+                .args(shape_args())
+                .arg(wide_arg())
                 .after_help(example(format!("prodops {name} get 0191c3a8-0000-7000-8000-000000000001 --output json"))),
         )
         .subcommand(
@@ -132,6 +159,8 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(filter_arg())
                 .arg(search_arg())
                 .arg(select_arg())
+                .args(shape_args())
+                .arg(wide_arg())
                 .arg(Arg::new("page-size").long("page-size").value_name("N").value_parser(clap::value_parser!(u64).range(1..=10_000)).help("Page size"))
                 .after_help(example(format!("prodops {name} query --id ID1,ID2 --select name"))),
         )
@@ -140,6 +169,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Counts matching records")
                 .arg(filter_arg())
                 .arg(search_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} count --filter isArchived=true"))),
         )
         .subcommand(
@@ -147,6 +177,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Counts records per value of a field, largest first")
                 .arg(Arg::new("field").required(true).value_name("FIELD").help("The field to group by"))
                 .arg(filter_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} group-count {}", if d.path == "worker" { "status" } else { "createdAt" }))),
         );
     let ops = d.ops;
@@ -156,8 +187,10 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Creates a record")
                 .arg(data_arg(false))
                 .args(set_args())
+                .arg(select_arg())
+                .args(shape_args())
                 .after_help(example(format!(
-                    "prodops {name} create --data '{{\"name\": \"Ann\"}}'"
+                    "id=$(prodops {name} create --data '{{\"name\": \"Ann\"}}' --jq .id)"
                 ))),
         );
     }
@@ -168,6 +201,8 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(id_arg())
                 .arg(data_arg(false))
                 .args(set_args())
+                .arg(select_arg())
+                .args(shape_args())
                 .after_help(example(format!(
                     "prodops {name} update ID --set name='New name'"
                 ))),
@@ -191,6 +226,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
             Command::new("bulk-put")
                 .about("Upserts a JSON array of records, all or nothing (with id: update; without: create)")
                 .arg(data_arg(true))
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} bulk-put --data @records.json"))),
         );
     }
@@ -222,12 +258,16 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 Command::new("archive")
                     .about("Archives a record")
                     .arg(id_arg())
+                    .arg(select_arg())
+                    .args(shape_args())
                     .after_help(example(format!("prodops {name} archive ID"))),
             )
             .subcommand(
                 Command::new("restore")
                     .about("Restores an archived record")
                     .arg(id_arg())
+                    .arg(select_arg())
+                    .args(shape_args())
                     .after_help(example(format!("prodops {name} restore ID"))),
             );
     }
@@ -334,7 +374,11 @@ fn action_command(c: &ActionCommand) -> Command {
     if a.takes_json() {
         cmd = cmd.arg(data_arg(false));
     }
-    cmd.arg(select_arg())
+    if matches!(a.answer, AnswerBody::Bytes) {
+        // A file's bytes: nothing to select or shape.
+        return cmd.arg(select_arg());
+    }
+    cmd.arg(select_arg()).args(shape_args())
 }
 
 /// The whole command tree.
@@ -357,7 +401,7 @@ pub fn command() -> Command {
         .next_help_heading("Global options")
         .arg(Arg::new("base-url").long("base-url").global(true).value_name("URL").env("PRODOPS_BASE_URL").help("The instance address (/api/v2 is appended)"))
         .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
-        .arg(Arg::new("output").long("output").global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv"]).help("Output format (default: table on a terminal, json otherwise)"))
+        .arg(Arg::new("output").long("output").short('o').global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv", "yaml"]).help("Output format (default: table on a terminal, json otherwise); -o is always the format, an export's file is --out"))
         .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
         .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"))
         .arg(Arg::new("idempotency-key").long("idempotency-key").global(true).value_name("KEY").help("Idempotency-Key of the write this command sends: running it again with the same key changes nothing (1 to 255 characters)"));
@@ -422,6 +466,7 @@ pub fn command() -> Command {
             .arg(data_arg(false))
             .arg(Arg::new("include").short('i').long("include").action(ArgAction::SetTrue).help("Print the status line and the response headers before the body"))
             .arg(Arg::new("paginate").long("paginate").action(ArgAction::SetTrue).help("GET every page of a list and print all its values as one array"))
+            .args(shape_args())
             .after_help(example("prodops api '/worker?status=active' --paginate --output ndjson
   prodops api -X PATCH /worker/ID -f name='Ann Lee' -F exemptFromAssignments=true
   prodops api /worker/count -i".into())),
@@ -463,6 +508,7 @@ pub fn command() -> Command {
             .arg(Arg::new("dir").long("dir").value_name("DIR").help("Write prodops.1, prodops-worker.1, prodops-worker-list.1, ... into DIR"))
             .after_help(example("prodops man | man -l -".into())),
     );
+    let root = hyphen_values(root);
     let grouped = grouped_commands(&root);
     // Every option of the root is global: listed once, under its own heading, after the groups.
     root.help_template(format!(
@@ -594,6 +640,26 @@ fn grouped_commands(root: &Command) -> String {
     out
 }
 
+/// Every option that takes a value takes one beginning with `-` too (`--sort -createdAt,name`,
+/// `--search -x`, `--jq -r`): a value is never mistaken for a flag. Applied to the whole tree,
+/// so no option can be left out.
+fn hyphen_values(cmd: Command) -> Command {
+    let cmd = cmd.mut_args(|a| {
+        if !a.is_positional() && a.get_action().takes_values() {
+            a.allow_hyphen_values(true)
+        } else {
+            a
+        }
+    });
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names
+        .into_iter()
+        .fold(cmd, |c, name| c.mut_subcommand(name, hyphen_values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,6 +667,28 @@ mod tests {
     #[test]
     fn the_tree_is_consistent() {
         command().debug_assert();
+    }
+
+    #[test]
+    fn every_option_value_may_begin_with_a_hyphen() {
+        fn walk(cmd: &Command, path: &str) {
+            let here = format!("{path} {}", cmd.get_name());
+            for a in cmd.get_arguments() {
+                if !a.is_positional() && a.get_action().takes_values() {
+                    assert!(a.is_allow_hyphen_values_set(), "{here} --{}", a.get_id());
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &here);
+            }
+        }
+        walk(&command(), "");
+        let m = command()
+            .try_get_matches_from(["prodops", "worker", "list", "--sort", "-createdAt,name"])
+            .unwrap();
+        let (_, worker) = m.subcommand().unwrap();
+        let (_, list) = worker.subcommand().unwrap();
+        assert_eq!(list.get_one::<String>("sort").unwrap(), "-createdAt,name");
     }
 
     #[test]
@@ -658,6 +746,8 @@ mod tests {
         let common = [
             "data",
             "select",
+            "jq",
+            "template",
             "help",
             "base-url",
             "api-key",

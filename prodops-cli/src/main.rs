@@ -13,8 +13,11 @@ mod creds;
 mod csvio;
 mod events;
 mod fail;
+mod fields;
 mod output;
 mod run;
+mod shape;
+mod table;
 
 use std::io::Write;
 

@@ -14,11 +14,16 @@ use crate::actions::{self, ActionCommand, FlagKind, To};
 use crate::cli::resource_command_name;
 use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
-use crate::output::{Format, ListWriter, write_value};
+use crate::fields::Fields;
+use crate::output::{Format, ListWriter, Shape, write_shaped, write_value};
+use crate::shape::Post;
+use std::sync::Arc;
 
 /// Global settings every command sees.
 pub struct CommandContext {
     pub format: Format,
+    /// Whether `-o/--output` was given (else the format is the default of where stdout goes).
+    pub format_given: bool,
     pub client: Client,
 }
 
@@ -128,6 +133,8 @@ pub fn run(m: ArgMatches) -> CmdResult {
     };
     let ctx = CommandContext {
         format,
+        format_given: m.contains_id("output")
+            && m.value_source("output") == Some(ValueSource::CommandLine),
         client: client_for(&m, &base, Some(&key))?,
     };
     match action_first {
@@ -155,6 +162,12 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
         .map(|k| k.desc())
         .find(|d| resource_command_name(d.path) == name)
         .ok_or_else(|| Fail::usage(format!("unknown command {name}")))?;
+    if verb == "export" && ctx.format_given && ctx.format != Format::Csv {
+        // -o is the output format everywhere; an export only writes CSV, to --out FILE.
+        return Err(Fail::usage(
+            "an export writes CSV: -o/--output is the format (csv); write to a file with --out FILE",
+        ));
+    }
     match (desc.path, verb) {
         ("worker", "import") => return crate::csvio::worker::import(ctx, args).await,
         ("worker", "export") => return crate::csvio::worker::export(ctx, args).await,
@@ -334,14 +347,10 @@ fn body_from(args: &ArgMatches, resource: &str, required: bool) -> CmdResult<Val
     Ok(body)
 }
 
-pub(crate) fn stdout_writer(
-    format: Format,
-    select: Vec<String>,
-) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
+pub(crate) fn stdout_writer(shape: &Shape) -> ListWriter<std::io::BufWriter<std::io::Stdout>> {
     ListWriter::new(
         std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
-        format,
-        select,
+        shape,
     )
 }
 
@@ -355,12 +364,52 @@ async fn resource_verb(
 ) -> CmdResult {
     let r = ctx.client.resource_at(path);
     let sel = select(args);
+    let kind = prodops_core::registry::by_path(path)
+        .ok_or_else(|| Fail::usage(format!("unknown resource {path}")))?;
+    // Records of the resource: its declared fields are the columns.
+    let post = Post::from_args(args)?.map(Arc::new);
+    let shape = Shape {
+        format: ctx.format,
+        select: sel.clone(),
+        fields: Some(Fields::of(kind)),
+        post: post.clone(),
+        wide: args.try_get_one::<bool>("wide").ok().flatten() == Some(&true),
+        width: crate::table::terminal_width(),
+    };
+    // Answers that are not records of the resource.
+    let plain = Shape {
+        fields: None,
+        ..shape.clone()
+    };
+    if !matches!(verb, "group-count" | "count" | "bulk-put") {
+        shape.fields.as_ref().expect("set").check_select(&sel)?;
+    }
     let id = || args.get_one::<String>("id").cloned().unwrap_or_default();
     let value = match verb {
         "list" => {
-            let params = list_params(args)?;
+            let mut params = list_params(args)?;
+            let all = args.get_flag("all");
+            if params.limit.is_none() && !all && std::io::stdout().is_terminal() {
+                // A person reads the first page; a pipe gets every page as it arrives.
+                params = params.page_size(FIRST_PAGE);
+                let page = r.list_page(&params).await?;
+                let shown = page.values.len() as u64;
+                let mut out = stdout_writer(&shape);
+                for v in page.values {
+                    out.push(v)?;
+                }
+                out.finish()?;
+                if page.total_count > shown {
+                    eprintln!(
+                        "{} of {}; --limit N or --all",
+                        thousands(shown),
+                        thousands(page.total_count)
+                    );
+                }
+                return Ok(());
+            }
             let mut stream = r.list(params);
-            let mut out = stdout_writer(ctx.format, sel);
+            let mut out = stdout_writer(&shape);
             while let Some(v) = stream.try_next().await? {
                 out.push(v)?;
             }
@@ -403,17 +452,25 @@ async fn resource_verb(
                 q.page_size = Some(n);
             }
             let page = r.query_values(&q).await?;
-            let mut out = stdout_writer(ctx.format, vec![]);
+            // The server answers the id with the selected fields.
+            let mut shape = shape.clone();
+            if !sel.is_empty() && !sel.iter().any(|s| s == "id") {
+                shape.select.insert(0, "id".into());
+            }
+            let mut out = stdout_writer(&shape);
             for v in page.values {
                 out.push(v)?;
             }
             return out.finish();
         }
-        "count" => json!({ "count": r.count(&list_params(args)?).await? }),
+        "count" => {
+            let count = r.count(&list_params(args)?).await?;
+            return write_shaped(&plain, &json!({ "count": count }));
+        }
         "group-count" => {
             let field = args.get_one::<String>("field").expect("required");
             let groups = r.group_and_count(field, &list_params(args)?).await?;
-            let mut out = stdout_writer(ctx.format, sel);
+            let mut out = stdout_writer(&plain);
             for g in groups {
                 out.push(serde_json::to_value(g).expect("json"))?;
             }
@@ -445,7 +502,27 @@ async fn resource_verb(
         }
         other => return Err(Fail::usage(format!("unknown verb {other}"))),
     };
-    write_value(ctx.format, &value, &sel)
+    match verb {
+        // Answers that are not records of the resource.
+        "bulk-put" | "bulk-update" | "bulk-delete" => write_shaped(&plain, &value),
+        _ => write_shaped(&shape, &value),
+    }
+}
+
+/// The records a list shows on a terminal without `--limit` or `--all` (as gh's 30).
+const FIRST_PAGE: u64 = 30;
+
+/// `215036` as `215,036`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
@@ -558,6 +635,11 @@ async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches
 /// argument is reported before the instance or the key is looked for.
 pub(crate) fn action_call(command: &ActionCommand, args: &ArgMatches) -> CmdResult<ActionCall> {
     let desc = command.desc;
+    // A field the declared answer does not have: refused before the request is sent.
+    if let Some(fields) = Fields::of_answer(desc) {
+        fields.check_select(&select(args))?;
+    }
+    Post::from_args(args)?;
     let mut segments = Vec::new();
     for (i, p) in desc.path_params().into_iter().enumerate() {
         let raw = args.get_one::<String>(p).expect("required");
@@ -640,9 +722,17 @@ pub(crate) async fn send_action(
     call: ActionCall,
 ) -> CmdResult {
     let desc = command.desc;
+    let mut shape = Shape::new(ctx.format);
+    shape.select = select(args);
+    shape.post = Post::from_args(args)?.map(Arc::new);
+    shape.width = crate::table::terminal_width();
+    let mut query = call.query;
+    if desc.operation_id == "event_list" {
+        events_list_since(ctx, &mut query).await?;
+    }
     let answer = ctx
         .client
-        .call_described(desc, &call.segments, &call.query, call.body)
+        .call_described(desc, &call.segments, &query, call.body)
         .await?;
     if matches!(desc.answer, AnswerBody::Bytes) {
         // A file: its bytes as they came.
@@ -662,7 +752,34 @@ pub(crate) async fn send_action(
     if answer.is_null() {
         return Ok(());
     }
-    write_value(ctx.format, &answer, &select(args))
+    write_shaped(&shape, &answer)
+}
+
+/// `events list --since CURSOR|now|beginning` (the declared `after`), as `events tail` reads it.
+async fn events_list_since(ctx: &CommandContext, query: &mut Vec<(String, String)>) -> CmdResult {
+    let Some(pos) = query.iter().position(|(k, _)| k == "after") else {
+        return Ok(());
+    };
+    let since = crate::events::parse_since(&query[pos].1)?;
+    let get = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let filters = prodops_core::api::event::EventQuery {
+        event_type: get("type"),
+        resource: get("resource"),
+        record_id: get("recordId").and_then(|r| uuid::Uuid::parse_str(&r).ok()),
+        ..Default::default()
+    };
+    match crate::events::resolve_since(&ctx.client, &since, &filters).await? {
+        Some(after) => query[pos].1 = after,
+        None => {
+            query.remove(pos);
+        }
+    }
+    Ok(())
 }
 
 /// A required body field given neither by its flag nor in `--data`.

@@ -120,7 +120,9 @@ async fn production_inventory_and_progress_end_to_end() {
     )
     .await;
     assert_eq!(out.code, 5, "{out}");
-    assert!(out.stderr.contains("409 CONFLICT"), "{out}");
+    // With --output json the error is the API's error object on stderr.
+    let error: Value = serde_json::from_str(out.stderr.trim()).expect("a JSON error");
+    assert_eq!(error["error"]["code"], "CONFLICT", "{out}");
     assert!(out.stdout.is_empty());
     // A malformed UUID never reaches the server.
     let out = run(

@@ -650,7 +650,7 @@ async fn reimport_changes_nothing() {
     let exported = env.path("export.csv");
     ok(&run(
         env.cmd(),
-        &["worker", "export", "-o", exported.to_str().unwrap()],
+        &["worker", "export", "--out", exported.to_str().unwrap()],
     )
     .await);
     let out = run(
@@ -727,7 +727,7 @@ async fn export_archived_and_round_trip_into_an_empty_org() {
             "export",
             "--filter",
             "isArchived=true",
-            "-o",
+            "--out",
             archived.to_str().unwrap(),
         ],
     )

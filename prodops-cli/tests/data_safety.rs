@@ -315,7 +315,7 @@ async fn a_failed_export_leaves_the_previous_file_and_a_good_one_replaces_it() {
             "export",
             "--filter",
             "bogus=1",
-            "-o",
+            "--out",
             &target_text,
         ],
         vec![
@@ -323,7 +323,7 @@ async fn a_failed_export_leaves_the_previous_file_and_a_good_one_replaces_it() {
             "export",
             "--filter",
             "bogus=1",
-            "-o",
+            "--out",
             &target_text,
         ],
     ] {
@@ -334,7 +334,7 @@ async fn a_failed_export_leaves_the_previous_file_and_a_good_one_replaces_it() {
     }
     let out = run(
         cmd(&server, &api, dir.path()),
-        &["worker", "export", "-o", &target_text],
+        &["worker", "export", "--out", &target_text],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");

@@ -235,7 +235,7 @@ async fn export_then_round_trip_into_an_empty_org_reproduces_the_tree() {
     let csv_path = dir.path().join("tree.csv").display().to_string();
     let out = run(
         cmd(&server, &api, dir.path()),
-        &["deliverable", "export", "-o", &csv_path],
+        &["deliverable", "export", "--out", &csv_path],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
@@ -309,7 +309,7 @@ async fn export_then_round_trip_into_an_empty_org_reproduces_the_tree() {
     let copy_path = dir.path().join("copy.csv").display().to_string();
     let out = run(
         cmd(&server, &other, dir.path()),
-        &["deliverable", "export", "-o", &copy_path],
+        &["deliverable", "export", "--out", &copy_path],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
@@ -460,7 +460,7 @@ async fn a_large_tree_round_trips_with_the_same_computed_fields() {
     let csv_path = dir.path().join("big.csv").display().to_string();
     let out = run(
         cmd(&server, &api, dir.path()),
-        &["deliverable", "export", "-o", &csv_path],
+        &["deliverable", "export", "--out", &csv_path],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
@@ -556,7 +556,12 @@ async fn import_by_identifier_updates_deliverables_made_through_the_api() {
     let file = dir.path().join("export.csv");
     let out = run(
         cmd(&server, &api, dir.path()),
-        &["deliverable", "export", "-o", &file.display().to_string()],
+        &[
+            "deliverable",
+            "export",
+            "--out",
+            &file.display().to_string(),
+        ],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");

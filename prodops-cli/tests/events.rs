@@ -62,7 +62,7 @@ async fn tail_prints_ndjson_and_resumes_from_its_cursor_file() {
     // `events list`: one page's events, derived from the declaration.
     let out = run(
         cmd(),
-        &["events", "list", "--after", "2", "--output", "ndjson"],
+        &["events", "list", "--since", "2", "--output", "ndjson"],
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
@@ -89,35 +89,218 @@ async fn tail_follow_prints_each_event_as_it_commits() {
     let server = TestServer::start().await;
     let api = server.org("Cli").await;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("prodops"))
-        .args(["events", "tail", "--follow", "--type", "worker.*"])
-        .env("PRODOPS_BASE_URL", server.base_url())
-        .env("PRODOPS_API_KEY", api.key().unwrap())
-        .env("PRODOPS_CONFIG_DIR", dir.path().join("config"))
-        .env("PRODOPS_CREDENTIAL_STORE", "file")
-        .env("HOME", dir.path().join("home"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let mut f = Follower::start(
+        server.base_url(),
+        &api,
+        dir.path(),
+        &["--follow", "--type", "worker.*"],
+    )
+    .await;
+    // A note is not a worker event; the worker created after it is printed.
+    api.create("note", json!({"body": "n"})).await;
+    let w = api.create("worker", json!({"name": "Ann"})).await;
+    let event = f.next_event().await;
+    f.stop();
+    assert_eq!(event["type"], "worker.created");
+    assert_eq!(event["recordId"], w["id"]);
+}
+
+/// `prodops events tail ARGS` running in the background, its stdout and stderr read line by
+/// line.
+struct Follower {
+    child: std::process::Child,
+    out: std::sync::mpsc::Receiver<String>,
+    err: std::sync::mpsc::Receiver<String>,
+}
+
+fn lines_of(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
+        for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
-    // A note is not a worker event; the worker created after it is printed.
-    api.create("note", json!({"body": "n"})).await;
-    let w = api.create("worker", json!({"name": "Ann"})).await;
-    let line = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(60)))
-        .await
-        .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let event: Value = serde_json::from_str(&line.expect("a line within a minute")).unwrap();
-    assert_eq!(event["type"], "worker.created");
-    assert_eq!(event["recordId"], w["id"]);
+    rx
+}
+
+impl Follower {
+    /// Starts the follower and waits until it says on stderr where it follows from.
+    async fn start(base_url: &str, api: &Api, dir: &std::path::Path, args: &[&str]) -> Follower {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("prodops"))
+            .args(["events", "tail", "-o", "ndjson"])
+            .args(args)
+            .env("PRODOPS_BASE_URL", base_url)
+            .env("PRODOPS_API_KEY", api.key().unwrap())
+            .env("PRODOPS_CONFIG_DIR", dir.join("config"))
+            .env("PRODOPS_CREDENTIAL_STORE", "file")
+            .env("HOME", dir.join("home"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = lines_of(child.stdout.take().unwrap());
+        let err = lines_of(child.stderr.take().unwrap());
+        let mut f = Follower { child, out, err };
+        let said = f.stderr_line().await;
+        assert!(
+            said.starts_with("following the feed after cursor"),
+            "{said}"
+        );
+        f
+    }
+
+    async fn recv(rx: &std::sync::mpsc::Receiver<String>) -> Option<String> {
+        tokio::task::block_in_place(|| rx.recv_timeout(Duration::from_secs(60)).ok())
+    }
+
+    async fn stderr_line(&mut self) -> String {
+        Self::recv(&self.err)
+            .await
+            .expect("a stderr line within a minute")
+    }
+
+    async fn next_event(&mut self) -> Value {
+        let line = Self::recv(&self.out)
+            .await
+            .expect("an event within a minute");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    fn stop(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// Issue 34, item 12: `-f` follows from now (the feed before it is not replayed), `--since
+/// beginning` replays it, and `events list` takes the same `--since`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_starts_now_unless_told_otherwise() {
+    let server = TestServer::start().await;
+    let api = server.org("Cli").await;
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        api.create("worker", json!({"name": format!("Old{i}")}))
+            .await;
+    }
+    let mut f = Follower::start(server.base_url(), &api, dir.path(), &["-f"]).await;
+    let w = api.create("worker", json!({"name": "New"})).await;
+    let event = f.next_event().await;
+    f.stop();
+    assert_eq!(
+        event["recordId"], w["id"],
+        "the first event printed is the new one"
+    );
+    assert_eq!(event["cursor"], "6");
+
+    let mut f = Follower::start(
+        server.base_url(),
+        &api,
+        dir.path(),
+        &["-f", "--since", "beginning"],
+    )
+    .await;
+    let first = f.next_event().await;
+    f.stop();
+    assert_eq!(first["cursor"], "1");
+    assert_eq!(first["data"]["name"], "Old0");
+
+    let cmd = || prodops_in(&server, &api, dir.path(), Duration::from_secs(120));
+    let out = run(cmd(), &["events", "list", "--since", "now", "-o", "json"]).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json(), json!([]));
+    let out = run(
+        cmd(),
+        &["events", "list", "--since", "beginning", "-o", "json"],
+    )
+    .await;
+    assert_eq!(out.json().as_array().map(Vec::len), Some(6), "{out}");
+    let out = run(cmd(), &["events", "list", "--since", "4", "-o", "json"]).await;
+    assert_eq!(out.json().as_array().map(Vec::len), Some(2), "{out}");
+    let out = run(cmd(), &["events", "list", "--since", "soon"]).await;
+    assert_eq!(out.code, 2, "{out}");
+}
+
+/// A TCP proxy in front of the server whose connections can be cut, to lose a follower's
+/// connection.
+struct Proxy {
+    url: String,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Proxy {
+    async fn start(server: &TestServer) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let target = server
+            .base_url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (up2, conns2) = (up.clone(), conns.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !up2.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused
+                }
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                conns2.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        Proxy { url, up, conns }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Issue 34, item 12: a follower whose connection is lost says so on stderr, reconnects, and
+/// goes on after the last event it printed (none lost, none twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_reconnects_and_says_so() {
+    let server = TestServer::start().await;
+    let api = server.org("Cli").await;
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::start(&server).await;
+    let mut f = Follower::start(&proxy.url, &api, dir.path(), &["-f"]).await;
+    let a = api.create("worker", json!({"name": "A"})).await;
+    assert_eq!(f.next_event().await["recordId"], a["id"]);
+
+    proxy.cut();
+    let said = f.stderr_line().await;
+    assert!(said.starts_with("connection lost"), "{said}");
+    let b = api.create("worker", json!({"name": "B"})).await;
+    proxy.restore();
+    let mut said = f.stderr_line().await;
+    while said.starts_with("connection lost") {
+        said = f.stderr_line().await;
+    }
+    assert!(said.starts_with("reconnected"), "{said}");
+    let event = f.next_event().await;
+    f.stop();
+    assert_eq!(
+        event["recordId"], b["id"],
+        "the event made while it was away"
+    );
+    assert_eq!(event["cursor"], "2");
 }

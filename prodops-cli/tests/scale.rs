@@ -239,7 +239,7 @@ async fn deliverable_tree_of_100000_nodes_imported_and_exported() {
     let exported = dir.path().join("export.csv").display().to_string();
     let out = run(
         cmd(&server, &api, dir.path()),
-        &["deliverable", "export", "-o", &exported],
+        &["deliverable", "export", "--out", &exported],
     )
     .await;
     ok(&out);

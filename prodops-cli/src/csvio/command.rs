@@ -85,11 +85,11 @@ pub fn import_command_with(
     .after_help(format!("Example:\n  {example}"))
 }
 
-/// The flags every export shares: `-o FILE`, `--page-size N`.
+/// The flags every export shares: `--out FILE`, `--page-size N` (`-o` is the global output
+/// format, as in kubectl; docs/cli.md).
 pub fn export_args(cmd: Command) -> Command {
     cmd.arg(
         Arg::new("out")
-            .short('o')
             .long("out")
             .value_name("FILE")
             .help("Write to FILE instead of stdout"),

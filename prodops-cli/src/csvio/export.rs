@@ -349,7 +349,7 @@ pub fn csv_fail(e: csv::Error) -> Fail {
 }
 
 impl RowWriter {
-    /// Opens `-o FILE` (or stdout) and writes the header row.
+    /// Opens `--out FILE` (or stdout) and writes the header row.
     pub fn open(spec: &Spec, args: &ArgMatches) -> CmdResult<RowWriter> {
         let (sink, out_path): (Box<dyn Write + Send>, _) =
             match args.get_one::<String>("out").map(PathBuf::from) {

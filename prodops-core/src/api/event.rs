@@ -102,10 +102,14 @@ action! {
             command: "events",
             verb: "list",
             about: "One page of the change feed (see also `events tail`)",
-            example: "prodops events list --after 0 --type worker.archived",
+            example: "prodops events list --since beginning --type worker.archived",
             flags: &[
                 flag("type", "type", "Only these event types (comma-separated; `prefix.*`)"),
-                flag("after", "after", "Only events after this cursor"),
+                flag(
+                    "after",
+                    "since",
+                    "Only events after this cursor; `now`: after the newest event, `beginning`: from the oldest kept",
+                ),
             ],
         },
     }
