@@ -42,6 +42,8 @@ mod deliverable_properties;
 mod deliverable_sessions;
 #[path = "api/delivery.rs"]
 mod delivery;
+#[path = "api/delivery_manifest.rs"]
+mod delivery_manifest;
 #[path = "api/document.rs"]
 mod document;
 #[path = "api/errors.rs"]
