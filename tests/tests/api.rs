@@ -52,6 +52,8 @@ mod errors;
 mod events;
 #[path = "api/filter_scale.rs"]
 mod filter_scale;
+#[path = "api/filters_all.rs"]
+mod filters_all;
 #[path = "api/hostile_text.rs"]
 mod hostile_text;
 #[path = "api/idempotency.rs"]

@@ -85,7 +85,7 @@ fn parse_sort(res: &ServedResource, raw: &str, now: &AsOf) -> ApiResult<Vec<Sort
                 Some(rest) => (true, rest),
                 None => (false, s.strip_prefix('+').unwrap_or(s)),
             };
-            let path = res.field_path(name)?;
+            let path = res.stored_path(name)?;
             Ok(Sort {
                 as_of: as_of_field(res, &path, now),
                 path,
@@ -174,7 +174,7 @@ pub fn parse_list_params(
                 params.filtered = true;
             }
             name => {
-                res.field_path(name)?;
+                res.stored_path(name)?;
                 match fields.iter_mut().find(|(n, _)| n == name) {
                     Some((_, values)) => values.push(value.into_owned()),
                     None => fields.push((name.to_string(), vec![value.into_owned()])),
@@ -190,7 +190,7 @@ pub fn parse_list_params(
     for (name, values) in fields {
         params
             .conds
-            .push(field_cond(res, res.field_path(&name)?, values, now));
+            .push(field_cond(res, res.stored_path(&name)?, values, now));
         params.filtered = true;
     }
     if res.desc().archive.is_archivable() && !archived_given {
@@ -262,7 +262,7 @@ pub fn filter_conds(
         }
         conds.push(field_cond(
             res,
-            res.field_path(name)?,
+            res.stored_path(name)?,
             filter_text(name, value)?,
             now,
         ));
@@ -284,7 +284,7 @@ pub fn filter_conds(
 fn default_cond(res: &ServedResource, field: &str, value: &str, now: &AsOf) -> ApiResult<Cond> {
     Ok(field_cond(
         res,
-        res.field_path(field)?,
+        res.stored_path(field)?,
         vec![value.to_string()],
         now,
     ))
@@ -339,7 +339,7 @@ pub(crate) fn default_filter_conds(
         if given.is_empty() {
             conds.push(default_cond(res, field, value, now)?);
         } else {
-            conds.push(field_cond(res, res.field_path(field)?, given, now));
+            conds.push(field_cond(res, res.stored_path(field)?, given, now));
         }
     }
     Ok(conds)
