@@ -80,6 +80,8 @@ mod production;
 mod qc;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
+#[path = "api/readiness_writes.rs"]
+mod readiness_writes;
 #[path = "api/scale.rs"]
 mod scale;
 #[path = "api/server.rs"]
