@@ -580,3 +580,76 @@ async fn import_by_identifier_updates_deliverables_made_through_the_api() {
     let again = api.read("deliverable", order["id"].as_str().unwrap()).await;
     assert_eq!(again["updatedAt"], stamp, "a re-import changes nothing");
 }
+
+/// Issue 35 item 5: an import that sets a predecessor done releases its successor, and one that
+/// archives it too (readiness follows the bulk PUT an import sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_moving_a_predecessor_moves_its_successor() {
+    let server = TestServer::start().await;
+    let api = server.org("Ready").await;
+    let dir = tempfile::tempdir().unwrap();
+    let order = api
+        .create("deliverable", json!({"name": "Order", "type": "order"}))
+        .await;
+    let mut ids = Vec::new();
+    for name in ["a", "b", "c"] {
+        let node = api
+            .create(
+                "deliverable",
+                json!({"name": name, "type": "step", "parentId": order["id"]}),
+            )
+            .await;
+        ids.push(node["id"].as_str().unwrap().to_string());
+    }
+    for successor in [&ids[1], &ids[2]] {
+        api.create(
+            "dependency",
+            json!({"predecessorId": ids[0], "successorId": successor}),
+        )
+        .await;
+    }
+    let status = |v: Value| {
+        v["progress"]["status"]
+            .as_str()
+            .unwrap_or("none")
+            .to_string()
+    };
+    assert_eq!(status(api.read("deliverable", &ids[1]).await), "waiting");
+    // D-000002 is `a`: done by import.
+    let done = write(
+        dir.path().join("done.csv"),
+        "identifier,progress.status\nD-000002,done\n",
+    );
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["deliverable", "import", &done, "--key", "identifier"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    for successor in [&ids[1], &ids[2]] {
+        assert_eq!(status(api.read("deliverable", successor).await), "todo");
+    }
+    // Back to todo and then archived, by import: held back, then released again.
+    let back = write(
+        dir.path().join("back.csv"),
+        "identifier,progress.status\nD-000002,todo\n",
+    );
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["deliverable", "import", &back, "--key", "identifier"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(status(api.read("deliverable", &ids[2]).await), "waiting");
+    let archived = write(
+        dir.path().join("archived.csv"),
+        "identifier,isArchived\nD-000002,true\n",
+    );
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["deliverable", "import", &archived, "--key", "identifier"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(status(api.read("deliverable", &ids[2]).await), "todo");
+}

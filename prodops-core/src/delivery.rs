@@ -275,6 +275,7 @@ impl Record for Delivery {
             "lastReason",
         ],
         immutable: &["direction"],
+        answered: &["partial"],
         summary: "Deliveries: inbound receipts and outbound or transfer shipments",
         ..ResourceDesc::new("delivery", "delivery", "Delivery")
     };

@@ -156,6 +156,7 @@ impl Record for Document {
         ],
         patch_only: &["isArchived"],
         default_filters: &[("deliverableDocument", "true")],
+        answered: &["documentUrl"],
         summary: "Documents: files of deliverables and the Documents Hub",
         ..ResourceDesc::new("document", "document", "Document")
     };
@@ -248,6 +249,7 @@ impl Record for DocumentVersion {
         },
         read_only: &["appUserId"],
         immutable: &["documentId", "documentKey"],
+        answered: &["documentUrl"],
         summary: "Document versions: revisions of a document",
         ..ResourceDesc::new("document-version", "document_version", "Document")
     };

@@ -52,7 +52,8 @@ pub fn round_quantity(quantity: f64) -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransactionType {
-    /// Goods received at `toLocationId` (delivery receiving).
+    /// Goods received at `toLocationId` (delivery receiving, and the arrival of a completed
+    /// delivery with a destination).
     Receipt,
     /// Material consumed from `fromLocationId` (production consume).
     Consume,
@@ -62,7 +63,7 @@ pub enum TransactionType {
     Adjust,
     /// Output produced into `toLocationId` (production produce).
     Produce,
-    /// Goods shipped from `fromLocationId` (outbound delivery completion).
+    /// Goods shipped from `fromLocationId` (outbound or transfer delivery completion).
     Ship,
     /// Goods returned out of `fromLocationId`.
     Return,

@@ -121,6 +121,12 @@ pub struct ResourceDesc {
     /// call names the field itself (`deliverableDocument=true` on documents, spec 4.7):
     /// `(field, value)` with the value as a query string would carry it.
     pub default_filters: &'static [(&'static str, &'static str)],
+    /// Fields computed on every answer and never stored (a delivery's `partial`, a document's
+    /// signed `documentUrl`): answers and `select` show them, but filters, sorts and
+    /// group-and-count cannot use them (400 naming the field), and the OpenAPI document does not
+    /// offer them there. A field answered as of the moment of the read that the database can
+    /// evaluate (`crate::alerts::derived`) is not one of these.
+    pub answered: &'static [&'static str],
     /// One line for the OpenAPI document.
     pub summary: &'static str,
 }
@@ -142,6 +148,7 @@ impl ResourceDesc {
             patch_only: &[],
             default_sort: &[],
             default_filters: &[],
+            answered: &[],
             summary: "",
         }
     }

@@ -128,6 +128,9 @@ struct Res {
     record: String,
     /// Its top-level fields, sorted.
     fields: Vec<String>,
+    /// Those a filter, sort or group-and-count may name: all but the fields computed only for
+    /// answers (`ResourceDesc::answered`), which the server refuses there.
+    stored: Vec<String>,
     /// `type` under `/concept/<type>`.
     implied: Option<&'static str>,
 }
@@ -140,6 +143,11 @@ impl Res {
             None => Vec::new(),
         };
         fields.sort();
+        let stored = fields
+            .iter()
+            .filter(|f| !kind.desc().answered.contains(&f.as_str()))
+            .cloned()
+            .collect();
         let base = match implied {
             Some(t) => format!("concept/{t}"),
             None => kind.desc().path.to_string(),
@@ -154,6 +162,7 @@ impl Res {
             base,
             record,
             fields,
+            stored,
             implied,
         }
     }
@@ -317,7 +326,7 @@ const NEEDS_A_FILTER: &str =
 fn filter_params(res: &Res, with_search: bool) -> Vec<Value> {
     let archivable = res.archivable();
     let mut params: Vec<Value> = res
-        .fields
+        .stored
         .iter()
         .filter(|f| !(archivable && f.as_str() == "isArchived"))
         .map(|f| {
@@ -357,7 +366,7 @@ fn sort_param(res: &Res) -> Value {
     query_param(
         "sort",
         "fields (or dotted paths), comma separated; `-` before a field sorts it descending",
-        json!({ "type": "string", "pattern": sort_pattern(&res.fields) }),
+        json!({ "type": "string", "pattern": sort_pattern(&res.stored) }),
     )
 }
 
@@ -366,7 +375,7 @@ fn body_filter(res: &Res) -> Value {
     let scalar = json!({ "type": ["string", "number", "boolean", "null"] });
     let value = json!({ "anyOf": [scalar, { "type": "array", "items": scalar }] });
     let mut pattern_props = Map::new();
-    pattern_props.insert(format!("^{}$", field_path(&res.fields)), value);
+    pattern_props.insert(format!("^{}$", field_path(&res.stored)), value);
     let mut schema = json!({
         "type": "object",
         "description": "Equality filters: a field (or dotted path) and a value or a list of \
@@ -391,7 +400,7 @@ fn query_body(res: &Res) -> Value {
             "description": "answer `id` and these fields (dotted paths under flattened names)"
         },
         "filter": nullable(body_filter(res)),
-        "sort": { "type": ["string", "null"], "pattern": sort_pattern(&res.fields) },
+        "sort": { "type": ["string", "null"], "pattern": sort_pattern(&res.stored) },
         "page": { "type": ["integer", "null"], "minimum": 1, "maximum": MAX_PAGE },
         "pageSize": {
             "type": ["integer", "null"],
@@ -647,7 +656,7 @@ fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
                 "properties": {
                     "groupByField": {
                         "type": "string",
-                        "pattern": format!("^{}$", field_path(&res.fields))
+                        "pattern": format!("^{}$", field_path(&res.stored))
                     },
                     "filter": nullable(body_filter(res))
                 },

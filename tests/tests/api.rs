@@ -42,6 +42,8 @@ mod deliverable_properties;
 mod deliverable_sessions;
 #[path = "api/delivery.rs"]
 mod delivery;
+#[path = "api/delivery_manifest.rs"]
+mod delivery_manifest;
 #[path = "api/document.rs"]
 mod document;
 #[path = "api/errors.rs"]
@@ -50,6 +52,8 @@ mod errors;
 mod events;
 #[path = "api/filter_scale.rs"]
 mod filter_scale;
+#[path = "api/filters_all.rs"]
+mod filters_all;
 #[path = "api/hostile_text.rs"]
 mod hostile_text;
 #[path = "api/idempotency.rs"]
@@ -76,6 +80,8 @@ mod production;
 mod qc;
 #[path = "api/rate_limit.rs"]
 mod rate_limit;
+#[path = "api/readiness_writes.rs"]
+mod readiness_writes;
 #[path = "api/scale.rs"]
 mod scale;
 #[path = "api/server.rs"]

@@ -43,6 +43,9 @@ struct BulkState {
     defs: Option<Arc<Vec<CustomPropertyDefinition>>>,
     /// What the call read ahead for the records it writes (`read_ahead`).
     ahead: ReadAhead,
+    /// Updated nodes whose readiness the call may have moved (`readiness::readiness_moved`):
+    /// their successors (and they themselves) are re-evaluated at its end.
+    moved: Vec<Uuid>,
 }
 
 /// The organization's custom property definitions, read once per bulk call.
@@ -420,6 +423,9 @@ impl Hooks for DeliverableHooks {
     ) -> ApiResult<()> {
         let node = parse_deliverable(new)?;
         let old = old.map(parse_deliverable).transpose()?;
+        let moved = old
+            .as_ref()
+            .is_some_and(|o| super::readiness::readiness_moved(o, &node));
         match &old {
             None => super::tree::insert(tx, ctx, node.id, node.parent_id)?,
             Some(o) if o.parent_id != node.parent_id => {
@@ -442,13 +448,20 @@ impl Hooks for DeliverableHooks {
                     }
                 }
                 s.batch.note(old.as_ref(), &node);
+                if moved {
+                    s.moved.push(node.id);
+                }
                 s.records.insert(node.id, Arc::new(node));
             });
             return Ok(());
         }
+        let id = node.id;
         let mut store = TxTree::new(tx, ctx);
         let now = store.now();
-        tree::refresh(&mut store, &[Change { id: node.id, old }], now)?;
+        tree::refresh(&mut store, &[Change { id, old }], now)?;
+        if moved {
+            super::readiness::writes_changed(tx, ctx, &[id])?;
+        }
         Ok(())
     }
 
@@ -469,7 +482,8 @@ impl Hooks for DeliverableHooks {
         }
         let now = store.now();
         tree::refresh_batch(&mut store, &state.batch, now)?;
-        store.flush()
+        store.flush()?;
+        super::readiness::writes_changed(tx, ctx, &state.moved)
     }
 }
 

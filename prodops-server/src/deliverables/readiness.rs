@@ -229,3 +229,33 @@ pub fn dependencies_changed(tx: &mut dyn Tx, ctx: &Ctx, ids: &[Uuid]) -> ApiResu
     debug_assert!(done.is_empty(), "readiness never completes a node");
     Ok(())
 }
+
+/// Whether a write from `old` to `new` can change what the node's successors (or the node
+/// itself) wait for: its archival, or whether its progress holds a successor back.
+pub fn readiness_moved(old: &Deliverable, new: &Deliverable) -> bool {
+    old.is_archived != new.is_archived
+        || progress::holds_back(old.progress.as_ref())
+            != progress::holds_back(new.progress.as_ref())
+        || (progress::unstarted(new.progress.as_ref()) && old.progress != new.progress)
+}
+
+/// After record writes (a PATCH, a bulk PUT or PATCH, an archive or restore) that moved the
+/// readiness of `ids` ([`readiness_moved`]): re-evaluates the successors of each (through the
+/// `predecessorId` index of dependencies) and each that has predecessors itself, in the
+/// caller's transaction. Nodes without dependencies cost one or two index lookups.
+pub fn writes_changed(tx: &mut dyn Tx, ctx: &Ctx, ids: &[Uuid]) -> ApiResult<()> {
+    let org = ctx.org();
+    let mut affected = Vec::new();
+    for id in ids {
+        for d in dependencies_by(tx, org, "predecessorId", *id)? {
+            affected.push(d.successor_id);
+        }
+        if !dependencies_by(tx, org, "successorId", *id)?.is_empty() {
+            affected.push(*id);
+        }
+    }
+    if affected.is_empty() {
+        return Ok(());
+    }
+    dependencies_changed(tx, ctx, &affected)
+}

@@ -16,7 +16,9 @@ use prodops_core::delivery::{
     LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
     cargo_violations, is_partial, next_status, planned_violation, span_status,
 };
+use prodops_core::manifest as manifest_rules;
 use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
+use prodops_core::shipping::{ShipLine, completion_postings};
 use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -400,29 +402,56 @@ async fn lifecycle(
         }
         let (mut record, _, updated) = transition(tx, ctx, id, action, req.reason.clone())?;
         if action == DeliveryAction::Complete {
-            let mut rows = Vec::new();
-            for line in related(tx, ctx.org(), "delivery-manifest-line", id)? {
-                let line: ManifestLine = read_stored(&line)?;
-                let mut row = Map::new();
-                row.insert("type".into(), json!("ship"));
-                row.insert("itemId".into(), json!(line.item_id));
-                row.insert("quantity".into(), json!(line.quantity_expected));
-                row.insert(
-                    "fromLocationId".into(),
-                    json!(line.location_id.or(updated.source_location_id)),
-                );
-                row.insert("deliveryId".into(), json!(id));
-                row.insert("unitMeasureId".into(), json!(line.unit_measure_id));
-                rows.push(row);
-            }
-            if !rows.is_empty() {
-                crate::inventory::post(tx, ctx, rows)?;
-            }
+            post_completion(tx, ctx, &updated)?;
         }
         present(&st, tx, ctx.org(), &mut record)?;
         Ok(Reply::json(StatusCode::OK, &record))
     })
     .await
+}
+
+/// Completion's ledger rows (`prodops_core::shipping::completion_postings`): each manifest
+/// line ships from its location (else the delivery's source) and, when the delivery has a
+/// destination, arrives there, in the completion's transaction.
+fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> {
+    let lines = manifest(tx, ctx.org(), delivery.id)?;
+    let ship: Vec<ShipLine> = lines
+        .iter()
+        .map(|(_, m)| ShipLine {
+            id: m.id,
+            item_id: m.item_id,
+            quantity: m.quantity_expected,
+            location_id: m.location_id,
+        })
+        .collect();
+    let rows: Vec<Map<String, Value>> = completion_postings(
+        delivery.source_location_id,
+        delivery.destination_location_id,
+        &ship,
+    )
+    .into_iter()
+    .map(|p| {
+        let m = &lines[p.line].1;
+        let mut row = Map::new();
+        row.insert("type".into(), json!(p.kind));
+        row.insert("itemId".into(), json!(p.item_id));
+        row.insert("quantity".into(), json!(p.quantity));
+        if let Some(from) = p.from_location_id {
+            row.insert("fromLocationId".into(), json!(from));
+        }
+        if let Some(to) = p.to_location_id {
+            row.insert("toLocationId".into(), json!(to));
+        }
+        row.insert("deliveryId".into(), json!(delivery.id));
+        row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
+        row.insert("metadata".into(), json!({"manifestLineId": m.id}));
+        row
+    })
+    .collect();
+    if !rows.is_empty() {
+        crate::inventory::post(tx, ctx, rows)?;
+    }
+    Ok(())
 }
 
 macro_rules! lifecycle_handler {
@@ -711,26 +740,91 @@ impl Hooks for DeliveryHooks {
     }
 }
 
-/// Manifest lines: the delivery must exist in the organization.
+/// Manifest lines: the delivery must exist in the organization, and the manifest rules of
+/// `prodops_core::manifest` hold: a line with postings keeps its item, location and unit and is
+/// not deleted; a delivery in a final status takes no new lines and its lines stay as they are
+/// (409 naming the field and the line). Each check runs under the delivery's receiving lock,
+/// against the delivery and line as stored, so a receive cannot slip between check and write.
 pub struct ManifestHooks;
+
+/// The delivery of a manifest line, read under its receiving lock; 400 naming `deliveryId` when
+/// the organization has no such delivery.
+fn locked_delivery(tx: &mut dyn Tx, ctx: &Ctx, line: &Value) -> ApiResult<Delivery> {
+    let id = parse_id(line.get("deliveryId").and_then(Value::as_str).unwrap_or(""))?;
+    lock_receiving(tx, id)?;
+    let res = engine::resource("delivery");
+    match records::get(tx, res.table(), ctx.org(), id)? {
+        Some(d) => read_stored(&d),
+        None => Err(ApiError::field("deliveryId", "no such delivery")),
+    }
+}
+
+/// The quantities a line holds that only the receiving actions write, as stored now: a check
+/// made against an older read of the line is refused rather than written over them.
+fn unchanged_since_read(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    old: &ManifestLine,
+) -> ApiResult<()> {
+    let stored = records::get(tx, res.table(), ctx.org(), old.id)?;
+    let now: Option<ManifestLine> = stored.as_ref().map(read_stored).transpose()?;
+    match now {
+        Some(now)
+            if now.quantity_received == old.quantity_received
+                && now.quantity_short == old.quantity_short =>
+        {
+            Ok(())
+        }
+        _ => Err(ApiError::conflict(format!(
+            "manifest line {} was received against while this request ran; read it again and retry",
+            old.id
+        ))),
+    }
+}
 
 impl Hooks for ManifestHooks {
     fn check_facts(
         &self,
         tx: &mut dyn Tx,
         ctx: &Ctx,
-        _res: &ServedResource,
+        res: &ServedResource,
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
-        if old.is_some() {
-            return Ok(());
-        }
-        let id = parse_id(new.get("deliveryId").and_then(Value::as_str).unwrap_or(""))?;
-        let res = engine::resource("delivery");
-        if records::get(tx, res.table(), ctx.org(), id)?.is_none() {
-            return Err(ApiError::field("deliveryId", "no such delivery"));
+        let delivery = locked_delivery(tx, ctx, new)?;
+        match old {
+            None => {
+                if let Some(v) = manifest_rules::create_conflict(delivery.status, delivery.id) {
+                    return Err(ApiError::conflicts(vec![v]));
+                }
+            }
+            Some(old) => {
+                let old: ManifestLine = read_stored(old)?;
+                let new: ManifestLine = read_stored(new)?;
+                unchanged_since_read(tx, ctx, res, &old)?;
+                let v = manifest_rules::change_conflicts(delivery.status, &old, &new);
+                if !v.is_empty() {
+                    return Err(ApiError::conflicts(v));
+                }
+            }
         }
         Ok(())
+    }
+
+    fn before_delete(
+        &self,
+        tx: &mut dyn Tx,
+        ctx: &Ctx,
+        res: &ServedResource,
+        record: &Value,
+    ) -> ApiResult<DeleteAction> {
+        let delivery = locked_delivery(tx, ctx, record)?;
+        let line: ManifestLine = read_stored(record)?;
+        unchanged_since_read(tx, ctx, res, &line)?;
+        if let Some(v) = manifest_rules::delete_conflict(delivery.status, &line) {
+            return Err(ApiError::conflicts(vec![v]));
+        }
+        Ok(DeleteAction::Proceed)
     }
 }

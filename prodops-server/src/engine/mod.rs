@@ -124,7 +124,7 @@ impl ServedResource {
         }
     }
 
-    /// A field path a filter, sort or select may name: its first segment is a field of the record.
+    /// A field path a `select` may name: its first segment is a field of the record.
     pub fn field_path(&self, name: &str) -> ApiResult<FieldPath> {
         match FieldPath::parse(name) {
             Some(p) if self.fields.contains(p.first()) => Ok(p),
@@ -133,6 +133,35 @@ impl ServedResource {
                 format!("unknown field for /{}", self.desc().path),
             )),
         }
+    }
+
+    /// A field path a filter, sort or group-and-count may name: a [`field_path`] outside the
+    /// fields computed only for answers (`ResourceDesc::answered`), which no stored record
+    /// holds, so that no filter on one answers a wrong page (400 naming it instead).
+    ///
+    /// [`field_path`]: ServedResource::field_path
+    pub fn stored_path(&self, name: &str) -> ApiResult<FieldPath> {
+        let path = self.field_path(name)?;
+        if self.desc().answered.contains(&path.first()) {
+            return Err(ApiError::field(
+                name,
+                format!(
+                    "{} of /{} is computed for each answer and not stored: it cannot be filtered, sorted or grouped by",
+                    path.first(),
+                    self.desc().path
+                ),
+            ));
+        }
+        Ok(path)
+    }
+
+    /// The fields a filter, sort or group-and-count may name (every field but the answered ones).
+    pub fn stored_fields(&self) -> HashSet<String> {
+        self.fields
+            .iter()
+            .filter(|f| !self.desc().answered.contains(&f.as_str()))
+            .cloned()
+            .collect()
     }
 }
 
@@ -565,7 +594,7 @@ async fn group_and_count(
 ) -> ApiResult<Response> {
     res.hooks.authorize(&auth, &res, Action::Read)?;
     let body: GroupBody = parse_body(body)?;
-    let path = res.field_path(&body.group_by_field)?;
+    let path = res.stored_path(&body.group_by_field)?;
     let now = state.clock.as_of();
     let as_of = params::as_of_field(&res, &path, &now);
     let conds = filter_conds(&res, body.filter.as_ref(), true, &now)?;

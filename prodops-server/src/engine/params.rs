@@ -85,7 +85,7 @@ fn parse_sort(res: &ServedResource, raw: &str, now: &AsOf) -> ApiResult<Vec<Sort
                 Some(rest) => (true, rest),
                 None => (false, s.strip_prefix('+').unwrap_or(s)),
             };
-            let path = res.field_path(name)?;
+            let path = res.stored_path(name)?;
             Ok(Sort {
                 as_of: as_of_field(res, &path, now),
                 path,
@@ -179,7 +179,7 @@ pub fn parse_list_params(
                 params.filtered = true;
             }
             name => {
-                res.field_path(name)?;
+                res.stored_path(name)?;
                 if value.is_empty() {
                     continue;
                 }
@@ -198,7 +198,7 @@ pub fn parse_list_params(
     for (name, values) in fields {
         params
             .conds
-            .push(field_cond(res, res.field_path(&name)?, values, now));
+            .push(field_cond(res, res.stored_path(&name)?, values, now));
         params.filtered = true;
     }
     if res.desc().archive.is_archivable() && !archived_given {
@@ -266,7 +266,7 @@ pub fn filter_conds(
     let mut archived_given = false;
     for (name, value) in filter.into_iter().flatten() {
         if is_empty_filter_value(value) {
-            res.field_path(name)?;
+            res.stored_path(name)?;
             continue;
         }
         if name == "isArchived" && res.desc().archive.is_archivable() {
@@ -279,7 +279,7 @@ pub fn filter_conds(
         }
         conds.push(field_cond(
             res,
-            res.field_path(name)?,
+            res.stored_path(name)?,
             filter_text(name, value)?,
             now,
         ));
@@ -301,7 +301,7 @@ pub fn filter_conds(
 fn default_cond(res: &ServedResource, field: &str, value: &str, now: &AsOf) -> ApiResult<Cond> {
     Ok(field_cond(
         res,
-        res.field_path(field)?,
+        res.stored_path(field)?,
         vec![value.to_string()],
         now,
     ))
@@ -356,7 +356,7 @@ pub(crate) fn default_filter_conds(
         if given.is_empty() {
             conds.push(default_cond(res, field, value, now)?);
         } else {
-            conds.push(field_cond(res, res.field_path(field)?, given, now));
+            conds.push(field_cond(res, res.stored_path(field)?, given, now));
         }
     }
     Ok(conds)

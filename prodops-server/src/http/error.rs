@@ -77,6 +77,17 @@ impl ApiError {
         }
     }
 
+    /// A 409 (a state conflict) listing every violation; the message names the first, as
+    /// [`ApiError::violations`] does.
+    pub fn conflicts(details: Vec<Violation>) -> Self {
+        let error = Self::violations(details);
+        ApiError {
+            status: StatusCode::CONFLICT,
+            code: "CONFLICT",
+            ..error
+        }
+    }
+
     pub fn field(field: &str, message: impl Into<String>) -> Self {
         Self::violations(vec![Violation::field(field, message)])
     }

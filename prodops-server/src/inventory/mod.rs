@@ -314,8 +314,10 @@ async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Res
         && !kind.is_manually_postable()
     {
         let posted_by = match kind {
-            TransactionType::Receipt => "POST /delivery/{id}/receive",
-            TransactionType::Ship => "outbound delivery completion",
+            TransactionType::Receipt => {
+                "POST /delivery/{id}/receive and the completion of a delivery with a destination"
+            }
+            TransactionType::Ship => "the completion of an outbound or transfer delivery",
             _ => "the production actions",
         };
         return Err(ApiError::field(

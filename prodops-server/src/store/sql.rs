@@ -55,6 +55,20 @@ impl FieldPath {
     }
 }
 
+/// Filter values as a column mirroring a field holds them: the time columns hold the sortable
+/// form of the record's instant (six decimals, `records::sortable_time`), so `?createdAt=` with
+/// the text a record answers matches it; text that is no instant is left as it is (it matches
+/// nothing).
+fn column_texts(column: &str, texts: Vec<String>) -> Vec<String> {
+    match column {
+        "created_at" | "updated_at" => texts
+            .into_iter()
+            .map(|t| super::records::sortable_time(&t).unwrap_or(t))
+            .collect(),
+        _ => texts,
+    }
+}
+
 /// Up to this many values of a filter are bound one by one on SQLite (`IN (?, ?, ...)`), more
 /// as one array: SQLite's planner uses an index for a listed IN, not for one over `json_each`.
 const LISTED_VALUES: usize = 64;
@@ -278,7 +292,9 @@ impl Dialect {
             Cond::Field { path, values } => {
                 let wanted = Wanted::of(values);
                 match path.column() {
-                    Some(column) => self.text_in(column, wanted.texts, sql, params),
+                    Some(column) => {
+                        self.text_in(column, column_texts(column, wanted.texts), sql, params)
+                    }
                     None => self.field_in(path, wanted, sql, params),
                 }
             }
@@ -298,12 +314,13 @@ impl Dialect {
                 }
                 sql.push(')');
             }
-            Cond::Text { path, values } => {
-                let expr = path
-                    .column()
-                    .map_or_else(|| self.text_expr(path), str::to_string);
-                self.text_cond(&expr, values, sql, params);
-            }
+            Cond::Text { path, values } => match path.column() {
+                Some(column) => {
+                    let values = column_texts(column, values.clone());
+                    self.text_cond(column, &values, sql, params);
+                }
+                None => self.text_cond(&self.text_expr(path), values, sql, params),
+            },
             Cond::Indexed { field, values, .. } => {
                 self.text_cond(&self.indexed_expr(field), values, sql, params);
             }
