@@ -645,6 +645,12 @@ async fn every_documented_filter_matches_exactly_the_records_holding_its_value()
             }
             for (fpath, wanted) in probes(&base, field) {
                 let text = text_of(&wanted).unwrap();
+                // An empty value is no filter (docs/decisions.md, "Empty filter values";
+                // prodops-cli/tests/data_safety.rs holds it): `?identifier=` answers every
+                // record, so the empty string itself cannot be asked for.
+                if text.is_empty() {
+                    continue;
+                }
                 let query = format!("{}={}", enc(&fpath), enc(&text));
                 let expected: BTreeSet<String> = base
                     .iter()
