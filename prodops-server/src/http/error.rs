@@ -263,3 +263,28 @@ pub fn code_for(status: StatusCode) -> &'static str {
         _ => "VALIDATION_ERROR",
     }
 }
+
+#[cfg(test)]
+mod transient_tests {
+    use super::*;
+
+    /// A lost database is 503 with `Retry-After`, a full disk 507; both `INTERNAL`, neither
+    /// with the database's own words.
+    #[test]
+    fn transient_store_faults_are_503_and_507() {
+        let lost = ApiError::from(StoreError::Unavailable("08006: connection failure".into()));
+        assert_eq!(lost.status.as_u16(), 503);
+        assert_eq!(lost.retry_after, Some(1));
+        assert_eq!(lost.code, "INTERNAL");
+        assert!(!lost.message.contains("08006"), "{}", lost.message);
+        let full = ApiError::from(StoreError::StorageFull("database or disk is full".into()));
+        assert_eq!(full.status.as_u16(), 507);
+        assert_eq!(full.code, "INTERNAL");
+        assert!(full.message.contains("disk is full"), "{}", full.message);
+        assert!(
+            !full.message.to_lowercase().contains("sqlite"),
+            "{}",
+            full.message
+        );
+    }
+}
