@@ -587,7 +587,7 @@ async fn import_reports_bad_rows_and_writes_the_good_ones() {
         "Locked - (archived 1)"
     );
 
-    // --dry-run checks and writes nothing.
+    // --dry-run checks, counts what a real run would do, and writes nothing.
     let dry = write(&env.path("dry.csv"), "name,status\nZed,active\nBad,nope\n");
     let out = run(
         env.cmd(),
@@ -596,7 +596,9 @@ async fn import_reports_bad_rows_and_writes_the_good_ones() {
     .await;
     assert_eq!(out.code, 5, "{out}");
     assert!(out.stderr.contains("line 3:"), "{out}");
-    assert_eq!(out.json()["accepted"], 0);
+    assert_eq!(out.json()["accepted"], 1, "{out}");
+    assert_eq!(out.json()["created"], 1, "{out}");
+    assert_eq!(out.json()["rejected"], 1, "{out}");
     assert_eq!(env.api.count("worker", "name=Zed").await, 0);
 
     // A file the importer cannot read as workers is refused before anything is sent.

@@ -634,3 +634,68 @@ async fn spreadsheet_files_semicolons_windows_1252_and_headers_in_any_case() {
     .await;
     assert_eq!(out.code, 2, "{out}");
 }
+
+// ---- item 16: a dry run says what a real run would do --------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_counts_creates_updates_unchanged_and_refused_rows_and_writes_nothing() {
+    let server = TestServer::start().await;
+    let api = server.org("Dry").await;
+    let dir = tempfile::tempdir().unwrap();
+    let same = api
+        .create(
+            "worker",
+            json!({"name": "Same", "customerIdentifier": "D-1", "status": "active"}),
+        )
+        .await;
+    api.create(
+        "worker",
+        json!({"name": "Old", "customerIdentifier": "D-2", "status": "active"}),
+    )
+    .await;
+    let before = api.list("worker", "").await;
+    let file = write(
+        dir.path().join("dry.csv"),
+        &format!(
+            "id,name,customerIdentifier,status\n{},Same,D-1,active\n,Old,D-2,inactive\n,New,D-3,active\n,,D-4,bogus\n",
+            same["id"].as_str().unwrap()
+        ),
+    );
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &[
+            "worker",
+            "import",
+            &file,
+            "--key",
+            "customerIdentifier",
+            "--dry-run",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let summary = out.json();
+    assert_eq!(summary["created"], 1, "{out}");
+    assert_eq!(summary["updated"], 1, "{out}");
+    assert_eq!(summary["unchanged"], 1, "{out}");
+    assert_eq!(summary["rejected"], 1, "{out}");
+    assert_eq!(summary["accepted"], 3, "{out}");
+    assert_eq!(summary["dryRun"], true, "{out}");
+    assert!(reports_line(&out, 5), "{out}");
+    assert_eq!(
+        api.list("worker", "").await,
+        before,
+        "a dry run writes nothing"
+    );
+
+    // The real run then does what the dry run said.
+    let out = run(
+        cmd(&server, &api, dir.path()),
+        &["worker", "import", &file, "--key", "customerIdentifier"],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    assert_eq!(out.json()["accepted"], 3, "{out}");
+    assert_eq!(api.count("worker", "").await, 3);
+    assert_eq!(api.count("worker", "status=inactive").await, 1);
+}

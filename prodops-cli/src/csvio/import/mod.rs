@@ -14,7 +14,7 @@ use clap::ArgMatches;
 use futures::StreamExt;
 use serde_json::json;
 
-use self::batches::{Batch, send_batch};
+use self::batches::{Batch, dry_run_batch, send_batch};
 use self::reader::{TextFormat, open_input, reader_thread};
 #[cfg(test)]
 pub use self::rows::row_record;
@@ -107,14 +107,17 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
     let mut written = 0u64;
     let mut rejected = 0u64;
     let mut warned = false;
+    let mut would = batches::DryCounts::default();
     let mut results = batches
         .map(|batch| async move {
             let batch = batch?;
             let n = (batch.rows.len() + batch.rejected.len()) as u64;
             if dry_run {
-                let mut rej = batch.rejected;
+                let without_id = batch.creates;
+                let mut counts = dry_run_batch(ctx, spec, batch, key_mode).await?;
+                let mut rej = std::mem::take(&mut counts.rejected);
                 rej.sort_by_key(|(l, _)| *l);
-                return Ok((n, 0, rej, batch.without_id));
+                return Ok((n, 0, rej, without_id, Some(counts)));
             }
             let without_id = batch.creates;
             if let Some(after) = batch.after {
@@ -123,14 +126,19 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
             let index = batch.index;
             let (w, rej) = send_batch(ctx, spec, batch, key_mode).await?;
             written_batches.finish(index);
-            Ok::<_, Fail>((n, w, rej, without_id))
+            Ok::<_, Fail>((n, w, rej, without_id, None))
         })
         .buffered(concurrency)
         .boxed_local();
     let mut failure = None;
     while let Some(result) = results.next().await {
         match result {
-            Ok((n, w, rej, without_id)) => {
+            Ok((n, w, rej, without_id, dry)) => {
+                if let Some(d) = dry {
+                    would.created += d.created;
+                    would.updated += d.updated;
+                    would.unchanged += d.unchanged;
+                }
                 rows_total += n;
                 written += w;
                 rejected += rej.len() as u64;
@@ -169,12 +177,26 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
         }
         return Err(f);
     }
-    let summary = json!({
-        "rows": rows_total,
-        "accepted": written,
-        "rejected": rejected,
-        "dryRun": dry_run,
-    });
+    let summary = if dry_run {
+        // What a real run would do, found against the records as they are now (nothing was
+        // written): `accepted` is every row that would be taken.
+        json!({
+            "rows": rows_total,
+            "accepted": would.created + would.updated + would.unchanged,
+            "created": would.created,
+            "updated": would.updated,
+            "unchanged": would.unchanged,
+            "rejected": rejected,
+            "dryRun": true,
+        })
+    } else {
+        json!({
+            "rows": rows_total,
+            "accepted": written,
+            "rejected": rejected,
+            "dryRun": false,
+        })
+    };
     crate::output::write_value(ctx.format, &summary, &[])?;
     if rejected > 0 {
         return Err(Fail::rejected(format!("{rejected} row(s) rejected")));
