@@ -172,7 +172,6 @@ pub fn parse_list_params(
             "pageSize" if paging => {
                 params.page_size = parse_u64("pageSize", &value, 1, MAX_PAGE_SIZE)?
             }
-            "isArchived" if res.desc().archive.is_archivable() && value.trim().is_empty() => {}
             "isArchived" if res.desc().archive.is_archivable() => {
                 params.conds.push(archived_cond(&value)?);
                 archived_given = true;
