@@ -258,6 +258,12 @@ async fn an_empty_search_or_filter_does_not_pass_the_bulk_guard() {
     }
     assert_eq!(api.count("deliverable", "costCode=OOPS").await, 0);
     assert_eq!(api.count("deliverable", "").await, 2);
+    // A search of spaces only is still held to the search's length limit.
+    let long_blank = "%0C".repeat(1001);
+    let r = api
+        .get(&format!("/deliverable/count?search={long_blank}"))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
     // In a read, an empty value filters nothing.
     assert_eq!(api.list_total("deliverable", "search=").await, 2);
     assert_eq!(api.list_total("deliverable", "name=").await, 2);

@@ -460,7 +460,11 @@ async fn query(
     if let Some(ids) = &body.id {
         conds.push(Cond::Ids(ids.clone()));
     }
-    if let Some(text) = body.search.as_ref().filter(|t| !t.trim().is_empty()) {
+    if let Some(text) = &body.search
+        && text.trim().is_empty()
+    {
+        crate::http::text::check_search(text)?;
+    } else if let Some(text) = &body.search {
         conds.push(search_cond(&res, text)?);
     }
     let sort = sort_or_default(&res, body.sort.as_deref(), &now)?;

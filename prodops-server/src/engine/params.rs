@@ -161,7 +161,8 @@ pub fn parse_list_params(
             // An empty search or filter value is no filter (docs/decisions.md, "Empty filter
             // values"): `?search=` from a script whose variable was empty must not turn a bulk
             // change into one of every record.
-            "search" if value.trim().is_empty() => {}
+            // Still held to the search's own limits (length, characters), as the document says.
+            "search" if value.trim().is_empty() => crate::http::text::check_search(&value)?,
             "search" => {
                 params.conds.push(search_cond(res, &value)?);
                 params.filtered = true;
