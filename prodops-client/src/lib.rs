@@ -465,15 +465,9 @@ impl Client {
         content_type: &str,
     ) -> Result<Bytes> {
         let raw = self.send_raw_as(method, path, body, content_type).await?;
-        if (200..300).contains(&raw.status) {
-            Ok(raw.body)
-        } else {
-            let request_id = raw
-                .headers
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            Err(Error::from_response(raw.status, request_id, &raw.body))
+        match raw.error() {
+            Some(error) => Err(error),
+            None => Ok(raw.body),
         }
     }
 
