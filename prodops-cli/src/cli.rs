@@ -401,7 +401,7 @@ pub fn command() -> Command {
         .next_help_heading("Global options")
         .arg(Arg::new("base-url").long("base-url").global(true).value_name("URL").env("PRODOPS_BASE_URL").help("The instance address (/api/v2 is appended)"))
         .arg(Arg::new("api-key").long("api-key").global(true).value_name("KEY").env("PRODOPS_API_KEY").hide_env_values(true).help("The API key"))
-        .arg(Arg::new("output").long("output").short('o').global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv", "yaml"]).help("Output format (default: table on a terminal, json otherwise); -o is always the format, an export's file is --out"))
+        .arg(Arg::new("output").long("output").short('o').global(true).value_name("FORMAT").value_parser(["table", "json", "ndjson", "csv", "tsv", "yaml"]).help("Output format (default: table on a terminal, json otherwise); -o is always the format, an export's file is --out"))
         .arg(Arg::new("timeout").long("timeout").global(true).value_name("SECONDS").value_parser(clap::value_parser!(u64).range(1..)).help("Timeout of one request (default 120)"))
         .arg(Arg::new("max-attempts").long("max-attempts").global(true).value_name("N").value_parser(clap::value_parser!(u32).range(1..=100)).help("Attempts per request on 429, or 503 with Retry-After (default 6)"))
         .arg(Arg::new("idempotency-key").long("idempotency-key").global(true).value_name("KEY").help("Idempotency-Key of the write this command sends: running it again with the same key changes nothing (1 to 255 characters)"));

@@ -4,7 +4,8 @@ use prodops_client::Error;
 
 /// Exit codes: 0 success; 2 usage error; 3 authentication or permission (401, 403); 4 not found
 /// (404); 5 rejected request (400, 405, 409, 413, rejected import rows); 6 rate-limited after
-/// retries; 7 network error or 5xx; 8 declined at a confirmation prompt (nothing was changed).
+/// retries; 7 network error or 5xx; 8 declined at a confirmation prompt, or Ctrl-C at the key
+/// prompt of `auth login` (nothing was changed).
 pub mod code {
     pub const USAGE: i32 = 2;
     pub const AUTH: i32 = 3;

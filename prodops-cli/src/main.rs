@@ -14,6 +14,7 @@ mod csvio;
 mod events;
 mod fail;
 mod fields;
+mod hidden_prompt;
 mod output;
 mod run;
 mod shape;

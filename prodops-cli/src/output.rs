@@ -8,6 +8,9 @@
 //!   (`fields.rs`: the same columns on every row, whichever record comes first), else (an answer
 //!   no resource describes) the first record's; nulls are empty cells, arrays and objects inside
 //!   a cell are JSON text.
+//! - tsv: the same header and rows as csv, separated by tabs and never quoted; a tab, a line
+//!   end or a backslash inside a cell is written `\t`, `\n`, `\r`, `\\` (the escapes of
+//!   PostgreSQL's text COPY), so every record is exactly one line for `cut`, `awk` and `sort`.
 //! - yaml: a single value as a YAML document; a list as a YAML sequence, one item per record
 //!   written as it arrives (`[]` when empty).
 //! - table: a table fitted to the terminal (`table.rs`: the resource's default columns, cells cut
@@ -29,6 +32,7 @@ pub enum Format {
     Json,
     Ndjson,
     Csv,
+    Tsv,
     Yaml,
 }
 
@@ -39,6 +43,7 @@ impl Format {
             Some("json") => Format::Json,
             Some("ndjson") => Format::Ndjson,
             Some("csv") => Format::Csv,
+            Some("tsv") => Format::Tsv,
             Some("yaml") => Format::Yaml,
             _ if std::io::stdout().is_terminal() => Format::Table,
             _ => Format::Json,
@@ -267,19 +272,15 @@ impl<W: Write> ListWriter<W> {
                 .out
                 .write_all(yaml(&[value])?.as_bytes())
                 .map_err(io_err)?,
-            Format::Csv => {
+            Format::Csv | Format::Tsv => {
                 let columns = self
                     .columns
                     .get_or_insert_with(|| flatten(&value).keys().cloned().collect());
-                let mut writer = csv::Writer::from_writer(Vec::new());
                 if self.count == 0 {
-                    writer.write_record(columns.iter()).map_err(csv_err)?;
+                    write_row(&mut self.out, self.format, columns.iter().cloned())?;
                 }
-                writer
-                    .write_record(columns.iter().map(|c| cell(lookup(&value, c))))
-                    .map_err(csv_err)?;
-                let buf = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
-                self.out.write_all(&buf).map_err(io_err)?;
+                let cells = columns.iter().map(|c| cell(lookup(&value, c)));
+                write_row(&mut self.out, self.format, cells)?;
             }
             Format::Table => match &self.table.layout {
                 Some((columns, layout)) => {
@@ -315,12 +316,9 @@ impl<W: Write> ListWriter<W> {
                 self.out.write_all(end.as_bytes()).map_err(io_err)?;
             }
             Format::Yaml if self.count == 0 => self.out.write_all(b"[]\n").map_err(io_err)?,
-            Format::Csv if self.count == 0 => {
+            Format::Csv | Format::Tsv if self.count == 0 => {
                 if let Some(columns) = &self.columns {
-                    let mut w = csv::Writer::from_writer(Vec::new());
-                    w.write_record(columns).map_err(csv_err)?;
-                    let buf = w.into_inner().map_err(|e| io_err(e.into_error()))?;
-                    self.out.write_all(&buf).map_err(io_err)?;
+                    write_row(&mut self.out, self.format, columns.iter().cloned())?;
                 }
             }
             Format::Table => {
@@ -334,6 +332,48 @@ impl<W: Write> ListWriter<W> {
         }
         self.out.flush().map_err(io_err)
     }
+}
+
+/// One header or record row of a CSV or TSV list (docs/cli.md).
+fn write_row(
+    out: &mut impl Write,
+    format: Format,
+    cells: impl Iterator<Item = String>,
+) -> CmdResult {
+    if format == Format::Tsv {
+        let mut line = String::new();
+        for (i, text) in cells.enumerate() {
+            if i > 0 {
+                line.push('\t');
+            }
+            line.push_str(&tsv_escape(&text));
+        }
+        line.push('\n');
+        return out.write_all(line.as_bytes()).map_err(io_err);
+    }
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(cells).map_err(csv_err)?;
+    let buf = writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    out.write_all(&buf).map_err(io_err)
+}
+
+/// A TSV cell: the characters that would break a row, written as PostgreSQL's text COPY
+/// writes them.
+fn tsv_escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\t', '\n', '\r', '\\']) {
+        return text.into();
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => escaped.push_str("\\t"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\\' => escaped.push_str("\\\\"),
+            other => escaped.push(other),
+        }
+    }
+    escaped.into()
 }
 
 /// A value as YAML (serde_norway, a maintained fork of serde_yaml).
@@ -389,7 +429,7 @@ pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
         }
         Format::Ndjson => writeln!(out, "{value}").map_err(io_err)?,
         Format::Yaml => out.write_all(yaml(&value)?.as_bytes()).map_err(io_err)?,
-        Format::Csv => {
+        Format::Csv | Format::Tsv => {
             let mut w = ListWriter::new(&mut out, shape);
             w.push(value)?;
             w.finish()?;
@@ -475,6 +515,7 @@ mod tests {
             "{\"id\":\"1\",\"n\":{\"a\":true}}\n{\"id\":\"2\",\"n\":{\"a\":false}}\n"
         );
         assert_eq!(render(Format::Csv), "id,n.a\n1,true\n2,false\n");
+        assert_eq!(render(Format::Tsv), "id\tn.a\n1\ttrue\n2\tfalse\n");
         assert_eq!(
             render(Format::Yaml),
             "- id: '1'\n  n:\n    a: true\n- id: '2'\n  n:\n    a: false\n"
@@ -484,5 +525,18 @@ mod tests {
             .finish()
             .unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "[]\n");
+    }
+
+    #[test]
+    fn a_tsv_record_is_one_line_whatever_its_text() {
+        let mut buf = Vec::new();
+        let mut w = ListWriter::new(&mut buf, &Shape::new(Format::Tsv));
+        w.push(json!({"name": "a\tb\nc\r\\d", "q": "\"x\", y"}))
+            .unwrap();
+        w.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "name\tq\na\\tb\\nc\\r\\\\d\t\"x\", y\n"
+        );
     }
 }

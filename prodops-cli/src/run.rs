@@ -932,8 +932,14 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
                 k
             } else if interactive {
                 // Read from the terminal with echo off: the key never shows on screen.
-                rpassword::prompt_password("API key (input hidden): ")
-                    .map_err(|e| Fail::io("reading the key from the terminal", e))?
+                crate::hidden_prompt::read_hidden("API key (input hidden): ")
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::Interrupted => Fail::new(
+                            crate::fail::code::DECLINED,
+                            "interrupted; nothing was stored",
+                        ),
+                        _ => Fail::io("reading the key from the terminal", e),
+                    })?
                     .trim()
                     .to_string()
             } else {

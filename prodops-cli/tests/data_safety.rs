@@ -4,12 +4,14 @@
 //! items under a pseudo-terminal.
 
 mod common;
+use common::pty::Terminal;
 use common::{Out, run};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use assert_cmd::Command;
+use portable_pty::CommandBuilder;
 use prodops_tests::*;
 
 fn cmd(server: &TestServer, api: &Api, dir: &Path) -> Command {
@@ -348,33 +350,22 @@ async fn a_failed_export_leaves_the_previous_file_and_a_good_one_replaces_it() {
 
 /// `prodops ARGS` on a pseudo-terminal, its configuration and home kept in `dir`, pointed at
 /// an instance and key when `at` gives them (else nothing of the environment names one).
-fn on_terminal(
-    dir: &Path,
-    at: Option<(&str, &str)>,
-    args: &[&str],
-) -> rexpect::session::PtySession {
-    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("prodops"));
-    command
-        .args(args)
-        .env("PRODOPS_CONFIG_DIR", dir.join("config"))
-        .env("PRODOPS_CREDENTIAL_STORE", "file")
-        .env("HOME", dir.join("home"))
-        .env_remove("PRODOPS_BASE_URL")
-        .env_remove("PRODOPS_API_KEY");
+fn on_terminal(dir: &Path, at: Option<(&str, &str)>, args: &[&str]) -> Terminal {
+    let mut command = CommandBuilder::new(assert_cmd::cargo::cargo_bin("prodops"));
+    command.args(args);
+    command.env("PRODOPS_CONFIG_DIR", dir.join("config"));
+    command.env("PRODOPS_CREDENTIAL_STORE", "file");
+    command.env("HOME", dir.join("home"));
+    command.env_remove("PRODOPS_BASE_URL");
+    command.env_remove("PRODOPS_API_KEY");
+    // portable-pty starts in $HOME unless told otherwise, and the test's home is not made.
+    std::fs::create_dir_all(dir).unwrap();
+    command.cwd(dir);
     if let Some((base, key)) = at {
-        command
-            .env("PRODOPS_BASE_URL", base)
-            .env("PRODOPS_API_KEY", key);
+        command.env("PRODOPS_BASE_URL", base);
+        command.env("PRODOPS_API_KEY", key);
     }
-    rexpect::session::spawn_command(command, Some(60_000)).expect("a pseudo-terminal")
-}
-
-/// The exit code of a finished terminal session.
-fn exit_code(session: &mut rexpect::session::PtySession) -> i32 {
-    match session.process.wait().expect("the process ends") {
-        rexpect::process::wait::WaitStatus::Exited(_, code) => code,
-        other => panic!("the process did not exit: {other:?}"),
-    }
+    Terminal::spawn(command, 80)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,12 +382,12 @@ async fn login_on_a_terminal_asks_for_the_url_and_never_shows_the_key() {
         let base = base.clone();
         move || {
             let mut p = on_terminal(&server_dir, None, &["auth", "login"]);
-            p.exp_string("Base URL").unwrap();
-            p.send_line(&base).unwrap();
-            let (before_key, _) = p.exp_regex("API key[^:]*: ").unwrap();
-            p.send_line(&key).unwrap();
-            let rest = p.exp_eof().unwrap();
-            (format!("{before_key}{rest}"), exit_code(&mut p))
+            p.expect("Base URL");
+            p.send_line(&base);
+            let before_key = p.expect("API key") + &p.expect(": ");
+            p.send_line(&key);
+            let (rest, code) = p.finish();
+            (format!("{before_key}{rest}"), code)
         }
     })
     .await
@@ -424,10 +415,10 @@ async fn login_on_a_terminal_asks_for_the_url_and_never_shows_the_key() {
         let key = key.clone();
         move || {
             let mut p = on_terminal(&dir, None, &["auth", "login", "--base-url", &base]);
-            let (before_key, _) = p.exp_regex("API key[^:]*: ").unwrap();
-            p.send_line(&key).unwrap();
-            let rest = p.exp_eof().unwrap();
-            (format!("{before_key}{rest}"), exit_code(&mut p))
+            let before_key = p.expect("API key") + &p.expect(": ");
+            p.send_line(&key);
+            let (rest, code) = p.finish();
+            (format!("{before_key}{rest}"), code)
         }
     })
     .await
@@ -435,6 +426,23 @@ async fn login_on_a_terminal_asks_for_the_url_and_never_shows_the_key() {
     assert_eq!(code, 0, "{shown}");
     assert!(!shown.contains("Base URL"), "{shown}");
     assert!(!shown.contains(&key), "the key was shown: {shown}");
+
+    // Ctrl-C at the key prompt, part of a key typed: declined (exit 8), nothing shown or stored.
+    let (shown, code) = tokio::task::spawn_blocking({
+        let dir = dir.path().join("interrupted");
+        move || {
+            let mut p = on_terminal(&dir, None, &["auth", "login", "--base-url", "http://x"]);
+            p.expect("API key");
+            p.send("pdk_partial\x03");
+            p.finish()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 8, "{shown}");
+    assert!(shown.contains("nothing was stored"), "{shown}");
+    assert!(!shown.contains("pdk_partial"), "{shown}");
+    assert!(!dir.path().join("interrupted/config").exists(), "{shown}");
 }
 
 async fn statuses(api: &Api) -> Vec<String> {
@@ -473,10 +481,10 @@ async fn a_bulk_change_shows_its_count_and_asks_on_a_terminal_only() {
         let server = server.base_url().to_string();
         move || {
             let mut p = on_terminal(&server_dir, Some((&server, &key)), &update);
-            let before = p.exp_string("[y/N] ").unwrap();
-            p.send_line("n").unwrap();
-            let rest = p.exp_eof().unwrap();
-            (format!("{before}{rest}"), exit_code(&mut p))
+            let before = p.expect("[y/N] ");
+            p.send_line("n");
+            let (rest, code) = p.finish();
+            (format!("{before}{rest}"), code)
         }
     })
     .await
@@ -503,10 +511,9 @@ async fn a_bulk_change_shows_its_count_and_asks_on_a_terminal_only() {
         let server = server.base_url().to_string();
         move || {
             let mut p = on_terminal(&server_dir, Some((&server, &key)), &update);
-            p.exp_string("[y/N] ").unwrap();
-            p.send_line("y").unwrap();
-            let rest = p.exp_eof().unwrap();
-            (rest, exit_code(&mut p))
+            p.expect("[y/N] ");
+            p.send_line("y");
+            p.finish()
         }
     })
     .await
@@ -528,9 +535,7 @@ async fn a_bulk_change_shows_its_count_and_asks_on_a_terminal_only() {
                 "status=inactive",
                 "--yes",
             ];
-            let mut p = on_terminal(&server_dir, Some((&server, &key)), &args);
-            let rest = p.exp_eof().unwrap();
-            (rest, exit_code(&mut p))
+            on_terminal(&server_dir, Some((&server, &key)), &args).finish()
         }
     })
     .await

@@ -391,8 +391,8 @@ async fn jq_template_and_select_shape_what_is_printed() {
     );
 }
 
-/// Snapshots of what a person and a script see: a table (60 columns, from `$COLUMNS` since
-/// stdout is no terminal here), the CSV, and `--jq`.
+/// Snapshots of what a person and a script see: a table (40 columns, from `$COLUMNS` since
+/// stdout is no terminal here), the CSV, the TSV, and `--jq`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_of_a_table_a_csv_and_jq() {
     let env = Env::start().await;
@@ -427,6 +427,13 @@ async fn snapshots_of_a_table_a_csv_and_jq() {
         .await;
     ok(&out);
     insta::assert_snapshot!("csv", out.stdout);
+    let out = env
+        .run(&[
+            "worker", "list", "--sort", "name", "--select", select, "-o", "tsv",
+        ])
+        .await;
+    ok(&out);
+    insta::assert_snapshot!("tsv", out.stdout);
     let out = env
         .run(&[
             "worker",

@@ -81,6 +81,25 @@ async fn errors_are_the_apis_error_object_when_a_script_asks() {
         "{out}"
     );
 
+    // The shape a script parses, held by a snapshot (the request id differs per run).
+    let mut c = cmd(&server, &api, dir.path());
+    c.env("PRODOPS_ERROR_FORMAT", "json");
+    let out = run(
+        c,
+        &[
+            "worker",
+            "create",
+            "--set",
+            "name=",
+            "--set",
+            "status=retired",
+        ],
+    )
+    .await;
+    let mut e = error_json(&out.stderr);
+    e["error"]["requestId"] = Value::from("[request id]");
+    insta::assert_snapshot!("error_json", serde_json::to_string_pretty(&e).unwrap());
+
     // Without either, errors stay text for people.
     let out = run(cmd(&server, &api, dir.path()), &["worker", "get", &missing]).await;
     assert_eq!(out.code, 4, "{out}");
@@ -368,6 +387,22 @@ async fn help_groups_commands_and_keeps_global_options_apart() {
     assert!(out.stdout[own..global].contains("--filter"), "{out}");
     assert!(!out.stdout[own..global].contains("--base-url"), "{out}");
     assert!(out.stdout[global..].contains("--base-url"), "{out}");
+
+    // What a person reads, held by snapshots (wrapped at a fixed width).
+    for (name, args) in [
+        ("help", &["--help"][..]),
+        ("help_worker_list", &["worker", "list", "--help"][..]),
+        (
+            "help_production_produce",
+            &["production", "produce", "--help"][..],
+        ),
+    ] {
+        let mut c = bare();
+        c.env("COLUMNS", "100");
+        let out = run(c, args).await;
+        assert_eq!(out.code, 0, "{out}");
+        insta::assert_snapshot!(name, out.stdout);
+    }
 
     // A missing argument of an action is named before any missing instance.
     let out = run(bare(), &["production", "produce"]).await;

@@ -8,7 +8,8 @@ use common::{Out, prodops_in, run};
 use std::io::Read;
 use std::time::Duration;
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use common::pty::Terminal;
+use portable_pty::CommandBuilder;
 use prodops_tests::*;
 use serde_json::Value;
 use unicode_width::UnicodeWidthStr;
@@ -43,33 +44,9 @@ impl Env {
         cmd.env_remove("COLUMNS");
         // portable-pty starts in $HOME unless told otherwise, and the test's home is not made.
         cmd.cwd(self.dir.path());
-        tokio::task::spawn_blocking(move || {
-            let pair = native_pty_system()
-                .openpty(PtySize {
-                    rows: 50,
-                    cols,
-                    pixel_width: 0,
-                    pixel_height: 0,
-                })
-                .unwrap();
-            let mut child = pair.slave.spawn_command(cmd).unwrap();
-            drop(pair.slave);
-            let mut reader = pair.master.try_clone_reader().unwrap();
-            let mut bytes = Vec::new();
-            let mut buf = [0u8; 8192];
-            // The master reads EIO once the child is gone and the terminal closed.
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                bytes.extend_from_slice(&buf[..n]);
-            }
-            let status = child.wait().unwrap();
-            let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
-            (text, status.exit_code())
-        })
-        .await
-        .unwrap()
+        tokio::task::spawn_blocking(move || Terminal::spawn(cmd, cols).finish())
+            .await
+            .unwrap()
     }
 
     async fn piped(&self, args: &[&str]) -> Out {

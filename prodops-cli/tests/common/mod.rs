@@ -59,3 +59,6 @@ pub fn prodops_in(
         .timeout(bound);
     cmd
 }
+
+#[allow(dead_code)] // only the files that drive a terminal use it
+pub mod pty;
