@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The server's memory through the work of issue 39's table, and that tree import's rate: the
+# peak anonymous memory (`RssAnon` of /proc/PID/status, sampled every 50 ms) of one release
+# server process during each step, next to its anonymous memory before the step:
+#   1. `prodops worker import` of 300,000 rows with `--key customerIdentifier`;
+#   2. `prodops deliverable import` of a 200,284-node tree: 20 orders x 10 phases x 1,000
+#      stages, and a 64-level chain of phases; rows in random order (a sorted spreadsheet);
+#   3. `prodops deliverable export` of that tree.
+# The CLI's default batch and pool sizes. The target is a peak under 256 MiB at every step.
+# Memory does not depend on the machine's speed, so one run is enough; the import's rate does.
+#
+# Usage: bash bench/server-memory.sh [--postgres]
+#
+# Environment (all optional):
+#   BENCH_WORKERS      workers to import (default 300000)
+#   BENCH_ORDERS       orders of the tree (default 20; 10 phases x 1,000 stages each)
+#   CARGO_TARGET_DIR   where cargo puts the binaries (default ./target)
+#   BENCH_BIN_DIR      take prodops-server and prodops from here instead of building them
+#   PRODOPS_BENCH_PG_URL  PostgreSQL for --postgres (default postgres://postgres@127.0.0.1:5432/test)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HELP_LINES=2,19
+# shellcheck source=bench/import-common.sh
+source "$ROOT/bench/import-common.sh"
+WORKERS="${BENCH_WORKERS:-300000}"
+ORDERS="${BENCH_ORDERS:-20}"
+
+python3 - "$WORKERS" "$ORDERS" "$WORK/workers.csv" "$WORK/tree.csv" <<'PY'
+import random, sys, uuid
+workers, orders, workers_path, tree_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+random.seed(39)
+with open(workers_path, "w") as out:
+    out.write("name,customerIdentifier,status\n")
+    for i in range(workers):
+        out.write(f"Person {i},E-{i:07d},{('active', 'inactive', 'terminated')[i % 3]}\n")
+def uid():
+    return str(uuid.UUID(int=random.getrandbits(128), version=4))
+rows = []
+def node(kind, parent, label):
+    nid = uid()
+    rows.append(f"{nid},{label},{kind.capitalize()} {label},{kind},{parent}")
+    return nid
+for o in range(orders):
+    order = node("order", "", f"O{o:02d}")
+    for p in range(10):
+        phase = node("phase", order, f"O{o:02d}.P{p}")
+        for s in range(1000):
+            node("stage", phase, f"O{o:02d}.P{p}.S{s:04d}")
+parent = node("order", "", "CHAIN")
+for depth in range(63):
+    parent = node("phase", parent, f"CHAIN.{depth:02d}")
+random.shuffle(rows)
+with open(tree_path, "w") as out:
+    out.write("id,identifier,name,type,parentId\n")
+    out.write("\n".join(rows) + "\n")
+print(f"{len(rows)} nodes", file=sys.stderr)
+PY
+NODES=$(($(wc -l < "$WORK/tree.csv") - 1))
+
+start_server
+read -r KEY _ < <(new_key "server memory")
+
+anon_kib() { sed -n 's/^RssAnon:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$SERVER_PID/status"; }
+# sampled STEP ARGS...: runs prodops ARGS while sampling the server; prints one line.
+sampled() {
+    local step="$1"; shift
+    local before; before=$(anon_kib)
+    : > "$WORK/samples"
+    ( while kill -0 "$SERVER_PID" 2>/dev/null; do anon_kib >> "$WORK/samples"; sleep 0.05; done ) &
+    local sampler=$!
+    local secs kib
+    read -r secs kib < <(timed "$KEY" "$@")
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    local peak; peak=$(sort -n "$WORK/samples" | tail -1)
+    local after; after=$(anon_kib)
+    local verdict="under 256 MiB"
+    (( peak >= 262144 )) && verdict="OVER 256 MiB"
+    printf '%-44s %8.1f s  before %6.1f MiB  peak %6.1f MiB  after %6.1f MiB  %s\n' \
+        "$step" "$secs" "$(echo "$before/1024" | bc -l)" "$(echo "$peak/1024" | bc -l)" \
+        "$(echo "$after/1024" | bc -l)" "$verdict"
+    LAST_SECS="$secs"
+}
+command -v bc >/dev/null || { echo "installing bc" >&2; apt-get install -y -qq bc >/dev/null; }
+
+echo "server: $BACKEND, release; anonymous memory of the server process (RssAnon)"
+sampled "worker import of $WORKERS rows --key" worker import "$WORK/workers.csv" --key customerIdentifier
+sampled "deliverable import of $NODES nodes (shuffled)" deliverable import "$WORK/tree.csv"
+printf '%-44s %8.0f nodes/s\n' "  its rate" "$(echo "$NODES/$LAST_SECS" | bc -l)"
+sampled "deliverable export of $NODES nodes" deliverable export --out "$WORK/tree-out.csv"
+[[ $(($(wc -l < "$WORK/tree-out.csv") - 1)) == "$NODES" ]] || { echo "the export's row count differs" >&2; exit 1; }
