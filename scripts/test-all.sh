@@ -30,8 +30,8 @@ fi
 
 echo "== every test again, on PostgreSQL ($host:$port)"
 # The same selection as the SQLite half (`--workspace`): a subset of packages unifies features
-# differently and rebuilt the server, client, CLI and test crates; the core's tests, which need no database, cost
-# seconds to run again.
+# differently and rebuilt the server, client, CLI and test crates; the core's tests, which need
+# no database, cost seconds to run again.
 PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo test --workspace --locked
 
 echo "== the outside fuzzer (scripts/fuzz.sh)"
