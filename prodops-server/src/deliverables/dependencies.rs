@@ -57,7 +57,9 @@ fn path_ids(path: &str) -> Vec<Uuid> {
 
 /// The dependencies of the tree under `root` as `(id, predecessor, successor)`, with the tree
 /// paths of their ends: one range of the tree index, each node's dependencies through the
-/// `(organization_id, predecessorId)` index.
+/// `(organization_id, predecessorId)` index. `CROSS JOIN` keeps that order on SQLite, which
+/// runs without statistics: as a plain join it started from the organization's dependencies,
+/// so a POST cost grew with every tree's dependencies (bench/README.md, "dependencies").
 pub fn tree_dependencies(
     tx: &mut dyn Tx,
     org: Uuid,
@@ -68,10 +70,11 @@ pub fn tree_dependencies(
     let succ = tx.text_expr(&FieldPath::parse("successorId").expect("static path"));
     let rows = tx.query(
         &format!(
-            "SELECT x.id, t.id, t.path, u.id, u.path FROM {TREE} t \
-             JOIN {table} x ON x.organization_id = t.organization_id AND {pred} = t.id \
-             JOIN {TREE} u ON u.organization_id = x.organization_id AND u.id = {succ} \
-             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?"
+            "SELECT x.id, t.id, t.path, u.id, u.path \
+             FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \
+             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
+             AND x.organization_id = t.organization_id AND {pred} = t.id \
+             AND u.organization_id = x.organization_id AND u.id = {succ}"
         ),
         &[
             org.into(),
