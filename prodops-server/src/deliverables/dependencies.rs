@@ -64,7 +64,7 @@ pub fn tree_dependencies(
     tx: &mut dyn Tx,
     org: Uuid,
     root: &TreeRow,
-) -> ApiResult<Vec<(Uuid, Uuid, String, Uuid, String)>> {
+) -> ApiResult<Vec<TreeDependency>> {
     let table = resource("dependency").table();
     let pred = tx.text_expr(&FieldPath::parse("predecessorId").expect("static path"));
     let succ = tx.text_expr(&FieldPath::parse("successorId").expect("static path"));
@@ -97,6 +97,10 @@ pub fn tree_dependencies(
         })
         .collect())
 }
+
+/// A dependency of a tree: its id, its predecessor and that node's tree path, its successor and
+/// that node's tree path.
+pub type TreeDependency = (Uuid, Uuid, String, Uuid, String);
 
 /// The graph of the tree under `root`.
 fn load_graph(tx: &mut dyn Tx, org: Uuid, root: Uuid) -> ApiResult<DependencyGraph> {
@@ -161,11 +165,10 @@ fn check(
             "a dependency links deliverables under the same root",
         ));
     }
-    if !bulk.graphs.contains_key(&root) {
-        let graph = load_graph(tx, org, root)?;
-        bulk.graphs.insert(root, graph);
-    }
-    let graph = bulk.graphs.get_mut(&root).expect("loaded above");
+    let graph = match bulk.graphs.entry(root) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(load_graph(tx, org, root)?),
+    };
     for row in &ends {
         if !graph.knows(row.id) {
             graph.know(row.id, path_ids(&row.path));
