@@ -65,7 +65,12 @@ async fn any_after(client: &Client, query: &EventQuery, after: i64) -> CmdResult
         wait: None,
         ..query.clone()
     };
-    Ok(!client.events(&probe).await?.values.is_empty())
+    match client.events(&probe).await {
+        Ok(page) => Ok(!page.values.is_empty()),
+        // Pruned after `after`: the newest is further on (the search keeps going up).
+        Err(e) if e.events_gone().is_some() => Ok(true),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The cursor of the newest event matching `query` (`0` when there is none): the feed has no
@@ -147,6 +152,30 @@ fn readable(e: &Event) -> String {
     )
 }
 
+/// The failure of a feed read; the feed's 410 (the events after `after` were pruned) says what
+/// was missed and how to go on (exit 9).
+fn gone_or(e: prodops_client::Error, after: Option<&str>, cursor_file: Option<&Path>) -> Fail {
+    let Some(gone) = e.events_gone() else {
+        return Fail::from(e);
+    };
+    let mut fail = Fail::from(e);
+    let resume = match cursor_file {
+        Some(path) => format!(
+            "run again with --since beginning to read from it (the cursor file {} is left as it is)",
+            path.display()
+        ),
+        None => "run again with --since beginning to read from it".to_string(),
+    };
+    fail.message = format!(
+        "the feed no longer keeps the events after cursor {}: they are older than the server's \
+         retention, so events were missed; the oldest kept has cursor {}; {resume}\n{}",
+        after.unwrap_or("0"),
+        gone.oldest_cursor,
+        fail.message
+    );
+    fail
+}
+
 /// Runs `prodops events tail`.
 pub async fn tail(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let text = |id: &str| args.get_one::<String>(id).cloned();
@@ -195,7 +224,7 @@ pub async fn tail(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
             };
             let event = match event {
                 Ok(e) => e,
-                Err(e) => break Fail::from(e),
+                Err(e) => break gone_or(e, query.after.as_deref(), cursor_file.as_deref()),
             };
             wait = Duration::from_secs(1);
             let line = if readable_lines {

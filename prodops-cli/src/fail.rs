@@ -5,7 +5,8 @@ use prodops_client::Error;
 /// Exit codes: 0 success; 2 usage error; 3 authentication or permission (401, 403); 4 not found
 /// (404); 5 rejected request (400, 405, 409, 413, rejected import rows); 6 rate-limited after
 /// retries; 7 network error or 5xx; 8 declined at a confirmation prompt, or Ctrl-C at the key
-/// prompt of `auth login` (nothing was changed).
+/// prompt of `auth login` (nothing was changed); 9 the change feed no longer keeps the events
+/// after the cursor asked from (410: events were missed).
 pub mod code {
     pub const USAGE: i32 = 2;
     pub const AUTH: i32 = 3;
@@ -14,6 +15,7 @@ pub mod code {
     pub const RATE_LIMITED: i32 = 6;
     pub const NETWORK: i32 = 7;
     pub const DECLINED: i32 = 8;
+    pub const GONE: i32 = 9;
 }
 
 /// Why a command failed: a message for stderr and an exit code, and for an error the server
@@ -79,6 +81,7 @@ pub fn exit_code(err: &Error) -> i32 {
         Error::Api { status, .. } => match *status {
             401 | 403 => code::AUTH,
             404 => code::NOT_FOUND,
+            410 => code::GONE,
             429 => code::RATE_LIMITED,
             s if s >= 500 => code::NETWORK,
             _ => code::REJECTED,
@@ -125,9 +128,15 @@ impl From<Error> for Fail {
                     "code": code,
                     "message": message,
                     "requestId": request_id,
-                    "details": details.iter().map(|d| serde_json::json!({
-                        "field": d.field, "index": d.index, "message": d.message,
-                    })).collect::<Vec<_>>(),
+                    "details": details.iter().map(|d| {
+                        let mut detail = serde_json::json!({
+                            "field": d.field, "index": d.index, "message": d.message,
+                        });
+                        if let Some(c) = &d.oldest_cursor {
+                            detail["oldestCursor"] = serde_json::json!(c);
+                        }
+                        detail
+                    }).collect::<Vec<_>>(),
                 }
             }))),
             _ => None,

@@ -20,6 +20,14 @@ pub struct ErrorDetail {
     /// What is wrong.
     #[serde(default)]
     pub message: String,
+    /// The cursor of the oldest event the change feed keeps, in the detail of a 410 `GONE`
+    /// answer to `GET /event` (see [`Error::events_gone`]).
+    #[serde(
+        default,
+        rename = "oldestCursor",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub oldest_cursor: Option<String>,
 }
 
 /// Everything that can go wrong in a call.
@@ -207,10 +215,69 @@ mod tests {
     }
 
     #[test]
+    fn a_feed_410_reads_as_events_gone() {
+        let body = br#"{"error":{"code":"GONE","message":"gone","requestId":"r",
+            "details":[{"field":"after","message":"gone","oldestCursor":"42"}]}}"#;
+        let e = Error::from_response(410, None, body);
+        let gone = e.events_gone().unwrap();
+        assert_eq!(
+            (gone.oldest_cursor.as_str(), gone.message.as_str()),
+            ("42", "gone")
+        );
+        let other = Error::from_response(400, None, br#"{"error":{"code":"X","message":"m"}}"#);
+        assert!(other.events_gone().is_none());
+    }
+
+    #[test]
     fn a_foreign_body_still_gives_an_error() {
         let e = Error::from_response(502, Some("hdr".into()), b"<html>bad gateway</html>");
         assert_eq!(e.code(), Some("INTERNAL"));
         assert_eq!(e.request_id(), Some("hdr"));
         assert!(e.to_string().contains("bad gateway"));
+    }
+}
+
+/// The change feed no longer keeps the events after the cursor a read asked from: they were
+/// pruned (older than the server's retention), so a follower resuming there would miss some.
+/// Read from the oldest kept (`after` absent or `0`), knowing that events were missed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventsGone {
+    /// The cursor of the oldest event kept (the next event's, when the feed keeps none).
+    pub oldest_cursor: String,
+    /// The server's message.
+    pub message: String,
+}
+
+impl Error {
+    /// The feed's 410 `GONE` (`GET /event` with an `after` older than the oldest event kept),
+    /// typed; `None` for any other error.
+    ///
+    /// ```
+    /// # async fn run(c: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use prodops_core::api::event::EventQuery;
+    /// let query = EventQuery { after: Some("1042".into()), ..Default::default() };
+    /// match c.events(&query).await {
+    ///     Err(e) if e.events_gone().is_some() => {
+    ///         let gone = e.events_gone().unwrap();
+    ///         eprintln!("missed events; the oldest kept is {}", gone.oldest_cursor);
+    ///     }
+    ///     other => { other?; }
+    /// }
+    /// # Ok(()) }
+    /// assert!(prodops_client::Error::Config("x".into()).events_gone().is_none());
+    /// ```
+    pub fn events_gone(&self) -> Option<EventsGone> {
+        match self {
+            Error::Api {
+                status: 410,
+                message,
+                details,
+                ..
+            } => Some(EventsGone {
+                oldest_cursor: details.iter().find_map(|d| d.oldest_cursor.clone())?,
+                message: message.clone(),
+            }),
+            _ => None,
+        }
     }
 }

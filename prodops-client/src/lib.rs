@@ -50,7 +50,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use config::{Config, ENV_API_KEY, ENV_BASE_URL};
-pub use error::{Error, ErrorDetail, Result};
+pub use error::{Error, ErrorDetail, EventsGone, Result};
 pub use prodops_core::api::Page;
 pub use reqwest::Method;
 pub use resource::{BulkPut, GroupCount, ListParams, Query, Resource};

@@ -11,6 +11,7 @@ pub mod contact;
 pub mod custom_property;
 pub mod deliverable;
 pub mod delivery;
+pub mod dependency_graph;
 pub mod document;
 pub mod event;
 pub mod field_types;

@@ -29,7 +29,7 @@ fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
         ResourceId::Worker => bind(workers::WorkerHooks),
         ResourceId::CatalogEntry => bind(catalog::CatalogHooks),
         ResourceId::Deliverable => bind(deliverables::hooks::DeliverableHooks { concept: false }),
-        ResourceId::Dependency => bind(deliverables::hooks::DependencyHooks),
+        ResourceId::Dependency => bind(deliverables::dependencies::DependencyHooks),
         ResourceId::WorkSession => bind(deliverables::hooks::WorkSessionHooks),
         ResourceId::Document => bind(documents::DocumentHooks),
         ResourceId::DocumentVersion => bind(documents::VersionHooks),
@@ -102,7 +102,7 @@ mod tests {
             ),
             (
                 "dependency",
-                type_name::<deliverables::hooks::DependencyHooks>(),
+                type_name::<deliverables::dependencies::DependencyHooks>(),
             ),
             (
                 "deliverable/work-sessions",

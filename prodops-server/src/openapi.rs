@@ -947,6 +947,39 @@ fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
                     p["schema"] = schema;
                 }
             }
+            // A cursor whose following events were pruned (docs/events.md, "Retention").
+            o.value["responses"]["410"] = json!({
+                "description": "`GONE`: the events after `after` are no longer kept (older than \
+                    the feed's retention), so a follower would miss some. The detail names \
+                    `after` and carries `oldestCursor`, the cursor of the oldest event kept (the \
+                    next event's when none is kept); ask with `after=0` to read from it.",
+                "content": { "application/json": { "schema": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": { "error": {
+                        "type": "object",
+                        "required": ["code", "message", "requestId", "details"],
+                        "properties": {
+                            "code": { "type": "string", "enum": ["GONE"] },
+                            "message": { "type": "string" },
+                            "requestId": { "type": "string" },
+                            "details": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["field", "message", "oldestCursor"],
+                                    "properties": {
+                                        "field": { "type": "string", "enum": ["after"] },
+                                        "message": { "type": "string" },
+                                        "oldestCursor": { "type": "string", "pattern": "^[0-9]{1,18}$" }
+                                    }
+                                }
+                            }
+                        }
+                    }}
+                }}}
+            });
         }
         "get_webhook_deliveries" => {
             // What the log's parser accepts.

@@ -231,6 +231,54 @@ impl TestServer {
     }
 }
 
+/// Runs the feed's prune job (`jobs::EVENT_PRUNE`) now, on `server`'s database, and waits
+/// (bounded, so that a job that never runs fails instead of hanging) until a process has run it:
+/// it then waits for its next turn, an hour later. The job prunes every organization's events
+/// older than the retention of the process that runs it, so a test that calls this with a short
+/// retention runs in a test binary of its own (on a shared database, the other binaries run
+/// before or after it, never beside it).
+pub async fn prune_events_now(server: &TestServer) {
+    use prodops_server::store::{SqlValue, Tx};
+    let store = server.running().store().clone();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs() as i64
+    };
+    let asked = now();
+    store
+        .write(|tx: &mut dyn Tx| {
+            tx.execute(
+                "UPDATE jobs SET run_after = 0 WHERE id = ?",
+                &[SqlValue::from(prodops_server::jobs::EVENT_PRUNE_ID)],
+            )
+        })
+        .await
+        .expect("the prune job is due now");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let rows = store
+            .read(|tx: &mut dyn Tx| {
+                tx.query(
+                    "SELECT status, run_after FROM jobs WHERE id = ?",
+                    &[SqlValue::from(prodops_server::jobs::EVENT_PRUNE_ID)],
+                )
+            })
+            .await
+            .expect("the prune job's row");
+        let row = rows.first().expect("one prune job");
+        if row[0].as_str() == Some("pending") && row[1].as_i64().unwrap_or(0) >= asked + 3600 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prune job never ran: {row:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A client of `/api/v2` bound to one organization's key.
 #[derive(Clone)]
 pub struct Api {

@@ -21,6 +21,7 @@ impl std::fmt::Display for Out {
 }
 
 impl Out {
+    #[allow(dead_code)] // each test file is its own crate; not every one reads stdout as JSON
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {self}"))

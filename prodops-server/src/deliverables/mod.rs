@@ -5,6 +5,7 @@
 
 mod actions;
 mod buffers;
+pub mod dependencies;
 pub mod hooks;
 pub mod identifiers;
 pub mod readiness;

@@ -77,6 +77,28 @@ pub fn tree_row(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Option<TreeRo
     Ok(rows.first().and_then(|r| row_of(r)))
 }
 
+/// The tree rows of the deliverables among `ids` that exist, by id (one read per chunk).
+pub fn tree_rows(tx: &mut dyn Tx, org: Uuid, ids: &[Uuid]) -> ApiResult<HashMap<Uuid, TreeRow>> {
+    let mut found = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+        params.push(org.into());
+        params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
+        let rows = tx.query(
+            &format!(
+                "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+                 WHERE organization_id = ? AND id IN ({marks})"
+            ),
+            &params,
+        )?;
+        for row in rows.iter().filter_map(|r| row_of(r)) {
+            found.insert(row.id, row);
+        }
+    }
+    Ok(found)
+}
+
 /// The rows of a node's subtree, the node included, in any order.
 pub fn subtree_rows(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<TreeRow>> {
     let rows = tx.query(

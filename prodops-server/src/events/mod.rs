@@ -176,6 +176,7 @@ async fn list(call: Call, RawQuery(raw): RawQuery) -> ApiResult<Response> {
     let org = call.org();
     let deadline = tokio::time::Instant::now() + q.wait;
     let state = call.state.clone();
+    let mut first = true;
     loop {
         // Registered before the read, so a commit between the read and the wait wakes it.
         let notified = state.events.notified();
@@ -184,8 +185,27 @@ async fn list(call: Call, RawQuery(raw): RawQuery) -> ApiResult<Response> {
         let filter = q.filter.clone();
         let rows = state
             .store
-            .read(move |tx| Ok::<_, ApiError>(crate::store::events::read(tx, org, &filter)?))
+            .read(move |tx| {
+                let rows = crate::store::events::read(tx, org, &filter)?;
+                let after = filter.after;
+                // The feed never skips silently: when the answer does not start right after
+                // `after`, the events in between may have been pruned. Read after the events,
+                // so a prune between the two reads is seen (the oldest kept only grows). An
+                // empty answer after the first look skips nothing: it hands `after` back.
+                let may_skip = match rows.first() {
+                    Some(e) => e.seq != after + 1,
+                    None => first,
+                };
+                if after > 0 && may_skip {
+                    let oldest = crate::store::events::oldest_kept(tx, org)?;
+                    if after + 1 < oldest {
+                        return Err(ApiError::events_gone(after, oldest));
+                    }
+                }
+                Ok::<_, ApiError>(rows)
+            })
             .await?;
+        first = false;
         let now = tokio::time::Instant::now();
         if !rows.is_empty() || now >= deadline {
             let next = rows.last().map_or(q.filter.after, |e| e.seq);

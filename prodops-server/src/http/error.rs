@@ -34,6 +34,9 @@ pub struct ApiError {
     /// What went wrong inside, for the log only; logged when the answer is rendered, which
     /// happens on the request's own task, where its id is known.
     cause: Option<String>,
+    /// Members added to the first detail beside `field`, `index` and `message` (a 410's
+    /// `oldestCursor`).
+    detail_extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -48,6 +51,25 @@ impl ApiError {
             retry_after: None,
             retry: false,
             cause: None,
+            detail_extra: None,
+        }
+    }
+
+    /// 410 `GONE` for a change feed cursor whose following events are no longer kept
+    /// (docs/events.md, "Retention"): the detail names `after` and carries `oldestCursor`, the
+    /// cursor of the oldest event kept (the next event's, when the feed keeps none).
+    pub fn events_gone(after: i64, oldest: i64) -> Self {
+        let message = format!(
+            "the events after cursor {after} are no longer kept (older than the feed's \
+             retention): events were missed; the oldest kept has cursor {oldest} (ask with \
+             after=0 to read from it)"
+        );
+        let mut extra = serde_json::Map::new();
+        extra.insert("oldestCursor".into(), json!(oldest.to_string()));
+        ApiError {
+            details: vec![Violation::field("after", message.clone())],
+            detail_extra: Some(Box::new(extra)),
+            ..Self::new(StatusCode::GONE, "GONE", message)
         }
     }
 
@@ -230,6 +252,12 @@ impl IntoResponse for ApiError {
         let mut error = json!({ "code": self.code, "message": self.message, "requestId": current_request_id() });
         if !self.details.is_empty() {
             error["details"] = json!(self.details);
+            if let (Some(extra), Some(first)) = (
+                self.detail_extra,
+                error["details"].get_mut(0).and_then(|d| d.as_object_mut()),
+            ) {
+                first.extend(*extra);
+            }
         } else if self.status == StatusCode::BAD_REQUEST {
             // Every 400 lists what was wrong, even when it is about the request as a whole.
             error["details"] = json!([Violation::general(self.message.clone())]);
@@ -257,6 +285,7 @@ pub fn code_for(status: StatusCode) -> &'static str {
         404 => "NOT_FOUND",
         405 => "METHOD_NOT_ALLOWED",
         409 => "CONFLICT",
+        410 => "GONE",
         413 => "PAYLOAD_TOO_LARGE",
         429 => "RATE_LIMITED",
         _ if status.is_server_error() => "INTERNAL",

@@ -154,15 +154,23 @@ pub fn apply_template_in(
     res.hooks.end_bulk(tx, &batch, res)?;
 
     // Dependencies between copied nodes, remapped.
+    // Those of the template's tree only (a dependency never leaves its tree), created as one
+    // deferred batch: each checked against the target tree's graph, read once.
     let deps_res = crate::deliverables::resource("dependency");
-    let edges = crate::deliverables::hooks::all_edges(tx, ctx, deps_res.table(), None)?;
+    let mut found =
+        crate::deliverables::dependencies::tree_dependencies(tx, ctx.org(), &template_row)?;
+    // In the order they were created (generated ids are UUIDv7).
+    found.sort_by_key(|d| d.0);
+    let edges: Vec<(Uuid, Uuid)> = found.into_iter().map(|(_, p, _, s, _)| (p, s)).collect();
+    let batch = ctx.deferring();
     let mut dependencies = Vec::new();
     for (predecessor, successor) in remap_dependencies(&edges, &copies) {
         let mut body = Map::new();
         body.insert("predecessorId".into(), json!(predecessor));
         body.insert("successorId".into(), json!(successor));
-        dependencies.push(read_stored(&create_record(tx, ctx, deps_res, body)?)?);
+        dependencies.push(read_stored(&create_record(tx, &batch, deps_res, body)?)?);
     }
+    deps_res.hooks.end_bulk(tx, &batch, deps_res)?;
 
     // A route's BOM lines and output declarations, onto the order, scaled to the target.
     let mut bom_lines = Vec::new();

@@ -456,6 +456,21 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
         .collect()
 }
 
+/// The cursor of the oldest event the organization's feed keeps; when it keeps none, the
+/// cursor its next event will get. Pruning removes a prefix of the feed and cursors have no
+/// gaps, so the events after a cursor below this one less are (partly) gone. Two index probes.
+pub fn oldest_kept(tx: &mut dyn Tx, org: Uuid) -> StoreResult<i64> {
+    let org = org.to_string();
+    let rows = tx.query(
+        "SELECT (SELECT MIN(seq) FROM events WHERE organization_id = ?), \
+         (SELECT last_seq FROM event_counters WHERE organization_id = ?)",
+        &[org.as_str().into(), org.as_str().into()],
+    )?;
+    let row = rows.first();
+    let at = |i: usize| row.and_then(|r| r.get(i)).and_then(SqlValue::as_i64);
+    Ok(at(0).unwrap_or_else(|| at(1).unwrap_or(0) + 1))
+}
+
 /// The statement [`read`] runs, and its parameters (public for the plan tests).
 pub fn read_sql(dialect: Dialect, org: Uuid, filter: &EventFilter) -> (String, Vec<SqlValue>) {
     // The events' conditions, on `e`, with their parameters.

@@ -396,6 +396,102 @@ async fn dependencies_refuse_cycles_and_strangers() {
     assert_eq!(api.count("dependency", "").await, 3);
 }
 
+/// A bulk PUT of dependencies is checked as its records one by one in order (each tree's
+/// graph read once and kept as the call writes): a cycle through a dependency stored before
+/// the call, one closed by two records of the call, one through containers, a duplicate, a link
+/// to an ancestor, one across trees, and one closed by a record the call changed are each
+/// refused by index, in two trees at once, and nothing is written; the same call without them
+/// writes, and its successors wait. A DELETE of a dependency is announced in the feed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_dependencies_refuse_cycles_spanning_the_trees_of_the_call() {
+    let server = TestServer::start().await;
+    let api = server.org("Acme").await;
+    let o1 = node(&api, "O1", "order", None).await;
+    let (a1, b1, c1) = (
+        node(&api, "a1", "phase", Some(&o1)).await,
+        node(&api, "b1", "phase", Some(&o1)).await,
+        node(&api, "c1", "phase", Some(&o1)).await,
+    );
+    let a1s = node(&api, "a1s", "step", Some(&a1)).await;
+    let b1s = node(&api, "b1s", "step", Some(&b1)).await;
+    let o2 = node(&api, "O2", "order", None).await;
+    let (a2, b2, c2) = (
+        node(&api, "a2", "phase", Some(&o2)).await,
+        node(&api, "b2", "phase", Some(&o2)).await,
+        node(&api, "c2", "phase", Some(&o2)).await,
+    );
+    let b2s = node(&api, "b2s", "step", Some(&b2)).await;
+    let dep = |p: &str, s: &str| json!({"predecessorId": p, "successorId": s});
+    let stored = api.create("dependency", dep(&a1, &b1)).await;
+    let stored_id = stored["id"].as_str().unwrap().to_string();
+
+    let good = vec![dep(&b1, &c1), dep(&a2, &b2), dep(&b2, &c2)];
+    let mut call = good.clone();
+    call.extend([
+        dep(&c1, &a1),   // 3: with the stored a1 -> b1 and row 0
+        dep(&c2, &a2),   // 4: with rows 1 and 2, in the other tree
+        dep(&b1s, &a1s), // 5: a step of b1 before a step of a1, while a1 is before b1
+        dep(&a1, &b1),   // 6: exists
+        dep(&b2, &b2s),  // 7: a phase and its own step
+        dep(&a1, &b2),   // 8: across trees
+        dep(&c2, &b2s),  // 9: b2 is before c2, and this puts c2 before a step of b2
+    ]);
+    let r = api.put("/dependency/bulk", json!(call)).await;
+    let details = assert_error_details(&r, 400, "VALIDATION_ERROR");
+    let refused: Vec<(u64, &str)> = details
+        .iter()
+        .map(|d| (d["index"].as_u64().unwrap(), d["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        refused,
+        (3..=9).map(|i| (i, "successorId")).collect::<Vec<_>>(),
+        "{r}"
+    );
+    assert_eq!(api.count("dependency", "").await, 1);
+
+    // The same records without the refused ones: written, in both trees, successors waiting.
+    let r = api.put("/dependency/bulk", json!(good)).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(api.count("dependency", "").await, 4);
+    for waiting in [&b1, &c1, &b2, &c2] {
+        assert_eq!(status(&api.read(D, waiting).await), "waiting");
+    }
+
+    // A record the call changes counts with its new ends for the records after it.
+    let r = api
+        .put(
+            "/dependency/bulk",
+            json!([
+                {"id": stored_id, "predecessorId": c1, "successorId": a1},
+                dep(&a1, &b1),
+            ]),
+        )
+        .await;
+    let details = assert_error_details(&r, 400, "VALIDATION_ERROR");
+    assert_eq!(details.len(), 1, "{r}");
+    assert_eq!(details[0]["index"], 1, "{r}");
+    // Changed alone (to ends closing nothing), it is written and its old successor released.
+    let r = api
+        .put(
+            "/dependency/bulk",
+            json!([{"id": stored_id, "predecessorId": b1s, "successorId": c1}]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(status(&api.read(D, &b1).await), "todo");
+
+    // A deletion is announced, and releases its successor.
+    let r = api.delete(&format!("/dependency/{stored_id}")).await;
+    assert!(r.status == 204 || r.status == 200, "{r}");
+    let feed = api
+        .get("/event?resource=dependency&type=dependency.deleted")
+        .await;
+    assert_eq!(feed.status, 200, "{feed}");
+    let events = feed.body["values"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{feed}");
+    assert_eq!(events[0]["recordId"], stored_id.as_str());
+}
+
 /// Readiness (docs/deliverables.md, "Readiness"): a successor waits while a predecessor has
 /// released nothing, is todo once every predecessor is done or sent some quantity ahead, goes
 /// back to waiting when that is undone (unless its work started); containers alike; the work

@@ -177,3 +177,113 @@ async fn a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413() {
     let resp = api.post_raw("/worker/query", body(BODY_LIMIT + 1)).await;
     assert_error(&resp, 413, "PAYLOAD_TOO_LARGE");
 }
+
+/// Issue 35, item 6, at its sizes (not timed; `bench/dependencies.sh` times them): one bulk PUT
+/// of 10,000 dependencies (chains of 100 in 100 orders), then a route of 1,000 nodes with
+/// 1,000 dependencies applied in one call, in the same organization: every dependency is
+/// written and copied, and the copies' successors wait for their predecessors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_dependencies_in_one_bulk_and_a_route_of_a_thousand_applied() {
+    let server = TestServer::start().await;
+    let api = server.org("Deps").await;
+    let id = || uuid::Uuid::now_v7().to_string();
+    let mut nodes = Vec::new();
+    let mut deps = Vec::new();
+    for o in 0..100 {
+        let order = id();
+        nodes.push(json!({"id": order, "name": format!("O{o}"), "type": "order"}));
+        let steps: Vec<String> = (0..101).map(|_| id()).collect();
+        for (i, s) in steps.iter().enumerate() {
+            nodes
+                .push(json!({"id": s, "name": format!("s{i}"), "type": "step", "parentId": order}));
+        }
+        for w in steps.windows(2) {
+            deps.push(json!({"predecessorId": w[0], "successorId": w[1]}));
+        }
+    }
+    for chunk in nodes.chunks(5_000) {
+        let (status, body) = big(
+            &api,
+            reqwest::Method::PUT,
+            "/deliverable/bulk",
+            &json!(chunk),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", short(&body));
+    }
+    let (status, body) = big(&api, reqwest::Method::PUT, "/dependency/bulk", &json!(deps)).await;
+    assert_eq!(status, 200, "{}", short(&body));
+    assert_eq!(body["count"], 10_000);
+    assert_eq!(api.count("dependency", "").await, 10_000);
+    // The last step of an order waits; the first does not (it has no predecessor).
+    let last = deps[99]["successorId"].as_str().unwrap();
+    assert_eq!(
+        api.read("deliverable", last).await["progress"]["status"],
+        "waiting"
+    );
+
+    // A route of 10 phases of 99 steps (1,000 nodes below it) with 1,000 dependencies.
+    let route = id();
+    let mut nodes = vec![json!({"id": route, "name": "Route", "type": "route"})];
+    let mut deps = Vec::new();
+    let mut phases = Vec::new();
+    let mut steps: Vec<Vec<String>> = Vec::new();
+    for p in 0..10 {
+        let phase = id();
+        nodes.push(
+            json!({"id": phase, "name": format!("P{p}"), "type": "phase", "parentId": route}),
+        );
+        let ss: Vec<String> = (0..99).map(|_| id()).collect();
+        for (i, s) in ss.iter().enumerate() {
+            nodes
+                .push(json!({"id": s, "name": format!("s{i}"), "type": "step", "parentId": phase}));
+        }
+        for w in ss.windows(2) {
+            deps.push(json!({"predecessorId": w[0], "successorId": w[1]}));
+        }
+        phases.push(phase);
+        steps.push(ss);
+    }
+    for w in phases.windows(2) {
+        deps.push(json!({"predecessorId": w[0], "successorId": w[1]}));
+    }
+    for p in 0..9 {
+        deps.push(json!({"predecessorId": steps[p][98], "successorId": steps[p + 1][0]}));
+    }
+    deps.push(json!({"predecessorId": steps[0][0], "successorId": steps[9][0]}));
+    deps.push(json!({"predecessorId": steps[0][1], "successorId": steps[9][1]}));
+    assert_eq!((nodes.len(), deps.len()), (1_001, 1_000));
+    let (status, body) = big(
+        &api,
+        reqwest::Method::PUT,
+        "/deliverable/bulk",
+        &json!(nodes),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", short(&body));
+    let (status, body) = big(&api, reqwest::Method::PUT, "/dependency/bulk", &json!(deps)).await;
+    assert_eq!(status, 200, "{}", short(&body));
+    let target = api
+        .create("deliverable", json!({"name": "Target", "type": "order"}))
+        .await;
+    let target = target["id"].as_str().unwrap();
+    let (status, body) = big(
+        &api,
+        reqwest::Method::POST,
+        &format!("/deliverable/{target}/apply-template"),
+        &json!({"templateId": route}),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", short(&body));
+    let value = &body["value"];
+    assert_eq!(value["nodes"].as_array().unwrap().len(), 1_000);
+    let copied = value["dependencies"].as_array().unwrap();
+    assert_eq!(copied.len(), 1_000);
+    assert_eq!(api.count("dependency", "").await, 12_000);
+    // Each copied successor waits for its copied predecessor.
+    let successor = copied[500]["successorId"].as_str().unwrap();
+    assert_eq!(
+        api.read("deliverable", successor).await["progress"]["status"],
+        "waiting"
+    );
+}
