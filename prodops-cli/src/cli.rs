@@ -393,7 +393,7 @@ pub fn command() -> Command {
              errors and progress to stderr.\n\n\
              Exit codes: 0 success, 2 usage, 3 authentication or permission, 4 not found,\n\
              5 rejected request, 6 rate-limited after retries, 7 network error or server error,\n\
-             8 declined at a confirmation prompt.",
+             8 declined at a confirmation prompt, 9 events missed (the feed no longer keeps them).",
         )
         .subcommand_required(true)
         .arg_required_else_help(true)
