@@ -13,7 +13,9 @@ pub mod deliverable;
 pub mod delivery;
 pub mod document;
 pub mod event;
+#[cfg(feature = "openapi")]
 pub mod field_types;
+#[cfg(feature = "openapi")]
 pub mod filter_fields;
 pub mod inventory;
 pub mod manifest;
@@ -21,6 +23,7 @@ pub mod minimal;
 pub mod notification;
 pub mod number;
 pub mod objects_only;
+pub mod openapi;
 pub mod organization;
 pub mod production;
 pub mod production_actions;
