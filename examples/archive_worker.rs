@@ -5,7 +5,7 @@
 //!   cargo run -p prodops-client --example archive_worker -- <ID or customerIdentifier>
 //! ```
 
-use prodops_client::{Client, Query};
+use prodops_client::{Client, Query, Uuid, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,12 +13,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .ok_or("usage: archive_worker <id or customerIdentifier>")?;
     let client = Client::from_env()?;
-    let id = match uuid::Uuid::parse_str(&who) {
+    let id = match Uuid::parse_str(&who) {
         Ok(id) => id,
         Err(_) => {
             let page = client
                 .workers()
-                .query(&Query::new().filter("customerIdentifier", serde_json::json!(who)))
+                .query(&Query::new().filter("customerIdentifier", json!(who)))
                 .await?;
             match page.values.as_slice() {
                 [one] => one.id,

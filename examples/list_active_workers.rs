@@ -5,9 +5,7 @@
 //!   cargo run -p prodops-client --example list_active_workers
 //! ```
 
-use futures::TryStreamExt;
-use prodops_client::{Client, ListParams};
-use prodops_core::worker::Worker;
+use prodops_client::{Client, ListParams, TryStreamExt, Worker};
 
 #[tokio::main]
 async fn main() -> Result<(), prodops_client::Error> {

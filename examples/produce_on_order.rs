@@ -10,15 +10,15 @@
 //!   cargo run -p prodops-client --example produce_on_order -- <ORDER_ID> <LOCATION_ID> [QUANTITY]
 //! ```
 
-use prodops_client::Client;
-use prodops_core::production_actions::ProduceRequest;
+use prodops_client::production_actions::ProduceRequest;
+use prodops_client::{Client, Uuid};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let usage = "usage: produce_on_order <ORDER_ID> <LOCATION_ID> [QUANTITY]";
-    let order: uuid::Uuid = args.next().ok_or(usage)?.parse()?;
-    let location: uuid::Uuid = args.next().ok_or(usage)?.parse()?;
+    let order: Uuid = args.next().ok_or(usage)?.parse()?;
+    let location: Uuid = args.next().ok_or(usage)?.parse()?;
     let quantity: f64 = args.next().map(|q| q.parse()).transpose()?.unwrap_or(1.0);
     let client = Client::from_env()?;
     let produced = client
@@ -41,6 +41,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let status = client.production_status(order).await?;
-    println!("{}", serde_json::to_string_pretty(&status)?);
+    println!("{status:#?}");
     Ok(())
 }

@@ -8,18 +8,32 @@
 //! # then: prodops webhook create --set url=http://127.0.0.1:9000/hook --set secret=... ...
 //! ```
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use prodops_client::Uuid;
 use prodops_client::webhook::{self, WebhookError};
 
+/// The receiver's state: the webhook's secret and the events seen so far.
 #[derive(Clone)]
-struct Receiver {
+pub struct Receiver {
     secret: Arc<str>,
-    seen: Arc<Mutex<HashSet<uuid::Uuid>>>,
+    /// The ids of the events accepted, in order, each once.
+    pub seen: Arc<Mutex<Vec<Uuid>>>,
+}
+
+/// The receiver's routes: `POST /hook`.
+pub fn app(secret: &str) -> (axum::Router, Receiver) {
+    let receiver = Receiver {
+        secret: secret.into(),
+        seen: Arc::default(),
+    };
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(receiver.clone());
+    (app, receiver)
 }
 
 async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> StatusCode {
@@ -29,7 +43,9 @@ async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> Sta
         .unwrap_or("");
     match webhook::verify(&body, signature, &r.secret, webhook::DEFAULT_TOLERANCE) {
         Ok(event) => {
-            if r.seen.lock().expect("lock").insert(event.id) {
+            let mut seen = r.seen.lock().expect("lock");
+            if !seen.contains(&event.id) {
+                seen.push(event.id);
                 println!(
                     "{} {} {} (cursor {})",
                     event.event_type, event.resource, event.record_id, event.cursor
@@ -48,18 +64,13 @@ async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> Sta
     }
 }
 
+#[allow(dead_code)]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secret = std::env::var("PRODOPS_WEBHOOK_SECRET")
         .map_err(|_| "set PRODOPS_WEBHOOK_SECRET to the webhook's secret")?;
     let bind = std::env::var("PRODOPS_WEBHOOK_BIND").unwrap_or_else(|_| "127.0.0.1:9000".into());
-    let receiver = Receiver {
-        secret: secret.into(),
-        seen: Arc::default(),
-    };
-    let app = axum::Router::new()
-        .route("/hook", axum::routing::post(hook))
-        .with_state(receiver);
+    let (app, _) = app(&secret);
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     eprintln!("listening on http://{bind}/hook");
     axum::serve(listener, app).await?;

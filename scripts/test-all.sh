@@ -13,6 +13,9 @@ PG_URL="${PRODOPS_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 echo "== tests on SQLite"
 cargo test --workspace --locked
 
+echo "== a program using the SDK alone (examples/sdk-only: only prodops_client::*, built as a client builds it)"
+cargo build --locked --manifest-path examples/sdk-only/Cargo.toml
+
 if [[ "${PRODOPS_SKIP_POSTGRES:-0}" == "1" && "${CI:-}" != "true" ]]; then
   echo "== PostgreSQL skipped (PRODOPS_SKIP_POSTGRES=1)"
   echo "== the outside fuzzer on SQLite only (scripts/fuzz.sh)"

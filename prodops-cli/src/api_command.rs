@@ -118,7 +118,7 @@ fn request(args: &ArgMatches) -> CmdResult<Request> {
             "unknown method {method_text}: use GET, POST, PATCH, PUT or DELETE"
         )));
     }
-    let method = Method::from_bytes(method_text.as_bytes()).expect("a method");
+    let method = Method::from_name(&method_text).expect("a method");
 
     let mut headers = Vec::new();
     for raw in many(args, "header") {

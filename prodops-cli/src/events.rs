@@ -217,7 +217,7 @@ pub async fn tail(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let stdout = std::io::stdout();
     let mut wait = Duration::from_secs(1);
     loop {
-        let mut feed = Box::pin(ctx.client.event_stream(query.clone(), follow));
+        let mut feed = ctx.client.event_stream(query.clone(), follow);
         let failure = loop {
             let Some(event) = feed.next().await else {
                 return Ok(());

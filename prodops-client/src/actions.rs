@@ -105,7 +105,9 @@ struct Values<T> {
 
 /// Reads a free-form JSON answer as the method's type.
 fn typed<T: DeserializeOwned>(value: Value) -> Result<T> {
-    serde_json::from_value(value).map_err(|e| Error::Decode(e.to_string()))
+    crate::compat::from_value_keeping(&value)
+        .map(|(t, _)| t)
+        .map_err(|e| Error::Decode(e.to_string()))
 }
 
 impl Client {
@@ -913,7 +915,7 @@ impl Client {
     /// # async fn run(c: prodops_client::Client) -> prodops_client::Result<()> {
     /// use futures::StreamExt;
     /// use prodops_core::api::event::EventQuery;
-    /// let mut feed = Box::pin(c.event_stream(EventQuery::default(), true));
+    /// let mut feed = c.event_stream(EventQuery::default(), true);
     /// while let Some(event) = feed.next().await {
     ///     let event = event?;
     ///     println!("{} {}", event.cursor, event.event_type);
@@ -924,32 +926,37 @@ impl Client {
         &self,
         mut query: EventQuery,
         follow: bool,
-    ) -> impl futures::Stream<Item = Result<Event>> + '_ {
+    ) -> futures::stream::BoxStream<'static, Result<Event>> {
         if follow && query.wait.is_none() {
             query.wait = Some(api::event::MAX_WAIT_SECS);
         }
+        let client = self.clone();
         let state = (query, std::collections::VecDeque::<Event>::new(), false);
-        futures::stream::unfold(state, move |(mut query, mut buffered, done)| async move {
-            loop {
-                if let Some(event) = buffered.pop_front() {
-                    return Some((Ok(event), (query, buffered, done)));
-                }
-                if done {
-                    return None;
-                }
-                match self.events(&query).await {
-                    Ok(page) => {
-                        let empty = page.values.is_empty();
-                        query.after = Some(page.next_cursor);
-                        buffered.extend(page.values);
-                        if empty && !follow {
-                            return None;
-                        }
+        let stream = futures::stream::unfold(state, move |(mut query, mut buffered, done)| {
+            let client = client.clone();
+            async move {
+                loop {
+                    if let Some(event) = buffered.pop_front() {
+                        return Some((Ok(event), (query, buffered, done)));
                     }
-                    Err(e) => return Some((Err(e), (query, buffered, true))),
+                    if done {
+                        return None;
+                    }
+                    match client.events(&query).await {
+                        Ok(page) => {
+                            let empty = page.values.is_empty();
+                            query.after = Some(page.next_cursor);
+                            buffered.extend(page.values);
+                            if empty && !follow {
+                                return None;
+                            }
+                        }
+                        Err(e) => return Some((Err(e), (query, buffered, true))),
+                    }
                 }
             }
-        })
+        });
+        futures::StreamExt::boxed(stream)
     }
 
     // ---- webhooks (docs/events.md, "Webhooks"); create, list, update and delete them as the

@@ -62,7 +62,7 @@ pub enum Error {
     },
     /// The server could not be reached, or the connection broke, or the call timed out.
     #[error("network error: {0}")]
-    Network(#[source] reqwest::Error),
+    Network(#[source] crate::NetworkError),
     /// The server answered 2xx with a body this client could not read.
     #[error("unexpected response from the server: {0}")]
     Decode(String),

@@ -31,30 +31,75 @@
 //! ```
 
 pub mod actions;
+pub mod compat;
 mod config;
 mod error;
+mod http;
+#[rustfmt::skip]
+pub mod inputs;
+pub mod paths;
 mod resource;
+mod retry;
 mod stream;
 pub mod webhook;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
+use paths::action_path;
 use prodops_core::api::{
     ActionDesc, AnswerKind, BodyKind, Endpoint, FileBody, FreeJson, HttpMethod, Json, JsonList,
     NoBody, OptionalJson, PathArgs, QueryArgs, RawFile,
 };
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use config::{Config, ENV_API_KEY, ENV_BASE_URL};
 pub use error::{Error, ErrorDetail, EventsGone, Result};
+pub use http::{Headers, Method, NetworkError, NetworkErrorKind};
+pub use inputs::*;
 pub use prodops_core::api::Page;
-pub use reqwest::Method;
-pub use resource::{BulkPut, GroupCount, ListParams, Query, Resource};
+pub use resource::{BulkPut, Filter, GroupCount, ListParams, Query, Resource};
 pub use stream::{Framer, ValuesStream};
+
+// The API's types, from `prodops-core`: a program names every record, request and answer type
+// through this crate and depends on no other of ours. Modules as core has them
+// (`prodops_client::worker::Worker`, `prodops_client::api::event::EventQuery`); the webhook
+// records are in [`webhook`] beside `verify`.
+pub use prodops_core::{
+    Record, ResourceDesc, Violation, api, bom_actions, catalog, contact, custom_property,
+    deliverable, delivery, document, event, inventory, minimal, notification, organization,
+    production, production_actions, progress, qc, registry, schedule, template, timesheet, vendor,
+    work_session, worker,
+};
+// The records of the standard resources, and what most programs name, at the root.
+pub use prodops_core::api::event::EventQuery;
+pub use prodops_core::catalog::CatalogEntry;
+pub use prodops_core::contact::Contact;
+pub use prodops_core::custom_property::CustomPropertyDefinition;
+pub use prodops_core::deliverable::Deliverable;
+pub use prodops_core::delivery::{CargoSpan, Delivery, Leg, ManifestLine, Stop};
+pub use prodops_core::document::{Document, DocumentVersion};
+pub use prodops_core::event::{Event, EventPage};
+pub use prodops_core::inventory::{InventoryTransaction, Stock};
+pub use prodops_core::minimal::{
+    Code, Comment, Dependency, Item, Location, Note, Project, Shop, Stage, Team, UnitMeasure,
+};
+pub use prodops_core::notification::Notification;
+pub use prodops_core::organization::{OrganizationMember, Role};
+pub use prodops_core::production::{BomLine, ProductionOutput};
+pub use prodops_core::qc::{QcSet, QcTemplateVersion};
+pub use prodops_core::timesheet::Timesheet;
+pub use prodops_core::vendor::Vendor;
+pub use prodops_core::webhook::Webhook;
+pub use prodops_core::work_session::WorkSession;
+pub use prodops_core::worker::Worker;
+// What the types are made of, and what reading a list needs.
+pub use chrono::{DateTime, Utc};
+pub use futures::{Stream, StreamExt, TryStreamExt};
+pub use serde_json::{Map, Value, json};
+pub use uuid::Uuid;
 
 /// The `User-Agent` every request carries.
 ///
@@ -97,7 +142,7 @@ pub struct RawResponse {
     /// The HTTP status.
     pub status: u16,
     /// The response headers.
-    pub headers: HeaderMap,
+    pub headers: Headers,
     /// The body, as sent.
     pub body: Bytes,
 }
@@ -118,11 +163,7 @@ impl RawResponse {
         if (200..300).contains(&self.status) {
             return None;
         }
-        let request_id = self
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let request_id = self.headers.get("x-request-id").map(str::to_string);
         Some(Error::from_response(self.status, request_id, &self.body))
     }
 }
@@ -133,58 +174,6 @@ fn wants_idempotency_key(method: &Method, path: &str) -> bool {
     *method == Method::POST
         || (matches!(*method, Method::PUT | Method::PATCH | Method::DELETE)
             && path.trim_end_matches('/').ends_with("/bulk"))
-}
-
-/// Whether an answer is worth the same request again: a 429 always (the window turns), a 503
-/// only when it carries `Retry-After`, which the server sends when concurrent transactions kept
-/// colliding. A 503 without it (a statement stopped by the server's statement timeout, a
-/// database that does not answer) would fail the same way again, and retrying a request that
-/// ran 30 s would only load the database for minutes (decisions.md section 8).
-///
-/// ```
-/// use reqwest::header::{HeaderMap, HeaderValue};
-/// let mut busy = HeaderMap::new();
-/// busy.insert("retry-after", HeaderValue::from_static("1"));
-/// assert!(prodops_client::is_retryable(503, &busy));
-/// assert!(!prodops_client::is_retryable(503, &HeaderMap::new()));
-/// assert!(prodops_client::is_retryable(429, &HeaderMap::new()));
-/// assert!(!prodops_client::is_retryable(500, &busy));
-/// ```
-pub fn is_retryable(status: u16, headers: &HeaderMap) -> bool {
-    match status {
-        429 => true,
-        503 => headers.contains_key("retry-after"),
-        _ => false,
-    }
-}
-
-/// How long to wait before retry number `attempt` (1-based) of a 429/503: the server's
-/// `Retry-After` or `RateLimit-Reset` (seconds) when given, else exponential backoff from 250 ms;
-/// plus up to 25% (at least 50 ms) random jitter, so that many clients do not return at once;
-/// capped at `max`.
-///
-/// ```
-/// use reqwest::header::{HeaderMap, HeaderValue};
-/// let mut headers = HeaderMap::new();
-/// headers.insert("retry-after", HeaderValue::from_static("3"));
-/// let wait = prodops_client::retry_wait(&headers, 1, std::time::Duration::from_secs(60));
-/// assert!(wait >= std::time::Duration::from_secs(3));
-/// ```
-pub fn retry_wait(headers: &HeaderMap, attempt: u32, max: Duration) -> Duration {
-    let seconds = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-    };
-    let base = match seconds("retry-after").or_else(|| seconds("ratelimit-reset")) {
-        Some(s) => Duration::from_secs_f64(s.min(86_400.0)),
-        None => Duration::from_millis(250u64.saturating_mul(1 << attempt.min(10))),
-    };
-    let spread = (base.as_millis() as u64 / 4).max(50);
-    let jitter = Duration::from_millis(rand::random_range(0..=spread));
-    (base + jitter).min(max)
 }
 
 impl Client {
@@ -329,41 +318,30 @@ impl Client {
         content_type: &str,
         headers: &[(&str, &str)],
     ) -> Result<RawResponse> {
-        let response = self
-            .response_with(method, path, body, content_type, headers)
-            .await?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.bytes().await.map_err(Error::Network)?;
-        Ok(RawResponse {
-            status,
-            headers,
-            body,
-        })
+        match self
+            .exchange(method, path, body, content_type, headers, true)
+            .await?
+        {
+            Exchange::Whole(raw) => Ok(raw),
+            Exchange::Streaming(_) => unreachable!("asked for the whole answer"),
+        }
     }
 
-    /// The answer to one request, its body not read yet, after the retries ([`is_retryable`]).
-    async fn response(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Bytes>,
-        content_type: &str,
-    ) -> Result<reqwest::Response> {
-        self.response_with(method, path, body, content_type, &[])
-            .await
-    }
-
-    /// [`Client::response`] with further request headers.
-    async fn response_with(
+    /// One call: the request sent, and sent again as long as its answer says it is worth it
+    /// ([`retry::is_retryable`]) or it got no answer and may be sent again
+    /// ([`retry::is_resendable`]), at most `max_attempts` times. With `whole`, the answer's body
+    /// is read within the attempt (a connection that breaks while the body arrives is a
+    /// failure of that attempt); without it, a 2xx answer's body is left to stream.
+    async fn exchange(
         &self,
         method: Method,
         path: &str,
         body: Option<Bytes>,
         content_type: &str,
         headers: &[(&str, &str)],
-    ) -> Result<reqwest::Response> {
-        let mut extra = HeaderMap::new();
+        whole: bool,
+    ) -> Result<Exchange> {
+        let mut extra = reqwest::header::HeaderMap::new();
         for (name, value) in headers {
             let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes())
                 .map_err(|_| Error::Config(format!("header name {name:?}: not a header name")))?;
@@ -373,14 +351,17 @@ impl Client {
         }
         let url = format!("{}{}", self.inner.api_url, path);
         let idempotency_key = match &self.idempotency_key {
-            Some(key) if method != Method::GET && method != Method::HEAD => Some(key.to_string()),
+            Some(key) if !method.is_read() => Some(key.to_string()),
             _ => wants_idempotency_key(&method, path).then(|| uuid::Uuid::new_v4().to_string()),
         };
+        let keyed =
+            idempotency_key.is_some() || extra.keys().any(|k| k.as_str() == "idempotency-key");
         let config = &self.inner.config;
         let mut attempt = 0;
+        let mut lost_answer = false;
         loop {
             attempt += 1;
-            let mut request = self.inner.http.request(method.clone(), &url);
+            let mut request = self.inner.http.request(method.to_reqwest(), &url);
             if let Some(key) = &config.api_key {
                 request = request.header("X-API-Key", key);
             }
@@ -393,22 +374,57 @@ impl Client {
                     .body(body.clone());
             }
             if !extra.is_empty() {
-                let mut built = request.build().map_err(Error::Network)?;
+                let mut built = request.build().map_err(network)?;
                 for (name, value) in &extra {
                     built.headers_mut().insert(name.clone(), value.clone());
                 }
                 request = reqwest::RequestBuilder::from_parts(self.inner.http.clone(), built);
             }
-            let response = request.send().await.map_err(Error::Network)?;
-            let status = response.status().as_u16();
-            if is_retryable(status, response.headers()) && attempt < config.max_attempts {
-                let headers = response.headers().clone();
-                // Drain the body so the connection can be reused.
-                let _ = response.bytes().await;
-                tokio::time::sleep(retry_wait(&headers, attempt, config.max_retry_wait)).await;
+            let failure = match request.send().await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let answer_headers = Headers::from_reqwest(response.headers());
+                    // A write whose first answer was lost, sent again under its key while the
+                    // server still works on the first: 409 "being processed"; wait for it.
+                    let pending = lost_answer && keyed && status == 409;
+                    let again = (retry::is_retryable(status, &answer_headers) || pending)
+                        && attempt < config.max_attempts;
+                    if !whole && !again && (200..300).contains(&status) {
+                        return Ok(Exchange::Streaming(response));
+                    }
+                    match response.bytes().await {
+                        Ok(_) if again => {
+                            tokio::time::sleep(retry::retry_wait(
+                                &answer_headers,
+                                attempt,
+                                config.max_retry_wait,
+                            ))
+                            .await;
+                            continue;
+                        }
+                        Ok(body) => {
+                            return Ok(Exchange::Whole(RawResponse {
+                                status,
+                                headers: answer_headers,
+                                body,
+                            }));
+                        }
+                        Err(e) => NetworkError::from_reqwest(e),
+                    }
+                }
+                Err(e) => NetworkError::from_reqwest(e),
+            };
+            if retry::is_resendable(&failure, method, keyed) && attempt < config.max_attempts {
+                lost_answer = true;
+                tokio::time::sleep(retry::retry_wait(
+                    &Headers::default(),
+                    attempt,
+                    config.max_retry_wait,
+                ))
+                .await;
                 continue;
             }
-            return Ok(response);
+            return Err(Error::Network(failure));
         }
     }
 
@@ -429,20 +445,15 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn values_stream(&self, path: &str) -> Result<ValuesStream> {
-        let response = self
-            .response(Method::GET, path, None, "application/json")
-            .await?;
-        let status = response.status().as_u16();
-        if (200..300).contains(&status) {
-            return Ok(ValuesStream::new(response));
+        match self
+            .exchange(Method::GET, path, None, JSON, &[], false)
+            .await?
+        {
+            Exchange::Streaming(response) => Ok(ValuesStream::new(response)),
+            Exchange::Whole(raw) => Err(raw
+                .error()
+                .unwrap_or_else(|| Error::Decode("an answer without values".into()))),
         }
-        let request_id = response
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let body = response.bytes().await.map_err(Error::Network)?;
-        Err(Error::from_response(status, request_id, &body))
     }
 
     /// Sends a request and returns the body of a 2xx answer; any other status becomes
@@ -562,7 +573,8 @@ impl Client {
                     .await?
             }
         };
-        <E::Answer as AnswerKind>::decode(&bytes).map_err(|e| decode_error(e, &bytes))
+        <E::Answer as AnswerKind>::decode_with::<compat::Reader>(&bytes)
+            .map_err(|e| decode_error(e, &bytes))
     }
 
     /// The untyped call of an action from its description alone (what the CLI sends): the
@@ -652,6 +664,16 @@ impl Client {
 }
 
 const JSON: &str = "application/json";
+
+/// The answer of [`Client::exchange`].
+enum Exchange {
+    Whole(RawResponse),
+    Streaming(reqwest::Response),
+}
+
+fn network(e: reqwest::Error) -> Error {
+    Error::Network(NetworkError::from_reqwest(e))
+}
 
 /// The body of [`Client::call_described`].
 #[derive(Debug, Clone, PartialEq)]
@@ -747,25 +769,6 @@ fn method_of(desc: &ActionDesc) -> Method {
     }
 }
 
-/// An action's path under `/api/v2`: its template filled with `segments` (each
-/// percent-encoded), then the query pairs (percent-encoded), if any.
-///
-/// ```
-/// use prodops_core::api::{Endpoint, member::Outbox};
-/// let path = prodops_client::action_path(&Outbox::DESC, &[], &[("recipient".into(), "a b".into())]);
-/// assert_eq!(path, "/outbox?recipient=a%20b");
-/// ```
-pub fn action_path(desc: &ActionDesc, segments: &[String], query: &[(String, String)]) -> String {
-    let mut path = desc.fill(segments);
-    for (i, (name, value)) in query.iter().enumerate() {
-        path.push(if i == 0 { '?' } else { '&' });
-        path.push_str(&encode(name));
-        path.push('=');
-        path.push_str(&encode(value));
-    }
-    path
-}
-
 fn decode_error(e: serde_json::Error, bytes: &[u8]) -> Error {
     let sample: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
     Error::Decode(format!("{e} in {sample}"))
@@ -778,25 +781,7 @@ pub(crate) fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R> {
     } else {
         bytes
     };
-    serde_json::from_slice(text).map_err(|e| decode_error(e, bytes))
-}
-
-/// Percent-encodes one query-string component.
-///
-/// ```
-/// assert_eq!(prodops_client::encode("a b&c"), "a%20b%26c");
-/// ```
-pub fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    compat::from_slice(text).map_err(|e| decode_error(e, bytes))
 }
 
 #[cfg(test)]
@@ -817,29 +802,6 @@ mod tests {
         ));
         assert!(!wants_idempotency_key(&Method::PATCH, "/worker/abc"));
         assert!(!wants_idempotency_key(&Method::GET, "/worker/bulk"));
-    }
-
-    #[test]
-    fn retry_wait_honours_the_server_and_the_cap() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        let w = retry_wait(&h, 1, Duration::from_secs(60));
-        assert!(
-            w >= Duration::from_secs(2) && w <= Duration::from_millis(2500),
-            "{w:?}"
-        );
-        let mut h = HeaderMap::new();
-        h.insert("ratelimit-reset", HeaderValue::from_static("30"));
-        assert_eq!(
-            retry_wait(&h, 1, Duration::from_secs(5)),
-            Duration::from_secs(5)
-        );
-        let none = HeaderMap::new();
-        let first = retry_wait(&none, 1, Duration::from_secs(60));
-        assert!(
-            first >= Duration::from_millis(500) && first <= Duration::from_millis(625),
-            "{first:?}"
-        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{Client, Error, Method, Page, Result, decode, encode};
+use crate::paths::encode;
+use crate::{Client, Error, Method, Page, Result, decode};
 
 /// One group of a group-and-count: `{"groupId": VALUE, "count": N}`.
 ///
@@ -49,6 +50,43 @@ struct Count {
 #[derive(Deserialize)]
 struct Groups {
     values: Vec<GroupCount>,
+}
+
+/// One equality filter of a declared field, typed: made by the generated `RFilter` functions
+/// (`WorkerFilter::status(WorkerStatus::Active)`), given to [`ListParams::with`].
+///
+/// ```
+/// use prodops_client::{ListParams, WorkerFilter, worker::WorkerStatus};
+/// let p = ListParams::new().with(WorkerFilter::status(WorkerStatus::Inactive));
+/// assert_eq!(p.query_string(false), "status=inactive");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    field: &'static str,
+    value: String,
+}
+
+impl Filter {
+    /// The filter `field = value`, the value as a query string carries it (text as it is,
+    /// anything else as its JSON).
+    pub fn new(field: &'static str, value: impl Serialize) -> Filter {
+        let value = match serde_json::to_value(value) {
+            Ok(Value::String(s)) => s,
+            Ok(other) => other.to_string(),
+            Err(_) => String::new(),
+        };
+        Filter { field, value }
+    }
+
+    /// The field filtered on.
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// The value, as text.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
 }
 
 /// Filters, search, sort and paging of a list (and the filter of a count or bulk call).
@@ -96,6 +134,19 @@ impl ListParams {
     /// ```
     pub fn filter(mut self, field: impl Into<String>, value: impl Into<String>) -> ListParams {
         self.filters.push((field.into(), value.into()));
+        self
+    }
+
+    /// Adds a typed filter (`WorkerFilter::status(WorkerStatus::Active)`): only fields users
+    /// filter by, with values of their type. [`ListParams::filter`] is the untyped form.
+    ///
+    /// ```
+    /// use prodops_client::{ListParams, WorkerFilter};
+    /// let p = ListParams::new().with(WorkerFilter::is_archived(true));
+    /// assert_eq!(p.filters[0], ("isArchived".to_string(), "true".to_string()));
+    /// ```
+    pub fn with(mut self, filter: Filter) -> ListParams {
+        self.filters.push((filter.field.to_string(), filter.value));
         self
     }
 
@@ -329,6 +380,19 @@ where
             path,
             _t: PhantomData,
         }
+    }
+
+    /// The same endpoints with each record read as a [`Lenient`](crate::compat::Lenient): the
+    /// record, and the fields the answer carried that this client's type does not declare
+    /// (a newer server's), by JSON Pointer.
+    ///
+    /// ```
+    /// let c = prodops_client::Client::new(prodops_client::Config::new("http://h", "k")).unwrap();
+    /// let workers = c.workers().keeping_unknown();
+    /// assert_eq!(workers.path(), "worker");
+    /// ```
+    pub fn keeping_unknown(&self) -> Resource<crate::compat::Lenient<T>> {
+        Resource::new(self.client.clone(), self.path.clone())
     }
 
     /// The path under `/api/v2` (`worker`).

@@ -233,7 +233,12 @@ impl ValuesStream {
             if self.framer.is_done() {
                 return Ok(None);
             }
-            match self.response.chunk().await.map_err(Error::Network)? {
+            match self
+                .response
+                .chunk()
+                .await
+                .map_err(|e| Error::Network(crate::NetworkError::from_reqwest(e)))?
+            {
                 Some(chunk) => self.framer.feed(&chunk)?,
                 None => return Err(bad("it ended before its last value")),
             }

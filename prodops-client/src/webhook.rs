@@ -19,6 +19,11 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 pub use prodops_core::event::Event;
+/// The webhook records and the answers of their actions (`Webhook`, `WebhookDelivery`, ...).
+pub use prodops_core::webhook::{
+    RedeliverRequest, RedeliverResult, Webhook, WebhookDelivery, WebhookDeliveryStatus,
+    WebhookTestResult,
+};
 
 /// The header that carries the signature.
 pub const SIGNATURE_HEADER: &str = "X-Prodops-Signature";
@@ -107,7 +112,7 @@ pub fn verify_at(
             tolerance,
         });
     }
-    serde_json::from_slice(body)
+    crate::compat::from_slice(body)
         .map_err(|e| WebhookError::Malformed(format!("the body is not an event: {e}")))
 }
 

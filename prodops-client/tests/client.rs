@@ -166,7 +166,7 @@ async fn one_error_type_with_status_code_details_and_request_id() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = closed.local_addr().unwrap();
     drop(closed);
-    let gone = Client::new(Config::new(format!("http://{addr}"), "k")).unwrap();
+    let gone = Client::new(Config::new(format!("http://{addr}"), "k").max_attempts(2)).unwrap();
     assert!(matches!(
         gone.workers().count(&ListParams::new()).await,
         Err(Error::Network(_))

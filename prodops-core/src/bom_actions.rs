@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::inventory::round_quantity;

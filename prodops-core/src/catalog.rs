@@ -3,9 +3,9 @@
 //! Records reference an entry by its `code`. Renaming a code queues a background job that
 //! rewrites every stored reference with [`rewrite_code`].
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_true, eq_ignore_case, trim, trim_opt};

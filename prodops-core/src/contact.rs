@@ -1,10 +1,10 @@
 //! Contacts (spec 2.6): people at vendors and elsewhere; deliveries reference them as drivers
 //! and receivers.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};

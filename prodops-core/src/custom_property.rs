@@ -1,9 +1,9 @@
 //! Custom property definitions (spec 2.12, 4.9): typed fields that orders carry under
 //! `data.properties`, keyed by the definition's `key`.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{eq_ignore_case, require_nonempty, trim, trim_opt};

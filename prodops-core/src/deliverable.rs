@@ -6,10 +6,10 @@
 
 use std::fmt;
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_one, require_nonempty, trim};

@@ -3,9 +3,9 @@
 //! Status moves only through the lifecycle actions ([`next_status`]); archive and restore are
 //! actions too, allowed only from a final status ([`can_archive`]).
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};

@@ -4,10 +4,10 @@
 //! by the Hub upload and by version writes. `documentUrl` is a time-limited link the server
 //! generates on read from the durable `documentKey`.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_true, require_nonempty, trim, trim_opt};

@@ -8,9 +8,9 @@
 
 use std::fmt;
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// The kind of change a write made to one record.

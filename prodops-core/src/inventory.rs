@@ -3,10 +3,10 @@
 //! A transaction is immutable once posted. [`posting_deltas`] says what a transaction does to
 //! stock: stock on hand at a location is the sum of the deltas of every transaction.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use std::collections::BTreeMap;

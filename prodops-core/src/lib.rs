@@ -14,7 +14,9 @@ pub mod delivery;
 pub mod dependency_graph;
 pub mod document;
 pub mod event;
+#[cfg(feature = "openapi")]
 pub mod field_types;
+#[cfg(feature = "openapi")]
 pub mod filter_fields;
 pub mod inventory;
 pub mod manifest;
@@ -22,6 +24,7 @@ pub mod minimal;
 pub mod notification;
 pub mod number;
 pub mod objects_only;
+pub mod openapi;
 pub mod organization;
 pub mod production;
 pub mod production_actions;

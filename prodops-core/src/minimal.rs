@@ -2,9 +2,9 @@
 //! with minimal fields: items, locations, shops, stages, units of measure, teams, projects,
 //! codes, dependencies, comments and notes (timesheets: `timesheet`).
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_true, require_nonempty, trim, trim_opt};

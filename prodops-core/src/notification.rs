@@ -1,8 +1,8 @@
 //! Notifications (spec 2.15, 4.13): what a user is told about new comments and documents.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::resource::{Allow, Ops, Record, ResourceDesc};

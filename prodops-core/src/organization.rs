@@ -3,9 +3,9 @@
 //! A member links an account (`appUser`) to the organization. Members are invited by their own
 //! create handler; the standard update writes `name`, `roleId`, `roleType` and `workerId`.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};

@@ -5,10 +5,10 @@
 //! route or root order needs the owner's stored facts, so the server looks them up and asks
 //! [`check_owner`].
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{is_positive, trim};

@@ -2,8 +2,8 @@
 //! entries): request and response types for the server and the client, and the arithmetic of
 //! what a call posts, as pure functions over the facts the server reads.
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::inventory::{InventoryTransaction, round_quantity};

@@ -4,9 +4,9 @@
 //! The table of every action from every state is in `docs/deliverables.md`; [`apply`] is its
 //! one implementation.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::deliverable::{DeliverableType, Progress, ProgressStatus};

@@ -10,10 +10,10 @@
 //! failing verdict sends the step and its stage to rework ([`newly_failed`],
 //! [`rework_targets`]). docs/documents.md, "QC gates", is the prose of these rules.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{default_one, default_true, require_nonempty, trim};

@@ -1,10 +1,6 @@
 //! Every standard resource, in one list the server, the client and the CLI iterate over.
 
 use crate::resource::{Kind, ResourceKind};
-use crate::{
-    catalog, contact, custom_property, deliverable, delivery, document, inventory, minimal,
-    notification, organization, production, qc, timesheet, vendor, webhook, work_session, worker,
-};
 
 /// Declares [`ResourceId`] and the kinds of [`resources`] from one list, in the same order,
 /// so that a resource cannot be registered without its id nor given an id without being
@@ -28,44 +24,55 @@ macro_rules! registry {
     };
 }
 
-// All standard resources. Adding a resource type means adding one line here.
-registry! {
-    Worker => worker::Worker,
-    Deliverable => deliverable::Deliverable,
-    WorkSession => work_session::WorkSession,
-    ProductionOutput => production::ProductionOutput,
-    BomLine => production::BomLine,
-    InventoryTransaction => inventory::InventoryTransaction,
-    Vendor => vendor::Vendor,
-    Contact => contact::Contact,
-    CatalogEntry => catalog::CatalogEntry,
-    CustomProperty => custom_property::CustomPropertyDefinition,
-    Document => document::Document,
-    DocumentVersion => document::DocumentVersion,
-    Delivery => delivery::Delivery,
-    DeliveryManifestLine => delivery::ManifestLine,
-    DeliveryStop => delivery::Stop,
-    DeliveryLeg => delivery::Leg,
-    DeliveryCargoSpan => delivery::CargoSpan,
-    QcTemplate => qc::QcTemplateVersion,
-    QcSet => qc::QcSet,
-    OrganizationMember => organization::OrganizationMember,
-    Role => organization::Role,
-    Notification => notification::Notification,
-    Item => minimal::Item,
-    Location => minimal::Location,
-    Shop => minimal::Shop,
-    Stage => minimal::Stage,
-    UnitMeasure => minimal::UnitMeasure,
-    Team => minimal::Team,
-    Project => minimal::Project,
-    Code => minimal::Code,
-    Dependency => minimal::Dependency,
-    Comment => minimal::Comment,
-    Note => minimal::Note,
-    Timesheet => timesheet::Timesheet,
-    Webhook => webhook::Webhook,
+/// Calls `$callback! { Id => path::Record, ... }` with every standard resource: its
+/// [`ResourceId`] variant and its record type. The one list of resources: [`resources`] and
+/// [`ResourceId`] come from it, and so can anything else written once per resource (the
+/// client's typed inputs).
+#[macro_export]
+macro_rules! for_each_resource {
+    ($callback:ident) => {
+        $callback! {
+            Worker => $crate::worker::Worker,
+            Deliverable => $crate::deliverable::Deliverable,
+            WorkSession => $crate::work_session::WorkSession,
+            ProductionOutput => $crate::production::ProductionOutput,
+            BomLine => $crate::production::BomLine,
+            InventoryTransaction => $crate::inventory::InventoryTransaction,
+            Vendor => $crate::vendor::Vendor,
+            Contact => $crate::contact::Contact,
+            CatalogEntry => $crate::catalog::CatalogEntry,
+            CustomProperty => $crate::custom_property::CustomPropertyDefinition,
+            Document => $crate::document::Document,
+            DocumentVersion => $crate::document::DocumentVersion,
+            Delivery => $crate::delivery::Delivery,
+            DeliveryManifestLine => $crate::delivery::ManifestLine,
+            DeliveryStop => $crate::delivery::Stop,
+            DeliveryLeg => $crate::delivery::Leg,
+            DeliveryCargoSpan => $crate::delivery::CargoSpan,
+            QcTemplate => $crate::qc::QcTemplateVersion,
+            QcSet => $crate::qc::QcSet,
+            OrganizationMember => $crate::organization::OrganizationMember,
+            Role => $crate::organization::Role,
+            Notification => $crate::notification::Notification,
+            Item => $crate::minimal::Item,
+            Location => $crate::minimal::Location,
+            Shop => $crate::minimal::Shop,
+            Stage => $crate::minimal::Stage,
+            UnitMeasure => $crate::minimal::UnitMeasure,
+            Team => $crate::minimal::Team,
+            Project => $crate::minimal::Project,
+            Code => $crate::minimal::Code,
+            Dependency => $crate::minimal::Dependency,
+            Comment => $crate::minimal::Comment,
+            Note => $crate::minimal::Note,
+            Timesheet => $crate::timesheet::Timesheet,
+            Webhook => $crate::webhook::Webhook,
+        }
+    };
 }
+
+// All standard resources. Adding a resource type means adding one line to `for_each_resource!`.
+for_each_resource!(registry);
 
 impl ResourceId {
     /// The resource's kind.

@@ -163,7 +163,9 @@ pub const COMMON_READ_ONLY: &[&str] = &["organizationId", "createdAt", "updatedA
 /// `id`, `organizationId`, `createdAt`, `updatedAt` (and `isArchived`/`archivedAt` where the
 /// description says so), and give every optional field its specification default with
 /// `#[serde(default)]`, so that deserializing a create body fills in the defaults.
-pub trait Record: Serialize + DeserializeOwned + utoipa::ToSchema + Send + Sync + 'static {
+pub trait Record:
+    Serialize + DeserializeOwned + crate::openapi::ToSchema + Send + Sync + 'static
+{
     const DESC: ResourceDesc;
 
     /// Canonicalizes values in place (trimming codes, ...); runs on every write before `validate`.
@@ -219,6 +221,7 @@ pub trait ResourceKind: Send + Sync + 'static {
     ) -> Result<(), Vec<Violation>>;
 
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
+    #[cfg(feature = "openapi")]
     fn schema(
         &self,
     ) -> (
@@ -227,6 +230,7 @@ pub trait ResourceKind: Send + Sync + 'static {
     );
 
     /// The schema of the wire form and of every type it refers to, for the OpenAPI components.
+    #[cfg(feature = "openapi")]
     fn schemas(
         &self,
         out: &mut Vec<(
@@ -356,6 +360,7 @@ impl<T: Record> ResourceKind for Kind<T> {
         check_patch::<T>(patch, rules)
     }
 
+    #[cfg(feature = "openapi")]
     fn schema(
         &self,
     ) -> (
@@ -365,6 +370,7 @@ impl<T: Record> ResourceKind for Kind<T> {
         (T::name().into_owned(), T::schema())
     }
 
+    #[cfg(feature = "openapi")]
     fn schemas(
         &self,
         out: &mut Vec<(

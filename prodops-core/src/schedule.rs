@@ -5,9 +5,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::deliverable::Schedule;

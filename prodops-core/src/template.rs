@@ -9,8 +9,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::deliverable::DeliverableType;

@@ -19,10 +19,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::catalog::{CatalogEntry, PAY_TYPE};

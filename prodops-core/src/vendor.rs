@@ -1,9 +1,9 @@
 //! Vendors (spec 2.5, 3.4): suppliers, manufacturers and subcontractors.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};

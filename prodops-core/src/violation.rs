@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One broken rule, as listed in the `details` of a 400 error body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, crate::openapi::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Violation {
     /// The field the rule is about (dotted path, `data.properties.width`), if any.

@@ -1,8 +1,8 @@
 //! Work sessions (spec 2.14, 4.3): a worker's time on a deliverable, or a planned assignment.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::resource::{Record, ResourceDesc};

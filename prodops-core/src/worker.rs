@@ -1,8 +1,8 @@
 //! Workers (spec 2.4, 3.3, 4.11): the roster, with archive naming and restore.
 
+use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::resource::{Allow, Archive, Ops, Record, ResourceDesc};

@@ -154,7 +154,10 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
             (None, Some(cursor)) => Some(fetch_page(
                 ctx,
                 &query,
-                format!("cursor={}&pageSize={size}", prodops_client::encode(&cursor)),
+                format!(
+                    "cursor={}&pageSize={size}",
+                    prodops_client::paths::encode(&cursor)
+                ),
             )),
             (None, None) => None,
         };

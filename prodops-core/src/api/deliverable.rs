@@ -1,9 +1,9 @@
 //! The deliverable tree's actions (spec 4.2, 4.3): hierarchy, roots, groups, crew time,
 //! reorder, progress, schedule, and work-session save and stop.
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{

@@ -1,7 +1,7 @@
 //! Inventory (spec 4.6): posting an adjust, transfer or return, and reading stock.
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{

@@ -30,11 +30,10 @@
 
 use std::fmt::Write as _;
 
+use crate::openapi::ToSchema;
+use crate::openapi::{RefOr, Schema};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::Schema;
 use uuid::Uuid;
 
 pub mod bom;
@@ -56,10 +55,17 @@ pub type Schemas = Vec<(String, RefOr<Schema>)>;
 pub type SchemaFn = fn(&mut Schemas) -> RefOr<Schema>;
 
 /// [`SchemaFn`] of a type with a `ToSchema`.
+#[cfg(feature = "openapi")]
 pub fn schema_of<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
     T::schemas(schemas);
     schemas.push((T::name().into_owned(), T::schema()));
     utoipa::openapi::Ref::from_schema_name(T::name()).into()
+}
+
+/// Without the `openapi` feature no schema exists; a declaration still names this function.
+#[cfg(not(feature = "openapi"))]
+pub fn schema_of<T: ?Sized>(_: &mut Schemas) -> RefOr<Schema> {
+    panic!("prodops-core is built without its `openapi` feature")
 }
 
 /// An HTTP method of an action.
@@ -364,17 +370,43 @@ pub trait AnswerKind {
     /// What the caller gets.
     type Out: DeserializeOwned;
     const ANSWER: AnswerBody;
-    /// Reads the answer's body (empty for a 204).
-    fn decode(body: &[u8]) -> Result<Self::Out, serde_json::Error>;
+    /// Reads the answer's body (empty for a 204) with serde's own (strict) reading.
+    fn decode(body: &[u8]) -> Result<Self::Out, serde_json::Error> {
+        Self::decode_with::<StrictJson>(body)
+    }
+    /// Reads the answer's body, its JSON read by `R` (a client reads answers of a newer server
+    /// leniently, with fields it does not know set aside).
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<Self::Out, serde_json::Error>;
+}
+
+/// How JSON text becomes a value: [`StrictJson`] is `serde_json::from_slice`.
+pub trait JsonReader {
+    fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error>;
+}
+
+/// `serde_json::from_slice`: unknown fields are refused where the type says so.
+pub struct StrictJson;
+
+impl JsonReader for StrictJson {
+    fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(body)
+    }
 }
 
 /// [`SchemaFn`] of a list of a type with a `ToSchema` (inline: an array of references).
+#[cfg(feature = "openapi")]
 pub fn list_schema_of<T: ToSchema>(schemas: &mut Schemas) -> RefOr<Schema> {
     let item = schema_of::<T>(schemas);
     utoipa::openapi::schema::ArrayBuilder::new()
         .items(item)
         .build()
         .into()
+}
+
+/// Without the `openapi` feature no schema exists; a declaration still names this function.
+#[cfg(not(feature = "openapi"))]
+pub fn list_schema_of<T: ?Sized>(_: &mut Schemas) -> RefOr<Schema> {
+    panic!("prodops-core is built without its `openapi` feature")
 }
 
 /// No request body.
@@ -399,8 +431,8 @@ impl<T: ToSchema + Serialize> BodyKind for Json<T> {
 impl<T: ToSchema + DeserializeOwned> AnswerKind for Json<T> {
     type Out = T;
     const ANSWER: AnswerBody = AnswerBody::Json(Some(schema_of::<T>));
-    fn decode(body: &[u8]) -> Result<T, serde_json::Error> {
-        serde_json::from_slice(body)
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<T, serde_json::Error> {
+        R::read(body)
     }
 }
 
@@ -446,8 +478,8 @@ impl BodyKind for FreeJson {
 impl AnswerKind for FreeJson {
     type Out = serde_json::Value;
     const ANSWER: AnswerBody = AnswerBody::Json(None);
-    fn decode(body: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_slice(body)
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
+        R::read(body)
     }
 }
 
@@ -469,7 +501,7 @@ impl BodyKind for RawFile {
 impl AnswerKind for RawFile {
     type Out = Vec<u8>;
     const ANSWER: AnswerBody = AnswerBody::Bytes;
-    fn decode(body: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
         Ok(body.to_vec())
     }
 }
@@ -480,7 +512,7 @@ pub struct Empty;
 impl AnswerKind for Empty {
     type Out = ();
     const ANSWER: AnswerBody = AnswerBody::Empty;
-    fn decode(_: &[u8]) -> Result<(), serde_json::Error> {
+    fn decode_with<R: JsonReader>(_: &[u8]) -> Result<(), serde_json::Error> {
         Ok(())
     }
 }
@@ -503,8 +535,8 @@ pub struct ValueAnswer<T = serde_json::Value> {
 impl<T: ToSchema + DeserializeOwned> AnswerKind for ValueOf<T> {
     type Out = T;
     const ANSWER: AnswerBody = AnswerBody::Value(schema_of::<T>);
-    fn decode(body: &[u8]) -> Result<T, serde_json::Error> {
-        serde_json::from_slice::<ValueAnswer<T>>(body).map(|v| v.value)
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<T, serde_json::Error> {
+        R::read::<ValueAnswer<T>>(body).map(|v| v.value)
     }
 }
 
@@ -514,8 +546,8 @@ pub struct ValueList<T>(std::marker::PhantomData<T>);
 impl<T: ToSchema + DeserializeOwned> AnswerKind for ValueList<T> {
     type Out = Vec<T>;
     const ANSWER: AnswerBody = AnswerBody::Value(list_schema_of::<T>);
-    fn decode(body: &[u8]) -> Result<Vec<T>, serde_json::Error> {
-        serde_json::from_slice::<ValueAnswer<Vec<T>>>(body).map(|v| v.value)
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<Vec<T>, serde_json::Error> {
+        R::read::<ValueAnswer<Vec<T>>>(body).map(|v| v.value)
     }
 }
 
@@ -545,8 +577,8 @@ pub struct PageOf<T>(std::marker::PhantomData<T>);
 impl<T: ToSchema + DeserializeOwned> AnswerKind for PageOf<T> {
     type Out = Page<T>;
     const ANSWER: AnswerBody = AnswerBody::Page(Some(schema_of::<T>));
-    fn decode(body: &[u8]) -> Result<Page<T>, serde_json::Error> {
-        serde_json::from_slice(body)
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<Page<T>, serde_json::Error> {
+        R::read(body)
     }
 }
 
@@ -556,8 +588,10 @@ pub struct FreePage;
 impl AnswerKind for FreePage {
     type Out = Page<serde_json::Value>;
     const ANSWER: AnswerBody = AnswerBody::Page(None);
-    fn decode(body: &[u8]) -> Result<Page<serde_json::Value>, serde_json::Error> {
-        serde_json::from_slice(body)
+    fn decode_with<R: JsonReader>(
+        body: &[u8],
+    ) -> Result<Page<serde_json::Value>, serde_json::Error> {
+        R::read(body)
     }
 }
 
@@ -751,6 +785,7 @@ pub fn by_operation(id: &str) -> Option<&'static ActionDesc> {
 /// let fields = request_fields(&Produce::DESC, &mut Schemas::new());
 /// assert!(fields.iter().any(|f| f == "deliverableId"));
 /// ```
+#[cfg(feature = "openapi")]
 pub fn request_fields(a: &ActionDesc, schemas: &mut Schemas) -> Vec<String> {
     let RequestBody::Json {
         schema: Some(schema),
@@ -769,6 +804,7 @@ pub fn request_fields(a: &ActionDesc, schemas: &mut Schemas) -> Vec<String> {
     fields
 }
 
+#[cfg(feature = "openapi")]
 fn collect_fields(
     schema: &serde_json::Value,
     named: &serde_json::Map<String, serde_json::Value>,
