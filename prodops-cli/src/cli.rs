@@ -433,6 +433,23 @@ pub fn command() -> Command {
         let taken = std::mem::replace(cmd, Command::new("placeholder"));
         *cmd = taken.subcommand(crate::events::tail_command());
     }
+    // `inventory count FILE.csv`: the declared count, its lines read from a CSV file.
+    if let Some(cmd) = groups.iter_mut().find(|c| c.get_name() == "inventory") {
+        let taken = std::mem::replace(cmd, Command::new("placeholder"));
+        *cmd = taken.mut_subcommand("count", |count| {
+            count
+                .arg(
+                    Arg::new(crate::count::FILE_ARG)
+                        .value_name("FILE.csv")
+                        .help("The count: a CSV file with the columns itemId, locationId, quantity and optionally unitMeasureId (- for stdin); refusals name its line numbers"),
+                )
+                .mut_arg("dry-run", |a| {
+                    a.num_args(0..=1)
+                        .require_equals(true)
+                        .default_missing_value("true")
+                })
+        });
+    }
     // A group of actions is described by its verbs (`produce, consume, ...`).
     for cmd in groups.iter_mut() {
         if prodops_core::registry::resources()
@@ -793,7 +810,9 @@ mod tests {
                 .map(|p| p.get_id().to_string())
                 .collect();
             let mut expected: Vec<String> = a.path_params().iter().map(|p| p.to_string()).collect();
-            if matches!(a.request, prodops_core::api::RequestBody::Bytes) {
+            if matches!(a.request, prodops_core::api::RequestBody::Bytes)
+                || a.operation_id == "inventory_count"
+            {
                 expected.push("file".into());
             }
             assert_eq!(positionals, expected, "{what}: positional arguments");

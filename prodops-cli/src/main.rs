@@ -9,6 +9,7 @@
 mod actions;
 mod api_command;
 mod cli;
+mod count;
 mod creds;
 mod csvio;
 mod events;

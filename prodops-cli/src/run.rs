@@ -114,8 +114,14 @@ pub fn run(m: ArgMatches) -> CmdResult {
     let action_first = match sub.subcommand() {
         // The tree view of a hierarchy is not the action's answer (see `dispatch`).
         Some(("hierarchy", _)) if name == "deliverable" && format == Format::Table => None,
+        // A count's lines may come from its CSV file (see `dispatch`).
+        Some(("count", args))
+            if name == "inventory" && args.contains_id(crate::count::FILE_ARG) =>
+        {
+            None
+        }
         Some((verb, args)) => match actions::find(name, verb) {
-            Some(command) => Some((action_call(&command, args)?, command, args)),
+            Some(command) => Some((action_call(&command, args, None)?, command, args)),
             None => None,
         },
         None => None,
@@ -153,6 +159,12 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     }
     if name == "events" && verb == "tail" {
         return crate::events::tail(ctx, args).await;
+    }
+    if name == "inventory"
+        && verb == "count"
+        && let Some(command) = actions::find(name, verb)
+    {
+        return crate::count::count(ctx, &command, args).await;
     }
     if let Some(command) = actions::find(name, verb) {
         return action(ctx, &command, args).await;
@@ -621,19 +633,29 @@ fn flag_value(kind: FlagKind, id: &str, name: &str, args: &ArgMatches) -> CmdRes
 /// the body from the flags (over `--data`), sent with the client's described call.
 /// An action's call, read from its arguments: the path's segments, the query and the body.
 pub(crate) struct ActionCall {
-    segments: Vec<String>,
-    query: Vec<(String, String)>,
-    body: DescribedBody,
+    pub(crate) segments: Vec<String>,
+    pub(crate) query: Vec<(String, String)>,
+    pub(crate) body: DescribedBody,
 }
 
-async fn action(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
-    let call = action_call(command, args)?;
+pub(crate) async fn action(
+    ctx: &CommandContext,
+    command: &ActionCommand,
+    args: &ArgMatches,
+) -> CmdResult {
+    let call = action_call(command, args, None)?;
     send_action(ctx, command, args, call).await
 }
 
 /// Reads an action's arguments into its call, before anything is sent: a missing or malformed
 /// argument is reported before the instance or the key is looked for.
-pub(crate) fn action_call(command: &ActionCommand, args: &ArgMatches) -> CmdResult<ActionCall> {
+/// `field` (a body field read from elsewhere, a CSV file's lines) is set after `--data` and
+/// before the flags.
+pub(crate) fn action_call(
+    command: &ActionCommand,
+    args: &ArgMatches,
+    field: Option<(&str, Value)>,
+) -> CmdResult<ActionCall> {
     let desc = command.desc;
     // A field the declared answer does not have: refused before the request is sent.
     if let Some(fields) = Fields::of_answer(desc) {
@@ -661,6 +683,11 @@ pub(crate) fn action_call(command: &ActionCommand, args: &ArgMatches) -> CmdResu
     } else {
         None
     };
+    if let Some((name, value)) = field
+        && let Some(map) = body.as_mut().and_then(Value::as_object_mut)
+    {
+        map.insert(name.to_string(), value);
+    }
     let mut query = Vec::new();
     let mut raw_file: Option<String> = None;
     let mut content_type: Option<String> = None;

@@ -683,3 +683,194 @@ async fn every_action_command_has_help_with_an_example() {
         );
     }
 }
+
+/// `prodops inventory count FILE.csv`: refusals by line number (the CLI's and the server's),
+/// `--dry-run` showing the differences and posting nothing, then the count itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_count_from_a_csv_file() {
+    let server = TestServer::start().await;
+    let api = server.org("CliCount").await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let shop = api.create("shop", json!({"name": "Store"})).await;
+    let a = id(&api
+        .create("location", json!({"name": "A", "shopId": shop["id"]}))
+        .await);
+    let b = id(&api
+        .create("location", json!({"name": "B", "shopId": shop["id"]}))
+        .await);
+    let each = id(&api.create("unit-measure", json!({"name": "Each"})).await);
+    let boxed = id(&api
+        .create(
+            "unit-measure",
+            json!({"name": "Box", "baseUnitMeasureId": each, "factor": 12}),
+        )
+        .await);
+    let bolt = id(&api
+        .create("item", json!({"name": "Bolt", "unitMeasureId": each}))
+        .await);
+    let nut = id(&api.create("item", json!({"name": "Nut"})).await);
+    let r = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": bolt, "type": "adjust", "quantity": 30, "toLocationId": a}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{r}");
+
+    // Rows the CLI refuses, each by its line number; nothing sent.
+    let bad = p.join("bad.csv");
+    std::fs::write(
+        &bad,
+        format!(
+            "itemId,locationId,quantity\n{bolt},{a},2\nnot-an-id,{a},1\n{nut},{b},lots\n{nut},{b},-1\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "count", bad.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 2, "{out}");
+    for line in ["line 3:", "line 4: quantity", "line 5:"] {
+        assert!(out.stderr.contains(line), "{line}: {out}");
+    }
+    assert!(!out.stderr.contains("line 2:"), "{out}");
+    // Twice the same item and location: named by both lines.
+    std::fs::write(
+        &bad,
+        format!("itemId,locationId,quantity\n{nut},{b},1\n{bolt},{a},2\n{nut},{b},3\n"),
+    )
+    .unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "count", bad.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 2, "{out}");
+    assert!(out.stderr.contains("line 4: itemId"), "{out}");
+    assert!(out.stderr.contains("(line 2 too)"), "{out}");
+    // What the server refuses (another organization's item, a unit without a conversion) is
+    // named by line number too, exit 5.
+    let other = server.org("CliCountOther").await;
+    let theirs = id(&other.create("item", json!({"name": "Theirs"})).await);
+    let kg = id(&api
+        .create("unit-measure", json!({"name": "Kilogram"}))
+        .await);
+    std::fs::write(
+        &bad,
+        format!(
+            "itemId,locationId,quantity,unitMeasureId\n{bolt},{a},2,{boxed}\n{theirs},{a},1,\n{bolt},{b},1,{kg}\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "count", bad.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    // As JSON (-o json) each detail carries the line; as text, the line leads it.
+    let error: Value = serde_json::from_str(&out.stderr).unwrap();
+    let details = error["error"]["details"].as_array().unwrap();
+    let lines: Vec<(i64, &str)> = details
+        .iter()
+        .map(|d| (d["line"].as_i64().unwrap(), d["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        lines,
+        [(3, "lines[1].itemId"), (4, "lines[2].unitMeasureId")],
+        "{out}"
+    );
+    let mut text = common::prodops_in(&server, &api, p, Duration::from_secs(120));
+    let out = common::run(
+        {
+            text.args(["--output", "table"]);
+            text
+        },
+        &["inventory", "count", bad.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    assert!(out.stderr.contains("line 3: itemId"), "{out}");
+    assert!(out.stderr.contains("line 4: unitMeasureId"), "{out}");
+    assert_eq!(
+        api.list_total("inventory-transaction", "").await,
+        1,
+        "nothing posted"
+    );
+
+    // The dry run shows the differences and posts nothing.
+    let good = p.join("count.csv");
+    std::fs::write(
+        &good,
+        format!(
+            "itemId,locationId,quantity,unitMeasureId\n{bolt},{a},2,{boxed}\n{nut},{b},4,\n{bolt},{b},0,\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "count", good.to_str().unwrap(), "--dry-run"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let diffs = out.json();
+    let diffs = diffs.as_array().unwrap();
+    assert_eq!(diffs.len(), 2, "{out}");
+    assert_eq!(diffs[0]["line"], 2);
+    assert_eq!(diffs[0]["counted"], 24.0);
+    assert_eq!(diffs[0]["onHand"], 30.0);
+    assert_eq!(diffs[0]["difference"], -6.0);
+    assert_eq!(diffs[1]["line"], 3);
+    assert_eq!(diffs[1]["difference"], 4.0);
+    assert!(out.stderr.contains("dry run"), "{out}");
+    assert_eq!(
+        api.list_total("inventory-transaction", "").await,
+        1,
+        "a dry run posts nothing"
+    );
+
+    // The count: one adjustment per difference; counted again, nothing differs.
+    let out = run(
+        &server,
+        &api,
+        p,
+        &[
+            "inventory",
+            "count",
+            good.to_str().unwrap(),
+            "--reason",
+            "year end",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let diffs = out.json();
+    assert_eq!(diffs.as_array().unwrap().len(), 2, "{out}");
+    assert!(diffs[0]["transactionId"].is_string(), "{out}");
+    assert_eq!(api.list_total("inventory-transaction", "").await, 3);
+    let stock = api
+        .list("stock", &format!("itemId={bolt}&locationId={a}"))
+        .await;
+    assert_eq!(stock[0]["onHand"], 24.0);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "count", good.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json(), json!([]), "{out}");
+    assert_eq!(api.list_total("inventory-transaction", "").await, 3);
+}

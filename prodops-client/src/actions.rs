@@ -45,6 +45,7 @@ use prodops_core::production_actions::{
 use prodops_core::progress::{ProgressAction, ProgressResult};
 use prodops_core::qc::{QcTemplateVersion, QcTemplateVersionCreate};
 use prodops_core::schedule::{ScheduleAction, ScheduleBatchItem};
+use prodops_core::stock_count::{CountRequest, CountResult};
 use prodops_core::template::{ApplyTemplateRequest, ApplyTemplateResult};
 use prodops_core::webhook::{
     RedeliverRequest, RedeliverResult, WebhookDelivery, WebhookTestResult,
@@ -499,6 +500,22 @@ impl Client {
     pub async fn stock(&self, params: &StockParams) -> Result<Page<Stock>> {
         self.call::<api::inventory::StockList>((), params, &())
             .await
+    }
+
+    /// `POST /inventory/count`: counted quantities per item and location; one `adjust` row per
+    /// difference from the ledger, in one transaction (`dry_run`: the differences only).
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, item: uuid::Uuid, at: uuid::Uuid) -> prodops_client::Result<()> {
+    /// use prodops_core::stock_count::{CountLine, CountRequest};
+    /// let line = CountLine { item_id: item, location_id: at, quantity: 12.0, unit_measure_id: None };
+    /// let req = CountRequest { lines: vec![line], reason: None, dry_run: true };
+    /// let answer = c.count_stock(&req).await?;
+    /// println!("{} differences", answer.differences);
+    /// # Ok(()) }
+    /// ```
+    pub async fn count_stock(&self, body: &CountRequest) -> Result<CountResult> {
+        self.call::<api::inventory::Count>((), &(), body).await
     }
 
     // ---- delivery (spec 4.8) ----

@@ -126,11 +126,20 @@ pub struct InventoryTransaction {
     /// The kind of movement.
     #[serde(rename = "type")]
     pub kind: TransactionType,
-    /// Quantity in the item's base unit; signed only for `adjust`.
+    /// Quantity in the item's base unit; signed only for `adjust`. When posted in another
+    /// unit (`unitMeasureId` in the body), the server converts it and keeps what was entered in
+    /// `enteredQuantity` and `enteredUnitMeasureId`.
     pub quantity: f64,
-    /// Unit the quantity was entered in.
+    /// The unit of `quantity`: the item's base unit once stored (null for an item without one).
+    /// In a posting's body, the unit the quantity is entered in (default: the item's).
     #[serde(default)]
     pub unit_measure_id: Option<Uuid>,
+    /// The quantity as entered, in `enteredUnitMeasureId`; set by the server.
+    #[serde(default)]
+    pub entered_quantity: Option<f64>,
+    /// The unit the quantity was entered in; set by the server.
+    #[serde(default)]
+    pub entered_unit_measure_id: Option<Uuid>,
     /// Cost per unit.
     #[serde(default)]
     pub unit_cost: Option<f64>,
@@ -188,7 +197,12 @@ impl Record for InventoryTransaction {
             create: Allow::Custom,
             ..Ops::READ_ONLY
         },
-        read_only: &["shopId", "appUserId"],
+        read_only: &[
+            "shopId",
+            "appUserId",
+            "enteredQuantity",
+            "enteredUnitMeasureId",
+        ],
         summary: "Inventory transactions: the immutable stock ledger",
         ..ResourceDesc::new(
             "inventory-transaction",
@@ -200,6 +214,7 @@ impl Record for InventoryTransaction {
     /// Rounds the quantity to the ledger's precision (six decimals).
     fn normalize(&mut self) {
         self.quantity = round_quantity(self.quantity);
+        self.entered_quantity = self.entered_quantity.map(round_quantity);
     }
 
     fn validate(&self) -> Vec<Violation> {
@@ -558,28 +573,71 @@ mod tests {
 
         /// For any sequence of postings applied under the policy, stock equals the sum of the
         /// accepted rows, never goes below zero, and a refused request changes nothing.
+        /// For any sequence of receives (in any unit), transfers (within a shop, and between
+        /// shops as a delivery's ship and receipt pair), counts, produce and consume, applied
+        /// under the policy: stock equals the sum of the accepted ledger at every location,
+        /// never goes below zero, a refused request changes nothing, and a count leaves stock at
+        /// what was counted.
         #[test]
         fn stock_is_the_sum_of_the_accepted_ledger(
             requests in proptest::collection::vec(
-                proptest::collection::vec((0usize..4, 0u128..2, 0u128..3, 0u128..3, -50i64..50), 1..4),
+                proptest::collection::vec((0usize..9, 0u128..2, 0u128..3, 0u128..3, -50i64..50), 1..4),
                 1..40,
             )
         ) {
+            use crate::units::{UnitDef, factor_to_base};
+            // Unit 10 is the items' base; unit 11 is 12 of it; unit 12 is 0.25 of unit 11.
+            let units: BTreeMap<Uuid, UnitDef> = BTreeMap::from([
+                (loc(10), UnitDef { base: None, factor: None }),
+                (loc(11), UnitDef { base: Some(loc(10)), factor: Some(12.0) }),
+                (loc(12), UnitDef { base: Some(loc(11)), factor: Some(0.25) }),
+            ]);
+            let to_base = |unit: u128, q: f64| {
+                factor_to_base(Some(loc(unit)), Some(loc(10)), &[], &|u| units.get(&u).copied())
+                    .unwrap()
+                    .apply(q)
+                    .unwrap()
+            };
             let mut stock: BTreeMap<(Uuid, Uuid), i64> = BTreeMap::new();
             let mut ledger: Vec<InventoryTransaction> = Vec::new();
             for request in requests {
+                // A count is a request of its own: it adjusts to what was counted.
+                let mut counted = Vec::new();
                 let rows: Vec<InventoryTransaction> = request
                     .into_iter()
-                    .filter_map(|(k, item, a, b, q)| {
+                    .flat_map(|(k, item, a, b, q)| {
                         let quantity = q as f64 / 4.0;
-                        let (kind, from, to, quantity) = match k {
-                            0 => (Adjust, None, Some(a), quantity),
-                            1 if a != b => (Transfer, Some(a), Some(b), quantity.abs()),
-                            2 => (Return, Some(a), None, quantity.abs()),
-                            3 => (Receipt, None, Some(b), quantity.abs()),
-                            _ => return None,
-                        };
-                        Some(row(kind, item, quantity, from, to))
+                        let one = |kind, from, to, q| vec![row(kind, item, q, from, to)];
+                        match k {
+                            0 => one(Adjust, None, Some(a), quantity),
+                            1 if a != b => one(Transfer, Some(a), Some(b), quantity.abs()),
+                            2 => one(Return, Some(a), None, quantity.abs()),
+                            3 => one(Receipt, None, Some(b), quantity.abs()),
+                            4 => one(Receipt, None, Some(b), to_base(11 + (a % 2), quantity.abs())),
+                            5 => one(Produce, None, Some(a), to_base(12, quantity.abs())),
+                            6 => one(Consume, Some(a), None, quantity.abs()),
+                            // A transfer delivery's completion: ship at the source, receipt at
+                            // the destination (another shop, location 9), one request.
+                            7 => vec![
+                                row(Ship, item, quantity.abs(), Some(a), None),
+                                row(Receipt, item, quantity.abs(), None, Some(9)),
+                            ],
+                            8 if counted.is_empty() => {
+                                let key = (Uuid::from_u128(item), loc(a));
+                                let counted_q = quantity.abs();
+                                let d = crate::stock_count::difference(
+                                    counted_q,
+                                    stock.get(&key).copied().unwrap_or(0),
+                                );
+                                counted.push((key, to_micros(counted_q), d));
+                                if d == 0 {
+                                    vec![]
+                                } else {
+                                    one(Adjust, None, Some(a), from_micros(d))
+                                }
+                            }
+                            _ => vec![],
+                        }
                     })
                     .collect();
                 let net = net_deltas(&rows).unwrap();
@@ -596,6 +654,15 @@ mod tests {
                 if !refused {
                     stock = next;
                     ledger.extend(rows);
+                    // The count leaves stock at what was counted, plus what the request's other
+                    // rows moved there.
+                    for (key, micros, d) in &counted {
+                        let others = net.get(key).copied().unwrap_or(0) - *d as i128;
+                        prop_assert_eq!(
+                            stock.get(key).copied().unwrap_or(0) as i128,
+                            *micros as i128 + others
+                        );
+                    }
                 }
                 prop_assert!(stock.values().all(|v| *v >= 0));
                 let summed = net_deltas(&ledger).unwrap();

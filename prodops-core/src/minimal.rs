@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::common::{default_true, require_nonempty, trim, trim_opt};
 use crate::resource::{Archive, Record, ResourceDesc};
+use crate::units::UnitConversion;
 use crate::violation::Violation;
 
 /// Defines an archivable resource identified by a required `name` (trimmed, nonempty), archived
@@ -20,6 +21,7 @@ macro_rules! named_resource {
         $ty:ident at ($path:literal, $table:literal, $permission:literal),
         search: $search:expr,
         summary: $summary:literal,
+        $(rules: $rules:path,)?
         fields: { $( $(#[$field_meta:meta])* $field:ident: $field_ty:ty, )* }
     ) => {
         $(#[$meta])*
@@ -65,6 +67,7 @@ macro_rules! named_resource {
             fn validate(&self) -> Vec<Violation> {
                 let mut v = Vec::new();
                 require_nonempty(&mut v, "name", &self.name);
+                $($rules(self, &mut v);)?
                 v
             }
         }
@@ -76,6 +79,7 @@ named_resource! {
     Item at ("item", "item", "Item"),
     search: &["name", "sku"],
     summary: "Items: materials and products",
+    rules: item_rules,
     fields: {
         /// Stock-keeping unit.
         #[serde(default)]
@@ -89,7 +93,19 @@ named_resource! {
         /// Description.
         #[serde(default)]
         description: Option<String>,
+        /// Per-item conversions to `unitMeasureId` (a box of this item is 12): they win over
+        /// the units' own declarations (docs/inventory.md, "Units of measure").
+        #[serde(default)]
+        unit_conversions: Vec<UnitConversion>,
     }
+}
+
+fn item_rules(item: &Item, v: &mut Vec<Violation>) {
+    crate::units::check_item_conversions(item.unit_measure_id, &item.unit_conversions, v);
+}
+
+fn unit_rules(unit: &UnitMeasure, v: &mut Vec<Violation>) {
+    crate::units::check_unit_declaration(unit.id, unit.base_unit_measure_id, unit.factor, v);
 }
 
 named_resource! {
@@ -127,11 +143,19 @@ named_resource! {
     /// A unit of measure.
     UnitMeasure at ("unit-measure", "unit_measure", "UnitMeasure"),
     search: &["name"],
-    summary: "Units of measure",
+    summary: "Units of measure, each optionally a multiple of a base unit",
+    rules: unit_rules,
     fields: {
         /// Short symbol (`kg`, `ft`).
         #[serde(default)]
         symbol: Option<String>,
+        /// The unit this one is a multiple of (`each` for a box); with `factor`.
+        #[serde(default)]
+        base_unit_measure_id: Option<Uuid>,
+        /// How many `baseUnitMeasureId` one of this unit is (12 for a box of 12 each).
+        #[serde(default)]
+        #[schema(exclusive_minimum = 0, maximum = 1_000_000_000)]
+        factor: Option<f64>,
     }
 }
 

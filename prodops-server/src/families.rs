@@ -40,6 +40,8 @@ fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
         ResourceId::Delivery => bind(deliveries::DeliveryHooks),
         ResourceId::DeliveryManifestLine => bind(deliveries::ManifestHooks),
         ResourceId::InventoryTransaction => bind(inventory::LedgerHooks),
+        ResourceId::Item => bind(inventory::units::ItemHooks),
+        ResourceId::UnitMeasure => bind(inventory::units::UnitHooks),
         ResourceId::ProductionOutput | ResourceId::BomLine => bind(production::PlanHooks),
         ResourceId::Webhook => bind(webhooks::WebhookHooks),
         ResourceId::Vendor
@@ -50,11 +52,9 @@ fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
         | ResourceId::DeliveryCargoSpan
         | ResourceId::Role
         | ResourceId::Notification
-        | ResourceId::Item
         | ResourceId::Location
         | ResourceId::Shop
         | ResourceId::Stage
-        | ResourceId::UnitMeasure
         | ResourceId::Team
         | ResourceId::Project
         | ResourceId::Code
@@ -126,6 +126,8 @@ mod tests {
             ("production-output", type_name::<production::PlanHooks>()),
             ("bom-line", type_name::<production::PlanHooks>()),
             ("webhook", type_name::<crate::webhooks::WebhookHooks>()),
+            ("item", type_name::<inventory::units::ItemHooks>()),
+            ("unit-measure", type_name::<inventory::units::UnitHooks>()),
         ]
         .into();
 

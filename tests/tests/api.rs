@@ -92,6 +92,8 @@ mod standard;
 mod timesheet;
 #[path = "api/transient.rs"]
 mod transient;
+#[path = "api/units_count.rs"]
+mod units_count;
 #[path = "api/vendor_contact.rs"]
 mod vendor_contact;
 #[path = "api/webhooks.rs"]

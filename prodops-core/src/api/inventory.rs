@@ -1,4 +1,5 @@
-//! Inventory (spec 4.6): posting an adjust, transfer or return, and reading stock.
+//! Inventory (spec 4.6): posting an adjust, transfer or return, reading stock, and posting a
+//! stock count.
 
 use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
@@ -9,6 +10,7 @@ use super::{
     flag, push,
 };
 use crate::inventory::{InventoryTransaction, Stock, TransactionSource, TransactionType};
+use crate::stock_count::{CountRequest, CountResult};
 
 /// The body of `POST /inventory-transaction`: an adjust, transfer or return. (The server
 /// stores it as an [`InventoryTransaction`], whose other fields it fills in.)
@@ -27,8 +29,12 @@ pub struct PostInventory {
     /// `adjust`, `transfer` or `return` (the other types are posted by their workflows).
     #[serde(rename = "type")]
     pub kind: TransactionType,
-    /// How much (signed for an adjust).
+    /// How much (signed for an adjust), in `unitMeasureId`.
     pub quantity: f64,
+    /// The unit `quantity` is in (default the item's base unit); converted to the base unit
+    /// when posted (400 naming it when it has no conversion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_measure_id: Option<Uuid>,
     /// Source location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_location_id: Option<Uuid>,
@@ -53,6 +59,7 @@ impl PostInventory {
             item_id,
             kind,
             quantity,
+            unit_measure_id: None,
             from_location_id: None,
             to_location_id: None,
             source: None,
@@ -165,6 +172,33 @@ action! {
             about: "Stock on hand and reserved per item and location",
             example: "prodops inventory stock --item-id I --output csv",
             flags: &[],
+        },
+    }
+}
+
+action! {
+    /// `POST /inventory/count`.
+    Count: Post "/inventory/count" {
+        operation: "inventory_count",
+        tag: "inventory-transaction",
+        access: Access::Key(&[("Item", Perm::Update)]),
+        path: (),
+        query: (),
+        body: Json<CountRequest>,
+        answer: Json<CountResult>,
+        status: 200,
+        outcome: "Success",
+        summary: "Post a stock count (Item.Update): each line compared with the ledger as of the count, one adjust row (source count) per difference, in one transaction",
+        description: "",
+        cli: Cli {
+            command: "inventory",
+            verb: "count",
+            about: "Posts a stock count from a CSV file (itemId,locationId,quantity[,unitMeasureId]); --dry-run shows the differences and posts nothing",
+            example: "prodops inventory count count.csv --dry-run",
+            flags: &[
+                flag("lines", "lines", "The counted lines as JSON, instead of FILE: [{\"itemId\", \"locationId\", \"quantity\", \"unitMeasureId\"?}]"),
+                flag("dryRun", "dry-run", "Show the differences; post nothing"),
+            ],
         },
     }
 }

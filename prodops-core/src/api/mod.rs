@@ -724,6 +724,7 @@ macro_rules! for_each_action {
             $crate::api::bom::MaterialsRollup,
             $crate::api::inventory::PostTransaction,
             $crate::api::inventory::StockList,
+            $crate::api::inventory::Count,
             $crate::api::document::Upload,
             $crate::api::document::Download,
             $crate::api::document::CreateVersion,

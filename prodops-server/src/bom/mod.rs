@@ -22,6 +22,7 @@ use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::inventory::units::Converter;
 use crate::production::{
     deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
     table_of, uuid_field,
@@ -381,9 +382,17 @@ fn set_reservation(
     Ok(())
 }
 
-/// Consuming `consumed` units of a line uses up that much of its reservation.
-pub fn release_reservation(tx: &mut dyn Tx, ctx: &Ctx, line: Uuid, consumed: f64) -> ApiResult<()> {
+/// Consuming `consumed` of a line (in the line's `unit`) uses up that much of its reservation
+/// (kept in the item's base unit).
+pub fn release_reservation(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    line: Uuid,
+    unit: Option<Uuid>,
+    consumed: f64,
+) -> ApiResult<()> {
     if let Some((item, location, reserved)) = reservation_of(tx, ctx, line)? {
+        let consumed = Converter::default().to_base(tx, ctx, item, unit, consumed)?;
         let left = (reserved - to_micros(consumed)).max(0);
         set_reservation(tx, ctx, line, item, location, left)?;
     }
@@ -420,12 +429,15 @@ fn allocate_lines(
 ) -> ApiResult<AllocateResult> {
     let mut reservations = Vec::new();
     let mut skipped = Vec::new();
+    let mut units = Converter::default();
     for l in &lines {
         let line: BomLine = read_stored(l)?;
         if item_ids.is_some_and(|ids| !ids.contains(&line.item_id)) {
             continue;
         }
+        // What the line needs, in its unit, reserved in the item's base unit.
         let quantity = need(&line);
+        let quantity = units.to_base(tx, ctx, line.item_id, line.unit_measure_id, quantity)?;
         let location = match reservation_location(tx, ctx, line.item_id)? {
             Some(location) => location,
             None if quantity > 0.0 => {
@@ -559,13 +571,21 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
     // Per project and item: (estimate, first line); planned on the project's orders per item.
     let mut estimates: BTreeMap<(Uuid, Uuid), (f64, Uuid)> = BTreeMap::new();
     let mut planned_on_orders: HashMap<(Uuid, Uuid), f64> = HashMap::new();
+    // Lines count in their units; demand is in each item's base unit.
+    let mut units = Converter::default();
     for l in &lines {
         let line: BomLine = read_stored(l)?;
+        let mut base =
+            |tx: &mut dyn Tx, q: f64| units.to_base(tx, ctx, line.item_id, line.unit_measure_id, q);
         if let Some(project) = line.project_id {
+            let left = base(
+                tx,
+                remaining(line.quantity.unwrap_or(0.0), line.quantity_actual),
+            )?;
             let e = estimates
                 .entry((project, line.item_id))
                 .or_insert((0.0, line.id));
-            e.0 += remaining(line.quantity.unwrap_or(0.0), line.quantity_actual);
+            e.0 += left;
             continue;
         }
         let Some(order_id) = line.order_deliverable_id else {
@@ -581,12 +601,12 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
         if let Some(project) = project_of(&order) {
             *planned_on_orders
                 .entry((project, line.item_id))
-                .or_default() += planned;
+                .or_default() += base(tx, planned)?;
         }
         if !is_open_order(&order) {
             continue;
         }
-        let left = remaining(planned, line.quantity_actual);
+        let left = base(tx, remaining(planned, line.quantity_actual))?;
         if left > 0.0 {
             let e = by_item.entry(line.item_id).or_default();
             e.0 += left;

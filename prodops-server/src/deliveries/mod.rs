@@ -809,6 +809,29 @@ impl Hooks for ManifestHooks {
                 }
             }
         }
+        // The line's quantities are in its unit; receiving and shipping convert them to the
+        // item's base unit, so the unit must convert (checked when the item or unit changes).
+        let line: ManifestLine = read_stored(new)?;
+        let before: Option<ManifestLine> = old.map(read_stored).transpose()?;
+        if line.unit_measure_id.is_some()
+            && before.is_none_or(|b| {
+                b.item_id != line.item_id || b.unit_measure_id != line.unit_measure_id
+            })
+            && let Some(item) = records::get(
+                tx,
+                engine::resource("item").table(),
+                ctx.org(),
+                line.item_id,
+            )?
+        {
+            crate::inventory::units::check_convertible(
+                tx,
+                ctx,
+                &item,
+                line.unit_measure_id,
+                "unitMeasureId",
+            )?;
+        }
         Ok(())
     }
 

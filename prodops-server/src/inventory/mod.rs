@@ -15,12 +15,15 @@ use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use prodops_core::inventory::{
-    InventoryTransaction, MAX_STOCK_MICROS, Stock, StockRefusal, TransactionType, from_micros,
-    net_deltas, next_on_hand,
+    InventoryTransaction, MAX_POSTING_QUANTITY, MAX_STOCK_MICROS, Stock, StockRefusal,
+    TransactionType, from_micros, net_deltas, next_on_hand, to_micros,
 };
+use prodops_core::stock_count::{CountRequest, CountResult, check_lines, counted_line, difference};
 use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
+
+pub mod units;
 
 use crate::engine::hooks::Hooks;
 use crate::engine::{self, ServedResource, create_record};
@@ -162,6 +165,44 @@ fn stock_conflict(details: Vec<Violation>) -> ApiError {
     err
 }
 
+/// Stock on hand (micros) of many items at locations, read in chunks (a key without a stock
+/// row is left out: 0).
+pub fn on_hand_many(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    keys: &[(Uuid, Uuid)],
+) -> ApiResult<HashMap<(Uuid, Uuid), i64>> {
+    let mut out = HashMap::with_capacity(keys.len());
+    for chunk in keys.chunks(400) {
+        let pairs = vec!["(?, ?)"; chunk.len()].join(", ");
+        let mut params: Vec<SqlValue> = Vec::with_capacity(1 + 2 * chunk.len());
+        params.push(org.into());
+        for (item, location) in chunk {
+            params.push((*item).into());
+            params.push((*location).into());
+        }
+        let rows = tx.query(
+            &format!(
+                "SELECT item_id, location_id, on_hand FROM stock \
+                 WHERE organization_id = ? AND (item_id, location_id) IN ({pairs})"
+            ),
+            &params,
+        )?;
+        for r in rows {
+            let id = |i: usize| {
+                r.get(i)
+                    .and_then(SqlValue::as_str)
+                    .and_then(|s| Uuid::parse_str(s).ok())
+            };
+            if let (Some(item), Some(location)) = (id(0), id(1)) {
+                let micros = r.get(2).and_then(SqlValue::as_i64).unwrap_or(0);
+                out.insert((item, location), micros);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Stock on hand (micros) of an item at a location; 0 when it never had any.
 pub fn on_hand(tx: &mut dyn Tx, org: Uuid, item: Uuid, location: Uuid) -> ApiResult<i64> {
     let rows = tx.query(
@@ -208,10 +249,8 @@ impl Hooks for LedgerHooks {
                     format!("no item {item_id} in this organization"),
                 )),
                 Some(item) => {
-                    if candidate.get("unitMeasureId").is_none_or(Value::is_null)
-                        && let Some(unit) = item.get("unitMeasureId").filter(|u| !u.is_null())
-                    {
-                        candidate.insert("unitMeasureId".into(), unit.clone());
+                    if let Err(v) = to_base_unit(tx, ctx, &item, candidate)? {
+                        violations.push(v);
                     }
                 }
             }
@@ -292,6 +331,45 @@ impl Hooks for LedgerHooks {
     }
 }
 
+/// Converts a posting's quantity from the unit it is entered in (`unitMeasureId`, default the
+/// item's) to the item's base unit: `quantity` and `unitMeasureId` become the base unit's,
+/// `enteredQuantity` and `enteredUnitMeasureId` keep what was entered. A unit without a
+/// conversion is a violation naming `unitMeasureId`.
+fn to_base_unit(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    item: &Value,
+    candidate: &mut Map<String, Value>,
+) -> ApiResult<Result<(), Violation>> {
+    let (base, _) = units::Converter::item_units(item);
+    let entered = uuid_of(candidate, "unitMeasureId");
+    if candidate
+        .get("unitMeasureId")
+        .is_some_and(|u| !u.is_null() && entered.is_none())
+    {
+        // Not a UUID: the record's own check names it.
+        return Ok(Ok(()));
+    }
+    let factor = match units::Converter::default().factor_for(tx, ctx, item, entered)? {
+        Ok(f) => f,
+        Err(why) => return Ok(Err(Violation::field("unitMeasureId", why))),
+    };
+    let Some(quantity) = candidate.get("quantity").and_then(Value::as_f64) else {
+        return Ok(Ok(()));
+    };
+    let Some(converted) = factor.apply(quantity) else {
+        return Ok(Err(Violation::field(
+            "quantity",
+            "the quantity in the item's base unit is beyond what the ledger holds",
+        )));
+    };
+    candidate.insert("enteredQuantity".into(), json!(quantity));
+    candidate.insert("enteredUnitMeasureId".into(), json!(entered.or(base)));
+    candidate.insert("quantity".into(), json!(converted));
+    candidate.insert("unitMeasureId".into(), json!(base));
+    Ok(Ok(()))
+}
+
 // ----- endpoints -----------------------------------------------------------------------------
 
 // The handlers of this family's declared actions (`prodops_core::api::inventory`); the router
@@ -299,6 +377,7 @@ impl Hooks for LedgerHooks {
 crate::http::action::handle! {
     api::inventory::PostTransaction => post_transaction;
     api::inventory::StockList => list_stock;
+    api::inventory::Count => count;
 }
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs
@@ -436,4 +515,154 @@ fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
         on_hand: from_micros(micros(3)),
         reserved: from_micros(micros(4)),
     })
+}
+
+/// `POST /inventory/count`: each line's counted quantity (converted to the item's base unit)
+/// compared with stock on hand as of the count, in the count's transaction, and one `adjust`
+/// row (source `count`) posted per difference, all in that transaction. A dry run answers the
+/// same comparison and posts nothing. Needs `Item.Update`.
+async fn count(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+    let req: CountRequest = crate::engine::parse_body(body)?;
+    let v = check_lines(&req.lines);
+    if !v.is_empty() {
+        return Err(ApiError::violations(v));
+    }
+    call.write(move |tx, ctx| {
+        let result = count_in(tx, ctx, &req)?;
+        Ok(Reply::json(StatusCode::OK, &result))
+    })
+    .await
+}
+
+/// The count inside a transaction (see [`count`]).
+pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<CountResult> {
+    let mut converter = units::Converter::default();
+    let mut locations: HashMap<Uuid, bool> = HashMap::new();
+    let mut violations = Vec::new();
+    // Stock as of the count, read in this transaction.
+    let keys: Vec<(Uuid, Uuid)> = req
+        .lines
+        .iter()
+        .map(|l| (l.item_id, l.location_id))
+        .collect();
+    let stock_before = on_hand_many(tx, ctx.org(), &keys)?;
+    let mut answers = Vec::with_capacity(req.lines.len());
+    let mut rows = Vec::new();
+    // The line each posted row belongs to.
+    let mut row_lines = Vec::new();
+    for (i, line) in req.lines.iter().enumerate() {
+        let known = match locations.get(&line.location_id) {
+            Some(known) => *known,
+            None => {
+                let known =
+                    records::get(tx, table_of("location"), ctx.org(), line.location_id)?.is_some();
+                locations.insert(line.location_id, known);
+                known
+            }
+        };
+        if !known {
+            violations.push(Violation::field(
+                format!("lines[{i}].locationId"),
+                format!("no location {} in this organization", line.location_id),
+            ));
+        }
+        let unit_field = format!("lines[{i}].unitMeasureId");
+        let counted =
+            match converter.factor(tx, ctx, line.item_id, line.unit_measure_id, &unit_field) {
+                Ok(factor) => factor.apply(line.quantity),
+                Err(mut e) => {
+                    for d in &mut e.details {
+                        if d.field.as_deref() == Some("itemId") {
+                            d.field = Some(format!("lines[{i}].itemId"));
+                        }
+                    }
+                    violations.extend(e.details);
+                    continue;
+                }
+            };
+        let Some(counted) = counted.filter(|c| c.abs() <= MAX_POSTING_QUANTITY) else {
+            violations.push(Violation::field(
+                format!("lines[{i}].quantity"),
+                "the counted quantity in the item's base unit is beyond what the ledger holds",
+            ));
+            continue;
+        };
+        if !known {
+            continue;
+        }
+        let before = stock_before
+            .get(&(line.item_id, line.location_id))
+            .copied()
+            .unwrap_or(0);
+        let answer = counted_line(line, counted, before);
+        let delta = difference(counted, before);
+        if delta != 0 && !req.dry_run {
+            let mut row = Map::new();
+            row.insert("itemId".into(), json!(line.item_id));
+            row.insert("type".into(), json!("adjust"));
+            row.insert("quantity".into(), json!(from_micros(delta)));
+            row.insert("toLocationId".into(), json!(line.location_id));
+            row.insert("source".into(), json!("count"));
+            if let Some(reason) = &req.reason {
+                row.insert("reason".into(), json!(reason));
+            }
+            row.insert(
+                "metadata".into(),
+                json!({"count": {"counted": answer.counted, "onHand": answer.on_hand}}),
+            );
+            rows.push(row);
+            row_lines.push(answers.len());
+        }
+        answers.push(answer);
+    }
+    if !violations.is_empty() {
+        return Err(ApiError::violations(violations));
+    }
+    let differences = answers.iter().filter(|a| a.difference != 0.0).count();
+    if !rows.is_empty() {
+        let posted = post(tx, ctx, rows).map_err(|mut e| {
+            // A row's index is its line's.
+            for d in &mut e.details {
+                if let Some(row) = d.index.take() {
+                    d.field = Some(format!(
+                        "lines[{}].{}",
+                        row_lines[row],
+                        d.field.as_deref().unwrap_or("quantity")
+                    ));
+                }
+            }
+            e
+        })?;
+        for (stored, &line) in posted.iter().zip(&row_lines) {
+            answers[line].transaction_id = uuid_field_of(stored, "id");
+        }
+        // Stock is now what was counted, unless another request moved it between the
+        // comparison and the adjustment (PostgreSQL): then the count is refused, not skewed.
+        let adjusted: Vec<(Uuid, Uuid)> = row_lines
+            .iter()
+            .map(|&l| (answers[l].item_id, answers[l].location_id))
+            .collect();
+        let after = on_hand_many(tx, ctx.org(), &adjusted)?;
+        for &line in &row_lines {
+            let a = &answers[line];
+            let now = after.get(&(a.item_id, a.location_id)).copied().unwrap_or(0);
+            if now != to_micros(a.counted) {
+                return Err(ApiError::conflict(format!(
+                    "stock of item {} at location {} changed while the count was posted; nothing was written, post the count again",
+                    a.item_id, a.location_id
+                )));
+            }
+        }
+    }
+    Ok(CountResult {
+        lines: answers,
+        differences,
+        dry_run: req.dry_run,
+    })
+}
+
+fn uuid_field_of(v: &Value, field: &str) -> Option<Uuid> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
 }

@@ -228,6 +228,19 @@ impl PlanHooks {
         {
             candidate.insert("unitMeasureId".into(), unit.clone());
         }
+        // Quantities of the line are in its unit; postings convert them to the item's base
+        // unit, so the unit must convert.
+        if let Some(unit) = candidate.get("unitMeasureId").and_then(Value::as_str)
+            && let Ok(unit) = Uuid::parse_str(unit)
+        {
+            crate::inventory::units::check_convertible(
+                tx,
+                ctx,
+                &item,
+                Some(unit),
+                "unitMeasureId",
+            )?;
+        }
         Ok(())
     }
 }
@@ -398,10 +411,13 @@ fn post_rows(
         .collect()
 }
 
+/// A production posting: `quantity` is in the declaration's or line's unit (`unit`), which
+/// the ledger converts to the item's base unit, keeping it as entered.
 fn ledger_row(
     kind: TransactionType,
     item: Uuid,
     quantity: f64,
+    unit: Option<Uuid>,
     location: (&str, Uuid),
     node: Uuid,
     meta: Map<String, Value>,
@@ -410,6 +426,9 @@ fn ledger_row(
     row.insert("itemId".into(), json!(item));
     row.insert("type".into(), json!(kind.as_str()));
     row.insert("quantity".into(), json!(quantity));
+    if let Some(unit) = unit {
+        row.insert("unitMeasureId".into(), json!(unit));
+    }
     row.insert(location.0.into(), json!(location.1));
     row.insert("deliverableId".into(), json!(node));
     row.insert("source".into(), json!("manual"));
@@ -489,6 +508,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             TransactionType::Produce,
             p.item_id,
             p.quantity,
+            uuid_field(&decls[index], "unitMeasureId"),
             ("toLocationId", location),
             node_id,
             meta(order_id, keys::OUTPUT, decl_id, ActualKind::Produce),
@@ -559,6 +579,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             TransactionType::Consume,
             d.item_id,
             d.quantity,
+            typed_lines[d.line].unit_measure_id,
             ("fromLocationId", location),
             node_id,
             meta(
@@ -585,7 +606,13 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
         let new = set_actual(tx, ctx, res, line, actual + q)?;
-        crate::bom::release_reservation(tx, ctx, typed_lines[index].id, q)?;
+        crate::bom::release_reservation(
+            tx,
+            ctx,
+            typed_lines[index].id,
+            typed_lines[index].unit_measure_id,
+            q,
+        )?;
         updated.push(read_stored(&new)?);
     }
     Ok(ConsumeResult {
@@ -680,6 +707,7 @@ pub fn adjust_actual_in(
         TransactionType::Adjust,
         req.item_id,
         actual_stock_delta(req.kind, req.delta),
+        uuid_field(&record, "unitMeasureId"),
         ("toLocationId", location),
         uuid_field(&node, "id").unwrap_or_default(),
         meta(order_id, record_key, record_id, req.kind),
@@ -690,7 +718,13 @@ pub fn adjust_actual_in(
         ActualKind::Produce => (Some(read_stored(&updated)?), None),
         ActualKind::Consume => {
             if req.delta > 0.0 {
-                crate::bom::release_reservation(tx, ctx, record_id, req.delta)?;
+                crate::bom::release_reservation(
+                    tx,
+                    ctx,
+                    record_id,
+                    uuid_field(&record, "unitMeasureId"),
+                    req.delta,
+                )?;
             }
             (None, Some(read_stored(&updated)?))
         }

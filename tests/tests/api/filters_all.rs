@@ -46,6 +46,11 @@ async fn populate(api: &Api) {
     let m = id(&api
         .create("unit-measure", json!({"name": "Metre", "symbol": "m"}))
         .await);
+    api.create(
+        "unit-measure",
+        json!({"name": "Centimetre", "symbol": "cm", "baseUnitMeasureId": m, "factor": 0.01}),
+    )
+    .await;
     let yard = id(&api
         .create("location", json!({"name": "Yard", "shopId": shop1}))
         .await);
@@ -61,7 +66,8 @@ async fn populate(api: &Api) {
     let paint = id(&api
         .create(
             "item",
-            json!({"name": "Paint", "sku": "P-1", "unitMeasureId": m, "defaultLocationId": booth}),
+            json!({"name": "Paint", "sku": "P-1", "unitMeasureId": m, "defaultLocationId": booth,
+                   "unitConversions": [{"unitMeasureId": kg, "factor": 2.5}]}),
         )
         .await);
     let team1 = id(&api.create("team", json!({"name": "Day"})).await);
@@ -693,6 +699,7 @@ async fn every_documented_filter_matches_exactly_the_records_holding_its_value()
     // list, a member of an object), except on lists whose elements are objects: no scalar a
     // filter could name is in them.
     const LISTS_OF_OBJECTS: &[(&str, &str)] = &[
+        ("/item", "unitConversions"),
         ("/qc-set", "answers"),
         ("/qc-template", "questions"),
         ("/timesheet", "deliverables"),

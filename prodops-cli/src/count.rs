@@ -1,0 +1,257 @@
+//! `prodops inventory count FILE.csv`: the declared `POST /inventory/count` with its `lines`
+//! read from a CSV file (a header naming the fields of a line: `itemId`, `locationId`,
+//! `quantity`, and optionally `unitMeasureId`). Every row is checked with core's types and
+//! rules before anything is sent, and every refusal, the CLI's or the server's, names the
+//! file's line number. The answer printed is the lines that differ from the ledger (with the
+//! adjustment posted for each); `--dry-run` prints the same and posts nothing.
+
+use std::sync::Arc;
+
+use clap::ArgMatches;
+use prodops_core::stock_count::{CountLine, check_lines};
+use serde_json::{Map, Value, json};
+
+use crate::actions::ActionCommand;
+use crate::fail::{CmdResult, Fail};
+use crate::output::Shape;
+use crate::output::write_shaped;
+use crate::run::{CommandContext, action_call};
+use crate::shape::Post;
+
+/// The positional argument the CSV file comes in.
+pub const FILE_ARG: &str = "file";
+
+/// At most this many refused rows are listed.
+const MAX_LISTED: usize = 50;
+
+/// The CSV's lines as JSON, with each one's line number in the file; every refused row is
+/// reported (by line number) before anything is sent.
+pub fn read_lines(file: &str) -> CmdResult<(Vec<Value>, Vec<u64>)> {
+    let reader: Box<dyn std::io::Read> = if file == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(|e| Fail::usage(format!("{file}: {e}")))?)
+    };
+    let mut csv = csv::ReaderBuilder::new()
+        .flexible(false)
+        .trim(csv::Trim::All)
+        .from_reader(reader);
+    let headers = csv
+        .headers()
+        .map_err(|e| Fail::usage(format!("{file}: line 1: {e}")))?
+        .clone();
+    let known = ["itemId", "locationId", "quantity", "unitMeasureId"];
+    for h in &headers {
+        if !known.contains(&h) {
+            return Err(Fail::usage(format!(
+                "{file}: line 1: unknown column {h:?} (the columns are itemId, locationId, quantity and optionally unitMeasureId)"
+            )));
+        }
+    }
+    for required in ["itemId", "locationId", "quantity"] {
+        if !headers.iter().any(|h| h == required) {
+            return Err(Fail::usage(format!(
+                "{file}: line 1: the column {required} is missing"
+            )));
+        }
+    }
+    let mut lines = Vec::new();
+    let mut typed: Vec<CountLine> = Vec::new();
+    let mut numbers = Vec::new();
+    let mut errors = Vec::new();
+    for record in csv.records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                errors.push(format!("line {line}: {e}"));
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, |p| p.line());
+        let mut object = Map::new();
+        let mut refused = false;
+        for (h, cell) in headers.iter().zip(record.iter()) {
+            if cell.is_empty() {
+                continue;
+            }
+            let value = if h == "quantity" {
+                match cell.parse::<f64>() {
+                    Ok(q) if q.is_finite() => json!(q),
+                    _ => {
+                        errors.push(format!("line {line}: quantity: {cell:?} is not a number"));
+                        refused = true;
+                        continue;
+                    }
+                }
+            } else {
+                if uuid::Uuid::parse_str(cell).is_err() {
+                    errors.push(format!("line {line}: {h}: {cell:?} is not a UUID"));
+                    refused = true;
+                    continue;
+                }
+                json!(cell)
+            };
+            object.insert(h.to_string(), value);
+        }
+        if refused {
+            continue;
+        }
+        match serde_json::from_value::<CountLine>(Value::Object(object.clone())) {
+            Ok(l) => typed.push(l),
+            Err(e) => {
+                errors.push(format!("line {line}: {e}"));
+                continue;
+            }
+        }
+        lines.push(Value::Object(object));
+        numbers.push(line);
+    }
+    // Core's rules over the rows that parsed (a count's size, quantities, no item and location
+    // twice).
+    if !typed.is_empty() || errors.is_empty() {
+        for v in check_lines(&typed) {
+            errors.push(name_line(&v.field, &v.message, &numbers));
+        }
+    }
+    if !errors.is_empty() {
+        let more = errors.len().saturating_sub(MAX_LISTED);
+        let mut message = format!("{file}: {} refused:", plural(errors.len(), "row"));
+        for e in errors.iter().take(MAX_LISTED) {
+            message.push_str(&format!("\n  - {e}"));
+        }
+        if more > 0 {
+            message.push_str(&format!("\n  ... and {more} more"));
+        }
+        return Err(Fail::usage(message));
+    }
+    Ok((lines, numbers))
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The file's line number of a field `lines[i]...`.
+fn line_of(field: &str, numbers: &[u64]) -> Option<u64> {
+    let rest = field.strip_prefix("lines[")?;
+    let (i, _) = rest.split_once(']')?;
+    numbers.get(i.parse::<usize>().ok()?).copied()
+}
+
+/// A refusal naming `lines[i].field` as the file's line number and the field.
+fn name_line(field: &Option<String>, message: &str, numbers: &[u64]) -> String {
+    if let Some(f) = field
+        && let Some(rest) = f.strip_prefix("lines[")
+        && let Some((i, tail)) = rest.split_once(']')
+        && let Ok(i) = i.parse::<usize>()
+        && let Some(line) = numbers.get(i)
+    {
+        let tail = tail.trim_start_matches('.');
+        // Another line a message names, by number too.
+        let message = numbers
+            .iter()
+            .enumerate()
+            .fold(message.to_string(), |m, (j, n)| {
+                m.replace(&format!("lines[{j}]"), &format!("line {n}"))
+            });
+        return if tail.is_empty() {
+            format!("line {line}: {message}")
+        } else {
+            format!("line {line}: {tail}: {message}")
+        };
+    }
+    match field {
+        Some(f) => format!("{f}: {message}"),
+        None => message.to_string(),
+    }
+}
+
+/// `prodops inventory count [FILE] [--dry-run] [--reason R]`.
+pub async fn count(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
+    let Some(file) = args.get_one::<String>(FILE_ARG).cloned() else {
+        // The lines as JSON (--lines or --data): the declared action as it is.
+        return crate::run::action(ctx, command, args).await;
+    };
+    if args.get_one::<String>("lines").is_some() {
+        return Err(Fail::usage(
+            "give the lines in FILE or with --lines, not both",
+        ));
+    }
+    let (lines, numbers) = read_lines(&file)?;
+    let call = action_call(command, args, Some(("lines", Value::Array(lines))))?;
+    let answer = ctx
+        .client
+        .call_described(command.desc, &call.segments, &call.query, call.body)
+        .await;
+    let answer = match answer {
+        Ok(a) => a,
+        Err(err) => {
+            let mut fail = Fail::from(err);
+            if let Some(details) = fail
+                .api_error
+                .as_ref()
+                .and_then(|e| e["error"]["details"].as_array())
+                .filter(|d| !d.is_empty())
+            {
+                let head = fail.message.lines().next().unwrap_or_default().to_string();
+                let mut message = head;
+                for d in details {
+                    let field = d["field"].as_str().map(str::to_string);
+                    let text = d["message"].as_str().unwrap_or_default();
+                    message.push_str(&format!("\n  - {}", name_line(&field, text, &numbers)));
+                }
+                fail.message = message;
+            }
+            // Where the error is written as JSON, each detail about a line carries its number.
+            if let Some(details) = fail
+                .api_error
+                .as_mut()
+                .and_then(|e| e["error"]["details"].as_array_mut())
+            {
+                for d in details {
+                    if let Some(line) = d["field"].as_str().and_then(|f| line_of(f, &numbers)) {
+                        d["line"] = json!(line);
+                    }
+                }
+            }
+            return Err(fail);
+        }
+    };
+    let answer: Value = serde_json::from_slice(&answer)
+        .map_err(|e| Fail::from(prodops_client::Error::Decode(e.to_string())))?;
+    let lines = answer["lines"].as_array().cloned().unwrap_or_default();
+    let differences: Vec<Value> = lines
+        .into_iter()
+        .zip(&numbers)
+        .filter(|(l, _)| l["difference"].as_f64().is_some_and(|d| d != 0.0))
+        .map(|(mut l, n)| {
+            if let Some(o) = l.as_object_mut() {
+                o.insert("line".into(), json!(n));
+                if answer["dryRun"] == json!(true) {
+                    o.remove("transactionId");
+                }
+            }
+            l
+        })
+        .collect();
+    let counted = answer["lines"].as_array().map_or(0, Vec::len);
+    eprintln!(
+        "{} counted, {} {}",
+        plural(counted, "line"),
+        plural(differences.len(), "difference"),
+        if answer["dryRun"] == json!(true) {
+            "(dry run: nothing posted)"
+        } else {
+            "adjusted"
+        }
+    );
+    let mut shape = Shape::new(ctx.format);
+    shape.post = Post::from_args(args)?.map(Arc::new);
+    shape.width = crate::table::terminal_width();
+    write_shaped(&shape, &json!({ "values": differences }))
+}
