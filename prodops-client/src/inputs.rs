@@ -1450,6 +1450,11 @@ impl InventoryTransactionFilter {
         Filter::new("deliveryId", value)
     }
 
+    /// `enteredUnitMeasureId`.
+    pub fn entered_unit_measure_id(value: Uuid) -> Filter {
+        Filter::new("enteredUnitMeasureId", value)
+    }
+
     /// `fromLocationId`.
     pub fn from_location_id(value: Uuid) -> Filter {
         Filter::new("fromLocationId", value)
@@ -3532,6 +3537,9 @@ pub struct ItemCreate {
     /// Stock-keeping unit.
     #[serde(rename = "sku", skip_serializing_if = "Option::is_none")]
     pub sku: Option<String>,
+    /// Per-item conversions to `unitMeasureId` (a box of this item is 12): they win over
+    #[serde(rename = "unitConversions", skip_serializing_if = "Option::is_none")]
+    pub unit_conversions: Option<Vec<UnitConversion>>,
     /// Base unit of the item's quantities.
     #[serde(rename = "unitMeasureId", skip_serializing_if = "Option::is_none")]
     pub unit_measure_id: Option<Uuid>,
@@ -3579,6 +3587,12 @@ impl ItemCreate {
         self
     }
 
+    /// Sets `unitConversions`.
+    pub fn unit_conversions(mut self, value: Vec<UnitConversion>) -> Self {
+        self.unit_conversions = Some(value);
+        self
+    }
+
     /// Sets `unitMeasureId`.
     pub fn unit_measure_id(mut self, value: Uuid) -> Self {
         self.unit_measure_id = Some(value);
@@ -3604,6 +3618,9 @@ pub struct ItemPatch {
     /// Stock-keeping unit.
     #[serde(rename = "sku", skip_serializing_if = "Option::is_none")]
     pub sku: Option<Option<String>>,
+    /// Per-item conversions to `unitMeasureId` (a box of this item is 12): they win over
+    #[serde(rename = "unitConversions", skip_serializing_if = "Option::is_none")]
+    pub unit_conversions: Option<Vec<UnitConversion>>,
     /// Base unit of the item's quantities.
     #[serde(rename = "unitMeasureId", skip_serializing_if = "Option::is_none")]
     pub unit_measure_id: Option<Option<Uuid>>,
@@ -3640,6 +3657,12 @@ impl ItemPatch {
     /// Sets `sku` (`None` clears it).
     pub fn sku(mut self, value: Option<String>) -> Self {
         self.sku = Some(value);
+        self
+    }
+
+    /// Sets `unitConversions`.
+    pub fn unit_conversions(mut self, value: Vec<UnitConversion>) -> Self {
+        self.unit_conversions = Some(value);
         self
     }
 
@@ -3946,6 +3969,12 @@ impl StageFilter {
 /// The fields of a new `unit-measure` record (`POST /unit-measure`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct UnitMeasureCreate {
+    /// The unit this one is a multiple of (`each` for a box); with `factor`.
+    #[serde(rename = "baseUnitMeasureId", skip_serializing_if = "Option::is_none")]
+    pub base_unit_measure_id: Option<Uuid>,
+    /// How many `baseUnitMeasureId` one of this unit is (12 for a box of 12 each).
+    #[serde(rename = "factor", skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
     /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
     #[serde(rename = "isArchived", skip_serializing_if = "Option::is_none")]
     pub is_archived: Option<bool>,
@@ -3967,6 +3996,18 @@ impl UnitMeasureCreate {
             name: Some(name.into()),
             ..Self::default()
         }
+    }
+
+    /// Sets `baseUnitMeasureId`.
+    pub fn base_unit_measure_id(mut self, value: Uuid) -> Self {
+        self.base_unit_measure_id = Some(value);
+        self
+    }
+
+    /// Sets `factor`.
+    pub fn factor(mut self, value: f64) -> Self {
+        self.factor = Some(value);
+        self
     }
 
     /// Sets `isArchived`.
@@ -3991,6 +4032,12 @@ impl UnitMeasureCreate {
 /// A change of a `unit-measure` record (`PATCH /unit-measure/{id}`): only the fields set are sent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct UnitMeasurePatch {
+    /// The unit this one is a multiple of (`each` for a box); with `factor`.
+    #[serde(rename = "baseUnitMeasureId", skip_serializing_if = "Option::is_none")]
+    pub base_unit_measure_id: Option<Option<Uuid>>,
+    /// How many `baseUnitMeasureId` one of this unit is (12 for a box of 12 each).
+    #[serde(rename = "factor", skip_serializing_if = "Option::is_none")]
+    pub factor: Option<Option<f64>>,
     /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`.
     #[serde(rename = "isArchived", skip_serializing_if = "Option::is_none")]
     pub is_archived: Option<bool>,
@@ -4006,6 +4053,18 @@ pub struct UnitMeasurePatch {
 }
 
 impl UnitMeasurePatch {
+    /// Sets `baseUnitMeasureId` (`None` clears it).
+    pub fn base_unit_measure_id(mut self, value: Option<Uuid>) -> Self {
+        self.base_unit_measure_id = Some(value);
+        self
+    }
+
+    /// Sets `factor` (`None` clears it).
+    pub fn factor(mut self, value: Option<f64>) -> Self {
+        self.factor = Some(value);
+        self
+    }
+
     /// Sets `isArchived`.
     pub fn is_archived(mut self, value: bool) -> Self {
         self.is_archived = Some(value);
@@ -4033,6 +4092,11 @@ impl UnitMeasureFilter {
     /// `isArchived`.
     pub fn is_archived(value: bool) -> Filter {
         Filter::new("isArchived", value)
+    }
+
+    /// `baseUnitMeasureId`.
+    pub fn base_unit_measure_id(value: Uuid) -> Filter {
+        Filter::new("baseUnitMeasureId", value)
     }
 }
 

@@ -5,8 +5,8 @@
 //! The request and answer types, and the rules that need no database: the shape of the lines
 //! ([`check_lines`]) and what a counted line posts ([`difference`]).
 
+use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use std::collections::HashMap;

@@ -18,9 +18,9 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
+use crate::openapi::ToSchema;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::violation::Violation;
