@@ -15,7 +15,7 @@ use crate::{Filter, Map, Uuid, Value};
 use prodops_core::{
     bom_actions::*, catalog::*, contact::*, custom_property::*, deliverable::*, delivery::*,
     document::*, inventory::*, minimal::*, notification::*, organization::*, production::*,
-    qc::*, timesheet::*, vendor::*, webhook::*, work_session::*, worker::*,
+    qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*, worker::*,
 };
 
 /// The fields of a new `worker` record (`POST /worker`).

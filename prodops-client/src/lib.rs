@@ -70,8 +70,8 @@ pub use stream::{Framer, ValuesStream};
 pub use prodops_core::{
     Record, ResourceDesc, Violation, api, bom_actions, catalog, contact, custom_property,
     deliverable, delivery, document, event, inventory, minimal, notification, organization,
-    production, production_actions, progress, qc, registry, schedule, template, timesheet, vendor,
-    work_session, worker,
+    production, production_actions, progress, qc, registry, schedule, stock_count, template,
+    timesheet, units, vendor, work_session, worker,
 };
 // The records of the standard resources, and what most programs name, at the root.
 pub use prodops_core::api::event::EventQuery;

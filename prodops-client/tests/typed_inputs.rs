@@ -168,7 +168,7 @@ fn generate() -> String {
          use crate::{Filter, Map, Uuid, Value};\n\
          use prodops_core::{\n    bom_actions::*, catalog::*, contact::*, custom_property::*, deliverable::*, delivery::*,\n    \
          document::*, inventory::*, minimal::*, notification::*, organization::*, production::*,\n    \
-         qc::*, timesheet::*, vendor::*, webhook::*, work_session::*, worker::*,\n};\n",
+         qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*, worker::*,\n};\n",
     );
     for id in ResourceId::ALL {
         let kind = id.kind();
