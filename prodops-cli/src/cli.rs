@@ -60,7 +60,7 @@ fn select_arg() -> Arg {
 }
 
 /// `--jq` and `--template`, on every command that prints JSON (`shape.rs`).
-fn shape_args() -> [Arg; 2] {
+pub(crate) fn shape_args() -> [Arg; 2] {
     [
         Arg::new("jq")
             .long("jq")
@@ -239,6 +239,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(data_arg(false))
                 .args(set_args())
                 .args(bulk_brake_args())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} bulk-update --filter status=inactive --set-json isArchived=true"))),
         );
     }
@@ -249,6 +250,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .arg(filter_arg())
                 .arg(search_arg())
                 .args(bulk_brake_args())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} bulk-delete --filter status=inactive"))),
         );
     }
@@ -504,6 +506,7 @@ pub fn command() -> Command {
             .subcommand(
                 Command::new("status")
                     .about("Shows which instance and key are in use, where they come from, and whether the key works")
+                    .args(shape_args())
                     .after_help(example("prodops auth status --output json".into())),
             )
             .subcommand(
@@ -947,5 +950,56 @@ mod tests {
                 assert!(cmd.get_arguments().any(|x| x.get_long() == Some(flag)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod shaping_coverage {
+    use super::*;
+
+    /// Commands that print no JSON answer: a script, a man page, a prompt's outcome, CSV, a
+    /// file's bytes, or nothing at all (a delete answers 204).
+    const PRINT_NO_JSON: [&str; 6] = [
+        "prodops completions",
+        "prodops man",
+        "prodops auth login",
+        "prodops auth logout",
+        "export",
+        "delete",
+    ];
+
+    #[test]
+    fn every_command_that_prints_json_takes_jq_and_template() {
+        fn walk(cmd: &Command, path: &str, missing: &mut Vec<String>) {
+            let here = if path.is_empty() {
+                cmd.get_name().to_string()
+            } else {
+                format!("{path} {}", cmd.get_name())
+            };
+            let leaves: Vec<&Command> = cmd
+                .get_subcommands()
+                .filter(|s| s.get_name() != "help")
+                .collect();
+            if leaves.is_empty() {
+                let has = |id: &str| cmd.get_arguments().any(|a| a.get_id() == id);
+                let exempt = PRINT_NO_JSON
+                    .iter()
+                    .any(|p| here == *p || here.ends_with(&format!(" {p}")));
+                let bytes = actions::commands().iter().any(|c| {
+                    matches!(c.desc.answer, AnswerBody::Bytes)
+                        && here == format!("prodops {} {}", c.desc.cli.command, c.desc.cli.verb)
+                });
+                if !exempt && !bytes && !(has("jq") && has("template")) {
+                    missing.push(here);
+                }
+                return;
+            }
+            for sub in leaves {
+                walk(sub, &here, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&command(), "", &mut missing);
+        assert!(missing.is_empty(), "without --jq/--template: {missing:#?}");
     }
 }

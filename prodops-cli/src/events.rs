@@ -30,6 +30,7 @@ pub fn tail_command() -> Command {
         .arg(Arg::new("resource").long("resource").value_name("RESOURCES").help("Only events of these resources, comma-separated"))
         .arg(Arg::new("record-id").long("record-id").value_name("ID").help("Only events of this record"))
         .arg(Arg::new("since").long("since").value_name("CURSOR|now|beginning").help("Start after this cursor, after the newest event (now), or at the oldest kept (beginning); default: the cursor file's, else now with --follow, else beginning"))
+        .args(crate::cli::shape_args())
         .arg(Arg::new("cursor-file").long("cursor-file").value_name("FILE").help("Read the cursor to start after from FILE (if it exists) and write each printed event's cursor to it"))
         .after_help("Example:\n  prodops events tail -f --type deliverable.progress.done --cursor-file ~/.prodops-done.cursor -o ndjson | while read ev; do ...; done")
 }
@@ -179,6 +180,8 @@ fn gone_or(e: prodops_client::Error, after: Option<&str>, cursor_file: Option<&P
 /// Runs `prodops events tail`.
 pub async fn tail(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let text = |id: &str| args.get_one::<String>(id).cloned();
+    // `--jq` and `--template` run on each event as it arrives (the feed never ends with -f).
+    let post = crate::shape::Post::from_args(args)?;
     let follow = args.get_flag("follow");
     let cursor_file = text("cursor-file").map(PathBuf::from);
     let record_id = match text("record-id") {
@@ -227,17 +230,27 @@ pub async fn tail(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
                 Err(e) => break gone_or(e, query.after.as_deref(), cursor_file.as_deref()),
             };
             wait = Duration::from_secs(1);
-            let line = if readable_lines {
-                readable(&event)
-            } else {
-                serde_json::to_string(&event)
-                    .map_err(|e| Fail::usage(format!("an event could not be written: {e}")))?
-            };
             {
                 let mut out = stdout.lock();
-                writeln!(out, "{line}")
-                    .and_then(|()| out.flush())
-                    .map_err(|e| Fail::io("writing to stdout", e))?;
+                match &post {
+                    Some(post) => {
+                        let value = serde_json::to_value(&event).map_err(|e| {
+                            Fail::usage(format!("an event could not be written: {e}"))
+                        })?;
+                        post.write(&value, &mut out)?;
+                    }
+                    None => {
+                        let line = if readable_lines {
+                            readable(&event)
+                        } else {
+                            serde_json::to_string(&event).map_err(|e| {
+                                Fail::usage(format!("an event could not be written: {e}"))
+                            })?
+                        };
+                        writeln!(out, "{line}").map_err(|e| Fail::io("writing to stdout", e))?;
+                    }
+                }
+                out.flush().map_err(|e| Fail::io("writing to stdout", e))?;
             }
             if let Some(path) = &cursor_file {
                 write_cursor(path, &event.cursor)?;

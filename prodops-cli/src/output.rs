@@ -388,15 +388,14 @@ fn csv_err(e: csv::Error) -> Fail {
     }
 }
 
-/// Writes one value (a record, a count, an action's answer). A `{"values": [...]}` page is
-/// written as a list.
-pub fn write_value(format: Format, value: &Value, select: &[String]) -> CmdResult {
+/// An answer written in `format`, through the command's `--jq` or `--template`, when it has them.
+pub fn write_answer(format: Format, value: &Value, args: &clap::ArgMatches) -> CmdResult {
     let mut shape = Shape::new(format);
-    shape.select = select.to_vec();
+    shape.post = Post::from_args(args)?.map(Arc::new);
     write_shaped(&shape, value)
 }
 
-/// [`write_value`] shaped by `shape`.
+/// A value (a record, an answer, or `{values: [...]}` as a list) shaped by `shape`.
 pub fn write_shaped(shape: &Shape, value: &Value) -> CmdResult {
     let (format, select) = (shape.format, shape.select.as_slice());
     let stdout = std::io::stdout().lock();

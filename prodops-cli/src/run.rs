@@ -15,7 +15,7 @@ use crate::cli::resource_command_name;
 use crate::creds::{self, Source};
 use crate::fail::{CmdResult, Fail};
 use crate::fields::Fields;
-use crate::output::{Format, ListWriter, Shape, write_shaped, write_value};
+use crate::output::{Format, ListWriter, Shape, write_shaped};
 use crate::shape::Post;
 use std::sync::Arc;
 
@@ -279,9 +279,13 @@ pub(crate) fn set_path(target: &mut Map<String, Value>, field: &str, value: Valu
 /// field (a number for `quantity`, a boolean for `exemptFromAssignments`, an array from JSON or
 /// from comma-separated items), text where the schema says text or says nothing (custom
 /// properties). `null` clears a field that is not text; `--set-json` forces any JSON value.
-fn typed_set_value(resource: &str, field: &str, raw: &str) -> CmdResult<Value> {
-    use prodops_core::field_types::{FieldType, field_type};
-    let declared = prodops_core::registry::by_path(resource).and_then(|k| field_type(k, field));
+fn typed_set_value(
+    types: Option<&prodops_core::field_types::FieldTypes>,
+    field: &str,
+    raw: &str,
+) -> CmdResult<Value> {
+    use prodops_core::field_types::FieldType;
+    let declared = types.and_then(|t| t.get(field));
     let text = raw.trim();
     let wrong = |what: &str| {
         Fail::usage(format!(
@@ -338,6 +342,8 @@ fn body_from(args: &ArgMatches, resource: &str, required: bool) -> CmdResult<Val
         let map = body
             .as_object_mut()
             .ok_or_else(|| Fail::usage("--set needs --data to be a JSON object"))?;
+        let types = prodops_core::registry::by_path(resource)
+            .map(prodops_core::field_types::FieldTypes::of);
         for (raw, json) in sets {
             let (k, v) = raw
                 .split_once('=')
@@ -346,7 +352,7 @@ fn body_from(args: &ArgMatches, resource: &str, required: bool) -> CmdResult<Val
                 serde_json::from_str(v)
                     .map_err(|e| Fail::usage(format!("--set-json {raw}: not valid JSON: {e}")))?
             } else {
-                typed_set_value(resource, k.trim(), v)?
+                typed_set_value(types.as_ref(), k.trim(), v)?
             };
             set_path(map, k.trim(), value)?;
         }
@@ -558,13 +564,15 @@ async fn bulk_brake(
     params: &ListParams,
     args: &ArgMatches,
 ) -> CmdResult<bool> {
+    // A bad --jq or --template is refused before anything is counted or changed.
+    Post::from_args(args)?;
     let matched = records.count(params).await?;
     eprintln!("{matched} {path} record(s) match the filter");
     if args.get_flag("dry-run") {
-        write_value(
+        crate::output::write_answer(
             ctx.format,
             &json!({ "count": matched, "dryRun": true }),
-            &[],
+            args,
         )?;
         return Ok(false);
     }
@@ -993,6 +1001,7 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
             Ok(())
         }
         "status" => {
+            crate::shape::Post::from_args(args)?;
             let (base, key) = resolve(m)?;
             let mut status = Map::new();
             status.insert("baseUrl".into(), json!(base.as_ref().map(|(u, _)| u)));
@@ -1015,7 +1024,7 @@ fn auth(m: &ArgMatches, sub: &ArgMatches, format: Format) -> CmdResult {
                 _ => Value::Null,
             };
             status.insert("valid".into(), valid);
-            write_value(format, &Value::Object(status), &[])?;
+            crate::output::write_answer(format, &Value::Object(status), args)?;
             match verdict {
                 Some(Ok(Ok(()))) => Ok(()),
                 Some(Ok(Err(why))) => Err(Fail::auth(why)),

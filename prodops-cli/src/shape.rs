@@ -157,6 +157,14 @@ pub enum Post {
 }
 
 impl Post {
+    /// Runs the program, or renders the template, over one value.
+    pub fn write(&self, value: &Value, out: &mut dyn Write) -> CmdResult {
+        match self {
+            Post::Jq(jq) => jq.write(value, out),
+            Post::Template(t) => t.write(value, out),
+        }
+    }
+
     /// `--jq` or `--template` of a command, checked now.
     pub fn from_args(args: &clap::ArgMatches) -> CmdResult<Option<Post>> {
         if let Ok(Some(code)) = args.try_get_one::<String>("jq") {

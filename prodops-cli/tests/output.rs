@@ -391,6 +391,122 @@ async fn jq_template_and_select_shape_what_is_printed() {
     );
 }
 
+/// Issue 34, item 9: `--jq` and `--template` on the commands whose JSON is a summary rather
+/// than records: a bulk change, an import, `auth status`, and `events tail` (run per event).
+/// A bad program is refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jq_shapes_summaries_the_feed_and_auth_status() {
+    let env = Env::start().await;
+    let csv = env.dir.path().join("w.csv");
+    std::fs::write(&csv, "name,customerIdentifier\nAnn,J-1\nBo,J-2\n").unwrap();
+    let out = env
+        .run(&[
+            "worker",
+            "import",
+            csv.to_str().unwrap(),
+            "--jq",
+            ".accepted",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "2\n");
+    let out = env
+        .run(&[
+            "worker",
+            "import",
+            csv.to_str().unwrap(),
+            "--key",
+            "customerIdentifier",
+            "--dry-run",
+            "--template",
+            "{{ unchanged }} unchanged",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "2 unchanged\n");
+
+    let out = env
+        .run(&[
+            "worker",
+            "bulk-update",
+            "--filter",
+            "customerIdentifier=J-1",
+            "--set",
+            "status=inactive",
+            "--jq",
+            ".count",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "1\n");
+    let out = env
+        .run(&[
+            "worker",
+            "bulk-update",
+            "--search",
+            "J-",
+            "--set",
+            "status=active",
+            "--dry-run",
+            "--jq",
+            ".count",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "2\n");
+
+    let out = env
+        .run(&[
+            "events",
+            "tail",
+            "--resource",
+            "worker",
+            "--jq",
+            "select(.type == \"worker.updated\") | .data.name",
+        ])
+        .await;
+    ok(&out);
+    assert_eq!(out.stdout, "Ann\n");
+
+    let out = env.run(&["auth", "status", "--jq", ".valid"]).await;
+    ok(&out);
+    assert_eq!(out.stdout, "true\n");
+
+    // Refused before anything is sent: the import writes nothing, the bulk change changes
+    // nothing.
+    std::fs::write(&csv, "name\nCy\n").unwrap();
+    let out = env
+        .run(&["worker", "import", csv.to_str().unwrap(), "--jq", ".["])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    let out = env
+        .run(&[
+            "worker",
+            "bulk-update",
+            "--search",
+            "J-",
+            "--set",
+            "name=Gone",
+            "--yes",
+            "--jq",
+            ".[",
+        ])
+        .await;
+    assert_eq!(out.code, 2, "{out}");
+    let out = env.run(&["events", "tail", "--jq", ".["]).await;
+    assert_eq!(out.code, 2, "{out}");
+    assert_eq!(
+        env.api.count("worker", "").await,
+        2,
+        "nothing more, nothing less"
+    );
+    assert_eq!(
+        env.api.count("worker", "name=Gone").await,
+        0,
+        "nothing renamed"
+    );
+}
+
 /// Snapshots of what a person and a script see: a table (40 columns, from `$COLUMNS` since
 /// stdout is no terminal here), the CSV, the TSV, and `--jq`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

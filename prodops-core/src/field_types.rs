@@ -18,21 +18,44 @@ pub enum FieldType {
     Object,
 }
 
-/// The declared type of the field at `path` (dotted for nested fields: `schedule.startDate`),
-/// or `None` when the schema does not say (an unknown field, a custom property).
-pub fn field_type(kind: &dyn ResourceKind, path: &str) -> Option<FieldType> {
-    let (_, root) = kind.schema();
-    let mut schemas = Vec::new();
-    kind.schemas(&mut schemas);
-    let named: Map<String, Value> = schemas
-        .into_iter()
-        .map(|(n, s)| (n, serde_json::to_value(s).unwrap_or_default()))
-        .collect();
-    let mut schema = serde_json::to_value(root).ok()?;
-    for segment in path.split('.') {
-        schema = property(&schema, segment, &named, 0)?;
+/// A resource's schema read once, to answer [`FieldTypes::get`] for as many fields as asked
+/// (a command with ten `--set`s builds the schema once, not ten times).
+#[derive(Debug, Clone)]
+pub struct FieldTypes {
+    root: Value,
+    named: Map<String, Value>,
+}
+
+impl FieldTypes {
+    pub fn of(kind: &dyn ResourceKind) -> FieldTypes {
+        let (_, root) = kind.schema();
+        let mut schemas = Vec::new();
+        kind.schemas(&mut schemas);
+        let named: Map<String, Value> = schemas
+            .into_iter()
+            .map(|(n, s)| (n, serde_json::to_value(s).unwrap_or_default()))
+            .collect();
+        FieldTypes {
+            root: serde_json::to_value(root).unwrap_or_default(),
+            named,
+        }
     }
-    type_of(&schema, &named, 0)
+
+    /// The declared type of the field at `path` (dotted for nested fields:
+    /// `schedule.startDate`), or `None` when the schema does not say (an unknown field, a
+    /// custom property).
+    pub fn get(&self, path: &str) -> Option<FieldType> {
+        let mut schema = self.root.clone();
+        for segment in path.split('.') {
+            schema = property(&schema, segment, &self.named, 0)?;
+        }
+        type_of(&schema, &self.named, 0)
+    }
+}
+
+/// [`FieldTypes::get`] for one field; build [`FieldTypes`] once to ask about several.
+pub fn field_type(kind: &dyn ResourceKind, path: &str) -> Option<FieldType> {
+    FieldTypes::of(kind).get(path)
 }
 
 /// Follows a `$ref` to the schema it names.

@@ -72,6 +72,8 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
             "--idempotency-key names one write; an import sends one per batch, each with its own key (leave the flag out)",
         ));
     }
+    // A bad --jq or --template is refused before any row is sent, not after the import.
+    let post = crate::shape::Post::from_args(args)?.map(std::sync::Arc::new);
     let path = args.get_one::<String>("file").expect("required").clone();
     let key_mode = args.try_get_one::<String>("key").ok().flatten().is_some();
     let dry_run = args.get_flag("dry-run");
@@ -197,7 +199,9 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
             "dryRun": false,
         })
     };
-    crate::output::write_value(ctx.format, &summary, &[])?;
+    let mut shape = crate::output::Shape::new(ctx.format);
+    shape.post = post;
+    crate::output::write_shaped(&shape, &summary)?;
     if rejected > 0 {
         return Err(Fail::rejected(format!("{rejected} row(s) rejected")));
     }
