@@ -418,7 +418,7 @@ pub fn records_of(
 }
 
 /// Ids per statement when [`TxTree`] reads the session workers of many nodes at once.
-const PREFETCH_CHUNK: usize = 500;
+pub(crate) const PREFETCH_CHUNK: usize = 500;
 
 /// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
 /// the stored JSON text of the record.
@@ -719,7 +719,7 @@ impl<'a> TxTree<'a> {
 
     /// Reads the records of those of `ids` this store does not hold, [`PREFETCH_CHUNK`] per
     /// query.
-    fn read_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
+    pub fn read_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
         let org = self.ctx.org();
         for chunk in not_held(ids, &self.nodes).chunks(PREFETCH_CHUNK) {
             for (id, text) in records::get_many_raw(self.tx, TABLE, org, chunk)? {

@@ -40,8 +40,8 @@ pub use params::{
 use params::{QueryBody, body_object, lookup_path, search_cond, sort_or_default};
 pub use pipeline::load;
 pub use pipeline::{
-    apply_server_change, create_record, create_server_record, delete_record, update_record,
-    upsert_record,
+    apply_server_change, create_record, create_records_held, create_server_record, delete_record,
+    update_record, upsert_record,
 };
 
 /// The largest `pageSize` a list or query accepts.

@@ -22,7 +22,7 @@ use uuid::Uuid;
 use super::{deliverable, lines_res, lock_owner, order_quantity, outputs_res, owned, uuid_field};
 use crate::bom::{SOURCE_LINE, SOURCE_OUTPUT};
 use crate::deliverables::tree::{raw_records, tree_row};
-use crate::engine::{create_record, parse_body};
+use crate::engine::{create_record, create_records_held, parse_body};
 use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
@@ -163,12 +163,18 @@ pub fn apply_template_in(
     found.sort_by_key(|d| d.0);
     let edges: Vec<(Uuid, Uuid)> = found.into_iter().map(|(_, p, _, s, _)| (p, s)).collect();
     let batch = ctx.deferring();
-    let mut dependencies = Vec::new();
-    for (predecessor, successor) in remap_dependencies(&edges, &copies) {
-        let mut body = Map::new();
-        body.insert("predecessorId".into(), json!(predecessor));
-        body.insert("successorId".into(), json!(successor));
-        dependencies.push(read_stored(&create_record(tx, &batch, deps_res, body)?)?);
+    let bodies: Vec<Map<String, Value>> = remap_dependencies(&edges, &copies)
+        .into_iter()
+        .map(|(predecessor, successor)| {
+            let mut body = Map::new();
+            body.insert("predecessorId".into(), json!(predecessor));
+            body.insert("successorId".into(), json!(successor));
+            body
+        })
+        .collect();
+    let mut dependencies = Vec::with_capacity(bodies.len());
+    for created in create_records_held(tx, &batch, deps_res, bodies)? {
+        dependencies.push(read_stored(&created)?);
     }
     deps_res.hooks.end_bulk(tx, &batch, deps_res)?;
 
