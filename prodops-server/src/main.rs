@@ -322,7 +322,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
 
 fn main() -> ExitCode {
     // SAFETY: sets a process-wide allocator option before any other thread exists.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
+    // `MIMALLOC_PURGE_DELAY` in the environment, which mimalloc reads itself, wins.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
+    }
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -4,7 +4,8 @@
 //! allocator hands the pages back to the system when the body is freed): measured, that was a
 //! quarter of a hierarchy read. A few buffers are kept instead, and a response body (or each part of a
 //! body sent in parts) hands its buffer back when the connection has sent it. At most [`KEPT`] buffers of at most
-//! [`MAX_KEPT_BYTES`] each are retained; larger ones are freed as usual.
+//! [`MAX_KEPT_BYTES`] each, [`TOTAL_KEPT_BYTES`] in all, are retained; others are freed as usual
+//! (docs/operations.md, "Memory").
 
 use std::sync::Mutex;
 
@@ -12,8 +13,11 @@ use bytes::Bytes;
 
 /// Buffers retained between requests.
 const KEPT: usize = 4;
-/// The largest buffer retained (a bigger read allocates and frees its own).
-const MAX_KEPT_BYTES: usize = 48 << 20;
+/// The largest buffer retained (a bigger read allocates and frees its own): a hierarchy read of
+/// 10,000 nodes fits.
+const MAX_KEPT_BYTES: usize = 16 << 20;
+/// What the pool may hold in all, whatever the reads were.
+const TOTAL_KEPT_BYTES: usize = 32 << 20;
 
 static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
@@ -43,10 +47,12 @@ pub fn give(buf: Vec<u8>) {
         return;
     }
     let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
-    if pool.len() < KEPT {
+    let held: usize = pool.iter().map(Vec::capacity).sum();
+    if pool.len() < KEPT && held + buf.capacity() <= TOTAL_KEPT_BYTES {
         pool.push(buf);
     } else if let Some(smallest) = pool.iter_mut().min_by_key(|b| b.capacity())
         && smallest.capacity() < buf.capacity()
+        && held - smallest.capacity() + buf.capacity() <= TOTAL_KEPT_BYTES
     {
         *smallest = buf;
     }

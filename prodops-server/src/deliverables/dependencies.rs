@@ -25,7 +25,7 @@ use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::sql::FieldPath;
-use crate::store::{Tx, lock_scope, records};
+use crate::store::{Dialect, Tx, lock_scope, records};
 
 /// The hooks of `/dependency`.
 pub struct DependencyHooks;
@@ -59,7 +59,10 @@ fn path_ids(path: &str) -> Vec<Uuid> {
 /// paths of their ends: one range of the tree index, each node's dependencies through the
 /// `(organization_id, predecessorId)` index. `CROSS JOIN` keeps that order on SQLite, which
 /// runs without statistics: as a plain join it started from the organization's dependencies,
-/// so a POST cost grew with every tree's dependencies (bench/README.md, "dependencies").
+/// so a POST cost grew with every tree's dependencies (bench/README.md, "dependencies"). On
+/// SQLite the node's id is compared as `+t.id`: a column's TEXT affinity applied to the other
+/// side kept the expression index out of use, and each tree node scanned every dependency of
+/// the organization (`tree_dependencies_plan` in `prodops-server/tests/lookup_plans.rs`).
 pub fn tree_dependencies(
     tx: &mut dyn Tx,
     org: Uuid,
@@ -69,13 +72,7 @@ pub fn tree_dependencies(
     let pred = tx.text_expr(&FieldPath::parse("predecessorId").expect("static path"));
     let succ = tx.text_expr(&FieldPath::parse("successorId").expect("static path"));
     let rows = tx.query(
-        &format!(
-            "SELECT x.id, t.id, t.path, u.id, u.path \
-             FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \
-             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
-             AND x.organization_id = t.organization_id AND {pred} = t.id \
-             AND u.organization_id = x.organization_id AND u.id = {succ}"
-        ),
+        &tree_dependencies_sql(tx.dialect(), table, &pred, &succ),
         &[
             org.into(),
             root.path.clone().into(),
@@ -96,6 +93,21 @@ pub fn tree_dependencies(
             ))
         })
         .collect())
+}
+
+/// The statement of [`tree_dependencies`]: parameters organization, path, upper path.
+pub fn tree_dependencies_sql(dialect: Dialect, table: &str, pred: &str, succ: &str) -> String {
+    let node_id = match dialect {
+        Dialect::Sqlite => "+t.id",
+        Dialect::Postgres => "t.id",
+    };
+    format!(
+        "SELECT x.id, t.id, t.path, u.id, u.path \
+         FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \
+         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
+         AND x.organization_id = t.organization_id AND {pred} = {node_id} \
+         AND u.organization_id = x.organization_id AND u.id = {succ}"
+    )
 }
 
 /// A dependency of a tree: its id, its predecessor and that node's tree path, its successor and

@@ -32,8 +32,19 @@ const WAL_CHECKPOINT_BYTES: i64 = 64 << 20;
 /// checkpoint would: only when the checkpointer thread falls this far behind (a long stream of
 /// large writes), so the WAL stays bounded.
 const WAL_WRITER_CHECKPOINT_BYTES: i64 = 4 * WAL_CHECKPOINT_BYTES;
-/// The writer's page cache, in KiB (a negative `cache_size` is KiB).
-const WRITER_CACHE_KIB: i64 = -128 * 1024;
+/// The writer's page cache by default, in MiB (docs/operations.md, "Memory").
+const WRITER_CACHE_MIB: i64 = 128;
+
+/// The writer's page cache as SQLite's `cache_size` takes KiB (negative): the default, or
+/// `PRODOPS_SQLITE_CACHE_MIB` (1 to 4096) when set.
+fn writer_cache_kib() -> i64 {
+    let mib = std::env::var("PRODOPS_SQLITE_CACHE_MIB")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|m| (1..=4096).contains(m))
+        .unwrap_or(WRITER_CACHE_MIB);
+    -mib * 1024
+}
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -385,7 +396,7 @@ fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
     // (client-chosen UUIDv4 ids) otherwise read most index pages back from the OS per row, and a
     // large write transaction (a bulk PUT of 5,000 deliverables and the refresh of their
     // ancestors) spills dirty pages to the WAL before it commits.
-    conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
+    conn.pragma_update(None, "cache_size", writer_cache_kib())
         .map_err(map_err)?;
     // Statement journals (a multi-row insert, a row with a counting trigger) and savepoints
     // in memory rather than in temporary files.
