@@ -33,7 +33,7 @@ const WAL_CHECKPOINT_BYTES: i64 = 64 << 20;
 /// large writes), so the WAL stays bounded.
 const WAL_WRITER_CHECKPOINT_BYTES: i64 = 4 * WAL_CHECKPOINT_BYTES;
 /// The writer's page cache by default, in MiB (docs/operations.md, "Memory").
-const WRITER_CACHE_MIB: i64 = 128;
+const WRITER_CACHE_MIB: i64 = 32;
 
 /// The writer's page cache as SQLite's `cache_size` takes KiB (negative): the default, or
 /// `PRODOPS_SQLITE_CACHE_MIB` (1 to 4096) when set.
