@@ -819,6 +819,7 @@ impl<'a> TxTree<'a> {
             return Ok(());
         };
         let kind = super::resource("deliverable").kind;
+        let mut rows = Vec::with_capacity(dirty.len());
         for id in dirty {
             let node = self
                 .nodes
@@ -828,8 +829,10 @@ impl<'a> TxTree<'a> {
             let mut v = serde_json::to_value(&*node).map_err(ApiError::internal)?;
             v["updatedAt"] = json!(self.ctx.now_text());
             let checked = kind.check(v, None).map_err(ApiError::violations)?;
-            records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
+            rows.push(records::RowUpdate::of_record(&checked)?);
         }
+        // Written together: one statement per 500 records on PostgreSQL.
+        records::update_records(self.tx, TABLE, self.ctx.org(), rows)?;
         self.deferred = Some(Default::default());
         Ok(())
     }
