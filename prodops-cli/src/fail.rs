@@ -95,7 +95,9 @@ pub fn exit_code(err: &Error) -> i32 {
 pub fn describe(err: &Error) -> String {
     let mut out = err.to_string();
     if let Error::Network(e) = err {
-        let mut source = std::error::Error::source(e);
+        // The network error's own line already names its first cause: the chain goes on from
+        // the cause's cause (what reqwest and the OS said), each once.
+        let mut source = std::error::Error::source(e).and_then(std::error::Error::source);
         while let Some(s) = source {
             out.push_str(&format!(": {s}"));
             source = s.source();

@@ -25,6 +25,10 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Attempts per call for a 429, or a 503 with `Retry-After` (1 = no retries).
     pub max_attempts: u32,
+    /// Attempts per call while no connection can be made at all (a server restarting, or
+    /// down): a few quick ones, so that a script against a stopped server fails within about
+    /// a second instead of backing off for a quarter of a minute. At most `max_attempts`.
+    pub connect_attempts: u32,
     /// The longest the client waits before one retry, whatever the server asks.
     pub max_retry_wait: Duration,
     /// The page size lists ask for.
@@ -39,6 +43,7 @@ impl std::fmt::Debug for Config {
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_attempts", &self.max_attempts)
+            .field("connect_attempts", &self.connect_attempts)
             .field("max_retry_wait", &self.max_retry_wait)
             .field("page_size", &self.page_size)
             .finish()
@@ -51,8 +56,8 @@ pub const ENV_BASE_URL: &str = "PRODOPS_BASE_URL";
 pub const ENV_API_KEY: &str = "PRODOPS_API_KEY";
 
 impl Config {
-    /// A configuration with the defaults: 120 s per attempt, 10 s to connect, 6 attempts, at
-    /// most 120 s between two, pages of 5,000.
+    /// A configuration with the defaults: 120 s per attempt, 10 s to connect, 6 attempts (3
+    /// while no connection can be made), at most 120 s between two, pages of 5,000.
     ///
     /// ```
     /// let c = prodops_client::Config::new("http://127.0.0.1:8080", "key");
@@ -65,6 +70,7 @@ impl Config {
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
             max_attempts: 6,
+            connect_attempts: 3,
             max_retry_wait: Duration::from_secs(120),
             page_size: 5_000,
         }
@@ -118,6 +124,17 @@ impl Config {
     /// ```
     pub fn max_attempts(mut self, attempts: u32) -> Config {
         self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Sets the number of attempts while no connection can be made (at least 1).
+    ///
+    /// ```
+    /// let c = prodops_client::Config::new("http://h", "k").connect_attempts(1);
+    /// assert_eq!(c.connect_attempts, 1);
+    /// ```
+    pub fn connect_attempts(mut self, attempts: u32) -> Config {
+        self.connect_attempts = attempts.max(1);
         self
     }
 

@@ -414,7 +414,9 @@ impl Client {
                 }
                 Err(e) => NetworkError::from_reqwest(e),
             };
-            if retry::is_resendable(&failure, method, keyed) && attempt < config.max_attempts {
+            if retry::is_resendable(&failure, method, keyed)
+                && attempt < retry::attempts_after(&failure, config)
+            {
                 lost_answer = true;
                 tokio::time::sleep(retry::retry_wait(
                     &Headers::default(),

@@ -30,6 +30,16 @@ pub(crate) fn is_resendable(error: &NetworkError, method: Method, keyed: bool) -
     }
 }
 
+/// The attempts a call may make after `error`: `max_attempts`, or, while no connection can be
+/// made at all, `connect_attempts` (a stopped server is reported within about a second).
+pub(crate) fn attempts_after(error: &NetworkError, config: &crate::Config) -> u32 {
+    if error.is_connect() {
+        config.connect_attempts.min(config.max_attempts)
+    } else {
+        config.max_attempts
+    }
+}
+
 /// How long to wait before retry number `attempt` (1-based): the server's `Retry-After` or
 /// `RateLimit-Reset` (seconds) when given, else exponential backoff from 250 ms; plus up to
 /// 25% (at least 50 ms) random jitter, so that many clients do not return at once; capped at
@@ -75,6 +85,21 @@ mod tests {
         assert!(!is_resendable(&e(Timeout), Method::POST, false));
         assert!(!is_resendable(&e(Timeout), Method::GET, false));
         assert!(!is_resendable(&e(Other), Method::POST, true));
+    }
+
+    #[test]
+    fn a_server_that_cannot_be_reached_gets_few_attempts() {
+        let e = |k| NetworkError::new(k, "x");
+        let config = crate::Config::new("http://h", "k");
+        assert_eq!(attempts_after(&e(NetworkErrorKind::Connect), &config), 3);
+        assert_eq!(
+            attempts_after(&e(NetworkErrorKind::Interrupted), &config),
+            6
+        );
+        let one = config.clone().max_attempts(1);
+        assert_eq!(attempts_after(&e(NetworkErrorKind::Connect), &one), 1);
+        let patient = crate::Config::new("http://h", "k").connect_attempts(10);
+        assert_eq!(attempts_after(&e(NetworkErrorKind::Connect), &patient), 6);
     }
 
     #[test]
