@@ -989,7 +989,8 @@ mod shaping_coverage {
                     matches!(c.desc.answer, AnswerBody::Bytes)
                         && here == format!("prodops {} {}", c.desc.cli.command, c.desc.cli.verb)
                 });
-                if !exempt && !bytes && !(has("jq") && has("template")) {
+                let shaped = has("jq") && has("template");
+                if !(exempt || bytes || shaped) {
                     missing.push(here);
                 }
                 return;
