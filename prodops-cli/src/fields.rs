@@ -52,15 +52,9 @@ const DEFAULT_ENUMS: usize = 2;
 impl Fields {
     /// The fields of a registered resource.
     pub fn of(kind: &dyn ResourceKind) -> Fields {
-        let (_, root) = kind.schema();
-        let root = serde_json::to_value(root).unwrap_or_default();
-        let mut named_list = Vec::new();
-        kind.schemas(&mut named_list);
-        let named: Map<String, Value> = named_list
-            .into_iter()
-            .map(|(n, s)| (n, serde_json::to_value(s).unwrap_or_default()))
-            .collect();
-        Self::from_schema(&root, &named, kind.desc())
+        let types = prodops_core::field_types::FieldTypes::of(kind);
+        let (root, named) = types.schemas();
+        Self::from_schema(root, named, kind.desc())
     }
 
     /// The fields of what an action answers, as it is printed (a page's records; a

@@ -41,6 +41,11 @@ impl FieldTypes {
         }
     }
 
+    /// The resource's schema and the schemas it names (`#/components/schemas/...`), as JSON.
+    pub fn schemas(&self) -> (&Value, &Map<String, Value>) {
+        (&self.root, &self.named)
+    }
+
     /// The declared type of the field at `path` (dotted for nested fields:
     /// `schedule.startDate`), or `None` when the schema does not say (an unknown field, a
     /// custom property).

@@ -256,10 +256,10 @@ async fn a_trees_dependencies_are_read_through_the_predecessor_index() {
     let dialect = store.dialect();
     let field = |f: &str| dialect.text_expr(&FieldPath::parse(f).unwrap());
     let sql = tree_dependencies_sql(
-        dialect,
         "dependency",
         &field("predecessorId"),
         &field("successorId"),
+        &dialect.plain_column("t.id"),
     );
     let params = vec![
         Uuid::new_v4().into(),

@@ -25,7 +25,7 @@ use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::sql::FieldPath;
-use crate::store::{Dialect, Tx, lock_scope, records};
+use crate::store::{Tx, lock_scope, records};
 
 /// The hooks of `/dependency`.
 pub struct DependencyHooks;
@@ -60,7 +60,7 @@ fn path_ids(path: &str) -> Vec<Uuid> {
 /// `(organization_id, predecessorId)` index. `CROSS JOIN` keeps that order on SQLite, which
 /// runs without statistics: as a plain join it started from the organization's dependencies,
 /// so a POST cost grew with every tree's dependencies (bench/README.md, "dependencies"). On
-/// SQLite the node's id is compared as `+t.id`: a column's TEXT affinity applied to the other
+/// SQLite the node's id is compared as `+t.id` ([`Tx::plain_column`]): a column's TEXT affinity applied to the other
 /// side kept the expression index out of use, and each tree node scanned every dependency of
 /// the organization (`tree_dependencies_plan` in `prodops-server/tests/lookup_plans.rs`).
 pub fn tree_dependencies(
@@ -72,7 +72,7 @@ pub fn tree_dependencies(
     let pred = tx.text_expr(&FieldPath::parse("predecessorId").expect("static path"));
     let succ = tx.text_expr(&FieldPath::parse("successorId").expect("static path"));
     let rows = tx.query(
-        &tree_dependencies_sql(tx.dialect(), table, &pred, &succ),
+        &tree_dependencies_sql(table, &pred, &succ, &tx.plain_column("t.id")),
         &[
             org.into(),
             root.path.clone().into(),
@@ -95,12 +95,9 @@ pub fn tree_dependencies(
         .collect())
 }
 
-/// The statement of [`tree_dependencies`]: parameters organization, path, upper path.
-pub fn tree_dependencies_sql(dialect: Dialect, table: &str, pred: &str, succ: &str) -> String {
-    let node_id = match dialect {
-        Dialect::Sqlite => "+t.id",
-        Dialect::Postgres => "t.id",
-    };
+/// The statement of [`tree_dependencies`]: parameters organization, path, upper path; `node_id`
+/// is `t.id` as [`Tx::plain_column`] gives it.
+pub fn tree_dependencies_sql(table: &str, pred: &str, succ: &str, node_id: &str) -> String {
     format!(
         "SELECT x.id, t.id, t.path, u.id, u.path \
          FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \

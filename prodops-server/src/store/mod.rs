@@ -189,6 +189,11 @@ pub trait Tx {
     fn text_expr(&self, path: &sql::FieldPath) -> String {
         self.dialect().text_expr(path)
     }
+    /// A column compared without its affinity ([`Dialect::plain_column`]), for statements
+    /// written outside this module.
+    fn plain_column(&self, column: &str) -> String {
+        self.dialect().plain_column(column)
+    }
     /// The field of the record's `data` as JSON text ([`Dialect::json_expr`]).
     fn json_expr(&self, path: &sql::FieldPath) -> String {
         self.dialect().json_expr(path)

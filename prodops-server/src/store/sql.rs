@@ -203,6 +203,16 @@ impl Dialect {
         }
     }
 
+    /// `column` compared without its type affinity: on SQLite `+column`, so that a comparison
+    /// with an expression index's value ([`Dialect::text_expr`]) may use that index (a TEXT
+    /// column's affinity applied to the other side keeps it out of use); as it is elsewhere.
+    pub fn plain_column(self, column: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("+{column}"),
+            Dialect::Postgres => column.to_string(),
+        }
+    }
+
     /// The field as SQL text (strings unquoted), NULL when absent.
     pub fn text_expr(self, path: &FieldPath) -> String {
         self.text_expr_of("data", path)
