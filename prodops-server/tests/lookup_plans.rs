@@ -278,3 +278,42 @@ async fn a_trees_dependencies_are_read_through_the_predecessor_index() {
         Dialect::Postgres => assert!(p.contains("dependency"), "{p}"),
     }
 }
+
+/// The same for the other subtree reads through a field's index (`tree::subtree_records_sql`):
+/// a tree's dependencies for the schedule, a subtree's work sessions for its crew time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subtree_records_are_read_through_the_fields_index() {
+    use prodops_server::deliverables::tree::subtree_records_sql;
+    use prodops_server::store::sql::FieldPath;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let dialect = store.dialect();
+    for (table, field, index) in [
+        ("dependency", "predecessorId", "ix_dependency_predecessor"),
+        (
+            "work_session",
+            "deliverableId",
+            "ix_work_session_deliverable",
+        ),
+    ] {
+        let sql = subtree_records_sql(
+            table,
+            &dialect.text_expr(&FieldPath::parse(field).unwrap()),
+            &dialect.plain_column("t.id"),
+        );
+        let params = vec![
+            Uuid::new_v4().into(),
+            "/a".to_string().into(),
+            "/b".to_string().into(),
+        ];
+        let p = plan(&store, sql, params).await;
+        match dialect {
+            Dialect::Sqlite => assert!(
+                p.contains(&format!("{index} (organization_id=? AND <expr>=?)"))
+                    && !p.contains("SCAN r"),
+                "{table}: {p}"
+            ),
+            Dialect::Postgres => assert!(p.contains(table), "{table}: {p}"),
+        }
+    }
+}

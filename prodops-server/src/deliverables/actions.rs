@@ -170,11 +170,7 @@ fn order_edges(
     let expr =
         tx.text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
     let rows = tx.query(
-        &format!(
-            "SELECT data FROM {} t JOIN {table} x ON x.organization_id = t.organization_id AND {expr} = t.id \
-             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
-            super::tree::TREE
-        ),
+        &super::tree::subtree_records_sql(table, &expr, &tx.plain_column("t.id")),
         &[
             org.into(),
             root.path.clone().into(),

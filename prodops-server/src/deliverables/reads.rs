@@ -457,12 +457,13 @@ pub async fn crew_time(
             for id in &ids {
                 let row = tree_row(tx, org, *id)?.ok_or_else(ApiError::not_found)?;
                 // The sessions of the whole subtree in one query: the subtree's index range,
-                // each node's sessions through the `(organization_id, deliverableId)` index.
+                // each node's sessions through the `(organization_id, deliverableId)` index
+                // (`tree::subtree_records_sql`).
                 let rows = tx.query(
-                    &format!(
-                        "SELECT data FROM {TREE} t JOIN {sessions_table} s \
-                         ON s.organization_id = t.organization_id AND {expr} = t.id \
-                         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?"
+                    &super::tree::subtree_records_sql(
+                        sessions_table,
+                        &expr,
+                        &tx.plain_column("t.id"),
                     ),
                     &[
                         org.into(),

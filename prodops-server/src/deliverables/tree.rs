@@ -418,6 +418,21 @@ pub fn records_of(
 }
 
 /// Ids per statement when [`TxTree`] reads the session workers of many nodes at once.
+/// The statement reading the records of `table` whose `field_expr` (a [`Tx::text_expr`] with
+/// an expression index behind it) names a node of a subtree: parameters organization, path,
+/// upper path. The subtree's range of the path index comes first (`CROSS JOIN`: SQLite has no
+/// statistics to choose it), then each node's records through the field's index; `node_id` is
+/// `t.id` as [`Tx::plain_column`] gives it, since on SQLite the TEXT column's affinity kept the
+/// expression index out of use and each node scanned the organization's records
+/// (`prodops-server/tests/lookup_plans.rs`).
+pub fn subtree_records_sql(table: &str, field_expr: &str, node_id: &str) -> String {
+    format!(
+        "SELECT data FROM {TREE} t CROSS JOIN {table} r \
+         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
+         AND r.organization_id = t.organization_id AND {field_expr} = {node_id}"
+    )
+}
+
 pub(crate) const PREFETCH_CHUNK: usize = 500;
 
 /// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
