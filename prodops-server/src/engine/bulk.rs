@@ -669,15 +669,7 @@ impl<'r> Batch<'r> {
         };
         tx.execute("RELEASE SAVEPOINT bulk_put", &[])?;
         // Their events, kept for the end of the transaction (appended in one batch there).
-        for (k, row) in rows.iter().enumerate() {
-            super::events::created_text(
-                self.ctx,
-                self.res,
-                row.id.clone(),
-                row.data.clone(),
-                rowids.as_ref().and_then(|r| r.get(k).copied()),
-            );
-        }
+        super::events::created_rows(self.ctx, self.res, &rows, rowids.as_deref());
         Ok(())
     }
 }

@@ -32,6 +32,25 @@ pub fn created(ctx: &Ctx, res: &ServedResource, record: &Value) {
     });
 }
 
+/// [`created_text`] of each row a multi-row insert wrote, with the rowids it answered.
+pub fn created_rows<R: std::borrow::Borrow<crate::store::records::NewRow>>(
+    ctx: &Ctx,
+    res: &ServedResource,
+    rows: &[R],
+    rowids: Option<&[i64]>,
+) {
+    for (k, row) in rows.iter().enumerate() {
+        let row = row.borrow();
+        created_text(
+            ctx,
+            res,
+            row.id.clone(),
+            row.data.clone(),
+            rowids.and_then(|r| r.get(k).copied()),
+        );
+    }
+}
+
 /// A record was created from its stored text (a bulk call's batched creates), with its id and,
 /// where the insert told it, the SQLite rowid it was stored at.
 pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String, rowid: Option<i64>) {

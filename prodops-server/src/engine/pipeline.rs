@@ -166,15 +166,7 @@ pub fn create_records_held(
         created.push(record);
     }
     let rowids = records::insert_rows(tx, res.table(), ctx.org(), &rows)?;
-    for (k, row) in rows.iter().enumerate() {
-        super::events::created_text(
-            ctx,
-            res,
-            row.id.clone(),
-            row.data.clone(),
-            rowids.as_ref().and_then(|r| r.get(k).copied()),
-        );
-    }
+    super::events::created_rows(ctx, res, &rows, rowids.as_deref());
     Ok(created)
 }
 
