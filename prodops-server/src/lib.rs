@@ -11,8 +11,10 @@
 //!    `families.rs` (which hooks each resource is served with) and `router.rs` (every route);
 //! 4. the resource families, each with its hooks and handlers: `deliverables`, `production`,
 //!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
-//!    `workers`, `catalog`, `events` (the change feed's reader) and `webhooks` (the feed pushed
-//!    to URLs); they may use each other;
+//!    `workers`, `catalog`, `events` (the change feed's reader), `webhooks` (the feed pushed
+//!    to URLs) and `plans` (what bom and production share); they use each other only
+//!    downwards, in the order `tests/layers.rs` gives (`FAMILY_ORDER`), so no two import
+//!    each other;
 //! 3. `engine` (the standard endpoints and the `Hooks` interface), `jobs`, `blob`, `admin`;
 //! 2. `http`: the gateway every request passes and the request kernel;
 //! 1. `store`: the database, the only module that knows SQL dialects.
@@ -33,6 +35,7 @@ pub mod jobs;
 pub mod members;
 pub mod notifications;
 pub mod openapi;
+pub mod plans;
 pub mod production;
 pub mod qc;
 pub mod router;

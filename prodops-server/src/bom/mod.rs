@@ -23,13 +23,13 @@ use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::inventory::units::Converter;
-use crate::production::{
-    deliverable, lines_res, lock_owner, order_by_path, order_quantity, outputs_res, owned,
-    table_of, uuid_field,
+use crate::plans::{
+    SOURCE_LINE, SOURCE_OUTPUT, deliverable, lines_res, lock_owner, order_by_path, order_quantity,
+    outputs_res, owned, table_of, uuid_field,
 };
+use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
-use crate::store::{SqlValue, Tx};
 
 // The handlers of this family's declared actions (`prodops_core::api::bom`); the router
 // serves each on its declared method and path, behind its declared access.
@@ -40,9 +40,6 @@ crate::http::action::handle! {
     api::bom::DemandRollup => demand_rollup;
     api::bom::MaterialsRollup => materials_rollup;
 }
-
-pub(crate) const SOURCE_LINE: &str = "sourceBomLineId";
-pub(crate) const SOURCE_OUTPUT: &str = "sourceOutputId";
 
 fn all_where(tx: &mut dyn Tx, ctx: &Ctx, table: &str, conds: Vec<Cond>) -> ApiResult<Vec<Value>> {
     let select = Select {
@@ -302,123 +299,6 @@ pub fn prepopulate_in(
     })
 }
 
-// ----- reservations --------------------------------------------------------------------------
-
-/// The reservation of a BOM line: (item, location, micros).
-fn reservation_of(tx: &mut dyn Tx, ctx: &Ctx, line: Uuid) -> ApiResult<Option<(Uuid, Uuid, i64)>> {
-    let rows = tx.query(
-        "SELECT item_id, location_id, quantity FROM reservations WHERE organization_id = ? AND bom_line_id = ?",
-        &[ctx.org().into(), line.into()],
-    )?;
-    Ok(rows.first().and_then(|r| {
-        let id = |i: usize| r.get(i)?.as_str().and_then(|s| Uuid::parse_str(s).ok());
-        Some((id(0)?, id(1)?, r.get(2)?.as_i64()?))
-    }))
-}
-
-/// Adds `micros` (signed) to the reserved quantity of a stock row, creating it when needed.
-fn add_reserved(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    item: Uuid,
-    location: Uuid,
-    micros: i64,
-) -> ApiResult<()> {
-    if micros == 0 {
-        return Ok(());
-    }
-    let shop = records::get(tx, table_of("location"), ctx.org(), location)?
-        .and_then(|l| uuid_field(&l, "shopId"))
-        .unwrap_or_default();
-    tx.execute(
-        "INSERT INTO stock (organization_id, item_id, location_id, shop_id, on_hand, reserved, updated_at) \
-         VALUES (?, ?, ?, ?, 0, ?, ?) \
-         ON CONFLICT (organization_id, item_id, location_id) DO UPDATE \
-         SET reserved = stock.reserved + excluded.reserved, updated_at = excluded.updated_at",
-        &[
-            ctx.org().into(),
-            item.into(),
-            location.into(),
-            shop.into(),
-            SqlValue::Int(micros),
-            ctx.now_text().into(),
-        ],
-    )?;
-    Ok(())
-}
-
-/// Sets a BOM line's reservation to `micros` at `location` (0 removes it), keeping
-/// `stock.reserved` the sum of reservations.
-fn set_reservation(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    line: Uuid,
-    item: Uuid,
-    location: Uuid,
-    micros: i64,
-) -> ApiResult<()> {
-    if let Some((old_item, old_location, old)) = reservation_of(tx, ctx, line)? {
-        add_reserved(tx, ctx, old_item, old_location, -old)?;
-    }
-    tx.execute(
-        "DELETE FROM reservations WHERE organization_id = ? AND bom_line_id = ?",
-        &[ctx.org().into(), line.into()],
-    )?;
-    if micros > 0 {
-        tx.execute(
-            "INSERT INTO reservations (organization_id, bom_line_id, item_id, location_id, quantity, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-            &[
-                ctx.org().into(),
-                line.into(),
-                item.into(),
-                location.into(),
-                SqlValue::Int(micros),
-                ctx.now_text().into(),
-            ],
-        )?;
-        add_reserved(tx, ctx, item, location, micros)?;
-    }
-    Ok(())
-}
-
-/// Consuming `consumed` of a line (in the line's `unit`) uses up that much of its reservation
-/// (kept in the item's base unit).
-pub fn release_reservation(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    line: Uuid,
-    unit: Option<Uuid>,
-    consumed: f64,
-) -> ApiResult<()> {
-    if let Some((item, location, reserved)) = reservation_of(tx, ctx, line)? {
-        let consumed = Converter::default().to_base(tx, ctx, item, unit, consumed)?;
-        let left = (reserved - to_micros(consumed)).max(0);
-        set_reservation(tx, ctx, line, item, location, left)?;
-    }
-    Ok(())
-}
-
-/// Where a reservation of an item goes: its default location, else the location holding most
-/// of it.
-fn reservation_location(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid) -> ApiResult<Option<Uuid>> {
-    if let Some(i) = records::get(tx, table_of("item"), ctx.org(), item)?
-        && let Some(l) = uuid_field(&i, "defaultLocationId")
-    {
-        return Ok(Some(l));
-    }
-    let rows = tx.query(
-        "SELECT location_id FROM stock WHERE organization_id = ? AND item_id = ? AND on_hand > 0 \
-         ORDER BY on_hand DESC, location_id LIMIT 1",
-        &[ctx.org().into(), item.into()],
-    )?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok()))
-}
-
 /// Reserves what each line still needs (`need(line)`), replacing earlier reservations.
 fn allocate_lines(
     tx: &mut dyn Tx,
@@ -438,19 +318,20 @@ fn allocate_lines(
         // What the line needs, in its unit, reserved in the item's base unit.
         let quantity = need(&line);
         let quantity = units.to_base(tx, ctx, line.item_id, line.unit_measure_id, quantity)?;
-        let location = match reservation_location(tx, ctx, line.item_id)? {
-            Some(location) => location,
-            None if quantity > 0.0 => {
-                skipped.push(SkippedLine {
-                    bom_line_id: line.id,
-                    item_id: line.item_id,
-                    reason: "the item has no default location and no stock anywhere".into(),
-                });
-                continue;
-            }
-            None => Uuid::nil(),
-        };
-        set_reservation(
+        let location =
+            match crate::inventory::reservations::reservation_location(tx, ctx, line.item_id)? {
+                Some(location) => location,
+                None if quantity > 0.0 => {
+                    skipped.push(SkippedLine {
+                        bom_line_id: line.id,
+                        item_id: line.item_id,
+                        reason: "the item has no default location and no stock anywhere".into(),
+                    });
+                    continue;
+                }
+                None => Uuid::nil(),
+            };
+        crate::inventory::reservations::reserve(
             tx,
             ctx,
             line.id,
@@ -637,22 +518,7 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
             });
         }
     }
-    let stock_rows = tx.query(
-        "SELECT item_id, CAST(SUM(on_hand) AS BIGINT), CAST(SUM(reserved) AS BIGINT) FROM stock \
-         WHERE organization_id = ? GROUP BY item_id",
-        &[ctx.org().into()],
-    )?;
-    let mut stock: HashMap<Uuid, (i64, i64)> = HashMap::new();
-    for r in stock_rows {
-        if let Some(item) = r
-            .first()
-            .and_then(SqlValue::as_str)
-            .and_then(|s| Uuid::parse_str(s).ok())
-        {
-            let n = |i: usize| r.get(i).and_then(SqlValue::as_i64).unwrap_or(0);
-            stock.insert(item, (n(1), n(2)));
-        }
-    }
+    let stock = crate::inventory::reservations::totals_by_item(tx, ctx.org())?;
     let names = item_names(tx, ctx, by_item.keys().copied())?;
     let mut rows: Vec<DemandRow> = by_item
         .into_iter()

@@ -378,7 +378,7 @@ impl Hooks for DeliverableHooks {
         {
             // The gate reads QC templates and sets, not the tree: a bulk call's waiting tree
             // rows (and records) stay where they are.
-            crate::qc::check_gate(tx, ctx, &parse_deliverable(new)?)?;
+            super::qc_gate::check_gate(tx, ctx, &parse_deliverable(new)?)?;
         }
         if !self.concept {
             return Ok(());

@@ -8,6 +8,7 @@ mod buffers;
 pub mod dependencies;
 pub mod hooks;
 pub mod identifiers;
+pub mod qc_gate;
 pub mod readiness;
 mod reads;
 pub mod sessions;

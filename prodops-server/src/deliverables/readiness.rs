@@ -97,7 +97,7 @@ impl<'a> Progressor<'a> {
             // A qcstep's QC gate (docs/documents.md, "QC gates"): also when a complete of an
             // ancestor cascades to it.
             let ctx = self.ctx();
-            crate::qc::check_gate(&mut *self.store.tx, ctx, old)?;
+            super::qc_gate::check_gate(&mut *self.store.tx, ctx, old)?;
             self.done.push(old.id);
         }
         if self.seen.insert(old.id) {

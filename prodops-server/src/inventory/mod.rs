@@ -23,6 +23,7 @@ use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+pub mod reservations;
 pub mod units;
 
 use crate::engine::hooks::Hooks;

@@ -19,14 +19,16 @@ use prodops_core::template::{
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{deliverable, lines_res, lock_owner, order_quantity, outputs_res, owned, uuid_field};
-use crate::bom::{SOURCE_LINE, SOURCE_OUTPUT};
 use crate::deliverables::tree::{raw_records, tree_row};
 use crate::engine::{create_record, create_records_held, parse_body};
 use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::plans::{SOURCE_LINE, SOURCE_OUTPUT};
+use crate::plans::{
+    deliverable, lines_res, lock_owner, order_quantity, outputs_res, owned, uuid_field,
+};
 use crate::store::Tx;
 
 /// The fields a copied node takes from its template node; everything else is the copy's own

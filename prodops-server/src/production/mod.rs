@@ -10,7 +10,6 @@ mod apply;
 
 use prodops_core::api;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
@@ -24,7 +23,7 @@ use prodops_core::production_actions::{
     actual_stock_delta, check_adjust_actual, keys, lines_drawn_by, plan_consume, plan_produce,
     planned_for_order, planned_output, production_state, remaining,
 };
-use prodops_core::{Record, Violation, registry};
+use prodops_core::{Record, Violation};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -34,56 +33,13 @@ use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::plans::{
+    deliverable, deliverable_type, lines_res, lock_owner, order_by_path, order_quantity,
+    outputs_res, owned, table_of, uuid_field,
+};
+use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
-use crate::store::{Tx, lock_scope};
-
-/// The engine's description of a registered resource, built once.
-fn resource(
-    path: &'static str,
-    cell: &'static OnceLock<ServedResource>,
-) -> &'static ServedResource {
-    cell.get_or_init(|| ServedResource::new(registry::by_path(path).expect("registered resource")))
-}
-
-pub fn outputs_res() -> &'static ServedResource {
-    static RES: OnceLock<ServedResource> = OnceLock::new();
-    resource(ProductionOutput::DESC.path, &RES)
-}
-
-pub fn lines_res() -> &'static ServedResource {
-    static RES: OnceLock<ServedResource> = OnceLock::new();
-    resource(BomLine::DESC.path, &RES)
-}
-
-pub(crate) fn table_of(path: &str) -> &'static str {
-    registry::by_path(path)
-        .map(|k| k.desc().table)
-        .expect("registered resource")
-}
-
-pub(crate) fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {
-    v.get(field)
-        .and_then(Value::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok())
-}
-
-/// Serializes the production writes of one owner (order, route or project): actions and PATCHes
-/// of its declarations and lines read `quantityActual` and write it back.
-pub(crate) fn lock_owner(tx: &mut dyn Tx, ctx: &Ctx, owner: Uuid) -> ApiResult<()> {
-    lock_scope(tx, &format!("production:{}:{owner}", ctx.org()))?;
-    Ok(())
-}
-
-/// A deliverable's stored record.
-pub(crate) fn deliverable(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<Option<Value>> {
-    Ok(records::get(tx, table_of("deliverable"), ctx.org(), id)?)
-}
-
-fn deliverable_type(d: &Value) -> Option<DeliverableType> {
-    d.get("type")
-        .and_then(|t| serde_json::from_value(t.clone()).ok())
-}
 
 /// The root of a deliverable's hierarchy, following `parentId` (bounded, so a cycle in raw data
 /// cannot loop forever).
@@ -121,51 +77,6 @@ pub(crate) fn order_of_node(
         ));
     }
     Ok((node, root))
-}
-
-/// The order a path names (404 unless it is a root order of this organization).
-pub(crate) fn order_by_path(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<Value> {
-    match deliverable(tx, ctx, id)? {
-        Some(d)
-            if deliverable_type(&d) == Some(DeliverableType::Order)
-                && uuid_field(&d, "parentId").is_none() =>
-        {
-            Ok(d)
-        }
-        _ => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            format!("no order {id}"),
-        )),
-    }
-}
-
-pub(crate) fn order_quantity(order: &Value) -> f64 {
-    order.get("quantity").and_then(Value::as_f64).unwrap_or(1.0)
-}
-
-/// Active records of `res` whose `owner_field` is `owner`, in display order.
-pub(crate) fn owned(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    res: &ServedResource,
-    owner_field: &str,
-    owner: Uuid,
-) -> ApiResult<Vec<Value>> {
-    let select = Select {
-        conds: vec![
-            Cond::field_equals(owner_field, owner.to_string()),
-            Cond::Archived(false),
-        ],
-        sort: vec![Sort {
-            path: FieldPath::parse("sortOrder").expect("static"),
-            descending: false,
-            as_of: None,
-        }],
-        limit: engine::MAX_BULK_RECORDS,
-        offset: 0,
-    };
-    Ok(records::select_values(tx, res.table(), ctx.org(), &select)?)
 }
 
 /// Writes a new `quantityActual` (server-maintained, so not through PATCH), checked by the
@@ -606,7 +517,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
         let new = set_actual(tx, ctx, res, line, actual + q)?;
-        crate::bom::release_reservation(
+        crate::inventory::reservations::release(
             tx,
             ctx,
             typed_lines[index].id,
@@ -718,7 +629,7 @@ pub fn adjust_actual_in(
         ActualKind::Produce => (Some(read_stored(&updated)?), None),
         ActualKind::Consume => {
             if req.delta > 0.0 {
-                crate::bom::release_reservation(
+                crate::inventory::reservations::release(
                     tx,
                     ctx,
                     record_id,

@@ -13,31 +13,31 @@
 //!   against the version (`prodops_core::qc::check_set_against`); `verdictAt`/`verdictById`
 //!   are stamped when the verdict changes; a newly failing verdict sends the deliverable (and a
 //!   qcstep's stage) to rework in the same transaction.
-//! - [`check_gate`]: the QC gate a qcstep passes before it becomes done.
+//! - The QC gate a qcstep passes before it becomes done is `deliverables::qc_gate`.
 
 use prodops_core::api;
-
-use std::collections::HashSet;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use prodops_core::deliverable::{Deliverable, DeliverableType};
 use prodops_core::progress::ProgressAction;
 use prodops_core::qc::{
-    Publish, QcSet, QcTemplateVersion, QcTemplateVersionCreate, SetVerdict, Verdict,
-    check_set_against, may_complete, newly_failed, plan_publish, rework_needed, rework_targets,
-    stamp_verdict, version_in_force,
+    Publish, QcSet, QcTemplateVersion, QcTemplateVersionCreate, SetVerdict, check_set_against,
+    newly_failed, plan_publish, rework_needed, rework_targets, stamp_verdict,
 };
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use crate::deliverables::qc_gate::{
+    Counting, SetFacts, counted_sets, gate_scope, verdict, verdict_of, versions_of,
+};
 use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{self, ServedResource, apply_server_change, create_record, parse_body};
 use crate::http::app::{JsonBody, Reply};
 use crate::http::call::{Call, PathId};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
-use crate::store::records::{self, Select};
+use crate::store::records;
 use crate::store::sql::Cond;
 use crate::store::{Tx, lock_scope};
 
@@ -151,162 +151,6 @@ impl Hooks for QcTemplateHooks {
     }
 }
 
-/// Which of a deliverable's QC sets count for its gate and its rework: for a qcstep with a
-/// `data.qcTemplateId`, the sets of that template's versions (and the gate of its version in
-/// force); for any other deliverable, all its sets (and no gate).
-struct Counting {
-    versions: Option<HashSet<Uuid>>,
-    in_force: Option<bool>,
-}
-
-/// Every stored version of the QC template `template` (a template's versions share its
-/// `qcTemplateId`).
-fn versions_of(tx: &mut dyn Tx, org: Uuid, template: Uuid) -> ApiResult<Vec<Value>> {
-    Ok(records::select_values(
-        tx,
-        engine::resource("qc-template").table(),
-        org,
-        &Select {
-            conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
-            limit: engine::MAX_BULK_RECORDS,
-            ..Default::default()
-        },
-    )?)
-}
-
-impl Counting {
-    fn of(tx: &mut dyn Tx, ctx: &Ctx, d: &Deliverable) -> ApiResult<Counting> {
-        let template = (d.kind == DeliverableType::Qcstep)
-            .then(|| prodops_core::tree::data_uuid(d, "qcTemplateId"))
-            .flatten();
-        let Some(template) = template else {
-            return Ok(Counting {
-                versions: None,
-                in_force: None,
-            });
-        };
-        let versions = versions_of(tx, ctx.org(), template)?;
-        // Read field by field, not as `QcTemplateVersion`: a version stored before questions
-        // had their shape still gates (and its sets still count).
-        let facts: Vec<(i64, bool, bool)> = versions
-            .iter()
-            .map(|v| {
-                (
-                    v.get("versionNumber").and_then(Value::as_i64).unwrap_or(1),
-                    v.get("isDraft").and_then(Value::as_bool) == Some(true),
-                    v.get("requiresPassFail").and_then(Value::as_bool) != Some(false),
-                )
-            })
-            .collect();
-        Ok(Counting {
-            versions: Some(versions.iter().filter_map(|v| uuid_of(v, "id")).collect()),
-            in_force: version_in_force(&facts).map(|(_, gated)| gated),
-        })
-    }
-
-    fn counts(&self, d: Uuid, set: &SetFacts) -> bool {
-        set.deliverable_id == Some(d)
-            && self
-                .versions
-                .as_ref()
-                .is_none_or(|v| set.template_id.is_some_and(|t| v.contains(&t)))
-    }
-}
-
-fn uuid_of(v: &Value, field: &str) -> Option<Uuid> {
-    v.get(field)
-        .and_then(Value::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok())
-}
-
-/// What the gate reads of a stored QC set, field by field (a set stored before answers had
-/// their shape still counts).
-#[derive(Debug, Clone)]
-struct SetFacts {
-    id: Uuid,
-    template_id: Option<Uuid>,
-    deliverable_id: Option<Uuid>,
-    verdict: Option<Verdict>,
-    verdict_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl SetFacts {
-    fn of(v: &Value) -> ApiResult<SetFacts> {
-        Ok(SetFacts {
-            id: uuid_of(v, "id").ok_or_else(|| ApiError::internal("a QC set without an id"))?,
-            template_id: uuid_of(v, "templateId"),
-            deliverable_id: uuid_of(v, "deliverableId"),
-            verdict: verdict_of(v),
-            verdict_at: v
-                .get("verdictAt")
-                .and_then(Value::as_str)
-                .and_then(|t| prodops_core::time::parse(t).ok()),
-        })
-    }
-}
-
-fn verdict(set: &SetFacts) -> SetVerdict {
-    SetVerdict {
-        qc_set_id: set.id,
-        verdict: set.verdict,
-        verdict_at: set.verdict_at,
-    }
-}
-
-/// The QC sets of deliverable `d` as stored now that count for it.
-fn counted_sets(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    d: Uuid,
-    counting: &Counting,
-) -> ApiResult<Vec<SetFacts>> {
-    let rows = records::select_values(
-        tx,
-        engine::resource("qc-set").table(),
-        ctx.org(),
-        &Select {
-            conds: vec![Cond::field_equals("deliverableId", d.to_string())],
-            limit: engine::MAX_BULK_RECORDS,
-            ..Default::default()
-        },
-    )?;
-    let mut out = Vec::with_capacity(rows.len());
-    for v in rows {
-        let set = SetFacts::of(&v)?;
-        if counting.counts(d, &set) {
-            out.push(set);
-        }
-    }
-    Ok(out)
-}
-
-/// The scope that serializes a step's gate check with the QC set writes that may rework it.
-fn gate_scope(ctx: &Ctx, step: Uuid) -> String {
-    format!("qc-gate:{}:{step}", ctx.org())
-}
-
-/// The QC gate of `step` about to become done (docs/documents.md, "QC gates"): a qcstep whose
-/// template (`data.qcTemplateId`) has a finalized version in force requiring pass/fail needs the
-/// latest verdict of its QC sets of that template to be `pass`; 400 naming `qcSetId` otherwise.
-/// Other deliverables, and qcsteps of templates without a finalized version, pass.
-pub fn check_gate(tx: &mut dyn Tx, ctx: &Ctx, step: &Deliverable) -> ApiResult<()> {
-    if step.kind != DeliverableType::Qcstep {
-        return Ok(());
-    }
-    let counting = Counting::of(tx, ctx, step)?;
-    if counting.in_force != Some(true) {
-        return Ok(());
-    }
-    // The gate reads the sets and the write makes the step done; a concurrent QC set write
-    // (`settle`) reads the step and may rework it: the two take turns per step.
-    lock_scope(tx, &gate_scope(ctx, step.id))?;
-    let sets: Vec<SetVerdict> = counted_sets(tx, ctx, step.id, &counting)?
-        .iter()
-        .map(verdict)
-        .collect();
-    may_complete(step.id, counting.in_force, &sets).map_err(|v| ApiError::violations(vec![v]))
-}
-
 /// After the QC set `changed` of deliverable `d` was written (`was`: how it counted for `d`
 /// before, if it did) or is being deleted (`deleting`): sends `d` (and a qcstep's stage) to
 /// rework when core's [`rework_needed`] says so.
@@ -353,11 +197,6 @@ fn settle(
         crate::deliverables::progress_effect(tx, ctx, target, &ProgressAction::Rework {})?;
     }
     Ok(())
-}
-
-fn verdict_of(v: &Value) -> Option<Verdict> {
-    v.get("verdict")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
 }
 
 /// Sets `verdictAt` and `verdictById` of a candidate from its verdict and the stored record's
