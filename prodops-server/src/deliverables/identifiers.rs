@@ -21,9 +21,9 @@ use crate::http::context::Ctx;
 use crate::http::error::ApiResult;
 // The generated form of identifiers and the counter's SQL live in the store, whose migration
 // backfills the identifiers of older databases with them.
-use crate::store::deliverables::{IDENTIFIER_SCOPE as SCOPE, take_numbers};
+use crate::store::Tx;
+use crate::store::deliverables::take_numbers;
 pub use crate::store::deliverables::{PREFIX, format, number_of};
-use crate::store::{SqlValue, Tx};
 
 /// The first block a bulk call takes; each next one is twice as large, up to [`MAX_BLOCK`].
 const FIRST_BLOCK: i64 = 32;
@@ -147,16 +147,7 @@ pub fn end_bulk(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<()> {
         return Ok(());
     };
     if block.next < block.end {
-        tx.execute(
-            "UPDATE identifier_counters SET next = ? \
-             WHERE organization_id = ? AND scope = ? AND next = ?",
-            &[
-                SqlValue::Int(block.next),
-                ctx.org().into(),
-                SCOPE.into(),
-                SqlValue::Int(block.end),
-            ],
-        )?;
+        crate::store::deliverables::give_back_numbers(tx, ctx.org(), block.next, block.end)?;
     }
     Ok(())
 }

@@ -17,23 +17,15 @@ use uuid::Uuid;
 
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
-use crate::store::deliverables::{EachRecord, read_records, record_text, records_join};
-pub use crate::store::deliverables::{TABLE, TREE, TreeRow};
-use crate::store::{SqlValue, Tx, records};
-
-fn uuid_of(v: &SqlValue) -> Option<Uuid> {
-    v.as_str().and_then(|s| Uuid::parse_str(s).ok())
-}
-
-fn row_of(r: &[SqlValue]) -> Option<TreeRow> {
-    Some(TreeRow {
-        id: uuid_of(r.first()?)?,
-        parent_id: r.get(1).and_then(uuid_of),
-        root_id: uuid_of(r.get(2)?)?,
-        path: r.get(3)?.as_str()?.to_string(),
-        sort_key: r.get(4)?.as_i64()?,
-    })
-}
+use crate::store::deliverables::{
+    EachRecord, children_with_records, longest_path, next_sort_key, open_session_workers,
+    read_records, record_text,
+};
+pub use crate::store::deliverables::{
+    IndexNode, RawNode, TABLE, TREE, TreeRow, child_rows, path_upper, raw_records, set_sort_key,
+    subtree_index, subtree_records_sql, subtree_rows, tree_row, tree_rows,
+};
+use crate::store::{Tx, records};
 
 /// How deep a deliverable may be: a root is at level 1, its children at level 2, ... The
 /// materialized path grows by 37 bytes a level, and PostgreSQL refuses an index row past about
@@ -60,73 +52,6 @@ fn too_deep(level: usize) -> ApiError {
     )
 }
 
-/// The exclusive upper bound of the paths below `path` (which ends with `/`).
-pub fn path_upper(path: &str) -> String {
-    let mut upper = path[..path.len().saturating_sub(1)].to_string();
-    upper.push('0');
-    upper
-}
-
-pub fn tree_row(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Option<TreeRow>> {
-    let rows = tx.query(
-        &format!(
-            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} WHERE organization_id = ? AND id = ?"
-        ),
-        &[org.into(), id.into()],
-    )?;
-    Ok(rows.first().and_then(|r| row_of(r)))
-}
-
-/// The tree rows of the deliverables among `ids` that exist, by id (one read per chunk).
-pub fn tree_rows(tx: &mut dyn Tx, org: Uuid, ids: &[Uuid]) -> ApiResult<HashMap<Uuid, TreeRow>> {
-    let mut found = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        let marks = vec!["?"; chunk.len()].join(", ");
-        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-        params.push(org.into());
-        params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
-        let rows = tx.query(
-            &format!(
-                "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
-                 WHERE organization_id = ? AND id IN ({marks})"
-            ),
-            &params,
-        )?;
-        for row in rows.iter().filter_map(|r| row_of(r)) {
-            found.insert(row.id, row);
-        }
-    }
-    Ok(found)
-}
-
-/// The rows of a node's subtree, the node included, in any order.
-pub fn subtree_rows(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<TreeRow>> {
-    let rows = tx.query(
-        &format!(
-            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
-             WHERE organization_id = ? AND path >= ? AND path < ?"
-        ),
-        &[
-            org.into(),
-            top.path.clone().into(),
-            path_upper(&top.path).into(),
-        ],
-    )?;
-    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
-}
-
-/// The rows of a node's direct children, in sibling order.
-pub fn child_rows(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Vec<TreeRow>> {
-    let rows = tx.query(
-        &format!(
-            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
-             WHERE organization_id = ? AND parent_id = ? ORDER BY sort_key, id"
-        ),
-        &[org.into(), id.into()],
-    )?;
-    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
-}
-
 /// Adds a new node to the index, last among its siblings. Within a bulk call (`ctx.deferred`)
 /// the row waits in [`NewRows`] and is written with the call's other new rows.
 pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> ApiResult<()> {
@@ -150,7 +75,7 @@ pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> Api
         },
         |tx, p| match deferred.with(|n: &mut NewRows| n.next_sort.get(&p).copied()) {
             Some(next) => Ok(next),
-            None => next_sort_key(tx, org, p),
+            None => Ok(next_sort_key(tx, org, p)?),
         },
     )?;
     deferred.with(|n: &mut NewRows| {
@@ -200,8 +125,8 @@ fn insert_now(tx: &mut dyn Tx, org: Uuid, id: Uuid, parent: Option<Uuid>) -> Api
         tx,
         id,
         parent,
-        |tx, p| tree_row(tx, org, p),
-        |tx, p| next_sort_key(tx, org, p),
+        |tx, p| Ok(tree_row(tx, org, p)?),
+        |tx, p| Ok(next_sort_key(tx, org, p)?),
     )?;
     crate::store::deliverables::insert_tree_rows(tx, org, &[row])?;
     Ok(())
@@ -265,39 +190,10 @@ fn new_row(
     })
 }
 
-/// The sort key a new last child of `parent` takes.
-fn next_sort_key(tx: &mut dyn Tx, org: Uuid, parent: Uuid) -> ApiResult<i64> {
-    let next = tx.query(
-        &format!(
-            "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"
-        ),
-        &[org.into(), parent.into()],
-    )?;
-    Ok(next
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_i64)
-        .unwrap_or(0))
-}
-
 /// The number of levels of a node's subtree, the node included (1 for a leaf): one read of
 /// the path index range.
 fn subtree_height(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<usize> {
-    let rows = tx.query(
-        &format!(
-            "SELECT MAX(LENGTH(path)) FROM {TREE} WHERE organization_id = ? AND path >= ? AND path < ?"
-        ),
-        &[
-            org.into(),
-            top.path.clone().into(),
-            path_upper(&top.path).into(),
-        ],
-    )?;
-    let longest = rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_i64)
-        .map_or(top.path.len(), |n| n as usize);
+    let longest = longest_path(tx, org, top)?.unwrap_or(top.path.len());
     Ok(longest.saturating_sub(top.path.len()) / SEGMENT + 1)
 }
 
@@ -324,85 +220,10 @@ pub fn move_node(tx: &mut dyn Tx, org: Uuid, id: Uuid, new_parent: Option<Uuid>)
         }
         None => (format!("{id}/"), id, 0),
     };
-    tx.execute(
-        &format!(
-            "UPDATE {TREE} SET path = CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), root_id = ? \
-             WHERE organization_id = ? AND path >= ? AND path < ?"
-        ),
-        &[
-            new_path.into(),
-            SqlValue::Int(row.path.len() as i64 + 1),
-            new_root.into(),
-            org.into(),
-            row.path.clone().into(),
-            path_upper(&row.path).into(),
-        ],
-    )?;
-    tx.execute(
-        &format!(
-            "UPDATE {TREE} SET parent_id = ?, sort_key = ? WHERE organization_id = ? AND id = ?"
-        ),
-        &[
-            new_parent.into(),
-            SqlValue::Int(sort_key),
-            org.into(),
-            id.into(),
-        ],
+    crate::store::deliverables::move_subtree(
+        tx, org, &row, new_path, new_root, new_parent, sort_key,
     )?;
     Ok(())
-}
-
-pub fn set_sort_key(tx: &mut dyn Tx, org: Uuid, id: Uuid, key: i64) -> ApiResult<()> {
-    tx.execute(
-        &format!("UPDATE {TREE} SET sort_key = ? WHERE organization_id = ? AND id = ?"),
-        &[SqlValue::Int(key), org.into(), id.into()],
-    )?;
-    Ok(())
-}
-
-/// A node of a subtree's index range, as a hierarchy read orders and fetches it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexNode {
-    pub id: Uuid,
-    pub sort_key: i64,
-    /// On SQLite, the rowid of the node's record (a hint, see `store::deliverables::records_join`).
-    pub rid: Option<i64>,
-    /// Its depth below the root (the number of ids in its path).
-    pub depth: usize,
-}
-
-/// The index rows of a node's subtree, the node included, in path order: the node first, and
-/// each node's subtree as one stretch right after it, siblings by id (one index range, read in
-/// its order; no record is read).
-pub fn subtree_index(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<IndexNode>> {
-    let sql = format!(
-        "SELECT id, sort_key, rid, path FROM {TREE} \
-         WHERE organization_id = ? AND path >= ? AND path < ? ORDER BY path"
-    );
-    let params = [
-        org.into(),
-        top.path.clone().into(),
-        path_upper(&top.path).into(),
-    ];
-    let mut out = Vec::new();
-    tx.for_each_row(&sql, &params, &mut |row| {
-        if let Some(id) = row
-            .first()
-            .and_then(|c| c.as_bytes())
-            .and_then(|s| Uuid::try_parse_ascii(s).ok())
-        {
-            out.push(IndexNode {
-                id,
-                sort_key: row.get(1).and_then(|c| c.as_i64()).unwrap_or(0),
-                rid: row.get(2).and_then(|c| c.as_i64()),
-                // Each id in a path is 36 characters and a '/' (SQL's LENGTH would count
-                // characters, scanning the text).
-                depth: row.get(3).and_then(|c| c.as_bytes()).map_or(0, <[u8]>::len) / 37,
-            });
-        }
-        Ok(())
-    })?;
-    Ok(out)
 }
 
 /// Reads the stored records of `nodes` with one query per call, handing each record's JSON text
@@ -418,60 +239,7 @@ pub fn records_of(
 }
 
 /// Ids per statement when [`TxTree`] reads the session workers of many nodes at once.
-/// The statement reading the records of `table` whose `field_expr` (a [`Tx::text_expr`] with
-/// an expression index behind it) names a node of a subtree: parameters organization, path,
-/// upper path. The subtree's range of the path index comes first (`CROSS JOIN`: SQLite has no
-/// statistics to choose it), then each node's records through the field's index; `node_id` is
-/// `t.id` as [`Tx::plain_column`] gives it, since on SQLite the TEXT column's affinity kept the
-/// expression index out of use and each node scanned the organization's records
-/// (`prodops-server/tests/lookup_plans.rs`).
-pub fn subtree_records_sql(table: &str, field_expr: &str, node_id: &str) -> String {
-    format!(
-        "SELECT data FROM {TREE} t CROSS JOIN {table} r \
-         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
-         AND r.organization_id = t.organization_id AND {field_expr} = {node_id}"
-    )
-}
-
 pub(crate) const PREFETCH_CHUNK: usize = 500;
-
-/// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
-/// the stored JSON text of the record.
-pub type RawNode = (Uuid, Option<Uuid>, i64, usize, String);
-
-/// The stored records of a node's subtree, the node included, in any order.
-pub fn raw_records(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<Vec<RawNode>> {
-    let rows = tx.query(
-        &format!(
-            "SELECT t.id, t.parent_id, t.sort_key, LENGTH(t.path), d.data FROM {TREE} t {} \
-             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
-            records_join(&*tx)
-        ),
-        &[
-            org.into(),
-            top.path.clone().into(),
-            path_upper(&top.path).into(),
-        ],
-    )?;
-    let mut out = Vec::with_capacity(rows.len());
-    for mut r in rows {
-        let data = r.pop().and_then(SqlValue::into_string);
-        let Some(id) = r.first().and_then(uuid_of) else {
-            continue;
-        };
-        let Some(data) = (match data {
-            Some(d) => Some(d),
-            None => record_text(tx, org, id)?,
-        }) else {
-            continue;
-        };
-        let parent = r.get(1).and_then(uuid_of);
-        let key = r.get(2).and_then(SqlValue::as_i64).unwrap_or(0);
-        let len = r.get(3).and_then(SqlValue::as_i64).unwrap_or(0) as usize;
-        out.push((id, parent, key, len, data));
-    }
-    Ok(out)
-}
 
 pub fn parse_deliverable(v: &Value) -> ApiResult<Deliverable> {
     serde_json::from_value(v.clone()).map_err(ApiError::internal)
@@ -782,29 +550,12 @@ impl<'a> TxTree<'a> {
         flush_new_rows(self.tx, self.ctx)?;
         let org = self.ctx.org();
         for chunk in parents.chunks(PREFETCH_CHUNK) {
-            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-            params.push(org.into());
-            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
-            let rows = self.tx.query(
-                &format!(
-                    "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
-                     WHERE t.organization_id = ? AND t.parent_id IN ({}) \
-                     ORDER BY t.parent_id, t.sort_key, t.id",
-                    records_join(&*self.tx),
-                    vec!["?"; chunk.len()].join(", ")
-                ),
-                &params,
-            )?;
+            let rows = children_with_records(self.tx, org, chunk)?;
             let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-            for mut r in rows {
-                let (Some(parent), Some(kid)) =
-                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
-                else {
-                    continue;
-                };
+            for (parent, kid, text) in rows {
                 if !self.nodes.contains_key(&kid) {
                     // The rowid join missed a record whose rowid is stale: read it by id.
-                    let text = match r.pop().and_then(SqlValue::into_string) {
+                    let text = match text {
                         Some(t) => Some(t),
                         None => record_text(self.tx, org, kid)?,
                     };
@@ -958,19 +709,9 @@ impl TreeStore for TxTree<'_> {
             return Ok(w.clone());
         }
         let table = super::resource("deliverable/work-sessions").table();
-        let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
-        let rows = self.tx.query(
-            &format!(
-                "SELECT {} FROM {table} WHERE organization_id = ? AND {} = ? AND {} IS NULL",
-                self.tx.text_expr(&path("workerId")),
-                self.tx.text_expr(&path("deliverableId")),
-                self.tx.text_expr(&path("endDate")),
-            ),
-            &[self.ctx.org().into(), id.into()],
-        )?;
-        let mut workers: Vec<Uuid> = rows
-            .iter()
-            .filter_map(|r| r.first().and_then(uuid_of))
+        let mut workers: Vec<Uuid> = open_session_workers(self.tx, self.ctx.org(), table, &[id])?
+            .into_iter()
+            .map(|(_, w)| w)
             .collect();
         workers.sort();
         workers.dedup();
@@ -984,30 +725,11 @@ impl TreeStore for TxTree<'_> {
             return Ok(());
         }
         let table = super::resource("deliverable/work-sessions").table();
-        let path = |f: &str| crate::store::sql::FieldPath::parse(f).expect("static path");
-        let deliverable = self.tx.text_expr(&path("deliverableId"));
-        let worker = self.tx.text_expr(&path("workerId"));
-        let end = self.tx.text_expr(&path("endDate"));
         let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         // The same rows `session_workers` reads one node at a time, for many nodes per query.
         for chunk in ids.chunks(PREFETCH_CHUNK) {
-            let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-            params.push(self.ctx.org().into());
-            params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
-            let rows = self.tx.query(
-                &format!(
-                    "SELECT {deliverable}, {worker} FROM {table} WHERE organization_id = ? \
-                     AND {deliverable} IN ({}) AND {end} IS NULL",
-                    vec!["?"; chunk.len()].join(", ")
-                ),
-                &params,
-            )?;
-            for r in &rows {
-                if let (Some(d), Some(w)) =
-                    (r.first().and_then(uuid_of), r.get(1).and_then(uuid_of))
-                {
-                    found.entry(d).or_default().push(w);
-                }
+            for (d, w) in open_session_workers(self.tx, self.ctx.org(), table, chunk)? {
+                found.entry(d).or_default().push(w);
             }
         }
         for id in ids {

@@ -510,6 +510,348 @@ pub fn add_alert_windows(tx: &mut dyn Tx) -> StoreResult<()> {
     Ok(())
 }
 
+// ----- the tree index ------------------------------------------------------------------------
+
+fn uuid_of(v: &SqlValue) -> Option<Uuid> {
+    v.as_str().and_then(|s| Uuid::parse_str(s).ok())
+}
+
+fn row_of(r: &[SqlValue]) -> Option<TreeRow> {
+    Some(TreeRow {
+        id: uuid_of(r.first()?)?,
+        parent_id: r.get(1).and_then(uuid_of),
+        root_id: uuid_of(r.get(2)?)?,
+        path: r.get(3)?.as_str()?.to_string(),
+        sort_key: r.get(4)?.as_i64()?,
+    })
+}
+
+/// The exclusive upper bound of the paths below `path` (which ends with `/`).
+pub fn path_upper(path: &str) -> String {
+    let mut upper = path[..path.len().saturating_sub(1)].to_string();
+    upper.push('0');
+    upper
+}
+
+pub fn tree_row(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> StoreResult<Option<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} WHERE organization_id = ? AND id = ?"
+        ),
+        &[org.into(), id.into()],
+    )?;
+    Ok(rows.first().and_then(|r| row_of(r)))
+}
+
+/// The tree rows of the deliverables among `ids` that exist, by id (one read per chunk).
+pub fn tree_rows(tx: &mut dyn Tx, org: Uuid, ids: &[Uuid]) -> StoreResult<HashMap<Uuid, TreeRow>> {
+    let mut found = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+        params.push(org.into());
+        params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
+        let rows = tx.query(
+            &format!(
+                "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+                 WHERE organization_id = ? AND id IN ({marks})"
+            ),
+            &params,
+        )?;
+        for row in rows.iter().filter_map(|r| row_of(r)) {
+            found.insert(row.id, row);
+        }
+    }
+    Ok(found)
+}
+
+/// The rows of a node's subtree, the node included, in any order.
+pub fn subtree_rows(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Vec<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+             WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
+}
+
+/// The rows of a node's direct children, in sibling order.
+pub fn child_rows(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> StoreResult<Vec<TreeRow>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT id, parent_id, root_id, path, sort_key FROM {TREE} \
+             WHERE organization_id = ? AND parent_id = ? ORDER BY sort_key, id"
+        ),
+        &[org.into(), id.into()],
+    )?;
+    Ok(rows.iter().filter_map(|r| row_of(r)).collect())
+}
+
+/// The sort key a new last child of `parent` takes.
+pub fn next_sort_key(tx: &mut dyn Tx, org: Uuid, parent: Uuid) -> StoreResult<i64> {
+    let next = tx.query(
+        &format!(
+            "SELECT COALESCE(MAX(sort_key), -1) + 1 FROM {TREE} WHERE organization_id = ? AND parent_id = ?"
+        ),
+        &[org.into(), parent.into()],
+    )?;
+    Ok(next
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .unwrap_or(0))
+}
+
+pub fn set_sort_key(tx: &mut dyn Tx, org: Uuid, id: Uuid, key: i64) -> StoreResult<()> {
+    tx.execute(
+        &format!("UPDATE {TREE} SET sort_key = ? WHERE organization_id = ? AND id = ?"),
+        &[SqlValue::Int(key), org.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+/// A node of a subtree's index range, as a hierarchy read orders and fetches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexNode {
+    pub id: Uuid,
+    pub sort_key: i64,
+    /// On SQLite, the rowid of the node's record (a hint, see `store::deliverables::records_join`).
+    pub rid: Option<i64>,
+    /// Its depth below the root (the number of ids in its path).
+    pub depth: usize,
+}
+
+/// The index rows of a node's subtree, the node included, in path order: the node first, and
+/// each node's subtree as one stretch right after it, siblings by id (one index range, read in
+/// its order; no record is read).
+pub fn subtree_index(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Vec<IndexNode>> {
+    let sql = format!(
+        "SELECT id, sort_key, rid, path FROM {TREE} \
+         WHERE organization_id = ? AND path >= ? AND path < ? ORDER BY path"
+    );
+    let params = [
+        org.into(),
+        top.path.clone().into(),
+        path_upper(&top.path).into(),
+    ];
+    let mut out = Vec::new();
+    tx.for_each_row(&sql, &params, &mut |row| {
+        if let Some(id) = row
+            .first()
+            .and_then(|c| c.as_bytes())
+            .and_then(|s| Uuid::try_parse_ascii(s).ok())
+        {
+            out.push(IndexNode {
+                id,
+                sort_key: row.get(1).and_then(|c| c.as_i64()).unwrap_or(0),
+                rid: row.get(2).and_then(|c| c.as_i64()),
+                // Each id in a path is 36 characters and a '/' (SQL's LENGTH would count
+                // characters, scanning the text).
+                depth: row.get(3).and_then(|c| c.as_bytes()).map_or(0, <[u8]>::len) / 37,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The statement reading the records of `table` whose `field_expr` (a [`Tx::text_expr`] with
+/// an expression index behind it) names a node of a subtree: parameters organization, path,
+/// upper path. The subtree's range of the path index comes first (`CROSS JOIN`: SQLite has no
+/// statistics to choose it), then each node's records through the field's index; `node_id` is
+/// `t.id` as [`Tx::plain_column`] gives it, since on SQLite the TEXT column's affinity kept the
+/// expression index out of use and each node scanned the organization's records
+/// (`prodops-server/tests/lookup_plans.rs`).
+pub fn subtree_records_sql(table: &str, field_expr: &str, node_id: &str) -> String {
+    format!(
+        "SELECT data FROM {TREE} t CROSS JOIN {table} r \
+         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
+         AND r.organization_id = t.organization_id AND {field_expr} = {node_id}"
+    )
+}
+
+/// A node of a subtree read: id, parent, sort key, length of its path (grows with depth), and
+/// the stored JSON text of the record.
+pub type RawNode = (Uuid, Option<Uuid>, i64, usize, String);
+
+/// The stored records of a node's subtree, the node included, in any order.
+pub fn raw_records(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Vec<RawNode>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT t.id, t.parent_id, t.sort_key, LENGTH(t.path), d.data FROM {TREE} t {} \
+             WHERE t.organization_id = ? AND t.path >= ? AND t.path < ?",
+            records_join(&*tx)
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for mut r in rows {
+        let data = r.pop().and_then(SqlValue::into_string);
+        let Some(id) = r.first().and_then(uuid_of) else {
+            continue;
+        };
+        let Some(data) = (match data {
+            Some(d) => Some(d),
+            None => record_text(tx, org, id)?,
+        }) else {
+            continue;
+        };
+        let parent = r.get(1).and_then(uuid_of);
+        let key = r.get(2).and_then(SqlValue::as_i64).unwrap_or(0);
+        let len = r.get(3).and_then(SqlValue::as_i64).unwrap_or(0) as usize;
+        out.push((id, parent, key, len, data));
+    }
+    Ok(out)
+}
+
+/// The length of the longest path of a node's subtree (the node's own when it is a leaf): one
+/// read of the path index range.
+pub fn longest_path(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Option<usize>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT MAX(LENGTH(path)) FROM {TREE} WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            org.into(),
+            top.path.clone().into(),
+            path_upper(&top.path).into(),
+        ],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .map(|n| n as usize))
+}
+
+/// Rewrites the index rows of the subtree at `row` for its move under a node whose path makes
+/// the moved node's `new_path` (under `new_root`), and sets the node's parent and sort key.
+pub fn move_subtree(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    row: &TreeRow,
+    new_path: String,
+    new_root: Uuid,
+    new_parent: Option<Uuid>,
+    sort_key: i64,
+) -> StoreResult<()> {
+    tx.execute(
+        &format!(
+            "UPDATE {TREE} SET path = CAST(? AS TEXT) || substr(path, CAST(? AS INTEGER)), root_id = ? \
+             WHERE organization_id = ? AND path >= ? AND path < ?"
+        ),
+        &[
+            new_path.into(),
+            SqlValue::Int(row.path.len() as i64 + 1),
+            new_root.into(),
+            org.into(),
+            row.path.clone().into(),
+            path_upper(&row.path).into(),
+        ],
+    )?;
+    tx.execute(
+        &format!(
+            "UPDATE {TREE} SET parent_id = ?, sort_key = ? WHERE organization_id = ? AND id = ?"
+        ),
+        &[
+            new_parent.into(),
+            SqlValue::Int(sort_key),
+            org.into(),
+            row.id.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The children of `parents` (one statement), each as (parent, child, the child's stored
+/// text), in sibling order per parent. The text is `None` where the rowid join missed the
+/// record ([`records_join`]); [`record_text`] reads it by id.
+pub fn children_with_records(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    parents: &[Uuid],
+) -> StoreResult<Vec<(Uuid, Uuid, Option<String>)>> {
+    let mut params: Vec<SqlValue> = Vec::with_capacity(parents.len() + 1);
+    params.push(org.into());
+    params.extend(parents.iter().map(|id| SqlValue::from(*id)));
+    let rows = tx.query(
+        &format!(
+            "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
+             WHERE t.organization_id = ? AND t.parent_id IN ({}) \
+             ORDER BY t.parent_id, t.sort_key, t.id",
+            records_join(&*tx),
+            placeholders(parents.len())
+        ),
+        &params,
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|mut r| {
+            let text = r.pop().and_then(SqlValue::into_string);
+            Some((
+                r.first().and_then(uuid_of)?,
+                r.get(1).and_then(uuid_of)?,
+                text,
+            ))
+        })
+        .collect())
+}
+
+/// The workers of the open sessions (no `endDate`) on each of `deliverables` (one statement),
+/// as (deliverable, worker) pairs in any order; `table` holds the work sessions.
+pub fn open_session_workers(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    table: &str,
+    deliverables: &[Uuid],
+) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    let path = |f: &str| FieldPath::parse(f).expect("static path");
+    let deliverable = tx.text_expr(&path("deliverableId"));
+    let worker = tx.text_expr(&path("workerId"));
+    let end = tx.text_expr(&path("endDate"));
+    let mut params: Vec<SqlValue> = Vec::with_capacity(deliverables.len() + 1);
+    params.push(org.into());
+    params.extend(deliverables.iter().map(|id| SqlValue::from(*id)));
+    let rows = tx.query(
+        &format!(
+            "SELECT {deliverable}, {worker} FROM {table} WHERE organization_id = ? \
+             AND {deliverable} IN ({}) AND {end} IS NULL",
+            placeholders(deliverables.len())
+        ),
+        &params,
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r.first().and_then(uuid_of)?, r.get(1).and_then(uuid_of)?)))
+        .collect())
+}
+
+/// Gives a bulk call's unused identifier numbers (`next` up to `end`) back to the counter,
+/// unless another call has taken numbers since.
+pub fn give_back_numbers(tx: &mut dyn Tx, org: Uuid, next: i64, end: i64) -> StoreResult<()> {
+    tx.execute(
+        "UPDATE identifier_counters SET next = ? \
+         WHERE organization_id = ? AND scope = ? AND next = ?",
+        &[
+            SqlValue::Int(next),
+            org.into(),
+            IDENTIFIER_SCOPE.into(),
+            SqlValue::Int(end),
+        ],
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
