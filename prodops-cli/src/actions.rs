@@ -142,8 +142,8 @@ pub fn served_by_standard_verb(a: &ActionDesc) -> Option<&'static ResourceDesc> 
         .iter()
         .map(|k| k.desc())
         .find(|d| {
-            crate::cli::resource_command_name(d.path) == a.cli.command
-                && crate::cli::standard_route(d, a.cli.verb).is_some()
+            crate::args::resource_command_name(d.path) == a.cli.command
+                && crate::args::standard_route(d, a.cli.verb).is_some()
         })
 }
 

@@ -12,9 +12,9 @@ use clap::ArgMatches;
 use prodops_client::Method;
 use serde_json::{Map, Value};
 
+use crate::context::{CommandContext, read_json_arg, set_path, stdout_writer};
 use crate::fail::{CmdResult, Fail};
 use crate::output::{Shape, write_shaped};
-use crate::run::{CommandContext, read_json_arg, set_path, stdout_writer};
 use crate::shape::Post;
 
 const METHODS: [&str; 5] = ["GET", "POST", "PATCH", "PUT", "DELETE"];

@@ -3,17 +3,10 @@
 
 use clap::{Arg, ArgAction, Command};
 use prodops_core::api::{AnswerBody, ParamKind};
-use prodops_core::{Allow, Archive, ResourceDesc};
+use prodops_core::{Archive, ResourceDesc};
 
 use crate::actions::{self, ActionCommand, FlagKind, To};
-
-/// The command name of a resource: its path, with nested paths given a short name.
-pub fn resource_command_name(path: &str) -> String {
-    match path {
-        "deliverable/work-sessions" => "work-session".to_string(),
-        other => other.replace('/', "-"),
-    }
-}
+use crate::args::{offered, resource_command_name, shape_args};
 
 fn example(text: String) -> String {
     format!("Example:\n  {text}")
@@ -59,21 +52,6 @@ fn select_arg() -> Arg {
         .help("Only these fields (comma-separated, dotted for nested ones)")
 }
 
-/// `--jq` and `--template`, on every command that prints JSON (`shape.rs`).
-pub(crate) fn shape_args() -> [Arg; 2] {
-    [
-        Arg::new("jq")
-            .long("jq")
-            .value_name("EXPR")
-            .conflicts_with("template")
-            .help("Print what this jq program makes of the JSON answer (a list as one array); strings print raw"),
-        Arg::new("template")
-            .long("template")
-            .value_name("TEMPLATE")
-            .help("Print each record (or the answer) through a Jinja template: {{ name }} {{ progress.status }}"),
-    ]
-}
-
 fn wide_arg() -> Arg {
     Arg::new("wide")
         .long("wide")
@@ -110,10 +88,6 @@ fn id_arg() -> Arg {
         .required(true)
         .value_name("ID")
         .help("The record's id")
-}
-
-fn offered(allow: Allow) -> bool {
-    matches!(allow, Allow::Yes | Allow::Custom)
 }
 
 fn resource_command(d: &ResourceDesc) -> Command {
@@ -284,36 +258,6 @@ fn resource_command(d: &ResourceDesc) -> Command {
             .subcommand(crate::csvio::deliverable::export_command());
     }
     cmd
-}
-
-/// The method and path template (`{id}` for the record) a standard verb of a resource command
-/// sends, as `Resource` in the client sends it; `None` for a verb the command does not have (or
-/// one that is not one request, such as `import`). The agreement test holds the actions served
-/// by a standard verb to it.
-pub fn standard_route(d: &ResourceDesc, verb: &str) -> Option<(&'static str, String)> {
-    let base = format!("/{}", d.path);
-    let item = format!("/{}/{{id}}", d.path);
-    let ops = d.ops;
-    Some(match verb {
-        "list" => ("GET", base),
-        "get" => ("GET", item),
-        "query" => ("POST", format!("{base}/query")),
-        "count" => ("GET", format!("{base}/count")),
-        "group-count" => ("POST", format!("{base}/group-and-count")),
-        "create" if offered(ops.create) => ("POST", base),
-        "update" if offered(ops.update) => ("PATCH", item),
-        "delete" if offered(ops.delete) => ("DELETE", item),
-        "bulk-put" if offered(ops.bulk_put) => ("PUT", format!("{base}/bulk")),
-        "bulk-update" if offered(ops.bulk_patch) => ("PATCH", format!("{base}/bulk")),
-        "bulk-delete" if offered(ops.bulk_delete) => ("DELETE", format!("{base}/bulk")),
-        "archive" | "restore" => match d.archive {
-            Archive::No => return None,
-            Archive::Actions => ("POST", format!("{item}/{verb}")),
-            Archive::OnDelete if verb == "archive" => ("DELETE", item),
-            Archive::OnDelete | Archive::PatchOnly => ("PATCH", item),
-        },
-        _ => return None,
-    })
 }
 
 fn action_command(c: &ActionCommand) -> Command {
@@ -683,6 +627,7 @@ fn hyphen_values(cmd: Command) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::standard_route;
 
     #[test]
     fn the_tree_is_consistent() {

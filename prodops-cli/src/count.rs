@@ -11,11 +11,12 @@ use clap::ArgMatches;
 use prodops_core::stock_count::{CountLine, check_lines};
 use serde_json::{Map, Value, json};
 
+use crate::action_call::action_call;
 use crate::actions::ActionCommand;
+use crate::context::CommandContext;
 use crate::fail::{CmdResult, Fail};
 use crate::output::Shape;
 use crate::output::write_shaped;
-use crate::run::{CommandContext, action_call};
 use crate::shape::Post;
 
 /// The positional argument the CSV file comes in.
@@ -175,7 +176,7 @@ fn name_line(field: &Option<String>, message: &str, numbers: &[u64]) -> String {
 pub async fn count(ctx: &CommandContext, command: &ActionCommand, args: &ArgMatches) -> CmdResult {
     let Some(file) = args.get_one::<String>(FILE_ARG).cloned() else {
         // The lines as JSON (--lines or --data): the declared action as it is.
-        return crate::run::action(ctx, command, args).await;
+        return crate::action_call::action(ctx, command, args).await;
     };
     if args.get_one::<String>("lines").is_some() {
         return Err(Fail::usage(

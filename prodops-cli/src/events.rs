@@ -17,9 +17,9 @@ use prodops_client::Client;
 use prodops_core::api::event::EventQuery;
 use prodops_core::event::{Cursor, Event};
 
+use crate::context::CommandContext;
 use crate::fail::{CmdResult, Fail};
 use crate::output::Format;
-use crate::run::CommandContext;
 
 /// The `tail` verb of `prodops events`.
 pub fn tail_command() -> Command {
@@ -30,7 +30,7 @@ pub fn tail_command() -> Command {
         .arg(Arg::new("resource").long("resource").value_name("RESOURCES").help("Only events of these resources, comma-separated"))
         .arg(Arg::new("record-id").long("record-id").value_name("ID").help("Only events of this record"))
         .arg(Arg::new("since").long("since").value_name("CURSOR|now|beginning").help("Start after this cursor, after the newest event (now), or at the oldest kept (beginning); default: the cursor file's, else now with --follow, else beginning"))
-        .args(crate::cli::shape_args())
+        .args(crate::args::shape_args())
         .arg(Arg::new("cursor-file").long("cursor-file").value_name("FILE").help("Read the cursor to start after from FILE (if it exists) and write each printed event's cursor to it"))
         .after_help("Example:\n  prodops events tail -f --type deliverable.progress.done --cursor-file ~/.prodops-done.cursor -o ndjson | while read ev; do ...; done")
 }

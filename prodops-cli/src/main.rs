@@ -6,9 +6,12 @@
 //! `prodops auth login|status|logout`, `prodops completions SHELL`, and the worker CSV
 //! `import`/`export`. Exit codes and output formats: docs/cli.md.
 
+mod action_call;
 mod actions;
 mod api_command;
+mod args;
 mod cli;
+mod context;
 mod count;
 mod creds;
 mod csvio;

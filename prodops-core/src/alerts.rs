@@ -597,39 +597,6 @@ fn progress_done(head: &[u8]) -> bool {
         .starts_with(b"{\"status\":\"done\"")
 }
 
-/// Makes the alert fields of every node of a forest (the instants and the answers, as of
-/// `now`) those of a from-scratch computation (`tree::recompute_all`), every other field left
-/// as it is; answers the indexes of the nodes that changed. For records stored before the
-/// instants existed (a migration step).
-pub fn backfill(nodes: &mut [crate::deliverable::Deliverable], now: DateTime<Utc>) -> Vec<usize> {
-    use std::collections::HashMap;
-    let mut fresh = nodes.to_vec();
-    crate::tree::recompute_all(
-        &mut fresh,
-        &HashMap::new(),
-        &HashMap::new(),
-        &HashMap::new(),
-        now,
-    );
-    let mut changed = Vec::new();
-    for (i, (node, f)) in nodes.iter_mut().zip(fresh).enumerate() {
-        let (c, f) = (&mut node.computed, f.computed);
-        let before = c.clone();
-        c.effective_due_at = f.effective_due_at;
-        c.late_at = f.late_at;
-        c.at_risk_until = f.at_risk_until;
-        c.is_late = f.is_late;
-        c.is_at_risk = f.is_at_risk;
-        c.effective_due_date_is_late = f.effective_due_date_is_late;
-        c.alert_type = f.alert_type;
-        c.alert_type_ordinal = f.alert_type_ordinal;
-        if *c != before {
-            changed.push(i);
-        }
-    }
-    changed
-}
-
 /// Whether stored records of the resource in `table` may need [`patch_stored`].
 pub fn patches_stored(table: &str) -> bool {
     table == "deliverable"

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::common::{require_nonempty, trim, trim_opt};
+pub use crate::line_quantities::LineQuantities;
 use crate::resource::{Archive, Ops, Record, ResourceDesc};
 use crate::violation::Violation;
 
@@ -494,15 +495,6 @@ pub fn cargo_violations(items: &[(Uuid, CargoFacts)], component_cargo: bool) -> 
     v
 }
 
-/// Expected and received quantity of one manifest line.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LineQuantities {
-    /// `quantityExpected`.
-    pub expected: f64,
-    /// `quantityReceived`.
-    pub received: f64,
-}
-
 /// Whether a delivery is partial (spec 3.2: derived, never stored). Inbound: something was
 /// received and some line is still short (while receiving, and after a close-short that left
 /// something out; [`crate::receiving`]). Outbound and transfer: on the way or delivered with
@@ -518,7 +510,8 @@ pub fn is_partial(
     }
     match direction {
         DeliveryDirection::Inbound => {
-            crate::receiving::any_received(lines) && !crate::receiving::is_complete(lines)
+            crate::line_quantities::any_received(lines)
+                && !crate::line_quantities::is_complete(lines)
         }
         DeliveryDirection::Outbound | DeliveryDirection::Transfer => {
             matches!(
@@ -594,9 +587,9 @@ impl Record for ManifestLine {
             v.push(Violation::field("quantityReceived", "must not be negative"));
         } else if self.quantity_expected.is_finite()
             && crate::inventory::to_micros(self.quantity_received)
-                > crate::receiving::allowed_micros(
+                > crate::line_quantities::allowed_micros(
                     self.quantity_expected,
-                    crate::receiving::OVER_RECEIPT_TOLERANCE,
+                    crate::line_quantities::OVER_RECEIPT_TOLERANCE,
                 )
         {
             v.push(Violation::field(

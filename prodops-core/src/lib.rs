@@ -19,6 +19,7 @@ pub mod field_types;
 #[cfg(feature = "openapi")]
 pub mod filter_fields;
 pub mod inventory;
+pub mod line_quantities;
 pub mod manifest;
 pub mod minimal;
 pub mod notification;

@@ -15,38 +15,13 @@
 use uuid::Uuid;
 
 use crate::delivery::{
-    DeliveryAction, DeliveryDirection, DeliveryStatus, LineQuantities, ReceiveRequest, next_status,
+    DeliveryAction, DeliveryDirection, DeliveryStatus, ReceiveRequest, next_status,
 };
 use crate::inventory::{MAX_POSTING_QUANTITY, from_micros, round_quantity, to_micros};
+pub use crate::line_quantities::{
+    LineQuantities, OVER_RECEIPT_TOLERANCE, allowed_micros, any_received, is_complete, outstanding,
+};
 use crate::violation::Violation;
-
-/// How much a manifest line may receive beyond its `quantityExpected`, as a fraction of it.
-/// None: the specification names no tolerance setting, and an over-receipt is a counting or
-/// ordering mistake the clerk must resolve (receive the extra with an `adjust`, or correct the
-/// manifest line's `quantityExpected` first).
-pub const OVER_RECEIPT_TOLERANCE: f64 = 0.0;
-
-/// The most a line expecting `expected` may receive in total, in micros.
-pub fn allowed_micros(expected: f64, tolerance: f64) -> i64 {
-    to_micros(expected) + to_micros(expected * tolerance.max(0.0))
-}
-
-/// What is still to come on a line: expected less received, never negative.
-pub fn outstanding(expected: f64, received: f64) -> f64 {
-    from_micros((to_micros(expected) - to_micros(received)).max(0))
-}
-
-/// Whether every line's expected quantity is in (a manifest without lines is complete).
-pub fn is_complete(lines: &[LineQuantities]) -> bool {
-    lines
-        .iter()
-        .all(|l| to_micros(l.received) >= to_micros(l.expected))
-}
-
-/// Whether anything at all was received.
-pub fn any_received(lines: &[LineQuantities]) -> bool {
-    lines.iter().any(|l| to_micros(l.received) > 0)
-}
 
 /// A manifest line as receiving sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -6,7 +6,7 @@ use prodops_core::custom_property::DataType;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::CellKind;
+use super::spec::CellKind;
 
 // ---- cells to JSON ------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ pub fn import_command_with(
             .action(ArgAction::SetTrue)
             .help("Check every row, write nothing"),
     )
-    .args(crate::cli::shape_args())
+    .args(crate::args::shape_args())
     .arg(
         Arg::new("batch-size")
             .long("batch-size")

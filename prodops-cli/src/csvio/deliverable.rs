@@ -17,9 +17,10 @@ use prodops_core::custom_property::CustomPropertyDefinition;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{CellKind, Column, Layout, RowWriter, Spec};
+use super::export::{Layout, RowWriter};
+use super::spec::{CellKind, Column, Spec};
+use crate::context::CommandContext;
 use crate::fail::{CmdResult, Fail};
-use crate::run::CommandContext;
 
 /// The fixed columns, in export order. `rootParentId` and `computed` are server-derived and not
 /// exported; `schedule` is exported but read past on import (only the schedule actions write
@@ -106,7 +107,7 @@ async fn org_spec(ctx: &CommandContext) -> CmdResult<&'static Spec> {
 }
 
 pub fn import_command() -> Command {
-    super::import_command(
+    super::command::import_command(
         "deliverable",
         &["identifier"],
         "Imports deliverables from CSV. The header row holds field names (nested fields dotted:\n\
@@ -123,7 +124,7 @@ pub fn import_command() -> Command {
 }
 
 pub fn export_command() -> Command {
-    super::export_args(
+    super::command::export_args(
         Command::new("export")
             .about("Exports deliverable trees as CSV, parents before children")
             .long_about(
@@ -157,7 +158,7 @@ pub fn export_command() -> Command {
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let spec = org_spec(ctx).await?;
-    super::import(ctx, spec, args).await
+    super::import::import(ctx, spec, args).await
 }
 
 // ---- export ----------------------------------------------------------------------------------
@@ -196,7 +197,7 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         result = each_in_hierarchy(ctx, root, &select, &mut write).await;
     } else {
         // The roots from the tree index (`GET /deliverable/roots`), not a scan of every node.
-        let mut params = crate::run::list_params(args)?;
+        let mut params = crate::context::list_params(args)?;
         params.page_size = args.get_one::<u64>("page-size").copied();
         params.prefetch = Some(1);
         let mut pages = ctx.client.resource_at("deliverable/roots").pages(params);
@@ -204,7 +205,7 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         let mut roots = 0u64;
         'pages: while let Some(page) = pages.try_next().await? {
             if pb.is_none() {
-                pb = Some(super::progress(
+                pb = Some(super::command::progress(
                     page.total_count,
                     "{spinner} exporting trees [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
                 ));
@@ -268,10 +269,10 @@ pub async fn hierarchy_tree(ctx: &CommandContext, args: &ArgMatches) -> CmdResul
 /// Renders a hierarchy (parents before children) as an indented tree table.
 pub fn tree_table(top: Uuid, nodes: &[Value]) -> String {
     let text = |v: &Value, f: &str| {
-        super::get_path(v, f)
+        super::cells::get_path(v, f)
             .map(|x| {
                 let mut s = String::new();
-                super::cell_text(CellKind::Text, Some(x), &mut s);
+                super::cells::cell_text(CellKind::Text, Some(x), &mut s);
                 s
             })
             .unwrap_or_default()
@@ -348,7 +349,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::csvio::row_record;
+    use crate::csvio::import::row_record;
 
     fn spec_with(defs: Vec<Value>) -> Spec {
         let defs: Vec<CustomPropertyDefinition> = defs
@@ -451,7 +452,11 @@ mod tests {
             .iter()
             .map(|c| {
                 let mut b = String::new();
-                super::super::cell_text(c.kind, super::super::get_path(&record, &c.name), &mut b);
+                super::super::cells::cell_text(
+                    c.kind,
+                    super::super::cells::get_path(&record, &c.name),
+                    &mut b,
+                );
                 b
             })
             .collect();

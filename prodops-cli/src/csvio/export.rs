@@ -9,7 +9,8 @@ use clap::ArgMatches;
 use prodops_client::Error;
 use serde_json::Value;
 
-use super::{Column, Spec, cell_text};
+use super::cells::cell_text;
+use super::spec::{Column, Spec};
 use crate::fail::{CmdResult, Fail};
 
 /// Reads a record (a JSON object) into the texts of `columns`' cells (what [`cell_text`] gives

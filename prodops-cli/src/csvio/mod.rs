@@ -1,6 +1,6 @@
 //! One CSV import/export mechanism for every resource that has one (decisions.md section 8).
 //!
-//! A resource describes its CSV in a [`Spec`]: the columns in export order with the kind of
+//! A resource describes its CSV in a [`Spec`](spec::Spec): the columns in export order with the kind of
 //! each cell, the field `--key` may match by, whether rows form a tree through `parentId`, and
 //! the placeholders core's rules need to check a partial row. The mechanism does the rest:
 //!
@@ -16,35 +16,30 @@
 //!
 //! The parts:
 //!
-//! - `spec.rs`: the description ([`Spec`], [`Column`], the cell [`CellKind`]s).
+//! - `spec.rs`: the description ([`Spec`](spec::Spec), [`Column`](spec::Column), the cell [`CellKind`](spec::CellKind)s).
 //! - `command.rs`: the `import` command and the export flags every resource shares, the progress
 //!   bar and the messages printed beside it.
 //! - `cells.rs`: a CSV cell read into JSON for import, JSON strings written with no needless
 //!   escapes, a record's JSON value written as a cell's text for export.
-//! - `import/`: [`import()`] drives the pipeline. `import/reader.rs` is the reader thread: it reads
+//! - `import/`: [`import()`](import::import) drives the pipeline. `import/reader.rs` is the reader thread: it reads
 //!   the file and hands each row to `import/rows.rs`, which writes the row's JSON and checks it
 //!   with core's rules; the reader then places the checked row into a batch, parents before
 //!   children. `import/batches.rs` holds the batches and sends them: `--key` values resolved to
 //!   ids, rejected rows cut out and the rest resent.
 //! - `export.rs`: a record's JSON text read straight into its cells' texts by serde visitors
-//!   (`RecordCells`, [`Layout`]) and written by the [`RowWriter`].
-//! - `worker.rs` and `deliverable.rs`: the two resources' specs and commands.
+//!   (`RecordCells`, [`Layout`](export::Layout)) and written by the [`RowWriter`](export::RowWriter).
+//! - `worker.rs` and `deliverable.rs`: the two resources' specs and commands (the worker's spec
+//!   in `worker_spec.rs`).
+//!
+//! This file only declares the parts: each names the others' items by their own module, so
+//! that no part depends on this file while it depends on the parts.
 
 mod cells;
 mod command;
 mod export;
 mod import;
 mod spec;
+mod worker_spec;
 
 pub mod deliverable;
 pub mod worker;
-
-pub use cells::{cell_text, get_path};
-pub use command::{export_args, import_command, import_command_with, progress};
-#[cfg(test)]
-pub use export::RecordCells;
-pub use export::{Layout, RowWriter};
-pub use import::import;
-#[cfg(test)]
-pub use import::row_record;
-pub use spec::{CellKind, Column, Spec};

@@ -1,35 +1,12 @@
-//! `prodops worker import FILE.csv` and `prodops worker export`: the worker [`Spec`].
-
-use std::sync::LazyLock;
+//! `prodops worker import FILE.csv` and `prodops worker export`, with the worker [`Spec`]
+//! (`worker_spec.rs`).
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use super::{CellKind, Column, RowWriter, Spec};
+use super::export::RowWriter;
+use super::worker_spec::SPEC;
+use crate::context::CommandContext;
 use crate::fail::{CmdResult, Fail};
-use crate::run::CommandContext;
-
-pub static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec {
-    path: "worker",
-    noun: "worker",
-    columns: vec![
-        Column::new("id", CellKind::Id),
-        Column::new("name", CellKind::Text),
-        Column::new("customerIdentifier", CellKind::Text),
-        Column::new("teamId", CellKind::NullableUuid),
-        Column::new("status", CellKind::OptionalText),
-        Column::new("isArchived", CellKind::Bool),
-        Column::new("exemptFromAssignments", CellKind::Bool),
-        Column::new("unionCode", CellKind::NullableText),
-        Column::new("qbBadgeLink", CellKind::NullableText),
-        Column::new("createdAt", CellKind::ReadOnly),
-        Column::new("updatedAt", CellKind::ReadOnly),
-    ],
-    ignored: &["organizationId"],
-    key: Some("customerIdentifier"),
-    tree: false,
-    update_placeholders: &[("name", "-")],
-    create_needs: "name",
-});
 
 /// Worker imports send batches of 10,000 rows, four in flight: the server writes one batch at a
 /// time, and fewer, larger transactions rewrite fewer index pages; with four in flight one batch
@@ -38,7 +15,7 @@ pub static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec {
 const IMPORT_DEFAULTS: (&str, &str) = ("10000", "4");
 
 pub fn import_command() -> Command {
-    super::import_command_with(
+    super::command::import_command_with(
         "worker",
         &["customerIdentifier"],
         "Imports workers from CSV. The header row holds field names: id, name, customerIdentifier,\n\
@@ -55,7 +32,7 @@ pub fn import_command() -> Command {
 }
 
 pub fn export_command() -> Command {
-    super::export_args(
+    super::command::export_args(
         Command::new("export")
             .about("Exports workers as CSV (streams: memory stays flat)")
             .arg(
@@ -77,7 +54,7 @@ pub fn export_command() -> Command {
 }
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
-    super::import(ctx, &SPEC, args).await
+    super::import::import(ctx, &SPEC, args).await
 }
 
 /// One page's answer of `GET /worker`, read past its records: how many it holds, the count
@@ -110,7 +87,7 @@ fn fetch_page(
 /// held at most. (Through `pages`, up to three more pages' texts waited while a page was read
 /// into records: 50 MiB of a million workers' export.)
 pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
-    let params = crate::run::list_params(args)?;
+    let params = crate::context::list_params(args)?;
     let size = args
         .get_one::<u64>("page-size")
         .copied()
@@ -135,7 +112,7 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
         })?;
         if first {
             first = false;
-            pb = super::progress(
+            pb = super::command::progress(
                 head.total_count,
                 "{spinner} exporting [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
             );
@@ -184,7 +161,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::csvio::row_record;
+    use crate::csvio::import::row_record;
+    use crate::csvio::spec::Column;
 
     fn cols(names: &[&str]) -> Vec<Option<&'static Column>> {
         names
@@ -252,7 +230,7 @@ mod tests {
         let text = serde_json::to_vec(&record).unwrap();
         let mut cells = vec![String::new(); SPEC.columns.len()];
         serde::de::DeserializeSeed::deserialize(
-            crate::csvio::RecordCells {
+            crate::csvio::export::RecordCells {
                 columns: &SPEC.columns,
                 cells: &mut cells,
             },
@@ -261,9 +239,9 @@ mod tests {
         .unwrap();
         let mut buf = String::new();
         for (col, cell) in SPEC.columns.iter().zip(&cells) {
-            crate::csvio::cell_text(
+            crate::csvio::cells::cell_text(
                 col.kind,
-                crate::csvio::get_path(&record, &col.name),
+                crate::csvio::cells::get_path(&record, &col.name),
                 &mut buf,
             );
             assert_eq!(cell, &buf, "{}", col.name);

@@ -3,7 +3,9 @@
 
 use uuid::Uuid;
 
-use super::{Access, Cli, NoBody, NoFields, OptionalJson, Perm, ValueList, ValueOf, action, flag};
+use super::endpoint::{
+    Access, Cli, NoBody, NoFields, OptionalJson, Perm, ValueList, ValueOf, action, flag,
+};
 use crate::bom_actions::{
     AllocateRequest, AllocateResult, DemandRow, PrepopulateRequest, PrepopulateResult,
 };

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{
+use super::endpoint::{
     Access, Cli, Empty, FreeJson, FreePage, Json, JsonList, NoBody, PAGING, PageOf, ParamKind,
     Perm, QueryArgs, QueryParam, action, flag, push,
 };

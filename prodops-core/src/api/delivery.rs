@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Access, Cli, FreeJson, Json, NoBody, OptionalJson, Perm, action, flag};
+use super::endpoint::{Access, Cli, FreeJson, Json, NoBody, OptionalJson, Perm, action, flag};
 use crate::delivery::{Delivery, LifecycleRequest, OutboundCreate, OutboundPatch, ReceiveRequest};
 
 const UPDATE: Access = Access::Key(&[("Delivery", Perm::Update)]);

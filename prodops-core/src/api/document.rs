@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::{
+use super::endpoint::{
     Access, Cli, FreeJson, Json, NoBody, ParamKind, Perm, QueryArgs, QueryParam, RawFile, action,
     flag, push,
 };

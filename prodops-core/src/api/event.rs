@@ -3,7 +3,9 @@
 
 use uuid::Uuid;
 
-use super::{Access, Cli, Json, NoBody, ParamKind, QueryArgs, QueryParam, action, flag, push};
+use super::endpoint::{
+    Access, Cli, Json, NoBody, ParamKind, QueryArgs, QueryParam, action, flag, push,
+};
 use crate::event::EventPage;
 
 /// The most events one page holds, and the default.

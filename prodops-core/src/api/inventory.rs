@@ -5,7 +5,7 @@ use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{
+use super::endpoint::{
     Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, Perm, QueryArgs, QueryParam, action,
     flag, push,
 };

@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::{
+use super::endpoint::{
     Access, Cli, Empty, FreePage, Json, NoBody, ParamKind, Perm, QueryArgs, QueryParam, action,
     flag, push,
 };

@@ -1,6 +1,6 @@
 //! Notifications (spec 4.13): marking a channel's comments or a deliverable's documents read.
 
-use super::{Access, Cli, Empty, Json, Perm, action, flag};
+use super::endpoint::{Access, Cli, Empty, Json, Perm, action, flag};
 
 const UPDATE: Access = Access::Key(&[("Notification", Perm::Update)]);
 

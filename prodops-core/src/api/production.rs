@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::{Access, Cli, Json, NoBody, PageOf, PageQuery, Perm, ValueOf, action, flag};
+use super::endpoint::{Access, Cli, Json, NoBody, PageOf, PageQuery, Perm, ValueOf, action, flag};
 use crate::production_actions::{
     AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, OrderEntry,
     ProduceRequest, ProduceResult,

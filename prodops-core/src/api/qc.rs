@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Access, Cli, FreeJson, Json, Perm, action, flag};
+use super::endpoint::{Access, Cli, FreeJson, Json, Perm, action, flag};
 use crate::qc::{QcTemplateVersion, QcTemplateVersionCreate};
 
 action! {

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{
+use super::endpoint::{
     Access, Cli, Json, NoBody, OptionalJson, PAGING, PageOf, ParamKind, QueryArgs, QueryParam,
     action, flag, push,
 };

@@ -439,7 +439,7 @@ pub fn backfill_identifiers_of(tx: &mut dyn Tx, org: Uuid) -> StoreResult<usize>
 }
 
 /// Deliverables stored before the alert instants existed (`computed.lateAt`, ...) get them,
-/// organization by organization, each forest computed by core (`alerts::backfill`). The
+/// organization by organization, each forest computed by core (`tree::backfill_alerts`). The
 /// records keep their `updatedAt` (nothing a user did changed); a record that does not read
 /// as a deliverable is left as it is.
 pub fn backfill_alerts(tx: &mut dyn Tx) -> StoreResult<()> {
@@ -457,7 +457,7 @@ pub fn backfill_alerts(tx: &mut dyn Tx) -> StoreResult<()> {
             .filter_map(|r| r.first().and_then(SqlValue::as_str))
             .filter_map(|data| serde_json::from_str(data).ok())
             .collect();
-        for i in prodops_core::alerts::backfill(&mut nodes, chrono::Utc::now()) {
+        for i in prodops_core::tree::backfill_alerts(&mut nodes, chrono::Utc::now()) {
             let node = &nodes[i];
             let data = serde_json::to_string(node).map_err(StoreError::other)?;
             tx.execute(

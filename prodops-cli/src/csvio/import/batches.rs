@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::rows::Checked;
-use crate::csvio::Spec;
+use crate::context::CommandContext;
+use crate::csvio::spec::Spec;
 use crate::fail::CmdResult;
-use crate::run::CommandContext;
 
 /// A row placed in a batch: its line and where its JSON object lies in the batch's body.
 pub(super) struct Row {

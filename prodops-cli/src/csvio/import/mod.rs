@@ -18,10 +18,10 @@ use self::batches::{Batch, dry_run_batch, send_batch};
 use self::reader::{TextFormat, open_input, reader_thread};
 #[cfg(test)]
 pub use self::rows::row_record;
-use crate::csvio::Spec;
+use crate::context::CommandContext;
 use crate::csvio::command::{progress, report};
+use crate::csvio::spec::Spec;
 use crate::fail::{CmdResult, Fail};
-use crate::run::CommandContext;
 
 /// Which batches are written: every batch below the watermark, and the ones in `done`.
 struct Written {

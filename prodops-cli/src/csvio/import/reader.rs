@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::batches::Batch;
 use super::rows::{Checked, RowBuffers, row_json};
-use crate::csvio::{Column, Spec};
+use crate::csvio::spec::{Column, Spec};
 use crate::fail::{CmdResult, Fail};
 
 /// The file being imported: a file can be read more than once (the `--key` check reads it

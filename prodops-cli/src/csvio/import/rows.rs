@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::csvio::cells::{Cell, needs_escape, push_json_string, read_cell, set_path};
-use crate::csvio::{Column, Spec};
+use crate::csvio::spec::{Column, Spec};
 
 /// Turns a CSV row into the JSON sent for it, checked with core's rules for the resource.
 #[cfg(test)]
@@ -301,10 +301,10 @@ mod tests {
         /// fields the map path gives.
         #[test]
         fn flat_rows_read_as_the_map_path_reads_them(
-            picks in proptest::sample::subsequence((0..crate::csvio::worker::SPEC.columns.len()).collect::<Vec<_>>(), 0..=11),
+            picks in proptest::sample::subsequence((0..crate::csvio::worker_spec::SPEC.columns.len()).collect::<Vec<_>>(), 0..=11),
             cells in proptest::collection::vec(cell(), 11),
         ) {
-            let spec = &*crate::csvio::worker::SPEC;
+            let spec = &*crate::csvio::worker_spec::SPEC;
             let cols: Vec<Option<&Column>> = picks.iter().map(|&i| Some(&spec.columns[i])).collect();
             let record = csv::StringRecord::from(cells[..cols.len()].to_vec());
             let (mut flat_text, mut map_text) = (String::new(), String::new());
