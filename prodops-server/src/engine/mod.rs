@@ -27,7 +27,7 @@ use crate::store::sql::{Cond, FieldPath};
 use crate::store::{PageRead, Tx};
 use hooks::Hooks;
 
-mod bulk;
+pub(crate) mod bulk;
 pub mod events;
 pub mod hooks;
 pub(crate) mod params;
