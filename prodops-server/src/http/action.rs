@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{MethodFilter, MethodRouter, on};
@@ -114,9 +114,12 @@ where
         HttpMethod::Patch => MethodFilter::PATCH,
         HttpMethod::Delete => MethodFilter::DELETE,
     };
-    let router = on(filter, move |start: C, req: Request| {
-        serve::<E, C, H>(handler, start, req, refuse_path)
-    });
+    let router = on(
+        filter,
+        move |State(state): State<Arc<AppState>>, req: Request| {
+            serve::<E, C, H>(handler, state, req, refuse_path)
+        },
+    );
     match E::DESC.access {
         Access::Open | Access::KeyChecked => router,
         Access::Key(_) | Access::Admin => {

@@ -9,9 +9,10 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Path, Request};
+use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -25,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::http::app::{AppState, JsonBody, Reply, read_body, write_reply};
+use crate::http::app::{AppState, Reply, read_body, read_json, read_optional_json, write_reply};
 use crate::http::call::parse_id;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
@@ -92,15 +93,18 @@ impl ServedQuery for () {
     }
 }
 
-/// The request body of a declaration, read with the size limit, the text checks
-/// (`text::check_json`) and strict parsing (`prodops_core::resource::parse`, whose errors name
-/// the field): what the handler gets.
+/// The request body of a declaration, in two steps: [`read`](ServedBody::read) takes the bytes
+/// with the size limit, the text checks (`text::check_json`) and the JSON syntax;
+/// [`parse`](ServedBody::parse) reads the value strictly (`prodops_core::resource::parse`,
+/// whose errors name the field) into what the handler gets. What the handler starts from
+/// (`Call`, a family's gate) is checked between the two, as it always was.
 pub trait ServedBody {
+    /// What the reading gives.
+    type Read: Send + 'static;
+    /// What the handler gets.
     type Value: Send + 'static;
-    fn from_body(
-        req: Request,
-        desc: &'static ActionDesc,
-    ) -> impl Future<Output = ApiResult<Self::Value>> + Send;
+    fn read(headers: &HeaderMap, body: Body) -> impl Future<Output = ApiResult<Self::Read>> + Send;
+    fn parse(read: Self::Read, desc: &'static ActionDesc) -> ApiResult<Self::Value>;
 }
 
 /// A body read as `T`, strictly, naming the offending field (the one parse path of every JSON
@@ -109,31 +113,36 @@ pub fn parse_json<T: DeserializeOwned>(body: Value) -> ApiResult<T> {
     prodops_core::resource::parse(body).map_err(|v| ApiError::violations(vec![v]))
 }
 
-/// A required JSON body: the size limit, the text checks, JSON syntax.
-async fn required_json(req: Request) -> ApiResult<JsonBody> {
-    <JsonBody as FromRequest<()>>::from_request(req, &()).await
-}
-
 /// Nothing is read.
 impl ServedBody for NoBody {
+    type Read = ();
     type Value = ();
-    async fn from_body(_: Request, _: &'static ActionDesc) -> ApiResult<()> {
+    async fn read(_: &HeaderMap, _: Body) -> ApiResult<()> {
+        Ok(())
+    }
+    fn parse((): (), _: &'static ActionDesc) -> ApiResult<()> {
         Ok(())
     }
 }
 
 impl<T: DeserializeOwned + Send + 'static> ServedBody for Json<T> {
+    type Read = Value;
     type Value = T;
-    async fn from_body(req: Request, _: &'static ActionDesc) -> ApiResult<T> {
-        let JsonBody(body) = required_json(req).await?;
+    async fn read(_: &HeaderMap, body: Body) -> ApiResult<Value> {
+        read_json(body).await
+    }
+    fn parse(body: Value, _: &'static ActionDesc) -> ApiResult<T> {
         parse_json(body)
     }
 }
 
 impl<T: DeserializeOwned + Send + 'static> ServedBody for JsonList<T> {
+    type Read = Value;
     type Value = Vec<T>;
-    async fn from_body(req: Request, _: &'static ActionDesc) -> ApiResult<Vec<T>> {
-        let JsonBody(body) = required_json(req).await?;
+    async fn read(_: &HeaderMap, body: Body) -> ApiResult<Value> {
+        read_json(body).await
+    }
+    fn parse(body: Value, _: &'static ActionDesc) -> ApiResult<Vec<T>> {
         parse_json(body)
     }
 }
@@ -141,18 +150,24 @@ impl<T: DeserializeOwned + Send + 'static> ServedBody for JsonList<T> {
 /// The JSON value (its text checked); the handler writes it as a record, whose checks name
 /// the fields.
 impl<T> ServedBody for RecordJson<T> {
+    type Read = Value;
     type Value = Value;
-    async fn from_body(req: Request, _: &'static ActionDesc) -> ApiResult<Value> {
-        let JsonBody(body) = required_json(req).await?;
+    async fn read(_: &HeaderMap, body: Body) -> ApiResult<Value> {
+        read_json(body).await
+    }
+    fn parse(body: Value, _: &'static ActionDesc) -> ApiResult<Value> {
         Ok(body)
     }
 }
 
 /// Any JSON value (its text checked); the handler reads it.
 impl ServedBody for FreeJson {
+    type Read = Value;
     type Value = Value;
-    async fn from_body(req: Request, _: &'static ActionDesc) -> ApiResult<Value> {
-        let JsonBody(body) = required_json(req).await?;
+    async fn read(_: &HeaderMap, body: Body) -> ApiResult<Value> {
+        read_json(body).await
+    }
+    fn parse(body: Value, _: &'static ActionDesc) -> ApiResult<Value> {
         Ok(body)
     }
 }
@@ -160,10 +175,14 @@ impl ServedBody for FreeJson {
 /// A body that may be left out: no body (or only whitespace) and `null` read as the type's
 /// default.
 impl<T: GivenBody> ServedBody for OptionalJson<T> {
+    type Read = Option<Value>;
     type Value = T;
-    async fn from_body(req: Request, desc: &'static ActionDesc) -> ApiResult<T> {
-        match <JsonBody as OptionalFromRequest<()>>::from_request(req, &()).await? {
-            Some(JsonBody(v)) if !v.is_null() => T::from_given(v, desc),
+    async fn read(_: &HeaderMap, body: Body) -> ApiResult<Option<Value>> {
+        read_optional_json(body).await
+    }
+    fn parse(body: Option<Value>, desc: &'static ActionDesc) -> ApiResult<T> {
+        match body {
+            Some(v) if !v.is_null() => T::from_given(v, desc),
             _ => Ok(T::default()),
         }
     }
@@ -222,13 +241,16 @@ impl FileBody {
 }
 
 impl ServedBody for RawFile {
+    type Read = FileBody;
     type Value = FileBody;
-    async fn from_body(req: Request, _: &'static ActionDesc) -> ApiResult<FileBody> {
-        let (parts, body) = req.into_parts();
+    async fn read(headers: &HeaderMap, body: Body) -> ApiResult<FileBody> {
         Ok(FileBody {
-            headers: parts.headers,
+            headers: headers.clone(),
             body,
         })
+    }
+    fn parse(file: FileBody, _: &'static ActionDesc) -> ApiResult<FileBody> {
+        Ok(file)
     }
 }
 
@@ -490,22 +512,26 @@ where
     }
 }
 
-/// Reads the path, the query and the body `E` declares, in that order, and runs `handler`
-/// on them; `refuse_path` turns a path that does not read into the action's refusal.
+/// Reads what `E` declares and runs `handler` on it, in the order the handlers always read
+/// it: the path, the query, the body's bytes and JSON, then what the handler starts from
+/// (`C`: the key, a family's gate), then the body's strict parsing. `refuse_path` turns a
+/// path that does not read into the action's refusal.
 pub async fn serve<E, C, H>(
     handler: H,
-    start: C,
+    state: Arc<AppState>,
     req: Request,
     refuse_path: fn(ApiError) -> ApiError,
 ) -> ApiResult<Answered<E>>
 where
     E: Served,
+    C: FromRequestParts<Arc<AppState>, Rejection = ApiError>,
     H: ActionHandler<E, C>,
 {
     let (mut parts, body) = req.into_parts();
     let path = E::Path::from_path(&mut parts).await.map_err(refuse_path)?;
     let query = <E::Query as ServedQuery>::from_query(parts.uri.query())?;
-    let body =
-        <E::Body as ServedBody>::from_body(Request::from_parts(parts, body), &E::DESC).await?;
+    let read = <E::Body as ServedBody>::read(&parts.headers, body).await?;
+    let start = C::from_request_parts(&mut parts, &state).await?;
+    let body = <E::Body as ServedBody>::parse(read, &E::DESC)?;
     handler.run(start, path, query, body).await
 }
