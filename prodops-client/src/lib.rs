@@ -49,7 +49,7 @@ use bytes::Bytes;
 use paths::action_path;
 use prodops_core::api::{
     ActionDesc, AnswerKind, BodyKind, Endpoint, FileBody, FreeJson, HttpMethod, Json, JsonList,
-    NoBody, OptionalJson, PathArgs, QueryArgs, RawFile,
+    NoBody, OptionalJson, PathArgs, QueryArgs, RawFile, RecordJson,
 };
 use reqwest::header::HeaderValue;
 use serde::Serialize;
@@ -722,6 +722,15 @@ impl SendBody for NoBody {
 impl<T: Serialize> SendBody for Json<T>
 where
     Json<T>: BodyKind<Send = T>,
+{
+    fn encode(body: &T) -> Result<Encoded> {
+        json_body(body)
+    }
+}
+
+impl<T: Serialize> SendBody for RecordJson<T>
+where
+    RecordJson<T>: BodyKind<Send = T>,
 {
     fn encode(body: &T) -> Result<Encoded> {
         json_body(body)

@@ -13,7 +13,7 @@
 //!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
 //!    `workers`, `catalog`, `events` (the change feed's reader), `webhooks` (the feed pushed
 //!    to URLs) and `plans` (what bom and production share); they use each other only
-//!    downwards, in the order `tests/layers.rs` gives (`FAMILY_ORDER`), so no two import
+//!    downwards, in the order `tests/layers.rs` gives (`RANKS`), so no two import
 //!    each other;
 //! 3. `engine` (the standard endpoints and the `Hooks` interface), `jobs`, `blob`, `admin`;
 //! 2. `http`: the gateway every request passes and the request kernel;

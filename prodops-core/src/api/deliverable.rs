@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Empty, FreeJson, FreePage, Json, JsonList, NoBody, PAGING, PageOf, ParamKind,
-    Perm, QueryArgs, QueryParam, action, flag, push,
+    Access, Cli, Empty, FreeJson, Json, JsonList, NoBody, PAGING, PageOf, ParamKind, Perm,
+    QueryArgs, QueryParam, StreamedPage, action, flag, push,
 };
 use crate::deliverable::Deliverable;
 use crate::progress::{ProgressAction, ProgressResult};
@@ -133,7 +133,7 @@ action! {
         path: Uuid,
         query: HierarchyQuery,
         body: NoBody,
-        answer: FreePage,
+        answer: StreamedPage,
         status: 200,
         outcome: "The subtree",
         summary: "The node and its whole subtree",

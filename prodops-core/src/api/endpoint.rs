@@ -266,8 +266,8 @@ pub trait Endpoint {
     type Query: QueryArgs;
     /// The request body: [`NoBody`], [`Json<T>`], [`OptionalJson<T>`], [`FreeJson`] or [`RawFile`].
     type Body: BodyKind;
-    /// The answer: [`Empty`], [`Json<T>`], [`ValueOf<T>`], [`PageOf<T>`], [`FreeJson`] or
-    /// [`RawFile`].
+    /// The answer: [`Empty`], [`Json<T>`], [`ValueOf<T>`], [`PageOf<T>`], [`FreeJson`], or
+    /// one sent as it is produced: [`RawFile`], [`StreamedPage`].
     type Answer: AnswerKind;
     /// The declaration.
     const DESC: ActionDesc;
@@ -411,6 +411,18 @@ impl<T: ToSchema + Serialize> BodyKind for JsonList<T> {
     };
 }
 
+/// A JSON body of shape `T` that the server reads as the record it writes, with the resource's
+/// own checks (their messages name the fields), not as a `T`.
+pub struct RecordJson<T>(std::marker::PhantomData<T>);
+
+impl<T: ToSchema + Serialize> BodyKind for RecordJson<T> {
+    type Send = T;
+    const REQUEST: RequestBody = RequestBody::Json {
+        schema: Some(schema_of::<T>),
+        required: true,
+    };
+}
+
 /// A JSON body of type `T` that may be left out.
 pub struct OptionalJson<T>(std::marker::PhantomData<T>);
 
@@ -550,6 +562,20 @@ impl<T: ToSchema + DeserializeOwned> AnswerKind for PageOf<T> {
 pub struct FreePage;
 
 impl AnswerKind for FreePage {
+    type Out = Page<serde_json::Value>;
+    const ANSWER: AnswerBody = AnswerBody::Page(None);
+    fn decode_with<R: JsonReader>(
+        body: &[u8],
+    ) -> Result<Page<serde_json::Value>, serde_json::Error> {
+        R::read(body)
+    }
+}
+
+/// A page of values whose shape the server describes, sent as it is read (the server writes
+/// it in parts; it is read as one page like [`FreePage`]).
+pub struct StreamedPage;
+
+impl AnswerKind for StreamedPage {
     type Out = Page<serde_json::Value>;
     const ANSWER: AnswerBody = AnswerBody::Page(None);
     fn decode_with<R: JsonReader>(

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, Perm, QueryArgs, QueryParam, action,
-    flag, push,
+    Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, Perm, QueryArgs, QueryParam, RecordJson,
+    action, flag, push,
 };
 use crate::inventory::{InventoryTransaction, Stock, TransactionSource, TransactionType};
 use crate::stock_count::{CountRequest, CountResult};
@@ -132,7 +132,7 @@ action! {
         access: Access::Key(&[("Item", Perm::Update)]),
         path: (),
         query: (),
-        body: Json<PostInventory>,
+        body: RecordJson<PostInventory>,
         answer: Json<InventoryTransaction>,
         status: 201,
         outcome: "Success",

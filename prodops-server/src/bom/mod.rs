@@ -5,7 +5,6 @@ use prodops_core::api;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use prodops_core::bom_actions::{
     AllocateRequest, AllocateResult, BomSeed, DemandRow, DemandSource, MaterialsAcc,
     MaterialsRollup, PrepopulateRequest, PrepopulateResult, Reservation, SkippedLine,
@@ -17,11 +16,11 @@ use prodops_core::production_actions::{planned_for_order, remaining};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::engine::{create_record, parse_body};
-use crate::http::app::{JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::create_record;
+use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::http::typed::Answered;
 use crate::inventory::units::Converter;
 use crate::plans::{
     SOURCE_LINE, SOURCE_OUTPUT, deliverable, lines_res, lock_owner, order_by_path, order_quantity,
@@ -30,6 +29,7 @@ use crate::plans::{
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
+use prodops_core::api::NoFields;
 
 // The handlers of this family's declared actions (`prodops_core::api::bom`); the router
 // serves each on its declared method and path, behind its declared access.
@@ -89,22 +89,15 @@ fn project_orders(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Vec<Va
     Ok(out)
 }
 
-fn optional_body<T: serde::de::DeserializeOwned + Default>(body: Option<JsonBody>) -> ApiResult<T> {
-    match body {
-        Some(JsonBody(v)) if !v.is_null() => parse_body(v),
-        _ => Ok(T::default()),
-    }
-}
-
 // ----- prepopulate ---------------------------------------------------------------------------
 
 async fn prepopulate(
     call: Call,
-    PathId(id): PathId,
-    body: Option<JsonBody>,
-) -> ApiResult<Response> {
-    let req: PrepopulateRequest = optional_body(body)?;
-    call.write(move |tx, ctx| Ok(Reply::value(&prepopulate_in(tx, ctx, id, &req)?)))
+    id: Uuid,
+    (): (),
+    req: PrepopulateRequest,
+) -> ApiResult<Answered<api::bom::Prepopulate>> {
+    call.write(move |tx, ctx| Ok(prepopulate_in(tx, ctx, id, &req)?.into()))
         .await
 }
 
@@ -362,10 +355,10 @@ fn allocate_lines(
 
 async fn allocate_order(
     call: Call,
-    PathId(id): PathId,
-    body: Option<JsonBody>,
-) -> ApiResult<Response> {
-    let req: AllocateRequest = optional_body(body)?;
+    id: Uuid,
+    (): (),
+    req: AllocateRequest,
+) -> ApiResult<Answered<api::bom::AllocateOrder>> {
     call.write(move |tx, ctx| {
         let order = order_by_path(tx, ctx, id)?;
         lock_owner(tx, ctx, id)?;
@@ -374,23 +367,17 @@ async fn allocate_order(
         let result = allocate_lines(tx, ctx, lines, req.item_ids.as_deref(), |l| {
             remaining(planned_for_order(l, quantity), l.quantity_actual)
         })?;
-        Ok(Reply::value(&result))
+        Ok(result.into())
     })
     .await
 }
 
 async fn allocate_project(
     call: Call,
-    PathId(id): PathId,
-    body: Option<JsonBody>,
-) -> ApiResult<Response> {
-    if let Some(JsonBody(v)) = body
-        && !(v.is_null() || v.as_object().is_some_and(Map::is_empty))
-    {
-        return Err(ApiError::validation(
-            "POST /bom-line/project/{id}/allocate takes no body",
-        ));
-    }
+    id: Uuid,
+    (): (),
+    NoFields {}: NoFields,
+) -> ApiResult<Answered<api::bom::AllocateProject>> {
     call.write(move |tx, ctx| {
         if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
             return Err(ApiError::new(
@@ -404,7 +391,7 @@ async fn allocate_project(
         let result = allocate_lines(tx, ctx, lines, None, |l| {
             remaining(l.quantity.unwrap_or(0.0), l.quantity_actual)
         })?;
-        Ok(Reply::value(&result))
+        Ok(result.into())
     })
     .await
 }
@@ -440,9 +427,14 @@ fn is_open_order(order: &Value) -> bool {
             != Some("done")
 }
 
-async fn demand_rollup(call: Call) -> ApiResult<Response> {
+async fn demand_rollup(
+    call: Call,
+    (): (),
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::bom::DemandRollup>> {
     let rows = call.read(move |tx, ctx| demand_in(tx, ctx)).await?;
-    Ok((StatusCode::OK, axum::Json(json!({ "value": rows }))).into_response())
+    Ok(Answered::new(rows))
 }
 
 pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
@@ -547,9 +539,14 @@ pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
     Ok(rows)
 }
 
-async fn materials_rollup(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn materials_rollup(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::bom::MaterialsRollup>> {
     let rollup = call.read(move |tx, ctx| materials_in(tx, ctx, id)).await?;
-    Ok((StatusCode::OK, axum::Json(json!({ "value": rollup }))).into_response())
+    Ok(Answered::new(rollup.into()))
 }
 
 pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<MaterialsRollup> {

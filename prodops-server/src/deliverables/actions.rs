@@ -1,27 +1,24 @@
 //! Progress and schedule actions and reorder (spec 4.2).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
-use axum::extract::{Extension, Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use prodops_core::deliverable::{Deliverable, DeliverableType, ProgressStatus};
 use prodops_core::progress::{self, ProgressAction, ProgressResult};
 use prodops_core::schedule::{self, Plan, ScheduleAction, ScheduleBatchItem, Span};
 use prodops_core::tree::{self, Change, TreeStore};
-use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::readiness::Progressor;
 use super::tree::{TxTree, parse_deliverable, tree_row};
 use super::{resource, sessions};
-use crate::engine::{load, parse_body, parse_id};
-use crate::http::app::{AppState, JsonBody, Reply, write_reply};
-use crate::http::context::{Auth, Ctx, Idempotency};
+use crate::engine::load;
+use crate::http::call::Call;
+use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::Answered;
 use crate::store::Tx;
+use prodops_core::api::{self, deliverable::ReorderRequest};
 
 /// Loads the order `root_id` and the node `id` under it (or the order itself).
 fn order_and_node(
@@ -98,23 +95,15 @@ pub fn apply_progress(
 
 /// `POST /deliverable/root/{rootId}/progress/{id}`.
 pub async fn progress(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path((root_id, id)): Path<(String, String)>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let root_id = parse_id(&root_id)?;
-    let id = parse_id(&id)?;
-    let action: ProgressAction = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call: Call,
+    (root_id, id): (Uuid, Uuid),
+    (): (),
+    action: ProgressAction,
+) -> ApiResult<Answered<api::deliverable::Progress>> {
+    call.write(move |tx, ctx| {
         let (_, node) = order_and_node(tx, ctx, root_id, id)?;
         let kicked_workers = apply_progress(tx, ctx, &node, &action)?;
-        Ok(Reply::json(
-            StatusCode::OK,
-            &ProgressResult { kicked_workers },
-        ))
+        Ok(ProgressResult { kicked_workers }.into())
     })
     .await
 }
@@ -259,34 +248,26 @@ fn run_schedule(
 
 /// `POST /deliverable/root/{rootId}/schedule/{id}`.
 pub async fn schedule(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    Path((root_id, id)): Path<(String, String)>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let root_id = parse_id(&root_id)?;
-    let id = parse_id(&id)?;
-    let action: ScheduleAction = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call: Call,
+    (root_id, id): (Uuid, Uuid),
+    (): (),
+    action: ScheduleAction,
+) -> ApiResult<Answered<api::deliverable::Schedule>> {
+    call.write(move |tx, ctx| {
         let mut cache = HashMap::new();
-        run_schedule(tx, ctx, &mut cache, root_id, id, &action)?;
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        run_schedule(tx, ctx, &mut cache, root_id, id, &action)
     })
     .await
 }
 
 /// `POST /deliverable/schedule/batch`: every action in order, all or nothing.
 pub async fn schedule_batch(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let items: Vec<ScheduleBatchItem> = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call: Call,
+    (): (),
+    (): (),
+    items: Vec<ScheduleBatchItem>,
+) -> ApiResult<Answered<api::deliverable::ScheduleBatch>> {
+    call.write(move |tx, ctx| {
         let mut cache = HashMap::new();
         for (i, item) in items.iter().enumerate() {
             run_schedule(
@@ -299,29 +280,20 @@ pub async fn schedule_batch(
             )
             .map_err(|e| e.with_index(i))?;
         }
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReorderRequest {
-    root_parent_id: Uuid,
-    ordered_deliverable_ids: Vec<Uuid>,
 }
 
 /// `POST /deliverable/reorder`: the listed nodes take the listed order among their siblings
 /// (nodes of several parents may be listed); siblings not listed follow them in their old order.
 pub async fn reorder(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: ReorderRequest = parse_body(body)?;
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call: Call,
+    (): (),
+    (): (),
+    req: ReorderRequest,
+) -> ApiResult<Answered<api::deliverable::Reorder>> {
+    call.write(move |tx, ctx| {
         let org = ctx.org();
         load(tx, resource("deliverable"), org, req.root_parent_id)?;
         let mut seen = HashSet::new();
@@ -367,7 +339,7 @@ pub async fn reorder(
         let mut store = TxTree::new(tx, ctx);
         let now = store.now();
         tree::refresh(&mut store, &changes, now)?;
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
 }

@@ -1,29 +1,30 @@
 //! Reads of the work tree: hierarchy, groups, crew time.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use futures::StreamExt;
 use prodops_core::tree::hierarchy_order_of_paths;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::tree::{IndexNode, TABLE, TREE, path_upper, records_of, subtree_index, tree_row};
 use super::{buffers, resource};
 use crate::engine::rawjson::{Projection, Selected};
-use crate::engine::{filter_conds, flattened_name, parse_body, parse_id, parse_list_params};
-use crate::http::app::{AppState, JsonBody};
-use crate::http::context::Auth;
+use crate::engine::{filter_conds, flattened_name, parse_list_params};
+use crate::http::call::Call;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, ServedQuery, Shaped, Streamed};
 use crate::store::SqlValue;
 use crate::store::Tx;
 use crate::store::sql::FieldPath;
 use prodops_core::alerts::{AsOf, Window};
+use prodops_core::api::{
+    self,
+    deliverable::{CrewTimeQuery, GroupsRequest},
+};
 
 /// Nodes whose records one query of a hierarchy read fetches.
 const FETCH_NODES: usize = 512;
@@ -38,6 +39,13 @@ enum Part {
 
 /// The `select` of a hierarchy read: `?select=a,b.c` (repeatable), fields as `POST /r/query`
 /// selects them. `None` without one.
+impl ServedQuery for api::deliverable::HierarchyQuery {
+    type Value = Option<Projection>;
+    fn from_query(query: Option<&str>) -> ApiResult<Option<Projection>> {
+        hierarchy_select(query)
+    }
+}
+
 fn hierarchy_select(query: Option<&str>) -> ApiResult<Option<Projection>> {
     let res = resource("deliverable");
     let mut fields: Option<Vec<Selected>> = None;
@@ -71,15 +79,14 @@ fn hierarchy_select(query: Option<&str>) -> ApiResult<Option<Projection>> {
 /// as they are read (a large subtree is never held whole; the socket is written while the
 /// database is read). The stored records are sent as they are, or projected without parsing.
 pub async fn hierarchy(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    let id = parse_id(&id)?;
-    let projection = hierarchy_select(query.as_deref())?;
+    call: Call,
+    id: Uuid,
+    projection: Option<Projection>,
+    (): (),
+) -> ApiResult<Answered<api::deliverable::Hierarchy>> {
+    let state = call.state;
     let now = state.clock.as_of();
-    let org = auth.org;
+    let org = call.auth.org;
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<Part>>(4);
     let store = state.store.clone();
     tokio::spawn(async move {
@@ -108,7 +115,9 @@ pub async fn hierarchy(
             "the hierarchy read ended without an answer",
         )),
         Some(Err(e)) => Err(e),
-        Some(Ok(Part::Last(body))) => Ok((StatusCode::OK, json, Body::from(body)).into_response()),
+        Some(Ok(Part::Last(body))) => Ok(Answered::new(Streamed(
+            (StatusCode::OK, json, Body::from(body)).into_response(),
+        ))),
         Some(Ok(Part::More(first))) => {
             // The rest as it comes; a failure now can only cut the body short.
             let rest = futures::stream::unfold(receiver, |mut r| async move {
@@ -119,7 +128,9 @@ pub async fn hierarchy(
                 Some((item, r))
             });
             let body = futures::stream::once(async move { Ok(first) }).chain(rest);
-            Ok((StatusCode::OK, json, Body::from_stream(body)).into_response())
+            Ok(Answered::new(Streamed(
+                (StatusCode::OK, json, Body::from_stream(body)).into_response(),
+            )))
         }
     }
 }
@@ -260,10 +271,13 @@ impl Parts<'_> {
 /// `{values, totalCount}`. The roots come from the tree index, so the read costs the number of
 /// trees, not of nodes (a `parentId=null` filter on the list reads every deliverable).
 pub async fn roots(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
+    call: Call,
+    (): (),
+    ListQuery(query): ListQuery,
+    (): (),
+) -> ApiResult<Answered<api::deliverable::Roots>> {
+    let state = call.state;
+    let auth = call.auth;
     let res = resource("deliverable");
     let now = state.clock.as_of();
     let params = parse_list_params(res, query.as_deref(), true, &now)?;
@@ -316,20 +330,18 @@ pub async fn roots(
             Ok::<_, ApiError>(body)
         })
         .await?;
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response())
+    Ok(Answered::new(Shaped::text(body)))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GroupsRequest {
-    group_by: String,
-    #[serde(default)]
-    filter: Option<Map<String, Value>>,
+/// The query string of a read the standard list's reading takes (`parse_list_params`, which
+/// needs the state's clock): handed over as it is.
+pub struct ListQuery(Option<String>);
+
+impl ServedQuery for api::deliverable::RootsQuery {
+    type Value = ListQuery;
+    fn from_query(query: Option<&str>) -> ApiResult<ListQuery> {
+        Ok(ListQuery(query.map(str::to_string)))
+    }
 }
 
 /// The field each grouping reads (arrays put a record in every group they list).
@@ -348,11 +360,13 @@ fn group_field(group_by: &str) -> Option<&'static str> {
 /// "count", "deliverableIds"}]}`, largest group first; records with nothing to group by fall in
 /// the `null` group. For `root`, a root is in its own group.
 pub async fn groups(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: GroupsRequest = parse_body(body)?;
+    call: Call,
+    (): (),
+    (): (),
+    req: GroupsRequest,
+) -> ApiResult<Answered<api::deliverable::Groups>> {
+    let state = call.state;
+    let auth = call.auth;
     let Some(field) = group_field(&req.group_by) else {
         return Err(ApiError::field(
             "groupBy",
@@ -410,7 +424,42 @@ pub async fn groups(
             )
         })
         .await?;
-    Ok(axum::Json(json!({"groupBy": group_by, "values": values})).into_response())
+    Ok(Answered::new(
+        json!({"groupBy": group_by, "values": values}),
+    ))
+}
+
+impl ServedQuery for CrewTimeQuery {
+    type Value = CrewTimeQuery;
+    fn from_query(query: Option<&str>) -> ApiResult<CrewTimeQuery> {
+        let mut ids = Vec::new();
+        for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match k.as_ref() {
+                "deliverableId" => {
+                    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                        ids.push(Uuid::parse_str(part).map_err(|_| {
+                            ApiError::field("deliverableId", format!("'{part}' is not a UUID"))
+                        })?);
+                    }
+                }
+                other => {
+                    return Err(ApiError::field(
+                        other,
+                        "unknown parameter; use deliverableId",
+                    ));
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Err(ApiError::field(
+                "deliverableId",
+                "deliverableId is required",
+            ));
+        }
+        Ok(CrewTimeQuery {
+            deliverable_id: ids,
+        })
+    }
 }
 
 /// `GET /deliverable/crew-time?deliverableId=<uuid>` (repeatable): for each deliverable, the
@@ -418,34 +467,13 @@ pub async fn groups(
 /// "workers": [{"workerId", "seconds", "sessions", "open"}]}}`. Open sessions count up to now;
 /// plans are not time worked and are left out.
 pub async fn crew_time(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    let mut ids = Vec::new();
-    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match k.as_ref() {
-            "deliverableId" => {
-                for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                    ids.push(Uuid::parse_str(part).map_err(|_| {
-                        ApiError::field("deliverableId", format!("'{part}' is not a UUID"))
-                    })?);
-                }
-            }
-            other => {
-                return Err(ApiError::field(
-                    other,
-                    "unknown parameter; use deliverableId",
-                ));
-            }
-        }
-    }
-    if ids.is_empty() {
-        return Err(ApiError::field(
-            "deliverableId",
-            "deliverableId is required",
-        ));
-    }
+    call: Call,
+    (): (),
+    query: CrewTimeQuery,
+    (): (),
+) -> ApiResult<Answered<api::deliverable::CrewTime>> {
+    let (state, auth) = (call.state, call.auth);
+    let ids = query.deliverable_id;
     let org = auth.org;
     let now = chrono::Utc::now();
     let out = state
@@ -506,5 +534,5 @@ pub async fn crew_time(
             Ok::<_, ApiError>(Value::Object(out))
         })
         .await?;
-    Ok(axum::Json(out).into_response())
+    Ok(Answered::new(out))
 }

@@ -4,23 +4,21 @@
 //! through the work-session hooks.
 
 use std::collections::{BTreeSet, HashSet};
-use std::sync::Arc;
 
-use axum::extract::{Extension, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession, WorkSessionKind};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::resource;
-use crate::engine::{apply_server_change, create_record, parse_body, update_record};
-use crate::http::app::{AppState, JsonBody, Reply, write_reply};
-use crate::http::context::{Auth, Ctx, Idempotency, format_time};
+use crate::engine::{apply_server_change, create_record, update_record};
+use crate::http::call::Call;
+use crate::http::context::{Ctx, format_time};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::Answered;
 use crate::store::records;
 use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
+use prodops_core::api;
 
 const SESSIONS: &str = "deliverable/work-sessions";
 
@@ -118,18 +116,16 @@ fn require_record(
 
 /// `POST /deliverable/work-sessions/save`.
 pub async fn save(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: SaveRequest = parse_body(body)?;
+    call: Call,
+    (): (),
+    (): (),
+    req: SaveRequest,
+) -> ApiResult<Answered<api::deliverable::SaveWorkSessions>> {
     let violations = req.violations();
     if !violations.is_empty() {
         return Err(ApiError::violations(violations));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         require_record(tx, ctx, "shop", req.shop_id, "shopId")?;
         let start = req.start_date.unwrap_or(ctx.now);
         let mut absent = HashSet::new();
@@ -192,25 +188,23 @@ pub async fn save(
             };
             create_record(tx, ctx, res, body)?;
         }
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
 }
 
 /// `POST /deliverable/work-sessions/stop`.
 pub async fn stop(
-    State(state): State<Arc<AppState>>,
-    Extension(auth): Extension<Auth>,
-    idem: Option<Extension<Idempotency>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: StopRequest = parse_body(body)?;
+    call: Call,
+    (): (),
+    (): (),
+    req: StopRequest,
+) -> ApiResult<Answered<api::deliverable::StopWorkSessions>> {
     let violations = req.violations();
     if !violations.is_empty() {
         return Err(ApiError::violations(violations));
     }
-    let ctx = Ctx::new(auth, idem.map(|e| e.0));
-    write_reply(&state, ctx, move |tx, ctx| {
+    call.write(move |tx, ctx| {
         let end = req.end_date.unwrap_or(ctx.now);
         let (field, ids) = if req.worker_ids.is_empty() {
             ("deliverableId", &req.deliverable_ids)
@@ -225,7 +219,7 @@ pub async fn stop(
                 }
             }
         }
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
 }

@@ -9,8 +9,6 @@
 use prodops_core::api;
 use std::sync::Arc;
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use prodops_core::delivery::{
     CargoFacts, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, LifecycleRequest,
     LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
@@ -24,16 +22,16 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{
-    self, ServedResource, apply_server_change, create_server_record, parse_body, parse_id,
-};
-use crate::http::app::{AppState, JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::{self, ServedResource, apply_server_change, create_server_record, parse_id};
+use crate::http::app::AppState;
+use crate::http::call::Call;
 use crate::http::context::{Auth, Ctx};
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::http::typed::{Answered, Served, Shaped};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
+use prodops_core::api::Endpoint;
 
 pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
 
@@ -100,8 +98,12 @@ fn public_token() -> String {
 
 // ----- outbound create and planned times --------------------------------------------------------
 
-async fn create_outbound(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: OutboundCreate = parse_body(body)?;
+async fn create_outbound(
+    call: Call,
+    (): (),
+    (): (),
+    req: OutboundCreate,
+) -> ApiResult<Answered<api::delivery::CreateOutbound>> {
     let v = req.validate();
     if !v.is_empty() {
         return Err(ApiError::violations(v));
@@ -261,7 +263,7 @@ async fn create_outbound(call: Call, JsonBody(body): JsonBody) -> ApiResult<Resp
             create_server_record(tx, ctx, &spans, span)?;
         }
         present(&st, tx, org, &mut record)?;
-        Ok(Reply::json(StatusCode::CREATED, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -297,10 +299,10 @@ fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> 
 
 async fn patch_outbound(
     call: Call,
-    PathId(id): PathId,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: OutboundPatch = parse_body(body)?;
+    id: Uuid,
+    (): (),
+    req: OutboundPatch,
+) -> ApiResult<Answered<api::delivery::PatchOutbound>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (res, old, d) = load(tx, ctx.org(), id)?;
@@ -328,7 +330,7 @@ async fn patch_outbound(
             apply_server_change(tx, ctx, &engine::resource("delivery-leg"), &leg, c)?;
         }
         present(&st, tx, ctx.org(), &mut record)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -380,16 +382,15 @@ fn transition(
     Ok((record, d, updated))
 }
 
-async fn lifecycle(
+async fn lifecycle<E>(
     call: Call,
     id: Uuid,
-    body: Option<JsonBody>,
+    req: LifecycleRequest,
     action: DeliveryAction,
-) -> ApiResult<Response> {
-    let req: LifecycleRequest = match body {
-        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
-        _ => LifecycleRequest::default(),
-    };
+) -> ApiResult<Answered<E>>
+where
+    E: Served + Endpoint<Answer = api::Json<Delivery>>,
+{
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         if action == DeliveryAction::Cancel {
@@ -405,7 +406,7 @@ async fn lifecycle(
             post_completion(tx, ctx, &updated)?;
         }
         present(&st, tx, ctx.org(), &mut record)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -455,20 +456,21 @@ fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult
 }
 
 macro_rules! lifecycle_handler {
-    ($name:ident, $action:expr) => {
+    ($name:ident, $endpoint:ty, $action:expr) => {
         async fn $name(
             call: Call,
-            PathId(id): PathId,
-            body: Option<JsonBody>,
-        ) -> ApiResult<Response> {
-            lifecycle(call, id, body, $action).await
+            id: Uuid,
+            (): (),
+            req: LifecycleRequest,
+        ) -> ApiResult<Answered<$endpoint>> {
+            lifecycle(call, id, req, $action).await
         }
     };
 }
 
-lifecycle_handler!(start, DeliveryAction::Start);
-lifecycle_handler!(complete, DeliveryAction::Complete);
-lifecycle_handler!(cancel, DeliveryAction::Cancel);
+lifecycle_handler!(start, api::delivery::Start, DeliveryAction::Start);
+lifecycle_handler!(complete, api::delivery::Complete, DeliveryAction::Complete);
+lifecycle_handler!(cancel, api::delivery::Cancel, DeliveryAction::Cancel);
 
 /// The manifest lines of a delivery, stored and typed, in the store's order.
 fn manifest(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Vec<(Value, ManifestLine)>> {
@@ -501,11 +503,12 @@ fn lock_receiving(tx: &mut dyn Tx, id: Uuid) -> ApiResult<()> {
 /// `POST /delivery/{id}/receive`: receipts accumulate (`prodops_core::receiving`). One
 /// transaction: the `receipt` rows, each line's `quantityReceived`, and `received` once
 /// everything is in; a refused line refuses the whole receive.
-async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiResult<Response> {
-    let req: ReceiveRequest = match body {
-        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
-        _ => ReceiveRequest::default(),
-    };
+async fn receive(
+    call: Call,
+    id: Uuid,
+    (): (),
+    req: ReceiveRequest,
+) -> ApiResult<Answered<api::delivery::Receive>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let org = ctx.org();
@@ -563,7 +566,7 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
             transition(tx, ctx, id, DeliveryAction::Receive, None)?.0
         };
         present(&st, tx, org, &mut record)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -572,13 +575,10 @@ async fn receive(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiR
 /// quantity becomes its `quantityShort`, the delivery `received` (`lastReason` the reason).
 async fn close_short(
     call: Call,
-    PathId(id): PathId,
-    body: Option<JsonBody>,
-) -> ApiResult<Response> {
-    let req: LifecycleRequest = match body {
-        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
-        _ => LifecycleRequest::default(),
-    };
+    id: Uuid,
+    (): (),
+    req: LifecycleRequest,
+) -> ApiResult<Answered<api::delivery::CloseShort>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let org = ctx.org();
@@ -599,14 +599,17 @@ async fn close_short(
         let (mut record, _, _) =
             transition(tx, ctx, id, DeliveryAction::Receive, req.reason.clone())?;
         present(&st, tx, org, &mut record)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
 // ----- archive and restore -----------------------------------------------------------------------
 
-async fn set_archived(call: Call, id: Uuid, archived: bool) -> ApiResult<Response> {
+async fn set_archived<E>(call: Call, id: Uuid, archived: bool) -> ApiResult<Answered<E>>
+where
+    E: Served + Endpoint<Answer = api::Json<Delivery>>,
+{
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (res, old, d) = load(tx, ctx.org(), id)?;
@@ -620,22 +623,37 @@ async fn set_archived(call: Call, id: Uuid, archived: bool) -> ApiResult<Respons
         changes.insert("isArchived".into(), json!(archived));
         let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
         present(&st, tx, ctx.org(), &mut record)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
-async fn archive(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn archive(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::delivery::Archive>> {
     set_archived(call, id, true).await
 }
 
-async fn restore(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn restore(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::delivery::Restore>> {
     set_archived(call, id, false).await
 }
 
 // ----- reads -------------------------------------------------------------------------------------
 
-async fn itinerary(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn itinerary(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::delivery::Itinerary>> {
     let org = call.org();
     let body = call
         .state
@@ -647,10 +665,15 @@ async fn itinerary(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             Ok::<_, ApiError>(json!({"deliveryId": id, "stops": stops, "legs": legs}))
         })
         .await?;
-    Ok(axum::Json(body).into_response())
+    Ok(Answered::new(body))
 }
 
-async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn cargo_plan(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::delivery::CargoPlan>> {
     let org = call.org();
     let body = call
         .state
@@ -661,7 +684,7 @@ async fn cargo_plan(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             Ok::<_, ApiError>(json!({"deliveryId": id, "cargoCount": spans.len(), "spans": spans}))
         })
         .await?;
-    Ok(axum::Json(body).into_response())
+    Ok(Answered::new(body))
 }
 
 /// Adds the derived `partial` to a delivery answer, and its `isLate` as of the moment of the

@@ -17,10 +17,8 @@
 use prodops_core::api;
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
 use prodops_core::document::{
     CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload, LinkRequest,
     MAX_HUB_UPLOAD, UploadedFile, VersionCreate, current_version_patch,
@@ -33,16 +31,18 @@ use uuid::Uuid;
 
 use crate::blob::{Files, LinkError, is_key};
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{
-    self, ServedResource, apply_server_change, create_record, parse_body, parse_id,
-};
-use crate::http::app::{AppState, JsonBody, Reply, read_body};
-use crate::http::call::{Call, PathId};
+use crate::engine::{self, ServedResource, apply_server_change, create_record, parse_id};
+use crate::http::app::AppState;
+use crate::http::call::{Call, Open};
 use crate::http::context::{Action, Auth, Ctx};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, FileBody, Served, ServedQuery, Shaped, Streamed};
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
 use crate::store::{SqlValue, Tx};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use prodops_core::api::Endpoint;
 
 pub const HUB_FLAG: &str = "documentsHubEnabled";
 
@@ -50,7 +50,7 @@ pub const HUB_FLAG: &str = "documentsHubEnabled";
 // serves each on its declared method and path, behind its declared access.
 crate::http::action::handle! {
     api::document::Upload => upload;
-    api::document::Download => download;
+    api::document::Download => download, path refused: refused_link;
     api::document::HubBulkUpload => hub_bulk_upload;
     api::document::CountsByDeliverable => counts_by_deliverable;
     api::document::CreateVersion => create_version_body;
@@ -58,6 +58,44 @@ crate::http::action::handle! {
     api::document::Link => link;
     api::document::Unlink => unlink;
     api::document::SetCopyMode => copy_mode;
+}
+
+/// A call of an endpoint of the Hub's documents: refused unless the organization has the
+/// flag, before anything of the request is read.
+pub struct HubCall(Call);
+
+impl FromRequestParts<Arc<AppState>> for HubCall {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, ApiError> {
+        let call = Call::from_request_parts(parts, state).await?;
+        require_hub(&call.auth)?;
+        Ok(HubCall(call))
+    }
+}
+
+/// A malformed download link is refused like any other invalid link.
+fn refused_link(_: ApiError) -> ApiError {
+    ApiError::forbidden("the download link is invalid")
+}
+
+impl ServedQuery for api::document::LinkQuery {
+    type Value = api::document::LinkQuery;
+    /// Lenient: a missing or malformed credential refuses the link, in the handler.
+    fn from_query(query: Option<&str>) -> ApiResult<Self> {
+        let mut link = api::document::LinkQuery::default();
+        for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match k.as_ref() {
+                "expires" => link.expires = v.parse::<i64>().ok(),
+                "signature" => link.signature = Some(v.into_owned()),
+                _ => {}
+            }
+        }
+        Ok(link)
+    }
 }
 
 fn require_hub(auth: &Auth) -> ApiResult<()> {
@@ -97,12 +135,17 @@ fn deliverable_exists(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<bool> {
 
 // ----- upload and download ---------------------------------------------------------------------
 
-async fn upload(call: Call, headers: HeaderMap, body: Body) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
+async fn upload(
+    HubCall(call): HubCall,
+    (): (),
+    (): (),
+    file: FileBody,
+) -> ApiResult<Answered<api::document::Upload>> {
     if call.require("Document", Action::Create).is_err() {
         call.require("Document", Action::Update)?;
     }
-    let bytes = read_body(body).await?;
+    let headers = file.headers.clone();
+    let bytes = file.bytes().await?;
     if bytes.is_empty() {
         return Err(ApiError::validation(
             "the request body is empty; send the file's bytes",
@@ -136,30 +179,22 @@ async fn upload(call: Call, headers: HeaderMap, body: Body) -> ApiResult<Respons
             mime_type: mime_type.clone(),
             sha256: sha256.clone(),
         };
-        Ok(Reply::json(StatusCode::CREATED, &answer))
+        Ok(answer.into())
     })
     .await
 }
 
 async fn download(
-    State(state): State<Arc<AppState>>,
-    Path((org, key)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
+    Open { state }: Open,
+    (org, key): (Uuid, String),
+    link: api::document::LinkQuery,
+    (): (),
+) -> ApiResult<Answered<api::document::Download>> {
     let refused = || ApiError::forbidden("the download link is invalid");
-    let org = Uuid::parse_str(&org).map_err(|_| refused())?;
     if !is_key(&key) {
         return Err(refused());
     }
-    let mut expires = None;
-    let mut signature = None;
-    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match k.as_ref() {
-            "expires" => expires = v.parse::<i64>().ok(),
-            "signature" => signature = Some(v.into_owned()),
-            _ => {}
-        }
-    }
+    let api::document::LinkQuery { expires, signature } = link;
     let (Some(expires), Some(signature)) = (expires, signature) else {
         return Err(refused());
     };
@@ -186,15 +221,18 @@ async fn download(
     let mime = row
         .mime_type
         .unwrap_or_else(|| "application/octet-stream".into());
-    Ok((
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, mime),
-            (header::CACHE_CONTROL, "private, no-store".to_string()),
-        ],
-        bytes,
-    )
-        .into_response())
+    // The file's own media type, and not to be cached: a streamed answer, as declared.
+    Ok(Answered::new(Streamed(
+        (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, mime),
+                (header::CACHE_CONTROL, "private, no-store".to_string()),
+            ],
+            bytes,
+        )
+            .into_response(),
+    )))
 }
 
 // ----- versions ----------------------------------------------------------------------------------
@@ -255,19 +293,29 @@ fn create_version(
     Ok(version)
 }
 
-async fn version_reply(call: Call, document_id: Uuid, req: VersionCreate) -> ApiResult<Response> {
+async fn version_reply<E>(
+    call: Call,
+    document_id: Uuid,
+    req: VersionCreate,
+) -> ApiResult<Answered<E>>
+where
+    E: Served + Endpoint<Answer = api::Json<DocumentVersion>>,
+{
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let mut version = create_version(tx, ctx, document_id, &req)?;
         present_file(&st, ctx.org(), &mut version);
-        Ok(Reply::json(StatusCode::CREATED, &version))
+        Ok(Shaped::record(version))
     })
     .await
 }
 
-async fn create_version_body(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let req: VersionCreate = parse_body(body)?;
+async fn create_version_body(
+    HubCall(call): HubCall,
+    (): (),
+    (): (),
+    req: VersionCreate,
+) -> ApiResult<Answered<api::document::CreateVersion>> {
     let document_id = req
         .document_id
         .ok_or_else(|| ApiError::field("documentId", "documentId is required"))?;
@@ -276,12 +324,11 @@ async fn create_version_body(call: Call, JsonBody(body): JsonBody) -> ApiResult<
 }
 
 async fn create_version_path(
-    call: Call,
-    PathId(document_id): PathId,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let req: VersionCreate = parse_body(body)?;
+    HubCall(call): HubCall,
+    document_id: Uuid,
+    (): (),
+    req: VersionCreate,
+) -> ApiResult<Answered<api::document::AddVersion>> {
     if req.document_id.is_some_and(|d| d != document_id) {
         return Err(ApiError::field(
             "documentId",
@@ -313,9 +360,12 @@ fn check_version(req: &VersionCreate) -> ApiResult<()> {
 
 // ----- Hub bulk upload ---------------------------------------------------------------------------
 
-async fn hub_bulk_upload(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let req: HubBulkUpload = parse_body(body)?;
+async fn hub_bulk_upload(
+    HubCall(call): HubCall,
+    (): (),
+    (): (),
+    req: HubBulkUpload,
+) -> ApiResult<Answered<api::document::HubBulkUpload>> {
     if req.documents.is_empty() || req.documents.len() > MAX_HUB_UPLOAD {
         return Err(ApiError::field(
             "documents",
@@ -386,10 +436,7 @@ async fn hub_bulk_upload(call: Call, JsonBody(body): JsonBody) -> ApiResult<Resp
             present_file(&st, ctx.org(), &mut doc);
             out.push(doc);
         }
-        Ok(Reply::json(
-            StatusCode::CREATED,
-            &json!({ "values": out, "count": out.len() }),
-        ))
+        Ok(json!({ "values": out, "count": out.len() }))
     })
     .await
 }
@@ -423,9 +470,12 @@ fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedR
     Ok((docs, doc))
 }
 
-async fn link(call: Call, PathId(id): PathId, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let req: LinkRequest = parse_body(body)?;
+async fn link(
+    HubCall(call): HubCall,
+    id: Uuid,
+    (): (),
+    req: LinkRequest,
+) -> ApiResult<Answered<api::document::Link>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
@@ -447,18 +497,17 @@ async fn link(call: Call, PathId(id): PathId, JsonBody(body): JsonBody) -> ApiRe
             notify_attached(tx, ctx, id, req.deliverable_id, &doc.name)?;
         }
         present_file(&st, ctx.org(), &mut record);
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
 async fn unlink(
-    call: Call,
-    Path((id, deliverable)): Path<(String, String)>,
-) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let id = parse_id(&id)?;
-    let deliverable = parse_id(&deliverable)?;
+    HubCall(call): HubCall,
+    (id, deliverable): (Uuid, Uuid),
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::document::Unlink>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
@@ -485,18 +534,17 @@ async fn unlink(
         changes.insert("linkedDeliverableIds".into(), json!(linked));
         let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
         present_file(&st, ctx.org(), &mut record);
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
 async fn copy_mode(
-    call: Call,
-    PathId(id): PathId,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    require_hub(&call.auth)?;
-    let req: CopyModeRequest = parse_body(body)?;
+    HubCall(call): HubCall,
+    id: Uuid,
+    (): (),
+    req: CopyModeRequest,
+) -> ApiResult<Answered<api::document::SetCopyMode>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx.org(), id)?;
@@ -504,15 +552,19 @@ async fn copy_mode(
         changes.insert("copyMode".into(), json!(req.copy_mode));
         let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
         present_file(&st, ctx.org(), &mut record);
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
 // ----- counts ------------------------------------------------------------------------------------
 
-async fn counts_by_deliverable(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: CountsByDeliverable = parse_body(body)?;
+async fn counts_by_deliverable(
+    call: Call,
+    (): (),
+    (): (),
+    req: CountsByDeliverable,
+) -> ApiResult<Answered<api::document::CountsByDeliverable>> {
     let v = req.validate();
     if !v.is_empty() {
         return Err(ApiError::violations(v));
@@ -568,7 +620,7 @@ async fn counts_by_deliverable(call: Call, JsonBody(body): JsonBody) -> ApiResul
         .into_iter()
         .map(|(g, n)| json!({ "groupId": g, "count": n }))
         .collect();
-    Ok(axum::Json(json!({ "values": values })).into_response())
+    Ok(Answered::new(json!({ "values": values })))
 }
 
 // ----- hooks -------------------------------------------------------------------------------------

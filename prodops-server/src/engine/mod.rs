@@ -635,7 +635,7 @@ async fn create(
     res.hooks.authorize(&call.auth, &res, Action::Create)?;
     let body = body_object(body)?;
     let st = call.state.clone();
-    call.write(move |tx, ctx| {
+    call.write_reply(move |tx, ctx| {
         let mut record = create_record(tx, ctx, &res, body.clone())?;
         if res.hooks.presents() {
             res.hooks.present(&st, tx, &ctx.auth, &mut record)?;
@@ -656,7 +656,7 @@ async fn update(
     let id = parse_id(&id)?;
     let patch = body_object(body)?;
     let st = call.state.clone();
-    call.write(move |tx, ctx| {
+    call.write_reply(move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
         let mut record = update_record(tx, ctx, &res, &old, patch.clone())?;
         if res.hooks.presents() {
@@ -675,7 +675,7 @@ async fn delete_one(
     res.allow(res.desc().ops.delete, "DELETE")?;
     res.hooks.authorize(&call.auth, &res, Action::Delete)?;
     let id = parse_id(&id)?;
-    call.write(move |tx, ctx| {
+    call.write_reply(move |tx, ctx| {
         let old = load(tx, &res, ctx.org(), id)?;
         delete_record(tx, ctx, &res, &old)?;
         Ok(Reply::empty(StatusCode::NO_CONTENT))
@@ -740,7 +740,7 @@ where
                 .collect(),
         ));
     }
-    call.write(move |tx, ctx| {
+    call.write_reply(move |tx, ctx| {
         let ctx = &ctx.deferring();
         let targets = bulk_targets(tx, &res, ctx.org(), &params)?;
         if targets.is_empty() {

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use axum::extract::RawQuery;
-use axum::response::{IntoResponse, Response};
 use prodops_core::api;
 use prodops_core::api::event::{DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_SECS};
 use prodops_core::event::{Cursor, Event, EventPage, TypeFilter, parse_type_filter};
@@ -16,6 +14,7 @@ use uuid::Uuid;
 use crate::http::call::Call;
 use crate::http::context::{Action, Auth};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, ServedQuery};
 use crate::store::events::{EventFilter, StoredEvent};
 
 crate::http::action::handle! {
@@ -28,9 +27,16 @@ const RECHECK: Duration = Duration::from_millis(250);
 
 /// The parsed query of `GET /event`.
 #[derive(Debug, Default)]
-struct Query {
+pub struct Query {
     filter: EventFilter,
     wait: Duration,
+}
+
+impl ServedQuery for api::event::EventQuery {
+    type Value = Query;
+    fn from_query(query: Option<&str>) -> ApiResult<Query> {
+        parse_query(query)
+    }
 }
 
 fn parse_query(raw: Option<&str>) -> ApiResult<Query> {
@@ -170,8 +176,7 @@ pub fn event_of(e: StoredEvent) -> ApiResult<Event> {
     })
 }
 
-async fn list(call: Call, RawQuery(raw): RawQuery) -> ApiResult<Response> {
-    let mut q = parse_query(raw.as_deref())?;
+async fn list(call: Call, (): (), mut q: Query, (): ()) -> ApiResult<Answered<api::event::List>> {
     scope(&call.auth, &mut q.filter)?;
     let org = call.org();
     let deadline = tokio::time::Instant::now() + q.wait;
@@ -214,7 +219,7 @@ async fn list(call: Call, RawQuery(raw): RawQuery) -> ApiResult<Response> {
                 values,
                 next_cursor: Cursor(next).to_string(),
             };
-            return Ok(axum::Json(page).into_response());
+            return Ok(Answered::new(page.into()));
         }
         let nap = (deadline - now).min(RECHECK);
         tokio::select! {

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::Request;
-use axum::handler::Handler;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{MethodFilter, MethodRouter, on};
@@ -16,6 +15,7 @@ use prodops_core::api::{Access, ActionDesc, Endpoint, HttpMethod};
 use crate::http::app::AppState;
 use crate::http::context::Auth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{ActionHandler, Served, serve};
 
 /// An endpoint type with its handler.
 pub trait Handled: Endpoint {
@@ -24,14 +24,22 @@ pub trait Handled: Endpoint {
 }
 
 /// Binds endpoint types to their handlers: `handle! { api::production::Produce => produce; }`.
+/// Each handler has the form its declaration gives (see [`declared`]); one that disagrees with
+/// it does not compile. `E => f, path refused: g;` answers a path that does not read with
+/// `g(error)` (a signed link refuses every malformed link alike).
 macro_rules! handle {
-    ($($endpoint:ty => $handler:expr;)*) => {
+    ($($endpoint:ty => $handler:expr $(, path refused: $refuse:expr)?;)*) => {
         $(
             impl $crate::http::action::Handled for $endpoint {
                 fn method_router() -> ::axum::routing::MethodRouter<
                     ::std::sync::Arc<$crate::http::app::AppState>,
                 > {
-                    $crate::http::action::declared::<$endpoint, _, _>($handler)
+                    #[allow(unused_mut, unused_assignments)]
+                    let mut refuse: fn(
+                        $crate::http::error::ApiError,
+                    ) -> $crate::http::error::ApiError = |e| e;
+                    $(refuse = $refuse;)?
+                    $crate::http::action::declared::<$endpoint, _, _>($handler, refuse)
                 }
             }
         )*
@@ -39,12 +47,66 @@ macro_rules! handle {
 }
 pub(crate) use handle;
 
-/// `handler` on `E`'s method, behind `E`'s access check.
-pub fn declared<E, H, T>(handler: H) -> MethodRouter<Arc<AppState>>
+/// `handler` on `E`'s method, behind `E`'s access check. The handler is
+/// `async fn(start, E::Path, query, body) -> ApiResult<Answered<E>>`, where `start` is
+/// [`Call`](crate::http::call::Call) (or [`Open`](crate::http::call::Open) for an action
+/// without a key), the query and body are what `E`'s query and body types read to
+/// ([`ServedQuery`](crate::http::typed::ServedQuery),
+/// [`ServedBody`](crate::http::typed::ServedBody)), and the answer is made from a value of `E`'s
+/// answer type ([`ServedAnswer`](crate::http::typed::ServedAnswer)), with `E`'s status.
+///
+/// A handler that fits its declaration:
+///
+/// ```
+/// use prodops_core::api;
+/// use prodops_core::production_actions::{ProduceRequest, ProduceResult};
+/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+///
+/// async fn produce(
+///     _: Call, _: (), _: (), _: ProduceRequest,
+/// ) -> ApiResult<Answered<api::production::Produce>> {
+///     unimplemented!()
+/// }
+/// declared::<api::production::Produce, _, _>(produce, |e| e);
+/// ```
+///
+/// One whose body disagrees with it does not compile:
+///
+/// ```compile_fail
+/// use prodops_core::api;
+/// use prodops_core::production_actions::ConsumeRequest;
+/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+///
+/// async fn produce(
+///     _: Call, _: (), _: (), _: ConsumeRequest,
+/// ) -> ApiResult<Answered<api::production::Produce>> {
+///     unimplemented!()
+/// }
+/// declared::<api::production::Produce, _, _>(produce, |e| e);
+/// ```
+///
+/// Nor does one that answers for another endpoint (another answer type, another status):
+///
+/// ```compile_fail
+/// use prodops_core::api;
+/// use prodops_core::production_actions::ProduceRequest;
+/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+///
+/// async fn produce(
+///     _: Call, _: (), _: (), _: ProduceRequest,
+/// ) -> ApiResult<Answered<api::production::Consume>> {
+///     unimplemented!()
+/// }
+/// declared::<api::production::Produce, _, _>(produce, |e| e);
+/// ```
+pub fn declared<E, C, H>(
+    handler: H,
+    refuse_path: fn(ApiError) -> ApiError,
+) -> MethodRouter<Arc<AppState>>
 where
-    E: Endpoint,
-    H: Handler<T, Arc<AppState>>,
-    T: 'static,
+    E: Served,
+    C: FromRequestParts<Arc<AppState>, Rejection = ApiError> + Send + 'static,
+    H: ActionHandler<E, C>,
 {
     let filter = match E::DESC.method {
         HttpMethod::Get => MethodFilter::GET,
@@ -52,7 +114,12 @@ where
         HttpMethod::Patch => MethodFilter::PATCH,
         HttpMethod::Delete => MethodFilter::DELETE,
     };
-    let router = on(filter, handler);
+    let router = on(
+        filter,
+        move |State(state): State<Arc<AppState>>, req: Request| {
+            serve::<E, C, H>(handler, state, req, refuse_path)
+        },
+    );
     match E::DESC.access {
         Access::Open | Access::KeyChecked => router,
         Access::Key(_) | Access::Admin => {

@@ -201,8 +201,8 @@ fn malformed(e: serde_json::Error) -> ApiError {
 
 /// The body's bytes (size-limited), or `None` when it is empty or only whitespace. Text with
 /// U+0000 or a lone surrogate is refused here, for every JSON body (`text::check_json`).
-async fn nonblank_body(req: Request) -> ApiResult<Option<Bytes>> {
-    let bytes = read_body(req.into_body()).await?;
+async fn nonblank_body(body: Body) -> ApiResult<Option<Bytes>> {
+    let bytes = read_body(body).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -211,20 +211,31 @@ async fn nonblank_body(req: Request) -> ApiResult<Option<Bytes>> {
 }
 
 /// The body's bytes; an empty body is refused.
-async fn required_body(req: Request) -> ApiResult<Bytes> {
-    nonblank_body(req)
+async fn required_body(body: Body) -> ApiResult<Bytes> {
+    nonblank_body(body)
         .await?
         .ok_or_else(|| ApiError::validation("the request body is empty; send a JSON document"))
+}
+
+/// A required JSON body as a value ([`JsonBody`]).
+pub async fn read_json(body: Body) -> ApiResult<Value> {
+    let bytes = required_body(body).await?;
+    serde_json::from_slice(&bytes).map_err(malformed)
+}
+
+/// A JSON body that may be left out, as a value: `None` when it is empty or only whitespace.
+pub async fn read_optional_json(body: Body) -> ApiResult<Option<Value>> {
+    match nonblank_body(body).await? {
+        Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(malformed),
+        None => Ok(None),
+    }
 }
 
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let bytes = required_body(req).await?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(malformed)
+        read_json(req.into_body()).await.map(JsonBody)
     }
 }
 
@@ -232,12 +243,7 @@ impl<S: Send + Sync> OptionalFromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Option<Self>, ApiError> {
-        match nonblank_body(req).await? {
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map(|v| Some(JsonBody(v)))
-                .map_err(malformed),
-            None => Ok(None),
-        }
+        Ok(read_optional_json(req.into_body()).await?.map(JsonBody))
     }
 }
 
@@ -257,7 +263,7 @@ impl<S: Send + Sync> FromRequest<S> for RawJsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        Ok(RawJsonBody(required_body(req).await?))
+        Ok(RawJsonBody(required_body(req.into_body()).await?))
     }
 }
 

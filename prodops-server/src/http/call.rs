@@ -1,13 +1,12 @@
 //! What every action handler starts from, extracted once: the shared state, the caller's key and
-//! the request's idempotency key ([`Call`]), and a `{id}` path segment parsed as a UUID
-//! ([`PathId`]). A handler then names only what is its own: the permission it needs, its body
-//! type, and the work it does in one transaction.
+//! the request's idempotency key ([`Call`]), or only the state for an action without a key
+//! ([`Open`]). The rest of what a handler takes (path, query, body) and what it answers come
+//! from its declaration (`http::typed`); it names only the work it does in one transaction.
 //!
 //! ```ignore
-//! async fn produce(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-//!     call.require("Item", Action::Update)?;
-//!     let req: ProduceRequest = parse_body(body)?;
-//!     call.write(move |tx, ctx| Ok(value_reply(&produce_in(tx, ctx, &req)?))).await
+//! async fn produce(call: Call, (): (), (): (), req: ProduceRequest)
+//!     -> ApiResult<Answered<api::production::Produce>> {
+//!     call.write(move |tx, ctx| Ok(produce_in(tx, ctx, &req)?.into())).await
 //! }
 //! ```
 
@@ -21,6 +20,7 @@ use uuid::Uuid;
 use crate::http::app::{AppState, Reply, write_reply};
 use crate::http::context::{Action, Auth, Ctx, Idempotency};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{AnswerOf, Answered, Served, write_answer};
 use crate::store::Tx;
 
 /// The state, the authenticated key and the idempotency key of one request.
@@ -67,8 +67,21 @@ impl Call {
     }
 
     /// Runs `f` in one write transaction under the request's idempotency key
-    /// ([`write_reply`]): a repeated request is answered from the stored reply.
-    pub async fn write<F>(self, f: F) -> ApiResult<Response>
+    /// ([`write_reply`]): its answer, of `E`'s answer type, is sent with `E`'s status and kept
+    /// for a repeated request, which is answered from the stored reply.
+    pub async fn write<E, F>(self, f: F) -> ApiResult<Answered<E>>
+    where
+        E: Served,
+        F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<AnswerOf<E>> + Send + 'static,
+    {
+        let ctx = Ctx::new(self.auth, self.idempotency);
+        write_answer(&self.state, ctx, f).await
+    }
+
+    /// Runs `f` in one write transaction under the request's idempotency key
+    /// ([`write_reply`]), for the resources' standard endpoints, whose replies the engine
+    /// makes: a repeated request is answered from the stored reply.
+    pub async fn write_reply<F>(self, f: F) -> ApiResult<Response>
     where
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
     {
@@ -84,6 +97,22 @@ impl Call {
     {
         let ctx = Ctx::new(self.auth, None);
         self.state.store.read(move |tx| f(tx, &ctx)).await
+    }
+}
+
+/// What an action without a key starts from: the shared state (the request carries its own
+/// credential, which the handler checks).
+pub struct Open {
+    pub state: Arc<AppState>,
+}
+
+impl FromRequestParts<Arc<AppState>> for Open {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(_: &mut Parts, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        Ok(Open {
+            state: state.clone(),
+        })
     }
 }
 

@@ -12,3 +12,4 @@ pub mod error;
 pub mod idempotency;
 pub mod ratelimit;
 pub mod text;
+pub mod typed;

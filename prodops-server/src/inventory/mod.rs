@@ -11,9 +11,6 @@ use prodops_core::api;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
-use axum::extract::RawQuery;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use prodops_core::inventory::{
     InventoryTransaction, MAX_POSTING_QUANTITY, MAX_STOCK_MICROS, Stock, StockRefusal,
     TransactionType, from_micros, net_deltas, next_on_hand, to_micros,
@@ -28,12 +25,13 @@ pub mod units;
 
 use crate::engine::hooks::Hooks;
 use crate::engine::{self, ServedResource, create_record};
-use crate::http::app::{JsonBody, Reply};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, ServedQuery, Shaped};
 use crate::store::records;
 use crate::store::{SqlValue, Tx};
+use prodops_core::api::Page;
 
 /// The ledger resource as the engine serves it.
 pub fn ledger() -> &'static ServedResource {
@@ -383,7 +381,12 @@ crate::http::action::handle! {
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs
 /// `Item.Update`. 201 with the stored row.
-async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
+async fn post_transaction(
+    call: Call,
+    (): (),
+    (): (),
+    body: Value,
+) -> ApiResult<Answered<api::inventory::PostTransaction>> {
     let Value::Object(body) = body else {
         return Err(ApiError::validation(
             "the body of POST /inventory-transaction is one JSON object",
@@ -410,19 +413,33 @@ async fn post_transaction(call: Call, JsonBody(body): JsonBody) -> ApiResult<Res
     }
     call.write(move |tx, ctx| {
         let mut stored = post(tx, ctx, vec![body.clone()])?;
-        Ok(Reply::json(StatusCode::CREATED, &stored.remove(0)))
+        Ok(Shaped::record(stored.remove(0)))
     })
     .await
 }
 
-/// `GET /stock?itemId=&locationId=&shopId=&page=&pageSize=`: stock on hand per item and
-/// location, ordered by item then location. Needs `Item.Read`.
-async fn list_stock(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
+/// The filters and page of `GET /stock`, read from its query: SQL conditions on the stock
+/// view and their arguments after the organization's.
+pub struct StockFilter {
+    conds: String,
+    args: Vec<SqlValue>,
+    page: u64,
+    page_size: u64,
+}
+
+impl ServedQuery for api::inventory::StockQuery {
+    type Value = StockFilter;
+    fn from_query(query: Option<&str>) -> ApiResult<StockFilter> {
+        stock_filter(query)
+    }
+}
+
+fn stock_filter(query: Option<&str>) -> ApiResult<StockFilter> {
     let mut conds = String::new();
-    let mut params: Vec<SqlValue> = vec![call.org().into()];
+    let mut params: Vec<SqlValue> = Vec::new();
     let mut page = 1u64;
     let mut page_size = engine::DEFAULT_PAGE_SIZE;
-    for (key, value) in form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         let (key, value) = (key.into_owned(), value.into_owned());
         match key.as_str() {
             "itemId" | "locationId" | "shopId" => {
@@ -468,6 +485,30 @@ async fn list_stock(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response
             }
         }
     }
+    Ok(StockFilter {
+        conds,
+        args: params,
+        page,
+        page_size,
+    })
+}
+
+/// `GET /stock?itemId=&locationId=&shopId=&page=&pageSize=`: stock on hand per item and
+/// location, ordered by item then location. Needs `Item.Read`.
+async fn list_stock(
+    call: Call,
+    (): (),
+    filter: StockFilter,
+    (): (),
+) -> ApiResult<Answered<api::inventory::StockList>> {
+    let StockFilter {
+        conds,
+        args,
+        page,
+        page_size,
+    } = filter;
+    let mut params: Vec<SqlValue> = vec![call.org().into()];
+    params.extend(args);
     let body = call
         .state
         .store
@@ -488,17 +529,21 @@ async fn list_stock(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response
             )?;
             let values = rows
                 .into_iter()
-                .map(|r| stock_of(&r))
+                .map(|r| stock_of(&r).map(Shaped::from))
                 .collect::<ApiResult<Vec<_>>>()?;
             let total = total
                 .first()
                 .and_then(|r| r.first())
                 .and_then(SqlValue::as_i64)
                 .unwrap_or(0);
-            Ok::<_, ApiError>(json!({ "values": values, "totalCount": total }))
+            Ok::<_, ApiError>(Page {
+                values,
+                total_count: total as u64,
+                next_cursor: None,
+            })
         })
         .await?;
-    Ok((StatusCode::OK, axum::Json(body)).into_response())
+    Ok(Answered::new(body.into()))
 }
 
 fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
@@ -522,17 +567,18 @@ fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
 /// compared with stock on hand as of the count, in the count's transaction, and one `adjust`
 /// row (source `count`) posted per difference, all in that transaction. A dry run answers the
 /// same comparison and posts nothing. Needs `Item.Update`.
-async fn count(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: CountRequest = crate::engine::parse_body(body)?;
+async fn count(
+    call: Call,
+    (): (),
+    (): (),
+    req: CountRequest,
+) -> ApiResult<Answered<api::inventory::Count>> {
     let v = check_lines(&req.lines);
     if !v.is_empty() {
         return Err(ApiError::violations(v));
     }
-    call.write(move |tx, ctx| {
-        let result = count_in(tx, ctx, &req)?;
-        Ok(Reply::json(StatusCode::OK, &result))
-    })
-    .await
+    call.write(move |tx, ctx| Ok(count_in(tx, ctx, &req)?.into()))
+        .await
 }
 
 /// The count inside a transaction (see [`count`]).

@@ -14,9 +14,6 @@
 use prodops_core::api::{self, Endpoint};
 use std::sync::Arc;
 
-use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use chrono::Duration;
 use prodops_core::organization::{
     AcceptInvitation, AppUserStatus, InviteRequest, MemberStatus, OrganizationMember, can_resend,
@@ -27,14 +24,16 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_server_record, parse_body};
-use crate::http::app::{AppState, JsonBody, Reply, hash_key, write_reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::{self, ServedResource, apply_server_change, create_server_record};
+use crate::http::app::hash_key;
+use crate::http::call::{Call, Open};
 use crate::http::context::{Action, Auth, Ctx, format_time};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, Served, ServedQuery, Shaped, write_answer};
 use crate::store::records;
 use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
+use prodops_core::api::Page;
 
 /// How long an invitation token works.
 pub const INVITATION_DAYS: i64 = 14;
@@ -171,8 +170,12 @@ fn account_for(
     Ok((id, text(1), status))
 }
 
-async fn invite(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: InviteRequest = parse_body(body)?;
+async fn invite(
+    call: Call,
+    (): (),
+    (): (),
+    req: InviteRequest,
+) -> ApiResult<Answered<api::member::Invite>> {
     let email = req
         .normalized_email()
         .map_err(|v| ApiError::violations(vec![v]))?;
@@ -193,7 +196,7 @@ async fn invite(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
         let member: OrganizationMember =
             serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
         send_invitation(tx, ctx, &member)?;
-        Ok(Reply::json(StatusCode::CREATED, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -239,10 +242,11 @@ fn sync_account(
 }
 
 async fn accept(
-    State(state): State<Arc<AppState>>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: AcceptInvitation = parse_body(body)?;
+    Open { state }: Open,
+    (): (),
+    (): (),
+    req: AcceptInvitation,
+) -> ApiResult<Answered<api::member::AcceptInvitation>> {
     let hash = hash_key(req.token.trim());
     let refused = || ApiError::forbidden("the invitation token is unknown, used or expired");
     let lookup = hash.clone();
@@ -270,7 +274,7 @@ async fn accept(
         flags: Arc::new(Map::new()),
     };
     let ctx = Ctx::new(auth, None);
-    write_reply(&state, ctx, move |tx, ctx| {
+    write_answer(&state, ctx, move |tx, ctx| {
         let rows = tx.query(
             "SELECT member_id, app_user_id, expires_at FROM invitations \
              WHERE token_hash = ? AND organization_id = ? AND used_at IS NULL",
@@ -307,14 +311,15 @@ async fn accept(
         let mut changes = Map::new();
         changes.insert("status".into(), json!(status_after_accept(member.status)));
         let record = apply_server_change(tx, ctx, &res, &old, changes)?;
-        Ok(Reply::json(StatusCode::OK, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
 
 /// Runs a member action: loads the member, lets `f` change it, answers 204.
-async fn member_action<F>(call: Call, id: Uuid, f: F) -> ApiResult<Response>
+async fn member_action<E, F>(call: Call, id: Uuid, f: F) -> ApiResult<Answered<E>>
 where
+    E: Served + Endpoint<Answer = api::Empty>,
     F: Fn(&mut dyn Tx, &Ctx, &ServedResource, &Value, &OrganizationMember) -> ApiResult<()>
         + Send
         + 'static,
@@ -324,8 +329,7 @@ where
         let old = records::get(tx, res.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
         let member: OrganizationMember =
             serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
-        f(tx, ctx, &res, &old, &member)?;
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        f(tx, ctx, &res, &old, &member)
     })
     .await
 }
@@ -343,7 +347,12 @@ fn set_status(
     Ok(())
 }
 
-async fn resend(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn resend(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::member::ResendInvitation>> {
     member_action(call, id, |tx, ctx, _res, _old, member| {
         can_resend(member).map_err(|v| ApiError::violations(vec![v]))?;
         send_invitation(tx, ctx, member)
@@ -351,7 +360,12 @@ async fn resend(call: Call, PathId(id): PathId) -> ApiResult<Response> {
     .await
 }
 
-async fn deactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn deactivate(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::member::Deactivate>> {
     member_action(call, id, |tx, ctx, res, old, member| {
         tx.execute(
             "DELETE FROM invitations WHERE organization_id = ? AND member_id = ? AND used_at IS NULL",
@@ -362,7 +376,12 @@ async fn deactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
     .await
 }
 
-async fn reactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn reactivate(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::member::Reactivate>> {
     member_action(call, id, |tx, ctx, res, old, member| {
         if member.status != MemberStatus::Inactive {
             return Ok(());
@@ -380,29 +399,18 @@ async fn reactivate(call: Call, PathId(id): PathId) -> ApiResult<Response> {
 
 /// `GET /outbox?kind=&recipient=`: the organization's outgoing messages, oldest first
 /// (admin keys only).
-async fn outbox(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
+async fn outbox(
+    call: Call,
+    (): (),
+    filter: OutboxFilter,
+    (): (),
+) -> ApiResult<Answered<api::member::Outbox>> {
     let mut sql = String::from(
         "SELECT id, kind, recipient, subject, body, payload, created_at, sent_at FROM outbox WHERE organization_id = ?",
     );
+    sql.push_str(&filter.conds);
     let mut params: Vec<SqlValue> = vec![call.org().into()];
-    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match k.as_ref() {
-            "kind" => {
-                sql.push_str(" AND kind = ?");
-                params.push(v.into_owned().into());
-            }
-            "recipient" => {
-                sql.push_str(" AND recipient = ?");
-                params.push(v.trim().to_lowercase().into());
-            }
-            other => {
-                return Err(ApiError::field(
-                    other,
-                    "unknown filter; use kind or recipient",
-                ));
-            }
-        }
-    }
+    params.extend(filter.args);
     sql.push_str(" ORDER BY created_at, id LIMIT 10000");
     let rows = call
         .state
@@ -425,8 +433,53 @@ async fn outbox(call: Call, RawQuery(query): RawQuery) -> ApiResult<Response> {
             })
         })
         .collect();
-    let total = values.len();
-    Ok(axum::Json(json!({ "values": values, "totalCount": total })).into_response())
+    let total = values.len() as u64;
+    Ok(Answered::new(Page {
+        values,
+        total_count: total,
+        next_cursor: None,
+    }))
+}
+
+/// The filters of `GET /outbox`, read from its query: SQL conditions and their arguments after
+/// the organization's.
+pub struct OutboxFilter {
+    conds: String,
+    args: Vec<SqlValue>,
+}
+
+impl ServedQuery for api::member::OutboxQuery {
+    type Value = OutboxFilter;
+    fn from_query(query: Option<&str>) -> ApiResult<OutboxFilter> {
+        outbox_filter(query)
+    }
+}
+
+fn outbox_filter(query: Option<&str>) -> ApiResult<OutboxFilter> {
+    let mut sql = String::new();
+    let mut params: Vec<SqlValue> = Vec::new();
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "kind" => {
+                sql.push_str(" AND kind = ?");
+                params.push(v.into_owned().into());
+            }
+            "recipient" => {
+                sql.push_str(" AND recipient = ?");
+                params.push(v.trim().to_lowercase().into());
+            }
+            other => {
+                return Err(ApiError::field(
+                    other,
+                    "unknown filter; use kind or recipient",
+                ));
+            }
+        }
+    }
+    Ok(OutboxFilter {
+        conds: sql,
+        args: params,
+    })
 }
 
 /// Organization members: the permission rule, facts behind `roleId` and `workerId`, the

@@ -8,8 +8,6 @@
 
 use prodops_core::api;
 
-use axum::http::StatusCode;
-use axum::response::Response;
 use prodops_core::notification::{
     NotificationKind, ReadChannelComments, ReadDeliverableDocuments, recipients,
 };
@@ -18,11 +16,11 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::Hooks;
-use crate::engine::{self, ServedResource, create_record, parse_body};
-use crate::http::app::{JsonBody, Reply};
+use crate::engine::{self, ServedResource, create_record};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::Answered;
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
@@ -98,8 +96,12 @@ fn user_cond(user: Option<Uuid>) -> Option<Cond> {
     user.map(|u| field("appUserId", u.to_string()))
 }
 
-async fn read_channel_comments(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let body: ReadChannelComments = parse_body(body)?;
+async fn read_channel_comments(
+    call: Call,
+    (): (),
+    (): (),
+    body: ReadChannelComments,
+) -> ApiResult<Answered<api::notification::ReadChannelComments>> {
     call.write(move |tx, ctx| {
         let mut conds = vec![
             field("kind", "channel_comment".into()),
@@ -107,13 +109,17 @@ async fn read_channel_comments(call: Call, JsonBody(body): JsonBody) -> ApiResul
         ];
         conds.extend(user_cond(body.app_user_id));
         mark_read(tx, ctx, conds)?;
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
 }
 
-async fn read_deliverable_documents(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let body: ReadDeliverableDocuments = parse_body(body)?;
+async fn read_deliverable_documents(
+    call: Call,
+    (): (),
+    (): (),
+    body: ReadDeliverableDocuments,
+) -> ApiResult<Answered<api::notification::ReadDeliverableDocuments>> {
     call.write(move |tx, ctx| {
         let mut conds = vec![
             field("kind", "deliverable_document".into()),
@@ -121,7 +127,7 @@ async fn read_deliverable_documents(call: Call, JsonBody(body): JsonBody) -> Api
         ];
         conds.extend(user_cond(body.app_user_id));
         mark_read(tx, ctx, conds)?;
-        Ok(Reply::empty(StatusCode::NO_CONTENT))
+        Ok(())
     })
     .await
 }

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 
-use axum::response::Response;
 use prodops_core::deliverable::DeliverableType;
 use prodops_core::production::{BomLine, ProductionOutput};
 use prodops_core::template::{
@@ -20,16 +19,17 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::deliverables::tree::{raw_records, tree_row};
-use crate::engine::{create_record, create_records_held, parse_body};
-use crate::http::app::{JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::{create_record, create_records_held};
+use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::http::typed::Answered;
 use crate::plans::{SOURCE_LINE, SOURCE_OUTPUT};
 use crate::plans::{
     deliverable, lines_res, lock_owner, order_quantity, outputs_res, owned, uuid_field,
 };
 use crate::store::Tx;
+use prodops_core::api;
 
 /// The fields a copied node takes from its template node; everything else is the copy's own
 /// (new id and identifier, parent, computed fields, no progress or schedule).
@@ -50,11 +50,11 @@ fn kind_of(v: &Value) -> Option<DeliverableType> {
 
 pub(super) async fn apply_template(
     call: Call,
-    PathId(id): PathId,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let req: ApplyTemplateRequest = parse_body(body)?;
-    call.write(move |tx, ctx| Ok(Reply::value(&apply_template_in(tx, ctx, id, &req)?)))
+    id: Uuid,
+    (): (),
+    req: ApplyTemplateRequest,
+) -> ApiResult<Answered<api::production::ApplyTemplate>> {
+    call.write(move |tx, ctx| Ok(apply_template_in(tx, ctx, id, &req)?.into()))
         .await
 }
 

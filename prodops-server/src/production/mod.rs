@@ -11,9 +11,6 @@ mod apply;
 use prodops_core::api;
 use std::collections::HashMap;
 
-use axum::extract::RawQuery;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use prodops_core::deliverable::DeliverableType;
 use prodops_core::inventory::{InventoryTransaction, TransactionType, round_quantity};
 use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner, check_placement};
@@ -28,11 +25,11 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::Hooks;
-use crate::engine::{self, ServedResource, create_record, parse_body};
-use crate::http::app::{JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::{self, ServedResource, create_record};
+use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
+use crate::http::typed::{Answered, ServedQuery, Shaped};
 use crate::plans::{
     deliverable, deliverable_type, lines_res, lock_owner, order_by_path, order_quantity,
     outputs_res, owned, table_of, uuid_field,
@@ -40,6 +37,7 @@ use crate::plans::{
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
+use prodops_core::api::Page;
 
 /// The root of a deliverable's hierarchy, following `parentId` (bounded, so a cycle in raw data
 /// cannot loop forever).
@@ -366,13 +364,14 @@ fn default_location(tx: &mut dyn Tx, ctx: &Ctx, field: &str, item_id: Uuid) -> A
     })
 }
 
-async fn produce(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: ProduceRequest = parse_body(body)?;
-    call.write(move |tx, ctx| {
-        let result = produce_in(tx, ctx, &req)?;
-        Ok(Reply::value(&result))
-    })
-    .await
+async fn produce(
+    call: Call,
+    (): (),
+    (): (),
+    req: ProduceRequest,
+) -> ApiResult<Answered<api::production::Produce>> {
+    call.write(move |tx, ctx| Ok(produce_in(tx, ctx, &req)?.into()))
+        .await
 }
 
 /// The produce action inside a transaction.
@@ -448,13 +447,14 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
     })
 }
 
-async fn consume(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: ConsumeRequest = parse_body(body)?;
-    call.write(move |tx, ctx| {
-        let result = consume_in(tx, ctx, &req)?;
-        Ok(Reply::value(&result))
-    })
-    .await
+async fn consume(
+    call: Call,
+    (): (),
+    (): (),
+    req: ConsumeRequest,
+) -> ApiResult<Answered<api::production::Consume>> {
+    call.write(move |tx, ctx| Ok(consume_in(tx, ctx, &req)?.into()))
+        .await
 }
 
 /// The consume action inside a transaction.
@@ -533,14 +533,15 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     })
 }
 
-async fn adjust_actual(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: AdjustActualRequest = parse_body(body)?;
+async fn adjust_actual(
+    call: Call,
+    (): (),
+    (): (),
+    req: AdjustActualRequest,
+) -> ApiResult<Answered<api::production::AdjustActual>> {
     check_adjust_actual(&req).map_err(ApiError::violations)?;
-    call.write(move |tx, ctx| {
-        let result = adjust_actual_in(tx, ctx, &req)?;
-        Ok(Reply::value(&result))
-    })
-    .await
+    call.write(move |tx, ctx| Ok(adjust_actual_in(tx, ctx, &req)?.into()))
+        .await
 }
 
 /// The latest production posting of a declaration or line: where its stock went or came from.
@@ -671,7 +672,12 @@ fn order_postings(
     Ok((rows, total))
 }
 
-async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn order_status(
+    call: Call,
+    id: Uuid,
+    (): (),
+    (): (),
+) -> ApiResult<Answered<api::production::OrderStatus>> {
     let status = call
         .read(move |tx, ctx| {
             let order = order_by_path(tx, ctx, id)?;
@@ -715,7 +721,7 @@ async fn order_status(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             })
         })
         .await?;
-    Ok((StatusCode::OK, axum::Json(status)).into_response())
+    Ok(Answered::new(status.into()))
 }
 
 /// A ledger row of the production trace as an entry.
@@ -757,20 +763,42 @@ fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
 
 async fn order_entries(
     call: Call,
-    PathId(id): PathId,
-    RawQuery(query): RawQuery,
-) -> ApiResult<Response> {
-    let (page, page_size) = paging(query.as_deref())?;
-    let body = call
+    id: Uuid,
+    paging: Paging,
+    (): (),
+) -> ApiResult<Answered<api::production::OrderEntries>> {
+    let Paging { page, page_size } = paging;
+    let page = call
         .read(move |tx, ctx| {
             order_by_path(tx, ctx, id)?;
             let (rows, total) =
                 order_postings(tx, ctx, id, page_size, (page - 1).saturating_mul(page_size))?;
-            let values = rows.iter().map(entry_of).collect::<ApiResult<Vec<_>>>()?;
-            Ok::<_, ApiError>(json!({ "values": values, "totalCount": total }))
+            let values = rows
+                .iter()
+                .map(|r| entry_of(r).map(Shaped::from))
+                .collect::<ApiResult<Vec<_>>>()?;
+            Ok::<_, ApiError>(Page {
+                values,
+                total_count: total,
+                next_cursor: None,
+            })
         })
         .await?;
-    Ok((StatusCode::OK, axum::Json(body)).into_response())
+    Ok(Answered::new(page.into()))
+}
+
+/// The page and page size a read that takes only those asks for (the defaults filled in).
+pub struct Paging {
+    pub page: u64,
+    pub page_size: u64,
+}
+
+impl ServedQuery for api::PageQuery {
+    type Value = Paging;
+    fn from_query(query: Option<&str>) -> ApiResult<Paging> {
+        let (page, page_size) = paging(query)?;
+        Ok(Paging { page, page_size })
+    }
 }
 
 /// `page` and `pageSize` of a read that takes only those.

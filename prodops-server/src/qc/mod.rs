@@ -17,8 +17,6 @@
 
 use prodops_core::api;
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use prodops_core::deliverable::{Deliverable, DeliverableType};
 use prodops_core::progress::ProgressAction;
 use prodops_core::qc::{
@@ -32,11 +30,11 @@ use crate::deliverables::qc_gate::{
     Counting, SetFacts, counted_sets, gate_scope, verdict, verdict_of, versions_of,
 };
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_record, parse_body};
-use crate::http::app::{JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::engine::{self, ServedResource, apply_server_change, create_record};
+use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, Shaped};
 use crate::store::records;
 use crate::store::sql::Cond;
 use crate::store::{Tx, lock_scope};
@@ -48,8 +46,12 @@ crate::http::action::handle! {
     api::qc::UpdateTemplate => patch_nothing;
 }
 
-async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let req: QcTemplateVersionCreate = parse_body(body)?;
+async fn publish(
+    call: Call,
+    (): (),
+    (): (),
+    req: QcTemplateVersionCreate,
+) -> ApiResult<Answered<api::qc::PublishVersion>> {
     call.write(move |tx, ctx| {
         let res = engine::resource("qc-template");
         let template = req.qc_template_id.unwrap_or_else(Uuid::now_v7);
@@ -92,7 +94,7 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
                 create_record(tx, ctx, &res, body)?
             }
         };
-        Ok(Reply::json(StatusCode::CREATED, &record))
+        Ok(Shaped::record(record))
     })
     .await
 }
@@ -100,9 +102,10 @@ async fn publish(call: Call, JsonBody(body): JsonBody) -> ApiResult<Response> {
 /// PATCH is accepted and writes nothing (spec 4.10): the body must still be a JSON object.
 async fn patch_nothing(
     call: Call,
-    PathId(id): PathId,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
+    id: Uuid,
+    (): (),
+    body: Value,
+) -> ApiResult<Answered<api::qc::UpdateTemplate>> {
     if !body.is_object() {
         return Err(ApiError::validation(
             "the request body must be a JSON object",
@@ -115,12 +118,7 @@ async fn patch_nothing(
         .get_raw(res.table(), call.org(), id)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    Ok((
-        StatusCode::OK,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        raw,
-    )
-        .into_response())
+    Ok(Answered::new(Shaped::text(raw)))
 }
 
 /// QC template versions: DELETE is refused with 409 while a QC set references the version.

@@ -10,16 +10,35 @@ use super::{CellRef, Dialect, SqlValue, StoreResult, Tx};
 pub struct CountingTx<'a> {
     tx: &'a mut dyn Tx,
     statements: u64,
+    /// How often each statement text ran, to name the statements of a budget that is exceeded.
+    texts: std::collections::BTreeMap<String, u64>,
 }
 
 impl<'a> CountingTx<'a> {
     pub fn new(tx: &'a mut dyn Tx) -> Self {
-        CountingTx { tx, statements: 0 }
+        CountingTx {
+            tx,
+            statements: 0,
+            texts: Default::default(),
+        }
     }
 
     /// The statements run through this wrapper so far.
     pub fn statements(&self) -> u64 {
         self.statements
+    }
+
+    /// Each statement text run, with how often, most frequent first.
+    pub fn by_text(&self) -> Vec<(&str, u64)> {
+        let mut texts: Vec<(&str, u64)> =
+            self.texts.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+        texts.sort_by(|a, b| b.1.cmp(&a.1));
+        texts
+    }
+
+    fn count(&mut self, sql: &str) {
+        self.statements += 1;
+        *self.texts.entry(sql.to_string()).or_default() += 1;
     }
 }
 
@@ -43,18 +62,18 @@ impl Tx for CountingTx<'_> {
         self.tx.order_by(sort)
     }
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<u64> {
-        self.statements += 1;
+        self.count(sql);
         self.tx.execute(sql, params)
     }
     fn execute_refs(&mut self, sql: &str, params: &[CellRef<'_>]) -> StoreResult<u64> {
-        self.statements += 1;
+        self.count(sql);
         self.tx.execute_refs(sql, params)
     }
     fn last_insert_rowid(&mut self) -> Option<i64> {
         self.tx.last_insert_rowid()
     }
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> StoreResult<Vec<Vec<SqlValue>>> {
-        self.statements += 1;
+        self.count(sql);
         self.tx.query(sql, params)
     }
     fn copy_in(
@@ -63,7 +82,7 @@ impl Tx for CountingTx<'_> {
         columns: &[&str],
         cells: &[CellRef<'_>],
     ) -> StoreResult<bool> {
-        self.statements += 1;
+        self.count(&format!("COPY {table}"));
         self.tx.copy_in(table, columns, cells)
     }
     fn set_triggers(&mut self, on: bool) -> StoreResult<bool> {
@@ -75,7 +94,7 @@ impl Tx for CountingTx<'_> {
         params: &[SqlValue],
         f: &mut dyn FnMut(&[CellRef<'_>]) -> StoreResult<()>,
     ) -> StoreResult<()> {
-        self.statements += 1;
+        self.count(sql);
         self.tx.for_each_row(sql, params, f)
     }
 }

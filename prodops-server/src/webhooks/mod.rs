@@ -14,9 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::RawQuery;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use prodops_core::api;
 use prodops_core::event::{Cursor, Event};
@@ -24,20 +22,22 @@ use prodops_core::webhook::{
     AllowList, RedeliverRequest, RedeliverResult, Webhook, WebhookDelivery, WebhookDeliveryStatus,
     WebhookTestResult, backoff_ms, check_url, feed_filter,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use crate::engine::ServedResource;
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{ServedResource, parse_body};
-use crate::http::app::{AppState, JsonBody, Reply};
-use crate::http::call::{Call, PathId};
+use crate::http::app::AppState;
+use crate::http::call::Call;
 use crate::http::context::{Action, Auth, Ctx, format_time};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::typed::{Answered, ServedQuery, Shaped};
 use crate::store::events::EventFilter;
 use crate::store::records;
 use crate::store::webhooks::{self as rows, Claimed, NewDelivery, Outcome};
 use crate::store::{StoreError, Tx};
+use prodops_core::api::Page;
 
 crate::http::action::handle! {
     api::webhook::Redeliver => redeliver;
@@ -573,11 +573,12 @@ pub async fn run(state: Arc<AppState>) {
 
 // ---- Handlers ----------------------------------------------------------------------------
 
-async fn redeliver(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> ApiResult<Response> {
-    let req: RedeliverRequest = match body {
-        Some(JsonBody(v)) if !v.is_null() => parse_body(v)?,
-        _ => RedeliverRequest::default(),
-    };
+async fn redeliver(
+    call: Call,
+    id: Uuid,
+    (): (),
+    req: RedeliverRequest,
+) -> ApiResult<Answered<api::webhook::Redeliver>> {
     let state = call.state.clone();
     let response = call
         .write(move |tx, ctx| {
@@ -591,17 +592,14 @@ async fn redeliver(call: Call, PathId(id): PathId, body: Option<JsonBody>) -> Ap
                     "the webhook has no delivery of this event",
                 ));
             }
-            Ok(Reply::json(
-                StatusCode::OK,
-                &RedeliverResult { requeued: n },
-            ))
+            Ok(RedeliverResult { requeued: n }.into())
         })
         .await;
     state.events.notify_waiters();
     response
 }
 
-async fn test(call: Call, PathId(id): PathId) -> ApiResult<Response> {
+async fn test(call: Call, id: Uuid, (): (), (): ()) -> ApiResult<Answered<api::webhook::Test>> {
     let cfg = WebhookConfig::of(&call.state);
     let key = call.auth.key_id;
     let (hook, secret) = call
@@ -647,7 +645,7 @@ async fn test(call: Call, PathId(id): PathId) -> ApiResult<Response> {
             event_id: event.id,
         },
     };
-    Ok(axum::Json(answer).into_response())
+    Ok(Answered::new(answer.into()))
 }
 
 /// The query of the delivery log: `(status, offset, limit)`.
@@ -709,12 +707,23 @@ fn delivery_of(webhook: Uuid, r: rows::LogRow) -> ApiResult<WebhookDelivery> {
     })
 }
 
+/// What the delivery log's query asks for: `(status, offset, limit)`.
+pub struct LogQuery(Option<WebhookDeliveryStatus>, u64, u64);
+
+impl ServedQuery for api::webhook::DeliveryQuery {
+    type Value = LogQuery;
+    fn from_query(query: Option<&str>) -> ApiResult<LogQuery> {
+        let (status, offset, limit) = log_query(query)?;
+        Ok(LogQuery(status, offset, limit))
+    }
+}
+
 async fn deliveries(
     call: Call,
-    PathId(id): PathId,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Response> {
-    let (status, offset, limit) = log_query(raw.as_deref())?;
+    id: Uuid,
+    LogQuery(status, offset, limit): LogQuery,
+    (): (),
+) -> ApiResult<Answered<api::webhook::Deliveries>> {
     let page = call
         .read(move |tx, ctx| {
             load(tx, ctx.org(), id)?;
@@ -722,12 +731,16 @@ async fn deliveries(
                 rows::log(tx, ctx.org(), id, status.map(|s| s.as_str()), offset, limit)?;
             let values = found
                 .into_iter()
-                .map(|r| delivery_of(id, r))
+                .map(|r| delivery_of(id, r).map(Shaped::from))
                 .collect::<ApiResult<Vec<_>>>()?;
-            Ok(json!({"values": values, "totalCount": total}))
+            Ok(Page {
+                values,
+                total_count: total,
+                next_cursor: None,
+            })
         })
         .await?;
-    Ok(axum::Json(page).into_response())
+    Ok(Answered::new(page.into()))
 }
 
 #[cfg(test)]
