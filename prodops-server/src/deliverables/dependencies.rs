@@ -19,11 +19,12 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::resource;
-use super::tree::{TREE, TreeRow, path_upper, tree_row, tree_rows};
+use super::tree::{TreeRow, path_upper, tree_row, tree_rows};
 use crate::engine::ServedResource;
 use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
+pub use crate::store::deliverables::tree_dependencies_sql;
 use crate::store::sql::FieldPath;
 use crate::store::{Tx, lock_scope, records};
 
@@ -93,18 +94,6 @@ pub fn tree_dependencies(
             ))
         })
         .collect())
-}
-
-/// The statement of [`tree_dependencies`]: parameters organization, path, upper path; `node_id`
-/// is `t.id` as [`Tx::plain_column`] gives it.
-pub fn tree_dependencies_sql(table: &str, pred: &str, succ: &str, node_id: &str) -> String {
-    format!(
-        "SELECT x.id, t.id, t.path, u.id, u.path \
-         FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \
-         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
-         AND x.organization_id = t.organization_id AND {pred} = {node_id} \
-         AND u.organization_id = x.organization_id AND u.id = {succ}"
-    )
 }
 
 /// A dependency of a tree: its id, its predecessor and that node's tree path, its successor and

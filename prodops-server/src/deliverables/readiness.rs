@@ -32,23 +32,14 @@ fn dependencies_by(
     ids: &[Uuid],
 ) -> ApiResult<Vec<Dependency>> {
     let table = resource("dependency").table();
-    let expr = tx.text_expr(&FieldPath::parse(field).expect("static path"));
+    let path = FieldPath::parse(field).expect("static path");
     let mut out = Vec::new();
     for chunk in ids.chunks(PREFETCH_CHUNK) {
-        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-        params.push(org.into());
-        params.extend(chunk.iter().map(|id| SqlValue::from(id.to_string())));
-        let rows = tx.query(
-            &format!(
-                "SELECT data FROM {table} WHERE organization_id = ? AND {expr} IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            ),
-            &params,
-        )?;
-        for mut r in rows {
-            let Some(text) = r.pop().and_then(SqlValue::into_string) else {
-                continue;
-            };
+        let values: Vec<SqlValue> = chunk
+            .iter()
+            .map(|id| SqlValue::from(id.to_string()))
+            .collect();
+        for text in crate::store::records::texts_where_in(tx, table, org, &path, &values)? {
             out.push(serde_json::from_str::<Dependency>(&text).map_err(ApiError::internal)?);
         }
     }

@@ -10,7 +10,7 @@ use prodops_core::tree::hierarchy_order_of_paths;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::tree::{IndexNode, TABLE, TREE, path_upper, records_of, subtree_index, tree_row};
+use super::tree::{IndexNode, path_upper, records_of, subtree_index, tree_row};
 use super::{buffers, resource};
 use crate::engine::rawjson::{Projection, Selected};
 use crate::engine::{filter_conds, flattened_name, parse_list_params};
@@ -292,34 +292,8 @@ pub async fn roots(
         .store
         .read(move |tx| {
             let select = params.select();
-            let mut args = Vec::new();
-            let mut filter = tx.where_clause(org, &select.conds, &mut args);
-            // The index of children by parent holds the roots first (parent NULL).
-            filter.push_str(&format!(
-                " AND id IN (SELECT id FROM {TREE} WHERE organization_id = ? AND parent_id IS NULL)"
-            ));
-            args.push(org.into());
-            let mut page_args = args.clone();
-            page_args.push(SqlValue::Int(select.limit as i64));
-            page_args.push(SqlValue::Int(select.offset as i64));
-            let mut values: Vec<String> = tx
-                .query(
-                    &format!(
-                        "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
-                        tx.order_by(&select.sort)
-                    ),
-                    &page_args,
-                )?
-                .into_iter()
-                .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
-                .collect();
+            let (mut values, total) = crate::store::deliverables::roots_page(tx, org, &select)?;
             crate::engine::hooks::as_of_now(res, &now, &mut values);
-            let total = tx
-                .query(&format!("SELECT COUNT(*) FROM {TABLE}{filter}"), &args)?
-                .first()
-                .and_then(|r| r.first())
-                .and_then(SqlValue::as_i64)
-                .unwrap_or(0);
             let mut body =
                 String::with_capacity(values.iter().map(String::len).sum::<usize>() + 64);
             body.push_str("{\"values\":[");
@@ -381,22 +355,11 @@ pub async fn groups(
         .store
         .read(move |tx| {
             let path = FieldPath::parse(field).expect("static path");
-            let mut params = Vec::new();
-            let sql = format!(
-                "SELECT id, {} FROM {TABLE}{} ORDER BY created_at, id",
-                tx.json_expr(&path),
-                tx.where_clause(org, &conds, &mut params)
-            );
-            let rows = tx.query(&sql, &params)?;
+            let rows = crate::store::deliverables::field_values(tx, org, &conds, &path)?;
             let mut groups: BTreeMap<String, (Value, Vec<String>)> = BTreeMap::new();
-            for r in rows {
-                let Some(id) = r.first().and_then(SqlValue::as_str).map(str::to_string) else {
-                    continue;
-                };
-                let value: Value = r
-                    .get(1)
-                    .and_then(SqlValue::as_str)
-                    .and_then(|t| serde_json::from_str(t).ok())
+            for (id, text) in rows {
+                let value: Value = text
+                    .and_then(|t| serde_json::from_str(&t).ok())
                     .unwrap_or(Value::Null);
                 let keys: Vec<Value> = match value {
                     Value::Array(a) if !a.is_empty() => a,

@@ -15,9 +15,9 @@ use crate::http::call::Call;
 use crate::http::context::{Ctx, format_time};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::typed::Answered;
+use crate::store::Tx;
 use crate::store::records;
 use crate::store::sql::FieldPath;
-use crate::store::{SqlValue, Tx};
 use prodops_core::api;
 
 const SESSIONS: &str = "deliverable/work-sessions";
@@ -26,16 +26,10 @@ const SESSIONS: &str = "deliverable/work-sessions";
 /// expression index on that field.
 fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<WorkSession>> {
     let table = resource(SESSIONS).table();
-    let expr = tx.text_expr(&FieldPath::parse(field).expect("static path"));
-    let rows = tx.query(
-        &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
-        &[ctx.org().into(), id.into()],
-    )?;
+    let path = FieldPath::parse(field).expect("static path");
+    let texts = records::texts_where(tx, table, ctx.org(), &path, id.into())?;
     let mut out = Vec::new();
-    for mut r in rows {
-        let Some(text) = r.pop().and_then(SqlValue::into_string) else {
-            continue;
-        };
+    for text in texts {
         let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
         if s.is_open() {
             out.push(s);
@@ -149,17 +143,11 @@ pub async fn save(
         }
         if req.should_stop_entire_batch {
             let table = resource(SESSIONS).table();
-            let expr = tx.text_expr(&FieldPath::parse("shopId").expect("static path"));
-            let rows = tx.query(
-                &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
-                &[ctx.org().into(), req.shop_id.into()],
-            )?;
-            for mut r in rows {
-                if let Some(text) = r.pop().and_then(SqlValue::into_string) {
-                    let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
-                    if s.is_open() && !open.iter().any(|o| o.id == s.id) {
-                        open.push(s);
-                    }
+            let path = FieldPath::parse("shopId").expect("static path");
+            for text in records::texts_where(tx, table, ctx.org(), &path, req.shop_id.into())? {
+                let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
+                if s.is_open() && !open.iter().any(|o| o.id == s.id) {
+                    open.push(s);
                 }
             }
         }

@@ -32,7 +32,7 @@ impl<'a> CountingTx<'a> {
     pub fn by_text(&self) -> Vec<(&str, u64)> {
         let mut texts: Vec<(&str, u64)> =
             self.texts.iter().map(|(t, n)| (t.as_str(), *n)).collect();
-        texts.sort_by(|a, b| b.1.cmp(&a.1));
+        texts.sort_by_key(|t| std::cmp::Reverse(t.1));
         texts
     }
 

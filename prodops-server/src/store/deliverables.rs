@@ -714,6 +714,80 @@ pub fn raw_records(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Vec
     Ok(out)
 }
 
+/// The statement of `deliverables::dependencies::tree_dependencies`: parameters organization, path, upper path; `node_id`
+/// is `t.id` as [`Tx::plain_column`] gives it.
+pub fn tree_dependencies_sql(table: &str, pred: &str, succ: &str, node_id: &str) -> String {
+    format!(
+        "SELECT x.id, t.id, t.path, u.id, u.path \
+         FROM {TREE} t CROSS JOIN {table} x CROSS JOIN {TREE} u \
+         WHERE t.organization_id = ? AND t.path >= ? AND t.path < ? \
+         AND x.organization_id = t.organization_id AND {pred} = {node_id} \
+         AND u.organization_id = x.organization_id AND u.id = {succ}"
+    )
+}
+
+/// A page of the roots (deliverables without a parent) that `select` matches, in its order,
+/// and how many match: (stored texts, total). The roots come from the tree index's children
+/// by parent (parent NULL first), so the read costs the number of trees, not of nodes.
+pub fn roots_page(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    select: &super::records::Select,
+) -> StoreResult<(Vec<String>, i64)> {
+    let mut args = Vec::new();
+    let mut filter = tx.where_clause(org, &select.conds, &mut args);
+    filter.push_str(&format!(
+        " AND id IN (SELECT id FROM {TREE} WHERE organization_id = ? AND parent_id IS NULL)"
+    ));
+    args.push(org.into());
+    let mut page_args = args.clone();
+    page_args.push(SqlValue::Int(select.limit as i64));
+    page_args.push(SqlValue::Int(select.offset as i64));
+    let values: Vec<String> = tx
+        .query(
+            &format!(
+                "SELECT data FROM {TABLE}{filter}{} LIMIT ? OFFSET ?",
+                tx.order_by(&select.sort)
+            ),
+            &page_args,
+        )?
+        .into_iter()
+        .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
+        .collect();
+    let total = tx
+        .query(&format!("SELECT COUNT(*) FROM {TABLE}{filter}"), &args)?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .unwrap_or(0);
+    Ok((values, total))
+}
+
+/// The id and the JSON text of the field `path` of every deliverable `conds` match, oldest
+/// first (`None` where the record has no such field).
+pub fn field_values(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    conds: &[super::sql::Cond],
+    path: &FieldPath,
+) -> StoreResult<Vec<(String, Option<String>)>> {
+    let mut params = Vec::new();
+    let sql = format!(
+        "SELECT id, {} FROM {TABLE}{} ORDER BY created_at, id",
+        tx.json_expr(path),
+        tx.where_clause(org, conds, &mut params)
+    );
+    Ok(tx
+        .query(&sql, &params)?
+        .into_iter()
+        .filter_map(|mut r| {
+            let text = r.pop().and_then(SqlValue::into_string);
+            let id = r.pop()?.into_string()?;
+            Some((id, text))
+        })
+        .collect())
+}
+
 /// The length of the longest path of a node's subtree (the node's own when it is a leaf): one
 /// read of the path index range.
 pub fn longest_path(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> StoreResult<Option<usize>> {

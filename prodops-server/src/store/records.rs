@@ -32,6 +32,52 @@ fn text_rows(rows: Vec<Vec<SqlValue>>) -> Vec<String> {
         .collect()
 }
 
+/// The stored texts of the records of `table` whose field `path` (compared as text, through
+/// its expression index) is `value`.
+pub fn texts_where(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    path: &super::sql::FieldPath,
+    value: SqlValue,
+) -> StoreResult<Vec<String>> {
+    let expr = tx.text_expr(path);
+    let rows = tx.query(
+        &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
+        &[org.into(), value],
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
+        .collect())
+}
+
+/// The stored texts of the records of `table` whose field `path` (compared as text, through
+/// its expression index) is one of `values` (one statement: the caller chunks).
+pub fn texts_where_in(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    path: &super::sql::FieldPath,
+    values: &[SqlValue],
+) -> StoreResult<Vec<String>> {
+    let expr = tx.text_expr(path);
+    let mut params: Vec<SqlValue> = Vec::with_capacity(values.len() + 1);
+    params.push(org.into());
+    params.extend(values.iter().cloned());
+    let rows = tx.query(
+        &format!(
+            "SELECT data FROM {table} WHERE organization_id = ? AND {expr} IN ({})",
+            vec!["?"; values.len()].join(", ")
+        ),
+        &params,
+    )?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|mut r| r.pop().and_then(SqlValue::into_string))
+        .collect())
+}
+
 /// One record by id.
 pub fn get(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<Value>> {
     let rows = tx.query(
