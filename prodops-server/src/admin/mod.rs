@@ -1,5 +1,7 @@
 //! Operator actions behind the `org` and `key` subcommands (decisions.md section 1): they work
-//! on the database directly, also while a `serve` process uses it.
+//! on the database directly, also while a `serve` process uses it. This module owns the
+//! `organizations` and `api_keys` tables: it writes them, and the gateway's key lookup
+//! (`store::records`) only reads them.
 
 use prodops_core::organization::PERMISSION_ACTIONS;
 use rand::RngCore;
@@ -139,6 +141,16 @@ pub async fn create_org(store: &Store, name: &str, flags: &[&str]) -> Result<Cre
         })
         .await?;
     Ok(created)
+}
+
+/// The name of an organization, if it exists.
+pub fn org_name(tx: &mut dyn crate::store::Tx, org: Uuid) -> Result<Option<String>, StoreError> {
+    let rows = tx.query("SELECT name FROM organizations WHERE id = ?", &[org.into()])?;
+    Ok(rows
+        .into_iter()
+        .next()
+        .and_then(|mut r| r.pop())
+        .and_then(SqlValue::into_string))
 }
 
 fn org_exists(tx: &mut dyn crate::store::Tx, org: Uuid) -> Result<bool, StoreError> {

@@ -17,13 +17,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::FutureExt;
 use http_body_util::BodyExt;
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::http::context::{Auth, Ctx, Idempotency};
 use crate::http::error::{ApiError, ApiResult, REQUEST_ID, code_for};
 use crate::http::ratelimit::RateLimiter;
+pub use crate::http::reply::Reply;
 use crate::store::records::KeysetPage;
 use crate::store::{PageRead, PointRead, Store, Tx};
 
@@ -85,57 +85,6 @@ impl PrefetchedPage {
     /// The page and its total, once (the request's extension is cloned, not the page).
     pub fn take(&self) -> Option<(KeysetPage, u64)> {
         self.page.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-/// A reply produced inside a write transaction, so that it can be remembered for idempotent
-/// replays before the transaction commits.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub body: Option<String>,
-    pub replayed: bool,
-}
-
-impl Reply {
-    pub fn json(status: StatusCode, body: &impl Serialize) -> Reply {
-        Reply {
-            status,
-            body: Some(serde_json::to_string(body).unwrap_or_else(|_| "null".into())),
-            replayed: false,
-        }
-    }
-    /// `200 {"value": ...}`: the answer of the actions that compute one value (rollups,
-    /// demand, production entries).
-    pub fn value(value: &impl Serialize) -> Reply {
-        Reply::json(StatusCode::OK, &serde_json::json!({ "value": value }))
-    }
-    pub fn empty(status: StatusCode) -> Reply {
-        Reply {
-            status,
-            body: None,
-            replayed: false,
-        }
-    }
-}
-
-impl IntoResponse for Reply {
-    fn into_response(self) -> Response {
-        let mut response = match self.body {
-            Some(body) => (
-                self.status,
-                [(header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response(),
-            None => self.status.into_response(),
-        };
-        if self.replayed {
-            response
-                .headers_mut()
-                .insert("idempotent-replayed", HeaderValue::from_static("true"));
-        }
-        response
     }
 }
 

@@ -3,9 +3,9 @@
 
 use axum::http::StatusCode;
 
-use crate::http::app::Reply;
 use crate::http::context::{Ctx, Idempotency};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::reply::Reply;
 use crate::store::{SqlValue, StoreError, Tx};
 
 /// How long a reply is kept.

@@ -11,5 +11,6 @@ pub mod context;
 pub mod error;
 pub mod idempotency;
 pub mod ratelimit;
+pub mod reply;
 pub mod text;
 pub mod typed;

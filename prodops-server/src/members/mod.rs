@@ -60,13 +60,7 @@ fn member_auth(auth: &Auth, action: Action) -> ApiResult<()> {
 }
 
 fn org_name(tx: &mut dyn Tx, org: Uuid) -> ApiResult<String> {
-    let rows = tx.query("SELECT name FROM organizations WHERE id = ?", &[org.into()])?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_str)
-        .unwrap_or("the organization")
-        .to_string())
+    Ok(crate::admin::org_name(tx, org)?.unwrap_or_else(|| "the organization".to_string()))
 }
 
 /// Issues an invitation token for a member (revoking earlier unused ones) and writes the
