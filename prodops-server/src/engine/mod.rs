@@ -30,6 +30,7 @@ use hooks::Hooks;
 mod bulk;
 pub mod events;
 pub mod hooks;
+pub mod openapi;
 pub(crate) mod params;
 mod pipeline;
 pub mod rawjson;
