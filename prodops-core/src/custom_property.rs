@@ -186,6 +186,20 @@ impl Record for CustomPropertyDefinition {
         }
         v
     }
+
+    /// Custom properties are scoped to orders only.
+    #[cfg(feature = "openapi")]
+    fn refine_form(_: crate::openapi::Form, schema: &mut serde_json::Value) {
+        if let Some(props) = schema.get_mut("properties") {
+            props["deliverableTypes"] = serde_json::json!({
+                "type": "array",
+                "items": { "enum": [crate::deliverable::DeliverableType::Order.as_str()] },
+                "minItems": 1,
+                "maxItems": 1,
+                "description": "[\"order\"], the only supported scope"
+            });
+        }
+    }
 }
 
 impl CustomPropertyDefinition {

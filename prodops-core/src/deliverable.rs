@@ -411,6 +411,29 @@ impl Record for Deliverable {
         }
         v
     }
+
+    /// A deliverable's identifier is generated when a create leaves it blank (omitted, null or
+    /// only whitespace), and kept when an update does; a PATCH of `data: null` leaves the data
+    /// as it is (its keys merge).
+    #[cfg(feature = "openapi")]
+    fn refine_form(form: crate::openapi::Form, schema: &mut Value) {
+        let Some(props) = schema.get_mut("properties") else {
+            return;
+        };
+        if form == crate::openapi::Form::Patch && props.get("data").is_some() {
+            let data = props["data"].take();
+            props["data"] = serde_json::json!({ "anyOf": [data, { "type": "null" }] });
+        }
+        if let Some(identifier) = props.get_mut("identifier") {
+            // The length the form already carries: what the database indexes.
+            let max = identifier["maxLength"].take();
+            *identifier = serde_json::json!({
+                "type": ["string", "null"],
+                "maxLength": max,
+                "description": "readable and unique in the organization; generated (docs/deliverables.md) when a create leaves it blank, kept when an update does"
+            });
+        }
+    }
 }
 
 impl Deliverable {

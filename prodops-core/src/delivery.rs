@@ -310,6 +310,18 @@ impl Record for Delivery {
         }
         v
     }
+
+    /// `POST /delivery` creates inbound deliveries; the others come from `POST
+    /// /delivery/outbound`.
+    #[cfg(feature = "openapi")]
+    fn refine_form(form: crate::openapi::Form, schema: &mut serde_json::Value) {
+        if form == crate::openapi::Form::Create {
+            schema["properties"]["direction"] = serde_json::json!({
+                "enum": [DeliveryDirection::Inbound.as_str()],
+                "description": "inbound (the default); outbound and transfer deliveries are created with POST /delivery/outbound"
+            });
+        }
+    }
 }
 
 /// `POST /delivery/outbound`: an outbound or transfer delivery with its paired deliverable

@@ -275,6 +275,13 @@ impl Record for DocumentVersion {
         }
         v
     }
+
+    #[cfg(feature = "openapi")]
+    fn refine_form(form: crate::openapi::Form, schema: &mut Value) {
+        if form == crate::openapi::Form::Create {
+            needs_a_file(schema);
+        }
+    }
 }
 
 /// The answer of `POST /document/upload`: the bytes are stored under `documentKey`, which
@@ -290,6 +297,44 @@ pub struct UploadedFile {
     pub mime_type: Option<String>,
     /// SHA-256 of the bytes, hex.
     pub sha256: String,
+}
+
+/// A new version needs a file: an uploaded `documentKey` or a `documentUrl` (the rule of
+/// [`VersionCreate`] and of a document version's create form).
+#[cfg(feature = "openapi")]
+pub fn needs_a_file(schema: &mut serde_json::Value) {
+    let given = |field: &str| {
+        serde_json::json!({
+            "required": [field],
+            "properties": { field: { "type": "string", "pattern": crate::openapi::nonblank_pattern() } }
+        })
+    };
+    schema["anyOf"] = serde_json::json!([given("documentKey"), given("documentUrl")]);
+}
+
+/// The body of `POST /document-version`: a [`VersionCreate`] that names its document.
+#[cfg(feature = "openapi")]
+pub fn version_create_with_document(
+    schemas: &mut crate::api::Schemas,
+) -> crate::openapi::RefOr<crate::openapi::Schema> {
+    use utoipa::openapi::schema::{AllOfBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    let version = crate::api::schema_of::<VersionCreate>(schemas);
+    let uuid = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)));
+    let document_id = ObjectBuilder::new()
+        .required("documentId")
+        .property("documentId", uuid);
+    let both = AllOfBuilder::new().item(version).item(document_id).build();
+    utoipa::openapi::RefOr::T(crate::openapi::Schema::AllOf(both))
+}
+
+/// Without the `openapi` feature no schema exists; the declaration still names this function.
+#[cfg(not(feature = "openapi"))]
+pub fn version_create_with_document(
+    _: &mut crate::api::Schemas,
+) -> crate::openapi::RefOr<crate::openapi::Schema> {
+    panic!("prodops-core is built without its `openapi` feature")
 }
 
 /// `POST /document-version` and `POST /document/{id}/versions`: a new version, made current.

@@ -187,6 +187,28 @@ pub fn type_filter_pattern() -> String {
     )
 }
 
+/// What the feed's `type` parameter takes: [`type_filter_pattern`] items, comma-separated.
+pub fn type_list_pattern() -> String {
+    list_pattern(&type_filter_pattern())
+}
+
+/// A comma-separated list of `item`s (a regular expression, no anchors), or nothing.
+pub fn list_pattern(item: &str) -> String {
+    format!("^(?:{item}(?:,{item})*)?$")
+}
+
+/// `text` as a regular expression matching exactly it.
+pub fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if r"\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A position in an organization's feed: the events after it are those not yet read.
 /// Written as a whole number (`0` is the start of the feed).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

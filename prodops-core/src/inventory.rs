@@ -70,6 +70,17 @@ pub enum TransactionType {
 }
 
 impl TransactionType {
+    /// Every type.
+    pub const ALL: [TransactionType; 7] = [
+        TransactionType::Adjust,
+        TransactionType::Transfer,
+        TransactionType::Return,
+        TransactionType::Receipt,
+        TransactionType::Consume,
+        TransactionType::Produce,
+        TransactionType::Ship,
+    ];
+
     /// The wire spelling (`receipt`, `transfer`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -234,6 +245,20 @@ impl Record for InventoryTransaction {
             ));
         }
         v
+    }
+
+    /// `POST /inventory-transaction` posts adjustments, transfers and returns; the other types
+    /// are posted by the workflows that move stock.
+    #[cfg(feature = "openapi")]
+    fn refine_form(form: crate::openapi::Form, schema: &mut Value) {
+        if form == crate::openapi::Form::Create {
+            let postable: Vec<&str> = TransactionType::ALL
+                .into_iter()
+                .filter(|t| t.is_manually_postable())
+                .map(TransactionType::as_str)
+                .collect();
+            schema["properties"]["type"] = serde_json::json!({ "enum": postable });
+        }
     }
 }
 

@@ -136,6 +136,7 @@ impl Record for OrganizationMember {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InviteRequest {
     /// Email address; identifies the account (case-insensitive) and cannot change later.
+    #[schema(schema_with = email_schema)]
     pub email: String,
     /// Name of a brand-new account; ignored when the account exists.
     #[serde(default)]
@@ -167,11 +168,62 @@ pub struct AcceptInvitation {
     pub token: String,
 }
 
+/// The longest email address (RFC 5321's path limit).
+pub const EMAIL_MAX_LEN: usize = 254;
+
+/// An invitation's `email` as [`normalize_email`] reads it (trimmed, lowercased): one `@`
+/// between a nonempty local part and a domain with an inner dot; no whitespace or control
+/// characters.
+#[cfg(feature = "openapi")]
+fn email_schema() -> utoipa::openapi::schema::Object {
+    use crate::openapi::WS_CHARS;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let bad = format!("{WS_CHARS}\\x00-\\x1F\\x7F-\\x9F");
+    let ws = format!("[{WS_CHARS}]*");
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(
+            "Email address; identifies the account (case-insensitive) and cannot change later.",
+        ))
+        .pattern(Some(format!(
+            "^{ws}[^@{bad}]+@[^@.{bad}](?:[^@{bad}]*\\.)+[^@{bad}]*[^@.{bad}]{ws}$"
+        )))
+        .max_length(Some(EMAIL_MAX_LEN))
+        .build()
+}
+
+/// A role's `permissions`: `admin` or `<Resource>.<Action>` of a registered resource.
+#[cfg(feature = "openapi")]
+fn permissions_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let mut resources: Vec<&str> = crate::registry::resources()
+        .iter()
+        .map(|k| k.desc().permission)
+        .collect();
+    resources.sort();
+    resources.dedup();
+    let pattern = format!(
+        "^(?:{ADMIN_PERMISSION}|(?:{})\\.(?:{}))$",
+        resources.join("|"),
+        PERMISSION_ACTIONS.join("|")
+    );
+    ArrayBuilder::new()
+        .description(Some(
+            "Permissions granted: `admin` or `<Resource>.<Action>` names.",
+        ))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(pattern)),
+        )
+        .build()
+}
+
 /// An email address in its stored form: trimmed and lowercase; one `@` between a nonempty
-/// local part and a domain with a dot, no spaces, at most 254 characters.
+/// local part and a domain with a dot, no spaces, at most [`EMAIL_MAX_LEN`] characters.
 pub fn normalize_email(raw: &str) -> Result<String, Violation> {
     let email = raw.trim().to_lowercase();
-    let valid = email.len() <= 254
+    let valid = email.len() <= EMAIL_MAX_LEN
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && match email.split_once('@') {
             Some((local, domain)) => {
@@ -283,6 +335,7 @@ pub struct Role {
     pub name: String,
     /// Permissions granted: `admin` or `<Resource>.<Action>` names.
     #[serde(default)]
+    #[schema(schema_with = permissions_schema)]
     pub permissions: Vec<String>,
     /// Role type.
     #[serde(default)]

@@ -181,6 +181,12 @@ pub trait Record:
     fn validate_change(&self, _old: &Self) -> Vec<Violation> {
         Vec::new()
     }
+
+    /// Rules of a request form the OpenAPI document derives from the record's schema (the
+    /// create form, the PATCH form) that the record's own schema does not state: a value only
+    /// a create takes, a field only a request names, a `null` a PATCH takes to keep a value.
+    #[cfg(feature = "openapi")]
+    fn refine_form(_form: crate::openapi::Form, _schema: &mut Value) {}
 }
 
 /// A `Record` with its type erased, so the server can hold every resource in one table.
@@ -219,6 +225,10 @@ pub trait ResourceKind: Send + Sync + 'static {
         patch: &serde_json::Map<String, Value>,
         rules: bool,
     ) -> Result<(), Vec<Violation>>;
+
+    /// [`Record::refine_form`] of the record type.
+    #[cfg(feature = "openapi")]
+    fn refine_form(&self, form: crate::openapi::Form, schema: &mut Value);
 
     /// The schema name and JSON schema of the wire form, for the OpenAPI document.
     #[cfg(feature = "openapi")]
@@ -358,6 +368,11 @@ impl<T: Record> ResourceKind for Kind<T> {
         rules: bool,
     ) -> Result<(), Vec<Violation>> {
         check_patch::<T>(patch, rules)
+    }
+
+    #[cfg(feature = "openapi")]
+    fn refine_form(&self, form: crate::openapi::Form, schema: &mut Value) {
+        T::refine_form(form, schema)
     }
 
     #[cfg(feature = "openapi")]

@@ -95,13 +95,68 @@ impl Record for Webhook {
         if self
             .description
             .as_ref()
-            .is_some_and(|d| d.chars().count() > 1000)
+            .is_some_and(|d| d.chars().count() > DESCRIPTION_MAX_LEN)
         {
-            v.push(Violation::field("description", "at most 1000 characters"));
+            v.push(Violation::field(
+                "description",
+                format!("at most {DESCRIPTION_MAX_LEN} characters"),
+            ));
         }
         v
     }
+
+    /// The secret is write-only: the record never writes it out, so its schema (and the forms
+    /// derived from it) lacks it; a request names it. The URL, event types and description as
+    /// [`check_url`], [`check_pattern`] and the rules above take them.
+    #[cfg(feature = "openapi")]
+    fn refine_form(form: crate::openapi::Form, schema: &mut serde_json::Value) {
+        use serde_json::json;
+        let create = form == crate::openapi::Form::Create;
+        let Some(props) = schema["properties"].as_object_mut() else {
+            return;
+        };
+        props.insert(
+            "secret".into(),
+            json!({
+                // A PATCH's `null` leaves the secret as it is.
+                "type": if create { json!("string") } else { json!(["string", "null"]) },
+                "minLength": SECRET_MIN,
+                "maxLength": SECRET_MAX,
+                "writeOnly": true,
+                "description": "The key of the `X-Prodops-Signature` HMAC; required on create, never answered"
+            }),
+        );
+        if let Some(url) = props.get_mut("url") {
+            url["pattern"] = json!(URL_PATTERN);
+            url["maxLength"] = json!(URL_MAX_LEN);
+        }
+        if let Some(types) = props.get_mut("eventTypes") {
+            types["minItems"] = json!(1);
+            types["items"] = json!({ "type": "string", "pattern": EVENT_TYPES_PATTERN });
+        }
+        if let Some(d) = props.get_mut("description") {
+            d["maxLength"] = json!(DESCRIPTION_MAX_LEN);
+        }
+        if create {
+            match schema["required"].as_array_mut() {
+                Some(list) => list.push(json!("secret")),
+                None => schema["required"] = json!(["secret"]),
+            }
+        }
+    }
 }
+
+/// The longest URL and description a webhook takes.
+pub const URL_MAX_LEN: usize = 2000;
+pub const DESCRIPTION_MAX_LEN: usize = 1000;
+
+/// A webhook URL as [`check_url`] takes it, for the OpenAPI document: http or https, a host
+/// name or IPv4 address, a port from 1 to 65535, printable ASCII without spaces or `#` (IPv6
+/// literal hosts, which it also takes, left out).
+pub const URL_PATTERN: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]{1,253}(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?][!-\x22$-~]*)?$";
+
+/// An item of `eventTypes` as [`check_pattern`] takes it.
+pub const EVENT_TYPES_PATTERN: &str = r"^(?:\*|[A-Za-z0-9_./-]{1,200}|[A-Za-z0-9_./-]{1,198}\.\*)$";
 
 /// An event type pattern: `*`, an exact type, or a prefix ending in `.*`; types are letters,
 /// digits and `_./-`, as `GET /event`'s `type`.
@@ -163,8 +218,8 @@ pub struct UrlParts {
 /// Checks a webhook URL: `http://` or `https://`, a host, an optional port, no user
 /// information, no fragment, at most 2000 characters, no spaces or control characters.
 pub fn check_url(url: &str) -> Result<UrlParts, String> {
-    if url.len() > 2000 {
-        return Err("must be at most 2000 characters".into());
+    if url.len() > URL_MAX_LEN {
+        return Err(format!("must be at most {URL_MAX_LEN} characters"));
     }
     if !url.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(
@@ -369,7 +424,14 @@ pub enum WebhookDeliveryStatus {
     Dead,
 }
 
+/// The most pages, and rows per page, a webhook's delivery log reads.
+pub const LOG_MAX_PAGE: u64 = 1_000_000;
+pub const LOG_MAX_PAGE_SIZE: u64 = 1000;
+
 impl WebhookDeliveryStatus {
+    /// Every status, as [`as_str`](WebhookDeliveryStatus::as_str) writes it.
+    pub const NAMES: &'static [&'static str] = &["pending", "delivered", "dead"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             WebhookDeliveryStatus::Pending => "pending",

@@ -126,6 +126,13 @@ pub struct StopRequest {
     pub end_date: Option<DateTime<Utc>>,
 }
 
+/// [`StopRequest`]'s rule beyond its fields: it names deliverables or workers.
+#[cfg(feature = "openapi")]
+pub fn stop_request_rule(schema: &mut serde_json::Value) {
+    let some = |field: &str| serde_json::json!({ "required": [field], "properties": { field: { "minItems": 1 } } });
+    schema["anyOf"] = serde_json::json!([some("deliverableIds"), some("workerIds")]);
+}
+
 impl SaveRequest {
     /// Rule of spec 4.3: at least one deliverable per worker.
     pub fn violations(&self) -> Vec<Violation> {

@@ -76,14 +76,20 @@ impl Record for Worker {
     }
 
     fn validate_change(&self, old: &Self) -> Vec<Violation> {
-        if old.is_archived && self.is_archived && self != old {
-            return vec![Violation::field(
-                "isArchived",
-                "an archived worker is read-only; restore it with PATCH { \"isArchived\": false } first",
-            )];
-        }
-        Vec::new()
+        archived_change(old, self).into_iter().collect()
     }
+}
+
+/// An archived worker is read-only: the refusal of a change from `old` to `new` that does not
+/// restore it. The server answers it 409 `CONFLICT`: the record's state refuses the change,
+/// whatever the body (docs/api.md).
+pub fn archived_change(old: &Worker, new: &Worker) -> Option<Violation> {
+    (old.is_archived && new.is_archived && new != old).then(|| {
+        Violation::field(
+            "isArchived",
+            "an archived worker is read-only; restore it with PATCH { \"isArchived\": false } first",
+        )
+    })
 }
 
 /// The suffix an archived worker's `name` and `customerIdentifier` carry: ` - (archived <n>)`.

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Empty, FreeJson, Json, JsonList, NoBody, PAGING, PageOf, ParamKind, Perm,
-    QueryArgs, QueryParam, StreamedPage, action, flag, push,
+    Access, Cli, Empty, FreeJson, Json, JsonList, NoBody, PAGING, PageOf, ParamKind, ParamValues,
+    Perm, QueryArgs, QueryParam, StreamedPage, action, flag, push,
 };
 use crate::deliverable::Deliverable;
 use crate::progress::{ProgressAction, ProgressResult};
@@ -30,7 +30,10 @@ impl QueryArgs for HierarchyQuery {
         name: "select",
         kind: ParamKind::Text,
         required: false,
-        description: "Fields to keep, comma separated (nested paths come back under flattened names)",
+        description: "fields, comma separated, as POST /deliverable/query selects them: each value is \
+             then `id` and the selected fields, nested paths under flattened names \
+             (`data.properties.area` as `dataPropertiesArea`)",
+        values: ParamValues::FieldsOf("deliverable"),
     }];
     fn pairs(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -57,16 +60,19 @@ impl QueryArgs for RootsQuery {
             kind: ParamKind::Text,
             required: false,
             description: "Search text",
+            values: ParamValues::SearchOf("deliverable"),
         },
         QueryParam {
             name: "sort",
             kind: ParamKind::Text,
             required: false,
             description: "Field paths, comma separated, `-` for descending",
+            values: ParamValues::SortOf("deliverable"),
         },
         PAGING[0],
         PAGING[1],
     ];
+    const FILTERS_OF: Option<&'static str> = Some("deliverable");
     fn pairs(&self) -> Vec<(String, String)> {
         let mut out = self.filters.clone();
         push(&mut out, "search", self.search.as_ref());
@@ -89,6 +95,7 @@ impl QueryArgs for CrewTimeQuery {
         kind: ParamKind::UuidList,
         required: true,
         description: "The deliverables (comma-separated or repeated)",
+        values: ParamValues::Any,
     }];
     fn pairs(&self) -> Vec<(String, String)> {
         self.deliverable_id
@@ -106,12 +113,36 @@ impl QueryArgs for CrewTimeQuery {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(
+    description = "`POST /deliverable/groups`: what to group by, and which deliverables (a filter as `POST /deliverable/query` takes it)."
+)]
 pub struct GroupsRequest {
     /// `project`, `stage`, `people`, `root` or `tags`.
+    #[schema(schema_with = group_by_schema)]
     pub group_by: String,
     /// A query filter object, as `POST /deliverable/query` takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = deliverable_filter)]
     pub filter: Option<Map<String, Value>>,
+}
+
+/// What `POST /deliverable/groups` groups by.
+pub const GROUP_BY: &[&str] = &["project", "stage", "people", "root", "tags"];
+
+#[cfg(feature = "openapi")]
+fn group_by_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(GROUP_BY.iter().copied()))
+        .build()
+}
+
+/// The filter of the deliverables' query bodies (the server's `DeliverableFilter`), or null.
+#[cfg(feature = "openapi")]
+fn deliverable_filter() -> crate::openapi::RefOr<crate::openapi::Schema> {
+    let record = <Deliverable as crate::openapi::ToSchema>::name();
+    crate::openapi::or_null(crate::openapi::named(&crate::openapi::filter_name(&record)))
 }
 
 /// `POST /deliverable/reorder`.

@@ -5,8 +5,8 @@
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, FreeJson, Json, NoBody, ParamKind, Perm, QueryArgs, QueryParam, RawFile, action,
-    flag, push,
+    Access, Cli, FreeJson, Json, NoBody, ParamKind, ParamValues, Perm, QueryArgs, QueryParam,
+    RawFile, action, flag, push,
 };
 use crate::document::{
     CopyModeRequest, Document, DocumentVersion, LinkRequest, UploadedFile, VersionCreate,
@@ -27,12 +27,14 @@ impl QueryArgs for LinkQuery {
             kind: ParamKind::Integer,
             required: false,
             description: "from the link",
+            values: ParamValues::Any,
         },
         QueryParam {
             name: "signature",
             kind: ParamKind::Text,
             required: false,
             description: "from the link",
+            values: ParamValues::Any,
         },
     ];
     fn pairs(&self) -> Vec<(String, String)> {
@@ -106,6 +108,7 @@ action! {
         outcome: "The version",
         summary: "Create a version of a document and make it current",
         description: "`documentId` is required here. Needs the organization's documentsHubEnabled flag (403 without it).",
+        body_schema: crate::document::version_create_with_document,
         cli: Cli {
             command: "document-version",
             verb: "create",

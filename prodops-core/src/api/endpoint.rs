@@ -140,6 +140,48 @@ pub struct QueryParam {
     pub kind: ParamKind,
     pub required: bool,
     pub description: &'static str,
+    /// The values it takes beyond its kind, as the OpenAPI document states them (the server
+    /// refuses others with 400).
+    pub values: ParamValues,
+}
+
+/// The values a query parameter takes beyond its [`ParamKind`]. The last five stand for what
+/// the server's standard endpoints take (their bounds, patterns and wording are the engine's,
+/// built from the registry), so that an action reading the same parameters is described as
+/// they are.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamValues {
+    /// Any value of its kind.
+    Any,
+    /// A whole number from `min` to `max`.
+    Range { min: u64, max: u64 },
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+    /// Text matching the regular expression this function builds (a pattern computed from
+    /// core's rules or the registry).
+    Pattern(fn() -> String),
+    /// `page` of a standard list.
+    Page,
+    /// `pageSize` of a standard list.
+    PageSize,
+    /// `search` over the search columns of the resource at this path, as its list takes it.
+    SearchOf(&'static str),
+    /// `sort` by the stored fields of the resource at this path, as its list takes it.
+    SortOf(&'static str),
+    /// Field paths of the resource at this path, comma-separated, naming at least one (a
+    /// `select`, as its query takes it).
+    FieldsOf(&'static str),
+}
+
+/// An answer of an action beside its success and the error answers every operation has (a
+/// feed's 410, say), for the OpenAPI document.
+#[derive(Debug, Clone, Copy)]
+pub struct OtherAnswer {
+    pub status: u16,
+    /// What it means and what to do.
+    pub description: &'static str,
+    /// Its body's JSON schema.
+    pub schema: fn() -> serde_json::Value,
 }
 
 /// The command-line form of an action: `prodops <command> <verb>`.
@@ -186,10 +228,19 @@ pub struct ActionDesc {
     pub path_kinds: &'static [ParamKind],
     pub access: Access,
     pub query: &'static [QueryParam],
+    /// `Some(path)`: the query also takes the equality filters of the resource at `path`, one
+    /// parameter per stored field, as its list does (`QueryArgs::FILTERS_OF`).
+    pub query_filters: Option<&'static str>,
     pub request: RequestBody,
+    /// The schema the OpenAPI document gives the JSON body where the server reads more than
+    /// the body type says (the record's create form, a field the type leaves optional that
+    /// this action requires); `None`: the body type's. A client sends the body type either way.
+    pub body_schema: Option<SchemaFn>,
     pub answer: AnswerBody,
     /// The success status.
     pub status: u16,
+    /// Answers beside the success and the common errors (docs/contract.md).
+    pub other_answers: &'static [OtherAnswer],
     /// What the success answer is, in a few words (`The delivery`, `Done`).
     pub outcome: &'static str,
     pub summary: &'static str,
@@ -311,6 +362,9 @@ impl PathArgs for (Uuid, String) {
 /// The query parameters of an action, as values.
 pub trait QueryArgs {
     const PARAMS: &'static [QueryParam];
+    /// `Some(path)`: beside [`PARAMS`](QueryArgs::PARAMS), the equality filters of the
+    /// resource at `path` (`field=value`), as its list takes them.
+    const FILTERS_OF: Option<&'static str> = None;
     /// `(name, value)` pairs, in order; a list parameter repeats.
     fn pairs(&self) -> Vec<(String, String)>;
 }
@@ -600,19 +654,21 @@ pub struct PageQuery {
     pub page_size: Option<u64>,
 }
 
-/// The query parameters `page` and `pageSize`.
+/// The query parameters `page` and `pageSize`, as the standard lists take them.
 pub const PAGING: [QueryParam; 2] = [
     QueryParam {
         name: "page",
         kind: ParamKind::Integer,
         required: false,
         description: "Page (default 1)",
+        values: ParamValues::Page,
     },
     QueryParam {
         name: "pageSize",
         kind: ParamKind::Integer,
         required: false,
         description: "Rows per page",
+        values: ParamValues::PageSize,
     },
 ];
 
@@ -633,6 +689,22 @@ pub(crate) fn push<T: ToString>(out: &mut Vec<(String, String)>, name: &str, val
     }
 }
 
+/// A declaration's `body_schema`, given (`[schema]`) or not (`[]`).
+pub const fn given_schema(given: &[SchemaFn]) -> Option<SchemaFn> {
+    match given {
+        [schema] => Some(*schema),
+        _ => None,
+    }
+}
+
+/// A declaration's `other_answers`, given (`[answers]`) or not (`[]`).
+pub const fn other_answers(given: &[&'static [OtherAnswer]]) -> &'static [OtherAnswer] {
+    match given {
+        [answers] => answers,
+        _ => &[],
+    }
+}
+
 /// Declares one action endpoint: a unit type implementing [`Endpoint`], its `DESC` built from
 /// the types it names, so the description and the types cannot disagree.
 macro_rules! action {
@@ -650,6 +722,8 @@ macro_rules! action {
             outcome: $outcome:literal,
             summary: $summary:literal,
             description: $description:expr,
+            $(body_schema: $body_schema:expr,)?
+            $(other_answers: $other_answers:expr,)?
             cli: $cli:expr $(,)?
         }
     ) => {
@@ -670,9 +744,12 @@ macro_rules! action {
                 path_kinds: <$path_ty as $crate::api::endpoint::PathArgs>::KINDS,
                 access: $access,
                 query: <$query_ty as $crate::api::endpoint::QueryArgs>::PARAMS,
+                query_filters: <$query_ty as $crate::api::endpoint::QueryArgs>::FILTERS_OF,
                 request: <$body_ty as $crate::api::endpoint::BodyKind>::REQUEST,
+                body_schema: $crate::api::endpoint::given_schema(&[$($body_schema as $crate::api::endpoint::SchemaFn)?]),
                 answer: <$answer_ty as $crate::api::endpoint::AnswerKind>::ANSWER,
                 status: $status,
+                other_answers: $crate::api::endpoint::other_answers(&[$($other_answers)?]),
                 outcome: $outcome,
                 summary: $summary,
                 description: $description,

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, Perm, QueryArgs, QueryParam, RecordJson,
-    action, flag, push,
+    Access, Cli, Json, NoBody, PAGING, PageOf, ParamKind, ParamValues, Perm, QueryArgs, QueryParam,
+    RecordJson, action, flag, push,
 };
 use crate::inventory::{InventoryTransaction, Stock, TransactionSource, TransactionType};
 use crate::stock_count::{CountRequest, CountResult};
@@ -97,18 +97,21 @@ impl QueryArgs for StockQuery {
             kind: ParamKind::Uuid,
             required: false,
             description: "Only this item",
+            values: ParamValues::Any,
         },
         QueryParam {
             name: "locationId",
             kind: ParamKind::Uuid,
             required: false,
             description: "Only this location",
+            values: ParamValues::Any,
         },
         QueryParam {
             name: "shopId",
             kind: ParamKind::Uuid,
             required: false,
             description: "Only locations of this shop",
+            values: ParamValues::Any,
         },
         PAGING[0],
         PAGING[1],
@@ -138,6 +141,8 @@ action! {
         outcome: "Success",
         summary: "Post an adjust, transfer or return (Item.Update); stock updated atomically; 409 when stock would go below zero",
         description: "",
+        // The server takes the record's create form; `PostInventory` is the part a client fills.
+        body_schema: crate::openapi::create_form_of::<crate::inventory::InventoryTransaction>,
         cli: Cli {
             command: "inventory",
             verb: "post",

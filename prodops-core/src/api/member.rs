@@ -5,8 +5,8 @@
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Empty, FreePage, Json, NoBody, ParamKind, Perm, QueryArgs, QueryParam, action,
-    flag, push,
+    Access, Cli, Empty, FreePage, Json, NoBody, ParamKind, ParamValues, Perm, QueryArgs,
+    QueryParam, action, flag, push,
 };
 use crate::organization::{InviteRequest, OrganizationMember};
 
@@ -28,12 +28,14 @@ impl QueryArgs for OutboxQuery {
             kind: ParamKind::Text,
             required: false,
             description: "only messages of this kind",
+            values: ParamValues::Any,
         },
         QueryParam {
             name: "recipient",
             kind: ParamKind::Text,
             required: false,
             description: "only messages to this address",
+            values: ParamValues::Any,
         },
     ];
     fn pairs(&self) -> Vec<(String, String)> {

@@ -4,10 +4,13 @@
 use uuid::Uuid;
 
 use super::endpoint::{
-    Access, Cli, Json, NoBody, OptionalJson, PAGING, PageOf, ParamKind, QueryArgs, QueryParam,
+    Access, Cli, Json, NoBody, OptionalJson, PageOf, ParamKind, ParamValues, QueryArgs, QueryParam,
     action, flag, push,
 };
-use crate::webhook::{RedeliverRequest, RedeliverResult, WebhookDelivery, WebhookTestResult};
+use crate::webhook::{
+    LOG_MAX_PAGE, LOG_MAX_PAGE_SIZE, RedeliverRequest, RedeliverResult, WebhookDelivery,
+    WebhookDeliveryStatus, WebhookTestResult,
+};
 
 /// The parameters of `GET /webhook/{id}/deliveries`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,9 +30,28 @@ impl QueryArgs for DeliveryQuery {
             kind: ParamKind::Text,
             required: false,
             description: "Only deliveries with this status: pending, delivered or dead",
+            values: ParamValues::OneOf(WebhookDeliveryStatus::NAMES),
         },
-        PAGING[0],
-        PAGING[1],
+        QueryParam {
+            name: "page",
+            kind: ParamKind::Integer,
+            required: false,
+            description: "1-based page",
+            values: ParamValues::Range {
+                min: 1,
+                max: LOG_MAX_PAGE,
+            },
+        },
+        QueryParam {
+            name: "pageSize",
+            kind: ParamKind::Integer,
+            required: false,
+            description: "records per page",
+            values: ParamValues::Range {
+                min: 1,
+                max: LOG_MAX_PAGE_SIZE,
+            },
+        },
     ];
     fn pairs(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();

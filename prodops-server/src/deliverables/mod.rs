@@ -75,7 +75,7 @@ pub fn custom_property_defs(
 
 /// The `/concept/{type}` resources: the deliverable resource with `type` implied and the
 /// concept rules enforced.
-fn concept_resources() -> Vec<Arc<ServedResource>> {
+pub fn concept_resources() -> Vec<Arc<ServedResource>> {
     let kind = registry::by_path("deliverable").expect("deliverable is registered");
     DeliverableType::ALL
         .into_iter()

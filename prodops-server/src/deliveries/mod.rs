@@ -339,6 +339,15 @@ async fn patch_outbound(
 
 /// Moves a delivery by `action`, keeping spans, legs and the paired group in step; runs `extra`
 /// (ledger postings) in the same transaction.
+/// An archived delivery takes no lifecycle action until restored: a conflict with the
+/// record's state (409), whatever the request says.
+fn archived_delivery() -> ApiError {
+    ApiError::conflicts(vec![prodops_core::Violation::field(
+        "isArchived",
+        "an archived delivery cannot change; restore it first",
+    )])
+}
+
 fn transition(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -348,10 +357,7 @@ fn transition(
 ) -> ApiResult<(Value, Delivery, Delivery)> {
     let (res, old, d) = load(tx, ctx.org(), id)?;
     if d.is_archived {
-        return Err(ApiError::field(
-            "isArchived",
-            "an archived delivery cannot change; restore it first",
-        ));
+        return Err(archived_delivery());
     }
     let next =
         next_status(d.direction, d.status, action).map_err(|v| ApiError::violations(vec![v]))?;
@@ -515,10 +521,7 @@ async fn receive(
         lock_receiving(tx, id)?;
         let (_, _, d) = load(tx, org, id)?;
         if d.is_archived {
-            return Err(ApiError::field(
-                "isArchived",
-                "an archived delivery cannot change; restore it first",
-            ));
+            return Err(archived_delivery());
         }
         let lines = manifest(tx, org, id)?;
         let states: Vec<ManifestState> = lines

@@ -30,6 +30,7 @@ use hooks::Hooks;
 pub(crate) mod bulk;
 pub mod events;
 pub mod hooks;
+pub mod openapi;
 pub(crate) mod params;
 mod pipeline;
 pub mod rawjson;

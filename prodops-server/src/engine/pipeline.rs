@@ -233,6 +233,14 @@ fn update_inner(
         patch.remove("id");
     }
     implied_patch_rule(res, &patch)?;
+    if !server {
+        // Every field a client's body names holds a value of the field's type before any hook
+        // reads or replaces it: an archive clears `teamId`, and `"teamId": ""` beside it is
+        // refused all the same (400 naming it), as a bulk PATCH's body is.
+        res.kind
+            .check_patch(&patch, false)
+            .map_err(ApiError::violations)?;
+    }
     let mut candidate = old.as_object().cloned().unwrap_or_default();
     let was_archived = candidate
         .get("isArchived")

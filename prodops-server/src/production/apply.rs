@@ -90,10 +90,11 @@ pub fn apply_template_in(
     )
     .map_err(|v| ApiError::violations(vec![v]))?;
     if target.get("isArchived").and_then(Value::as_bool) == Some(true) {
-        return Err(ApiError::field(
+        // The target's state refuses the change: a conflict (409), not a bad request.
+        return Err(ApiError::conflicts(vec![prodops_core::Violation::field(
             "id",
             "the target is archived; restore it before applying a template",
-        ));
+        )]));
     }
     // The order's production records change: serialized with its production actions.
     lock_owner(tx, ctx, order_id)?;

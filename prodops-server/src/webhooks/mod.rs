@@ -662,16 +662,22 @@ fn log_query(raw: Option<&str>) -> ApiResult<(Option<WebhookDeliveryStatus>, u64
                 page = v
                     .parse()
                     .ok()
-                    .filter(|n| *n >= 1 && *n <= 1_000_000)
+                    .filter(|n| (1..=prodops_core::webhook::LOG_MAX_PAGE).contains(n))
                     .ok_or_else(|| ApiError::field("page", "must be a whole number from 1"))?
             }
             "pageSize" => {
                 size = v
                     .parse()
                     .ok()
-                    .filter(|n| (1..=1000).contains(n))
+                    .filter(|n| (1..=prodops_core::webhook::LOG_MAX_PAGE_SIZE).contains(n))
                     .ok_or_else(|| {
-                        ApiError::field("pageSize", "must be a whole number from 1 to 1000")
+                        ApiError::field(
+                            "pageSize",
+                            format!(
+                                "must be a whole number from 1 to {}",
+                                prodops_core::webhook::LOG_MAX_PAGE_SIZE
+                            ),
+                        )
                     })?
             }
             other => {

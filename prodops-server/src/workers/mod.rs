@@ -1,5 +1,6 @@
 //! Workers (spec 3.3): the hooks of the worker resource.
 
+use prodops_core::resource::Record;
 use prodops_core::worker;
 use serde_json::{Map, Value, json};
 
@@ -74,6 +75,24 @@ impl Hooks for WorkerHooks {
             .get("isArchived")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        if was_archived && archived {
+            // A change an archived worker refuses conflicts with the record's state (409, not
+            // 400); a body core cannot read is left to the record's check, which names it.
+            let read = |v: Value| {
+                prodops_core::resource::parse::<worker::Worker>(v)
+                    .ok()
+                    .map(|mut w| {
+                        w.normalize();
+                        w
+                    })
+            };
+            if let (Some(old), Some(new)) =
+                (read(old.clone()), read(Value::Object(candidate.clone())))
+                && let Some(v) = worker::archived_change(&old, &new)
+            {
+                return Err(ApiError::conflicts(vec![v]));
+            }
+        }
         let id = str_field(candidate, "id").to_string();
         let table = res.table();
         if was_archived != archived {

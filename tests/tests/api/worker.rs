@@ -155,9 +155,23 @@ async fn an_archived_worker_is_read_only_except_restore() {
         json!({"unionCode": "U"}),
         json!({"exemptFromAssignments": true}),
     ] {
+        // The record's state refuses the change, whatever the body: 409 (docs/api.md).
         let resp = api.patch(&format!("/worker/{id}"), body.clone()).await;
-        assert_error(&resp, 400, "VALIDATION_ERROR");
+        assert_error(&resp, 409, "CONFLICT");
     }
+    // A body the record could never take is still 400, naming the field: a uuid field takes
+    // no empty string (docs/contract.md), even beside an archive that clears it.
+    let other = api.create("worker", json!({"name": "Other"})).await;
+    let other = other["id"].as_str().unwrap();
+    assert_validation_names(
+        &api.patch(
+            &format!("/worker/{other}"),
+            json!({"teamId": "", "isArchived": true}),
+        )
+        .await,
+        "teamId",
+    );
+    assert_eq!(api.read("worker", other).await["isArchived"], false);
     // Bulk PATCH matching it cannot change it either.
     let resp = api
         .patch(
@@ -165,9 +179,9 @@ async fn an_archived_worker_is_read_only_except_restore() {
             json!({"status": "terminated"}),
         )
         .await;
-    assert!(resp.status == 400 || resp.status == 200, "{resp}");
-    if resp.status == 400 {
-        assert_error(&resp, 400, "VALIDATION_ERROR");
+    assert!(resp.status == 409 || resp.status == 200, "{resp}");
+    if resp.status == 409 {
+        assert_error(&resp, 409, "CONFLICT");
     } else {
         assert_eq!(
             resp.body["count"], 0,
