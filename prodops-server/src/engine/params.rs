@@ -10,7 +10,7 @@ use crate::store::records::Select;
 use crate::store::sql::{AsOfField, Cond, FieldPath, Sort};
 use prodops_core::alerts::AsOf;
 
-pub use crate::http::call::parse_id;
+pub use crate::http::typed::parse_id;
 
 /// Filters, search, sort and paging of a list or bulk call.
 #[derive(Debug, Default)]

@@ -20,7 +20,8 @@ use uuid::Uuid;
 use crate::http::app::{AppState, Reply, write_reply};
 use crate::http::context::{Action, Auth, Ctx, Idempotency};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::typed::{AnswerOf, Answered, Served, write_answer};
+
+use crate::http::typed::{AnswerOf, Answered, Served, parse_id, write_answer};
 use crate::store::Tx;
 
 /// The state, the authenticated key and the idempotency key of one request.
@@ -114,11 +115,6 @@ impl FromRequestParts<Arc<AppState>> for Open {
             state: state.clone(),
         })
     }
-}
-
-/// An id given in a path or body, parsed as a UUID (400 naming `id` when it is not one).
-pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
 }
 
 /// The `{id}` segment of a route, parsed as a UUID (400 naming `id` when it is not one).

@@ -27,10 +27,14 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::http::app::{AppState, Reply, read_body, read_json, read_optional_json, write_reply};
-use crate::http::call::parse_id;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
+
+/// An id given in a path or body, parsed as a UUID (400 naming `id` when it is not one).
+pub fn parse_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::field("id", format!("'{raw}' is not a UUID")))
+}
 
 /// The path parameters of a declaration, read from the request's path.
 pub trait ServedPath: Sized + Send + 'static {
