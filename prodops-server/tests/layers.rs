@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 // The file-level import graph and its cycles, and the comment and literal stripping both
 // scanners use (shared with the core's and the CLI's module tests).
 #[path = "../../prodops-core/tests/support/file_cycles.rs"]
-#[allow(dead_code)]
 mod file_cycles;
 use file_cycles::strip;
 
