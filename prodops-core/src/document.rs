@@ -315,10 +315,10 @@ pub fn needs_a_file(schema: &mut serde_json::Value) {
 /// The body of `POST /document-version`: a [`VersionCreate`] that names its document.
 #[cfg(feature = "openapi")]
 pub fn version_create_with_document(
-    schemas: &mut crate::api::Schemas,
+    schemas: &mut crate::api::endpoint::Schemas,
 ) -> crate::openapi::RefOr<crate::openapi::Schema> {
     use utoipa::openapi::schema::{AllOfBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
-    let version = crate::api::schema_of::<VersionCreate>(schemas);
+    let version = crate::api::endpoint::schema_of::<VersionCreate>(schemas);
     let uuid = ObjectBuilder::new()
         .schema_type(Type::String)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)));
@@ -332,7 +332,7 @@ pub fn version_create_with_document(
 /// Without the `openapi` feature no schema exists; the declaration still names this function.
 #[cfg(not(feature = "openapi"))]
 pub fn version_create_with_document(
-    _: &mut crate::api::Schemas,
+    _: &mut crate::api::endpoint::Schemas,
 ) -> crate::openapi::RefOr<crate::openapi::Schema> {
     panic!("prodops-core is built without its `openapi` feature")
 }

@@ -105,15 +105,6 @@ pub const fn rule<T: ToSchema>(apply: fn(&mut serde_json::Value)) -> TypeRule {
     }
 }
 
-/// Every [`TypeRule`], each written beside its type.
-#[cfg(feature = "openapi")]
-pub const TYPE_RULES: &[TypeRule] = &[
-    rule::<crate::work_session::StopRequest>(crate::work_session::stop_request_rule),
-    rule::<crate::document::VersionCreate>(crate::document::needs_a_file),
-    rule::<crate::progress::ProgressAction>(closed_variants),
-    rule::<crate::schedule::ScheduleAction>(closed_variants),
-];
-
 /// The variants of an internally tagged enum that refuses unknown fields
 /// (`deny_unknown_fields`) refuse them too (utoipa leaves that out of `oneOf` variants).
 #[cfg(feature = "openapi")]
@@ -123,17 +114,4 @@ pub fn closed_variants(schema: &mut serde_json::Value) {
             v["additionalProperties"] = serde_json::json!(false);
         }
     }
-}
-
-/// A [`SchemaFn`](crate::api::SchemaFn) naming a record's create form, which the server's
-/// document derives from the record (a declaration's `body_schema` where an action takes it).
-#[cfg(feature = "openapi")]
-pub fn create_form_of<T: ToSchema>(_: &mut crate::api::Schemas) -> RefOr<Schema> {
-    named(&create_form_name(&T::name()))
-}
-
-/// Without the `openapi` feature no schema exists; a declaration still names this function.
-#[cfg(not(feature = "openapi"))]
-pub fn create_form_of<T: ?Sized>(_: &mut crate::api::Schemas) -> RefOr<Schema> {
-    panic!("prodops-core is built without its `openapi` feature")
 }

@@ -17,12 +17,13 @@
 //!   list's), bodies, answers and other answers;
 //! - the schemas of core's types: their `ToSchema` (limits and patterns from core's constants
 //!   through `#[schema(schema_with = ...)]`), and the rules their derive cannot carry
-//!   (`prodops_core::openapi::TYPE_RULES`);
+//!   (`prodops_core::api::TYPE_RULES`);
 //! - here: what holds for every operation (the error answers, the integer bounds of the wire,
 //!   the exact whitespace classes of patterns) and the webhook deliveries' format.
 
+use prodops_core::api::TYPE_RULES;
 use prodops_core::api::{self, Access, AnswerBody, ParamKind, ParamValues, Perm, RequestBody};
-use prodops_core::openapi::{TYPE_RULES, WS_CHARS, nonblank_pattern};
+use prodops_core::openapi::{WS_CHARS, nonblank_pattern};
 use serde_json::{Map, Value, json};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;

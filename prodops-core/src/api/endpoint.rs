@@ -32,6 +32,19 @@ pub fn schema_of<T: ?Sized>(_: &mut Schemas) -> RefOr<Schema> {
     panic!("prodops-core is built without its `openapi` feature")
 }
 
+/// A [`SchemaFn`](SchemaFn) naming a record's create form, which the server's
+/// document derives from the record (a declaration's `body_schema` where an action takes it).
+#[cfg(feature = "openapi")]
+pub fn create_form_of<T: ToSchema>(_: &mut Schemas) -> RefOr<Schema> {
+    crate::openapi::named(&crate::openapi::create_form_name(&T::name()))
+}
+
+/// Without the `openapi` feature no schema exists; a declaration still names this function.
+#[cfg(not(feature = "openapi"))]
+pub fn create_form_of<T: ?Sized>(_: &mut Schemas) -> RefOr<Schema> {
+    panic!("prodops-core is built without its `openapi` feature")
+}
+
 /// An HTTP method of an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HttpMethod {

@@ -142,7 +142,7 @@ action! {
         summary: "Post an adjust, transfer or return (Item.Update); stock updated atomically; 409 when stock would go below zero",
         description: "",
         // The server takes the record's create form; `PostInventory` is the part a client fills.
-        body_schema: crate::openapi::create_form_of::<crate::inventory::InventoryTransaction>,
+        body_schema: super::endpoint::create_form_of::<crate::inventory::InventoryTransaction>,
         cli: Cli {
             command: "inventory",
             verb: "post",

@@ -28,7 +28,7 @@
 //! assert!(api::ACTIONS.iter().any(|a| a.operation_id == "production_produce"));
 //! ```
 
-mod endpoint;
+pub(crate) mod endpoint;
 
 pub mod bom;
 pub mod deliverable;
@@ -188,6 +188,18 @@ fn collect_fields(
         }
     }
 }
+
+/// Every schema rule a type's derive cannot carry ([`TypeRule`](crate::openapi::TypeRule)),
+/// each written beside its type; the document applies them to the types' components.
+#[cfg(feature = "openapi")]
+pub const TYPE_RULES: &[crate::openapi::TypeRule] = &[
+    crate::openapi::rule::<crate::work_session::StopRequest>(
+        crate::work_session::stop_request_rule,
+    ),
+    crate::openapi::rule::<crate::document::VersionCreate>(crate::document::needs_a_file),
+    crate::openapi::rule::<crate::progress::ProgressAction>(crate::openapi::closed_variants),
+    crate::openapi::rule::<crate::schedule::ScheduleAction>(crate::openapi::closed_variants),
+];
 
 #[cfg(test)]
 mod tests {
