@@ -863,12 +863,7 @@ fn action_ops(schemas: &mut Vec<(String, RefOr<Schema>)>, ops: &mut Vec<Op>) {
 /// record's filter fields), a body taken in more forms than one type, or the record form the
 /// document already names. The core type is then not added to the document.
 fn body_override(desc: &prodops_core::api::ActionDesc) -> Option<(Value, bool)> {
-    let deliverable = || {
-        Res::new(
-            registry::by_path("deliverable").expect("deliverable is registered"),
-            None,
-        )
-    };
+    let deliverable = || Res::new(registry::ResourceId::Deliverable.kind(), None);
     match desc.operation_id {
         "deliverable_groups" => Some((
             json!({
@@ -914,12 +909,7 @@ fn body_override(desc: &prodops_core::api::ActionDesc) -> Option<(Value, bool)> 
 /// and filters built from the deliverable record's fields, a list parameter's form; and the
 /// one body that adds a requirement to its core type's.
 fn refine_action(desc: &prodops_core::api::ActionDesc, mut o: Op) -> Op {
-    let deliverable = || {
-        Res::new(
-            registry::by_path("deliverable").expect("deliverable is registered"),
-            None,
-        )
-    };
+    let deliverable = || Res::new(registry::ResourceId::Deliverable.kind(), None);
     match desc.operation_id {
         "event_list" => {
             // What the feed's parser accepts, so that a generated value it refuses is a finding.
@@ -1375,7 +1365,6 @@ fn exact_patterns(value: &mut Value) {
 
 /// The document as JSON.
 pub fn document_value() -> Value {
-    crate::families::install();
     let mut schemas: Vec<(String, RefOr<Schema>)> = Vec::new();
     <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
     schemas.push((

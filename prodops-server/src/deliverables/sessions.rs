@@ -9,7 +9,6 @@ use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession, Wo
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::resource;
 use crate::engine::{apply_server_change, create_record, update_record};
 use crate::http::call::Call;
 use crate::http::context::{Ctx, format_time};
@@ -19,13 +18,12 @@ use crate::store::records;
 use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
 use prodops_core::api;
-
-const SESSIONS: &str = "deliverable/work-sessions";
+use prodops_core::registry::ResourceId;
 
 /// Open sessions and plans whose `field` (`workerId` or `deliverableId`) is `id`, through the
 /// expression index on that field.
 fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<WorkSession>> {
-    let table = resource(SESSIONS).table();
+    let table = ResourceId::WorkSession.kind().desc().table;
     let expr = tx.text_expr(&FieldPath::parse(field).expect("static path"));
     let rows = tx.query(
         &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
@@ -52,7 +50,7 @@ fn end_session(
     s: &WorkSession,
     end: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<()> {
-    let res = resource(SESSIONS);
+    let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), s.id)?.ok_or_else(ApiError::not_found)?;
     let mut patch = Map::new();
     patch.insert("endDate".into(), json!(format_time(s.clamp_end(end))));
@@ -80,7 +78,7 @@ fn plan_to_session(
     plan: &WorkSession,
     start: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<()> {
-    let res = resource(SESSIONS);
+    let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), plan.id)?.ok_or_else(ApiError::not_found)?;
     let mut changes = Map::new();
     changes.insert("kind".into(), json!(WorkSessionKind::Session));
@@ -106,12 +104,15 @@ pub fn clock_in(tx: &mut dyn Tx, ctx: &Ctx, worker: Uuid) -> ApiResult<()> {
 fn require_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    path: &str,
+    resource: ResourceId,
     id: Uuid,
     field: &str,
 ) -> ApiResult<Value> {
-    records::get(tx, resource(path).table(), ctx.org(), id)?
-        .ok_or_else(|| ApiError::field(field, format!("no {path} {id} in this organization")))
+    let desc = resource.kind().desc();
+    records::get(tx, desc.table, ctx.org(), id)?.ok_or_else(|| {
+        let path = desc.path;
+        ApiError::field(field, format!("no {path} {id} in this organization"))
+    })
 }
 
 /// `POST /deliverable/work-sessions/save`.
@@ -126,13 +127,13 @@ pub async fn save(
         return Err(ApiError::violations(violations));
     }
     call.write(move |tx, ctx| {
-        require_record(tx, ctx, "shop", req.shop_id, "shopId")?;
+        require_record(tx, ctx, ResourceId::Shop, req.shop_id, "shopId")?;
         let start = req.start_date.unwrap_or(ctx.now);
         let mut absent = HashSet::new();
         let mut open = Vec::new();
         for (worker_id, deliverables) in &req.assignments {
             let field = format!("assignments.{worker_id}");
-            let worker = require_record(tx, ctx, "worker", *worker_id, &field)?;
+            let worker = require_record(tx, ctx, ResourceId::Worker, *worker_id, &field)?;
             if worker.get("isArchived").and_then(Value::as_bool) == Some(true) {
                 return Err(ApiError::field(
                     &field,
@@ -143,12 +144,12 @@ pub async fn save(
                 absent.insert(*worker_id);
             }
             for d in deliverables {
-                require_record(tx, ctx, "deliverable", *d, &field)?;
+                require_record(tx, ctx, ResourceId::Deliverable, *d, &field)?;
             }
             open.extend(open_by(tx, ctx, "workerId", *worker_id)?);
         }
         if req.should_stop_entire_batch {
-            let table = resource(SESSIONS).table();
+            let table = ResourceId::WorkSession.kind().desc().table;
             let expr = tx.text_expr(&FieldPath::parse("shopId").expect("static path"));
             let rows = tx.query(
                 &format!("SELECT data FROM {table} WHERE organization_id = ? AND {expr} = ?"),
@@ -174,7 +175,7 @@ pub async fn save(
                 plan_to_session(tx, ctx, s, start)?;
             }
         }
-        let res = resource(SESSIONS);
+        let res = ctx.resource(ResourceId::WorkSession);
         for (worker, deliverable, kind) in diff.start {
             let body = json!({
                 "workerId": worker,
