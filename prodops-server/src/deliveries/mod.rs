@@ -11,9 +11,9 @@ use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
 use prodops_core::delivery::{
-    CargoFacts, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, LifecycleRequest,
-    LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
-    cargo_violations, is_partial, next_status, planned_violation, span_status,
+    CargoFacts, CargoSpan, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, Leg,
+    LifecycleRequest, LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest,
+    Stop, can_archive, cargo_violations, is_partial, next_status, planned_violation, span_status,
 };
 use prodops_core::manifest as manifest_rules;
 use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
@@ -100,6 +100,15 @@ fn load(
     let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
     let d = read_stored(&old)?;
     Ok((res, old, d))
+}
+
+/// A new record of a core type as the body of a server create, serialized once (the
+/// pipeline sets its organization and times again and stores its canonical form).
+fn body_of<T: serde::Serialize>(record: &T) -> ApiResult<Map<String, Value>> {
+    match serde_json::to_value(record).map_err(ApiError::internal)? {
+        Value::Object(body) => Ok(body),
+        _ => Err(ApiError::internal("a record serializes to a JSON object")),
+    }
 }
 
 fn public_token() -> String {
@@ -199,33 +208,37 @@ async fn create_outbound(
             group.insert("schedule".into(), json!({"startDate": s, "endDate": e}));
         }
         let group = create_server_record(tx, ctx, deliverables, group)?;
-        let mut body = Map::new();
-        body.insert("id".into(), json!(delivery_id));
-        body.insert("name".into(), json!(req.name));
-        body.insert(
-            "identifier".into(),
-            json!(req.identifier.clone().unwrap_or_default()),
-        );
-        body.insert("poNumber".into(), json!(req.po_number));
-        body.insert("direction".into(), json!(direction));
-        body.insert("status".into(), json!(DeliveryStatus::Scheduled));
-        body.insert("itemIds".into(), json!(req.item_ids));
-        body.insert("workerIds".into(), json!(req.worker_ids));
-        body.insert("truckName".into(), json!(req.truck_name));
-        body.insert("driverContactId".into(), json!(req.driver_contact_id));
-        body.insert("receiverContactId".into(), json!(req.receiver_contact_id));
-        body.insert("sourceLocationId".into(), json!(req.source_location_id));
-        body.insert(
-            "destinationLocationId".into(),
-            json!(req.destination_location_id),
-        );
-        body.insert("sourceAddress".into(), json!(req.source_address));
-        body.insert("destinationAddress".into(), json!(req.destination_address));
-        body.insert("plannedStartAt".into(), json!(req.planned_start_at));
-        body.insert("plannedEndAt".into(), json!(req.planned_end_at));
-        body.insert("publicToken".into(), json!(public_token()));
-        body.insert("deliverableGroupId".into(), group["id"].clone());
-        body.insert("cargoCount".into(), json!(req.item_ids.len()));
+        let delivery = Delivery {
+            id: delivery_id,
+            organization_id: ctx.org(),
+            name: req.name.clone(),
+            identifier: req.identifier.clone().unwrap_or_default(),
+            po_number: req.po_number.clone(),
+            direction,
+            status: DeliveryStatus::Scheduled,
+            item_ids: req.item_ids.clone(),
+            worker_ids: req.worker_ids.clone(),
+            driver_contact_id: req.driver_contact_id,
+            receiver_contact_id: req.receiver_contact_id,
+            planned_start_at: req.planned_start_at,
+            planned_end_at: req.planned_end_at,
+            public_token: Some(public_token()),
+            deliverable_group_id: group["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()),
+            truck_name: req.truck_name.clone(),
+            source_location_id: req.source_location_id,
+            destination_location_id: req.destination_location_id,
+            source_address: req.source_address.clone(),
+            destination_address: req.destination_address.clone(),
+            cargo_count: req.item_ids.len() as i64,
+            is_late: false,
+            last_reason: None,
+            partial: None,
+            is_archived: false,
+            archived_at: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        let body = body_of(&delivery)?;
         let res = ctx.resource(ResourceId::Delivery);
         let mut record = create_server_record(tx, ctx, res, body)?;
         // Itinerary: pickup at the source, drop-off at the destination, one leg; a span per cargo.
@@ -247,32 +260,56 @@ async fn create_outbound(
                 req.planned_end_at,
             ),
         ] {
-            let mut s = Map::new();
-            s.insert("deliveryId".into(), json!(delivery_id));
-            s.insert("sequence".into(), json!(seq));
-            s.insert("kind".into(), json!(kind));
-            s.insert("locationId".into(), json!(loc));
-            s.insert("address".into(), json!(addr));
-            s.insert("plannedAt".into(), json!(at));
-            stop_ids.push(create_server_record(tx, ctx, stops, s)?["id"].clone());
+            let stop = Stop {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                delivery_id,
+                sequence: seq,
+                kind: kind.to_string(),
+                location_id: loc,
+                address: addr.clone(),
+                planned_at: at,
+                actual_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            create_server_record(tx, ctx, stops, body_of(&stop)?)?;
+            stop_ids.push(stop.id);
         }
-        let mut leg = Map::new();
-        leg.insert("deliveryId".into(), json!(delivery_id));
-        leg.insert("sequence".into(), json!(1));
-        leg.insert("fromStopId".into(), stop_ids[0].clone());
-        leg.insert("toStopId".into(), stop_ids[1].clone());
-        leg.insert("plannedStartAt".into(), json!(req.planned_start_at));
-        leg.insert("plannedEndAt".into(), json!(req.planned_end_at));
-        create_server_record(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), leg)?;
+        let leg = Leg {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            delivery_id,
+            sequence: 1,
+            from_stop_id: stop_ids[0],
+            to_stop_id: stop_ids[1],
+            planned_start_at: req.planned_start_at,
+            planned_end_at: req.planned_end_at,
+            started_at: None,
+            completed_at: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        create_server_record(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::DeliveryLeg),
+            body_of(&leg)?,
+        )?;
         for (id, quantity) in req.item_ids.iter().zip(quantities) {
-            let mut span = Map::new();
-            span.insert("deliveryId".into(), json!(delivery_id));
-            span.insert("deliverableId".into(), json!(id));
-            span.insert("quantity".into(), json!(quantity));
-            span.insert("fromStopId".into(), stop_ids[0].clone());
-            span.insert("toStopId".into(), stop_ids[1].clone());
-            span.insert("status".into(), json!("planned"));
-            create_server_record(tx, ctx, spans, span)?;
+            let span = CargoSpan {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                delivery_id,
+                deliverable_id: *id,
+                quantity,
+                from_stop_id: stop_ids[0],
+                to_stop_id: stop_ids[1],
+                status: "planned".to_string(),
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            create_server_record(tx, ctx, spans, body_of(&span)?)?;
         }
         present(&st, tx, org, &mut record)?;
         Ok(Shaped::record(record))
