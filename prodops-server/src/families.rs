@@ -83,7 +83,8 @@ mod tests {
 
     proptest::proptest! {
         /// A tree write's event equals the engine's (the check lives with the tree's code, in
-        /// `deliverables::tree::tests`; it needs the hooks bound, which only this layer may do).
+        /// `deliverables::tree::tests`; it runs on the server's resource table, whose hooks
+        /// only this layer may name).
         #[test]
         fn tree_update_event_matches_the_json_one(mask in 0u32..(1 << 20), salt in 0u32..1000) {
             deliverables::tree::tests::tree_update_event_matches_the_json_one(

@@ -991,7 +991,8 @@ pub(crate) mod tests {
 
     /// The event of a tree write, made from the typed records, is the one the engine's
     /// `events::updated` makes from their JSON: type, changed fields and text. Run by the
-    /// composition root's tests (`families.rs`), which bind the hooks the engine's side needs.
+    /// composition root's tests (`families.rs`) with the resource table the server is built
+    /// with (`families::resources`), whose hooks only that layer may name.
     pub(crate) fn tree_update_event_matches_the_json_one(
         resources: crate::http::context::ResourceTable,
         mask: u32,
