@@ -1,16 +1,18 @@
 //! The binding of every resource to its hooks (composition root): the one exhaustive match
-//! over `ResourceId`, naming the hook types of every resource family. The engine is handed
-//! this binding at start ([`install`]); it never names a family itself.
+//! over `ResourceId`, naming the hook types of every resource family. The resource table built
+//! from it at start ([`resources`]) is what the engine serves; it never names a family itself.
 
 use std::sync::Arc;
 
 use prodops_core::registry::ResourceId;
 
+use crate::engine::Resources;
 use crate::engine::hooks::{Hooks, NoHooks};
 
-/// Hands the engine this binding (idempotent); done before anything is served or migrated.
-pub fn install() {
-    crate::engine::bind_hooks(for_resource);
+/// Every resource with the hooks of its family: the table the server is built with (once, at
+/// start) and every request's context carries.
+pub fn resources() -> Resources {
+    Resources::new(for_resource)
 }
 
 /// The hooks of the resource `id`.
@@ -81,11 +83,15 @@ mod tests {
 
     proptest::proptest! {
         /// A tree write's event equals the engine's (the check lives with the tree's code, in
-        /// `deliverables::tree::tests`; it needs the hooks bound, which only this layer may do).
+        /// `deliverables::tree::tests`; it runs on the server's resource table, whose hooks
+        /// only this layer may name).
         #[test]
         fn tree_update_event_matches_the_json_one(mask in 0u32..(1 << 20), salt in 0u32..1000) {
-            install();
-            deliverables::tree::tests::tree_update_event_matches_the_json_one(mask, salt)?;
+            deliverables::tree::tests::tree_update_event_matches_the_json_one(
+                std::sync::Arc::new(resources()),
+                mask,
+                salt,
+            )?;
         }
     }
 
@@ -143,20 +149,20 @@ mod tests {
         assert_eq!(with_hooks, expected);
     }
 
-    /// The statements a bulk PUT of `records` to the resource at `path` runs (the engine's
-    /// bulk path with the resource's hooks, as `PUT /{path}/bulk` runs it), in organization
+    /// The statements a bulk PUT of `records` to the resource `id` runs (the engine's bulk
+    /// path with the resource's hooks, as `PUT /<path>/bulk` runs it), in organization
     /// `org` of `store`.
     async fn bulk_put_statements(
         store: &crate::store::Store,
         org: uuid::Uuid,
-        path: &'static str,
+        id: ResourceId,
         records: Vec<serde_json::Value>,
     ) -> u64 {
         use crate::engine::bulk::{Prepared, bulk_put};
         use crate::store::counting::CountingTx;
-        install();
-        let res = crate::engine::resource(path);
+        let path = id.kind().desc().path;
         let ctx = crate::http::context::Ctx::new(
+            std::sync::Arc::new(resources()),
             crate::http::context::Auth {
                 key_id: uuid::Uuid::new_v4(),
                 org,
@@ -166,6 +172,7 @@ mod tests {
             },
             None,
         );
+        let res = ctx.resource(id).clone();
         let body = serde_json::to_vec(&records).unwrap();
         let prepared = Prepared::new(
             &res,
@@ -242,10 +249,10 @@ mod tests {
                 .map(|w| json!({"predecessorId": w[0], "successorId": w[1]}))
                 .collect();
             figures.push([
-                bulk_put_statements(&store, org, "worker", workers).await,
-                bulk_put_statements(&store, org, "item", items).await,
-                bulk_put_statements(&store, org, "deliverable", nodes).await,
-                bulk_put_statements(&store, org, "dependency", dependencies).await,
+                bulk_put_statements(&store, org, ResourceId::Worker, workers).await,
+                bulk_put_statements(&store, org, ResourceId::Item, items).await,
+                bulk_put_statements(&store, org, ResourceId::Deliverable, nodes).await,
+                bulk_put_statements(&store, org, ResourceId::Dependency, dependencies).await,
             ]);
         }
         let names = ["worker", "item", "deliverable", "dependency"];

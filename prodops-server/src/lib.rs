@@ -137,7 +137,7 @@ pub async fn serve_on(
     store: Store,
     config: &Config,
 ) -> Result<RunningServer, Error> {
-    families::install();
+    let resources = Arc::new(families::resources());
     let addr = listener.local_addr()?;
     let files_config = config
         .files
@@ -158,14 +158,15 @@ pub async fn serve_on(
     let state = Arc::new(AppState {
         services,
         store: store.clone(),
+        resources: resources.clone(),
         limiter: RateLimiter::new(config.rate_limit, config.rate_limit_window)
             .with_clock(config.clock.clone()),
         clock: config.clock.clone(),
         openapi: openapi::document().into(),
         jobs: Arc::new(tokio::sync::Notify::new()),
         events: Arc::new(tokio::sync::Notify::new()),
-        point_reads: engine::point_reads(),
-        page_reads: engine::page_reads(),
+        point_reads: engine::point_reads(&resources),
+        page_reads: engine::page_reads(&resources),
         open_prefixes,
         open_paths,
     });
@@ -180,7 +181,7 @@ pub async fn serve_on(
         tokio::spawn(purge_idempotency(state.clone())),
         tokio::spawn(webhooks::run(state.clone())),
     ];
-    let router = http::app::router(state, router::routes());
+    let router = http::app::router(state, router::routes(&resources));
     let (tx, rx) = oneshot::channel::<()>();
     let serve = tokio::spawn(async move {
         let service = router.into_make_service_with_connect_info::<SocketAddr>();

@@ -291,7 +291,7 @@ fn exact_patterns(value: &mut Value) {
 
 /// The document as JSON.
 pub fn document_value() -> Value {
-    crate::families::install();
+    let resources = crate::families::resources();
     let mut schemas: api::Schemas = Vec::new();
     <prodops_core::Violation as utoipa::ToSchema>::schemas(&mut schemas);
     schemas.push((
@@ -300,9 +300,9 @@ pub fn document_value() -> Value {
     ));
     let mut components = Map::new();
     let mut ops: Vec<Op> = Vec::new();
-    let served = prodops_core::registry::resources()
+    let served = resources
         .iter()
-        .map(|kind| crate::engine::resource(kind.desc().path))
+        .cloned()
         .chain(crate::deliverables::concept_resources());
     for res in served {
         res.kind.schemas(&mut schemas);

@@ -3,12 +3,10 @@
 //! serializes the writes of one owner. Both families build on this module; neither imports the
 //! other.
 
-use std::sync::OnceLock;
-
 use axum::http::StatusCode;
 use prodops_core::deliverable::DeliverableType;
-use prodops_core::production::{BomLine, ProductionOutput};
-use prodops_core::{Record, registry};
+use prodops_core::registry::ResourceId;
+
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -23,30 +21,6 @@ use crate::store::{Tx, lock_scope};
 pub const SOURCE_LINE: &str = "sourceBomLineId";
 /// The field of a copied output declaration that names the one it was copied from.
 pub const SOURCE_OUTPUT: &str = "sourceOutputId";
-
-/// The engine's description of a registered resource, built once.
-fn resource(
-    path: &'static str,
-    cell: &'static OnceLock<ServedResource>,
-) -> &'static ServedResource {
-    cell.get_or_init(|| ServedResource::new(registry::by_path(path).expect("registered resource")))
-}
-
-pub fn outputs_res() -> &'static ServedResource {
-    static RES: OnceLock<ServedResource> = OnceLock::new();
-    resource(ProductionOutput::DESC.path, &RES)
-}
-
-pub fn lines_res() -> &'static ServedResource {
-    static RES: OnceLock<ServedResource> = OnceLock::new();
-    resource(BomLine::DESC.path, &RES)
-}
-
-pub fn table_of(path: &str) -> &'static str {
-    registry::by_path(path)
-        .map(|k| k.desc().table)
-        .expect("registered resource")
-}
 
 pub fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {
     v.get(field)
@@ -63,7 +37,12 @@ pub fn lock_owner(tx: &mut dyn Tx, ctx: &Ctx, owner: Uuid) -> ApiResult<()> {
 
 /// A deliverable's stored record.
 pub fn deliverable(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<Option<Value>> {
-    Ok(records::get(tx, table_of("deliverable"), ctx.org(), id)?)
+    Ok(records::get(
+        tx,
+        ResourceId::Deliverable.kind().desc().table,
+        ctx.org(),
+        id,
+    )?)
 }
 
 pub fn deliverable_type(d: &Value) -> Option<DeliverableType> {

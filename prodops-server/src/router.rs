@@ -23,8 +23,8 @@ macro_rules! route_actions {
 }
 
 /// The routes of the engine and every family, merged.
-pub fn routes() -> Router<Arc<AppState>> {
+pub fn routes(resources: &engine::Resources) -> Router<Arc<AppState>> {
     prodops_core::for_each_action!(route_actions)
-        .merge(engine::routes())
+        .merge(engine::routes(resources))
         .merge(deliverables::concept_routes())
 }

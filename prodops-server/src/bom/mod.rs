@@ -2,6 +2,7 @@
 //! which change `reserved` on stock rows, never `onHand`), and the demand and materials rollups.
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use axum::http::StatusCode;
@@ -23,8 +24,8 @@ use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::Answered;
 use crate::inventory::units::Converter;
 use crate::plans::{
-    SOURCE_LINE, SOURCE_OUTPUT, deliverable, lines_res, lock_owner, order_by_path, order_quantity,
-    outputs_res, owned, table_of, uuid_field,
+    SOURCE_LINE, SOURCE_OUTPUT, deliverable, lock_owner, order_by_path, order_quantity, owned,
+    uuid_field,
 };
 use crate::store::Tx;
 use crate::store::records::{self, Select};
@@ -70,7 +71,7 @@ fn project_orders(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Vec<Va
         let found = all_where(
             tx,
             ctx,
-            table_of("deliverable"),
+            ResourceId::Deliverable.kind().desc().table,
             vec![
                 Cond::field_equals(path, project.to_string()),
                 Cond::field_equals("type", "order"),
@@ -149,7 +150,7 @@ pub fn prepopulate_in(
             }
         },
     };
-    let lines_table = lines_res().table();
+    let lines_table = ctx.resource(ResourceId::BomLine).table();
     let order_lines = all_where(
         tx,
         ctx,
@@ -161,7 +162,7 @@ pub fn prepopulate_in(
     )?;
     let done_lines = copied(&order_lines, SOURCE_LINE);
     let project_lines = match project_of(&order) {
-        Some(p) => owned(tx, ctx, lines_res(), "projectId", p)?,
+        Some(p) => owned(tx, ctx, ctx.resource(ResourceId::BomLine), "projectId", p)?,
         None => Vec::new(),
     };
     let (seed, sources) = if !project_lines.is_empty() {
@@ -169,7 +170,13 @@ pub fn prepopulate_in(
     } else if let Some(route_id) = route {
         (
             BomSeed::Route,
-            owned(tx, ctx, lines_res(), "routeDeliverableId", route_id)?,
+            owned(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::BomLine),
+                "routeDeliverableId",
+                route_id,
+            )?,
         )
     } else {
         return Err(ApiError::field(
@@ -230,21 +237,32 @@ pub fn prepopulate_in(
         let mut meta = Map::new();
         meta.insert(SOURCE_LINE.into(), json!(src_id));
         body.insert("metadata".into(), Value::Object(meta));
-        created_lines.push(read_stored(&create_record(tx, ctx, lines_res(), body)?)?);
+        created_lines.push(read_stored(&create_record(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::BomLine),
+            body,
+        )?)?);
     }
     let mut created_outputs = Vec::new();
     if let Some(route_id) = route {
         let order_outputs = all_where(
             tx,
             ctx,
-            outputs_res().table(),
+            ctx.resource(ResourceId::ProductionOutput).table(),
             vec![Cond::field_equals(
                 "orderDeliverableId",
                 order_id.to_string(),
             )],
         )?;
         let done_outputs = copied(&order_outputs, SOURCE_OUTPUT);
-        for src in owned(tx, ctx, outputs_res(), "routeDeliverableId", route_id)? {
+        for src in owned(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::ProductionOutput),
+            "routeDeliverableId",
+            route_id,
+        )? {
             let src_id = src
                 .get("id")
                 .and_then(Value::as_str)
@@ -281,7 +299,12 @@ pub fn prepopulate_in(
             let mut meta = Map::new();
             meta.insert(SOURCE_OUTPUT.into(), json!(src_id));
             body.insert("metadata".into(), Value::Object(meta));
-            created_outputs.push(read_stored(&create_record(tx, ctx, outputs_res(), body)?)?);
+            created_outputs.push(read_stored(&create_record(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::ProductionOutput),
+                body,
+            )?)?);
         }
     }
     Ok(PrepopulateResult {
@@ -363,7 +386,13 @@ async fn allocate_order(
         let order = order_by_path(tx, ctx, id)?;
         lock_owner(tx, ctx, id)?;
         let quantity = order_quantity(&order);
-        let lines = owned(tx, ctx, lines_res(), "orderDeliverableId", id)?;
+        let lines = owned(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::BomLine),
+            "orderDeliverableId",
+            id,
+        )?;
         let result = allocate_lines(tx, ctx, lines, req.item_ids.as_deref(), |l| {
             remaining(planned_for_order(l, quantity), l.quantity_actual)
         })?;
@@ -379,7 +408,7 @@ async fn allocate_project(
     NoFields {}: NoFields,
 ) -> ApiResult<Answered<api::bom::AllocateProject>> {
     call.write(move |tx, ctx| {
-        if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
+        if records::get(tx, ResourceId::Project.kind().desc().table, ctx.org(), id)?.is_none() {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "NOT_FOUND",
@@ -387,7 +416,7 @@ async fn allocate_project(
             ));
         }
         lock_owner(tx, ctx, id)?;
-        let lines = owned(tx, ctx, lines_res(), "projectId", id)?;
+        let lines = owned(tx, ctx, ctx.resource(ResourceId::BomLine), "projectId", id)?;
         let result = allocate_lines(tx, ctx, lines, None, |l| {
             remaining(l.quantity.unwrap_or(0.0), l.quantity_actual)
         })?;
@@ -406,7 +435,7 @@ fn item_names(
     let mut names = HashMap::new();
     for id in ids {
         if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
-            let name = records::get(tx, table_of("item"), ctx.org(), id)?
+            let name = records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), id)?
                 .and_then(|i| i.get("name").and_then(Value::as_str).map(str::to_string))
                 .unwrap_or_default();
             e.insert(name);
@@ -438,7 +467,12 @@ async fn demand_rollup(
 }
 
 pub fn demand_in(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<DemandRow>> {
-    let lines = all_where(tx, ctx, lines_res().table(), vec![Cond::Archived(false)])?;
+    let lines = all_where(
+        tx,
+        ctx,
+        ctx.resource(ResourceId::BomLine).table(),
+        vec![Cond::Archived(false)],
+    )?;
     let mut orders: HashMap<Uuid, Option<Value>> = HashMap::new();
     let mut by_item: BTreeMap<Uuid, (f64, f64, Vec<DemandSource>)> = BTreeMap::new();
     // Per project and item: (estimate, first line); planned on the project's orders per item.
@@ -550,7 +584,14 @@ async fn materials_rollup(
 }
 
 pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<MaterialsRollup> {
-    if records::get(tx, table_of("project"), ctx.org(), project)?.is_none() {
+    if records::get(
+        tx,
+        ResourceId::Project.kind().desc().table,
+        ctx.org(),
+        project,
+    )?
+    .is_none()
+    {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -559,7 +600,13 @@ pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Mate
     }
     let mut acc = MaterialsAcc::default();
     let mut items = Vec::new();
-    for l in owned(tx, ctx, lines_res(), "projectId", project)? {
+    for l in owned(
+        tx,
+        ctx,
+        ctx.resource(ResourceId::BomLine),
+        "projectId",
+        project,
+    )? {
         let line: BomLine = read_stored(&l)?;
         items.push(line.item_id);
         acc.add_estimate(&line);
@@ -572,7 +619,13 @@ pub fn materials_in(tx: &mut dyn Tx, ctx: &Ctx, project: Uuid) -> ApiResult<Mate
         };
         order_ids.push(order_id);
         let quantity = order_quantity(order);
-        for l in owned(tx, ctx, lines_res(), "orderDeliverableId", order_id)? {
+        for l in owned(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::BomLine),
+            "orderDeliverableId",
+            order_id,
+        )? {
             let line: BomLine = read_stored(&l)?;
             items.push(line.item_id);
             acc.add_order_line(&line, planned_for_order(&line, quantity));

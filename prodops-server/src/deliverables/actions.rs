@@ -1,5 +1,6 @@
 //! Progress and schedule actions and reorder (spec 4.2).
 
+use prodops_core::registry::ResourceId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use prodops_core::deliverable::{Deliverable, DeliverableType, ProgressStatus};
@@ -10,8 +11,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::readiness::Progressor;
+use super::sessions;
 use super::tree::{TxTree, parse_deliverable, tree_row};
-use super::{resource, sessions};
 use crate::engine::load;
 use crate::http::call::Call;
 use crate::http::context::Ctx;
@@ -27,7 +28,7 @@ fn order_and_node(
     root_id: Uuid,
     id: Uuid,
 ) -> ApiResult<(Deliverable, Value)> {
-    let res = resource("deliverable");
+    let res = ctx.resource(ResourceId::Deliverable);
     let root = parse_deliverable(&load(tx, res, ctx.org(), root_id)?)?;
     if root.kind != DeliverableType::Order || root.parent_id.is_some() {
         return Err(ApiError::field(
@@ -155,7 +156,7 @@ fn order_edges(
     org: Uuid,
     root: &super::tree::TreeRow,
 ) -> ApiResult<Vec<(Uuid, Uuid)>> {
-    let table = resource("dependency").table();
+    let table = ResourceId::Dependency.kind().desc().table;
     let expr =
         tx.text_expr(&crate::store::sql::FieldPath::parse("predecessorId").expect("static path"));
     let rows = tx.query(
@@ -295,7 +296,12 @@ pub async fn reorder(
 ) -> ApiResult<Answered<api::deliverable::Reorder>> {
     call.write(move |tx, ctx| {
         let org = ctx.org();
-        load(tx, resource("deliverable"), org, req.root_parent_id)?;
+        load(
+            tx,
+            ctx.resource(ResourceId::Deliverable),
+            org,
+            req.root_parent_id,
+        )?;
         let mut seen = HashSet::new();
         let mut by_parent: Vec<(Uuid, Vec<Uuid>)> = Vec::new();
         for (i, id) in req.ordered_deliverable_ids.iter().enumerate() {
@@ -330,7 +336,12 @@ pub async fn reorder(
             for (k, id) in listed.iter().copied().chain(rest).enumerate() {
                 super::tree::set_sort_key(tx, org, id, k as i64)?;
             }
-            let old = parse_deliverable(&load(tx, resource("deliverable"), org, *parent)?)?;
+            let old = parse_deliverable(&load(
+                tx,
+                ctx.resource(ResourceId::Deliverable),
+                org,
+                *parent,
+            )?)?;
             changes.push(Change {
                 id: *parent,
                 old: Some(old),

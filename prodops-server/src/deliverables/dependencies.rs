@@ -12,13 +12,13 @@
 //! written in multi-row inserts, and the readiness of the successors is evaluated once, at its
 //! end.
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
 use prodops_core::dependency_graph::{DependencyGraph, Refusal};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::resource;
 use super::tree::{TreeRow, path_upper, tree_row, tree_rows};
 use crate::engine::ServedResource;
 use crate::engine::hooks::{DeleteAction, Hooks};
@@ -69,7 +69,7 @@ pub fn tree_dependencies(
     org: Uuid,
     root: &TreeRow,
 ) -> ApiResult<Vec<TreeDependency>> {
-    let table = resource("dependency").table();
+    let table = ResourceId::Dependency.kind().desc().table;
     let pred = tx.text_expr(&FieldPath::parse("predecessorId").expect("static path"));
     let succ = tx.text_expr(&FieldPath::parse("successorId").expect("static path"));
     let rows = tx.query(

@@ -6,6 +6,7 @@
 //! and `rootParentId` are derived before it is written, and afterwards the tree index and the
 //! computed fields of the rest of the tree are brought up to date (core's `tree::refresh`).
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,8 +17,8 @@ use prodops_core::{Record, properties};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::custom_property_defs;
 use super::tree::{ReadAhead, TABLE, TxTree, parse_deliverable};
-use super::{custom_property_defs, resource};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
@@ -99,7 +100,7 @@ fn write_properties(
         data.insert("properties".into(), Value::Object(out.values));
     }
     // Ad-hoc options join their definitions in this transaction.
-    let cp = resource("custom-property");
+    let cp = ctx.resource(ResourceId::CustomProperty);
     for (i, option) in out.new_options {
         let def = &defs[i];
         let stored =

@@ -16,13 +16,12 @@ pub mod timesheets;
 pub mod tree;
 
 use prodops_core::api;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use prodops_core::registry::ResourceId;
+use std::sync::Arc;
 
 use axum::Router;
 use prodops_core::custom_property::CustomPropertyDefinition;
 use prodops_core::deliverable::DeliverableType;
-use prodops_core::registry;
 
 use crate::engine::{ServedResource, resource_routes};
 use crate::http::app::AppState;
@@ -40,21 +39,8 @@ pub fn progress_effect(
     id: uuid::Uuid,
     action: &prodops_core::progress::ProgressAction,
 ) -> ApiResult<Vec<uuid::Uuid>> {
-    let node = crate::engine::load(tx, resource("deliverable"), ctx.org(), id)?;
+    let node = crate::engine::load(tx, ctx.resource(ResourceId::Deliverable), ctx.org(), id)?;
     actions::apply_progress(tx, ctx, &node, action)
-}
-
-/// The engine's description of a standard resource, built once.
-pub fn resource(path: &str) -> &'static ServedResource {
-    static ALL: OnceLock<HashMap<&'static str, ServedResource>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        registry::resources()
-            .iter()
-            .map(|k| (k.desc().path, ServedResource::new(*k)))
-            .collect()
-    })
-    .get(path)
-    .expect("a registered resource")
 }
 
 /// Every custom property definition of the organization, archived ones included (they keep
@@ -67,21 +53,26 @@ pub fn custom_property_defs(
         limit: 100_000,
         ..Default::default()
     };
-    records::select_values(tx, resource("custom-property").table(), ctx.org(), &select)?
-        .into_iter()
-        .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
-        .collect()
+    records::select_values(
+        tx,
+        ResourceId::CustomProperty.kind().desc().table,
+        ctx.org(),
+        &select,
+    )?
+    .into_iter()
+    .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
+    .collect()
 }
 
 /// The `/concept/{type}` resources: the deliverable resource with `type` implied and the
 /// concept rules enforced.
 pub fn concept_resources() -> Vec<Arc<ServedResource>> {
-    let kind = registry::by_path("deliverable").expect("deliverable is registered");
+    let kind = ResourceId::Deliverable.kind();
     DeliverableType::ALL
         .into_iter()
         .map(|t| {
-            let mut res = ServedResource::new(kind);
-            res.hooks = Arc::new(hooks::DeliverableHooks { concept: true });
+            let mut res =
+                ServedResource::new(kind, Arc::new(hooks::DeliverableHooks { concept: true }));
             res.base = format!("concept/{}", t.as_str());
             res.implied = vec![("type", t.as_str())];
             Arc::new(res)

@@ -3,6 +3,7 @@
 //! deliverable write, so the gate lives here; the QC family (`crate::qc`) uses the same reading
 //! of sets when a verdict sends a deliverable to rework.
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashSet;
 
 use prodops_core::deliverable::{Deliverable, DeliverableType};
@@ -30,7 +31,7 @@ pub(crate) struct Counting {
 pub(crate) fn versions_of(tx: &mut dyn Tx, org: Uuid, template: Uuid) -> ApiResult<Vec<Value>> {
     Ok(records::select_values(
         tx,
-        engine::resource("qc-template").table(),
+        ResourceId::QcTemplate.kind().desc().table,
         org,
         &Select {
             conds: vec![Cond::field_equals("qcTemplateId", template.to_string())],
@@ -128,7 +129,7 @@ pub(crate) fn counted_sets(
 ) -> ApiResult<Vec<SetFacts>> {
     let rows = records::select_values(
         tx,
-        engine::resource("qc-set").table(),
+        ResourceId::QcSet.kind().desc().table,
         ctx.org(),
         &Select {
             conds: vec![Cond::field_equals("deliverableId", d.to_string())],

@@ -6,6 +6,7 @@
 //! `(organization_id, successorId)` indexes of dependencies), in the same transaction, and only
 //! those: the cost follows the dependencies touched, not the size of the tree.
 
+use prodops_core::registry::ResourceId;
 use std::collections::{HashMap, HashSet};
 
 use prodops_core::deliverable::{Deliverable, Progress, ProgressStatus};
@@ -14,7 +15,6 @@ use prodops_core::progress;
 use prodops_core::tree::{self, Change, TreeStore};
 use uuid::Uuid;
 
-use super::resource;
 use super::tree::PREFETCH_CHUNK;
 use super::tree::TxTree;
 use crate::http::context::Ctx;
@@ -31,7 +31,7 @@ fn dependencies_by(
     field: &str,
     ids: &[Uuid],
 ) -> ApiResult<Vec<Dependency>> {
-    let table = resource("dependency").table();
+    let table = ResourceId::Dependency.kind().desc().table;
     let path = FieldPath::parse(field).expect("static path");
     let mut out = Vec::new();
     for chunk in ids.chunks(PREFETCH_CHUNK) {

@@ -1,5 +1,6 @@
 //! Reads of the work tree: hierarchy, groups, crew time.
 
+use prodops_core::registry::ResourceId;
 use std::collections::BTreeMap;
 
 use axum::body::Body;
@@ -10,10 +11,10 @@ use prodops_core::tree::hierarchy_order_of_paths;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::buffers;
 use super::tree::{IndexNode, path_upper, records_of, subtree_index, tree_row};
-use super::{buffers, resource};
 use crate::engine::rawjson::{Projection, Selected};
-use crate::engine::{filter_conds, flattened_name, parse_list_params};
+use crate::engine::{Resources, ServedResource, filter_conds, flattened_name, parse_list_params};
 use crate::http::call::Call;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::typed::{Answered, ServedQuery, Shaped, Streamed};
@@ -37,17 +38,18 @@ enum Part {
     Last(bytes::Bytes),
 }
 
-/// The `select` of a hierarchy read: `?select=a,b.c` (repeatable), fields as `POST /r/query`
-/// selects them. `None` without one.
+/// The query string of a hierarchy read, read by the handler ([`hierarchy_select`]), which
+/// checks the selected fields against the deliverable resource of its table.
 impl ServedQuery for api::deliverable::HierarchyQuery {
-    type Value = Option<Projection>;
-    fn from_query(query: Option<&str>) -> ApiResult<Option<Projection>> {
-        hierarchy_select(query)
+    type Value = Option<String>;
+    fn from_query(query: Option<&str>) -> ApiResult<Option<String>> {
+        Ok(query.map(str::to_string))
     }
 }
 
-fn hierarchy_select(query: Option<&str>) -> ApiResult<Option<Projection>> {
-    let res = resource("deliverable");
+/// The `select` of a hierarchy read: `?select=a,b.c` (repeatable), fields as `POST /r/query`
+/// selects them. `None` without one.
+fn hierarchy_select(res: &ServedResource, query: Option<&str>) -> ApiResult<Option<Projection>> {
     let mut fields: Option<Vec<Selected>> = None;
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match k.as_ref() {
@@ -81,10 +83,12 @@ fn hierarchy_select(query: Option<&str>) -> ApiResult<Option<Projection>> {
 pub async fn hierarchy(
     call: Call,
     id: Uuid,
-    projection: Option<Projection>,
+    query: Option<String>,
     (): (),
 ) -> ApiResult<Answered<api::deliverable::Hierarchy>> {
     let state = call.state;
+    let deliverables = Resources::of(&state.resources).get(ResourceId::Deliverable);
+    let projection = hierarchy_select(deliverables, query.as_deref())?;
     let now = state.clock.as_of();
     let org = call.auth.org;
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<Part>>(4);
@@ -278,9 +282,11 @@ pub async fn roots(
 ) -> ApiResult<Answered<api::deliverable::Roots>> {
     let state = call.state;
     let auth = call.auth;
-    let res = resource("deliverable");
+    let res = Resources::of(&state.resources)
+        .get(ResourceId::Deliverable)
+        .clone();
     let now = state.clock.as_of();
-    let params = parse_list_params(res, query.as_deref(), true, &now)?;
+    let params = parse_list_params(&res, query.as_deref(), true, &now)?;
     if params.cursor.is_some() {
         return Err(ApiError::field(
             "cursor",
@@ -293,7 +299,7 @@ pub async fn roots(
         .read(move |tx| {
             let select = params.select();
             let (mut values, total) = crate::store::deliverables::roots_page(tx, org, &select)?;
-            crate::engine::hooks::as_of_now(res, &now, &mut values);
+            crate::engine::hooks::as_of_now(&res, &now, &mut values);
             let mut body =
                 String::with_capacity(values.iter().map(String::len).sum::<usize>() + 64);
             body.push_str("{\"values\":[");
@@ -347,7 +353,7 @@ pub async fn groups(
             "must be one of project, stage, people, root, tags",
         ));
     };
-    let res = resource("deliverable");
+    let res = Resources::of(&state.resources).get(ResourceId::Deliverable);
     let conds = filter_conds(res, req.filter.as_ref(), true, &state.clock.as_of())?;
     let org = auth.org;
     let group_by = req.group_by.clone();
@@ -442,7 +448,7 @@ pub async fn crew_time(
     let out = state
         .store
         .read(move |tx| {
-            let sessions_table = resource("deliverable/work-sessions").table();
+            let sessions_table = ResourceId::WorkSession.kind().desc().table;
             let expr = tx.text_expr(&FieldPath::parse("deliverableId").expect("static path"));
             let mut out = Map::new();
             for id in &ids {

@@ -9,7 +9,6 @@ use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession, Wo
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::resource;
 use crate::engine::{apply_server_change, create_record, update_record};
 use crate::http::call::Call;
 use crate::http::context::{Ctx, format_time};
@@ -19,13 +18,12 @@ use crate::store::Tx;
 use crate::store::records;
 use crate::store::sql::FieldPath;
 use prodops_core::api;
-
-const SESSIONS: &str = "deliverable/work-sessions";
+use prodops_core::registry::ResourceId;
 
 /// Open sessions and plans whose `field` (`workerId` or `deliverableId`) is `id`, through the
 /// expression index on that field.
 fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<WorkSession>> {
-    let table = resource(SESSIONS).table();
+    let table = ResourceId::WorkSession.kind().desc().table;
     let path = FieldPath::parse(field).expect("static path");
     let texts = records::texts_where(tx, table, ctx.org(), &path, id.into())?;
     let mut out = Vec::new();
@@ -46,7 +44,7 @@ fn end_session(
     s: &WorkSession,
     end: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<()> {
-    let res = resource(SESSIONS);
+    let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), s.id)?.ok_or_else(ApiError::not_found)?;
     let mut patch = Map::new();
     patch.insert("endDate".into(), json!(format_time(s.clamp_end(end))));
@@ -74,7 +72,7 @@ fn plan_to_session(
     plan: &WorkSession,
     start: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<()> {
-    let res = resource(SESSIONS);
+    let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), plan.id)?.ok_or_else(ApiError::not_found)?;
     let mut changes = Map::new();
     changes.insert("kind".into(), json!(WorkSessionKind::Session));
@@ -100,12 +98,15 @@ pub fn clock_in(tx: &mut dyn Tx, ctx: &Ctx, worker: Uuid) -> ApiResult<()> {
 fn require_record(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    path: &str,
+    resource: ResourceId,
     id: Uuid,
     field: &str,
 ) -> ApiResult<Value> {
-    records::get(tx, resource(path).table(), ctx.org(), id)?
-        .ok_or_else(|| ApiError::field(field, format!("no {path} {id} in this organization")))
+    let desc = resource.kind().desc();
+    records::get(tx, desc.table, ctx.org(), id)?.ok_or_else(|| {
+        let path = desc.path;
+        ApiError::field(field, format!("no {path} {id} in this organization"))
+    })
 }
 
 /// `POST /deliverable/work-sessions/save`.
@@ -120,13 +121,13 @@ pub async fn save(
         return Err(ApiError::violations(violations));
     }
     call.write(move |tx, ctx| {
-        require_record(tx, ctx, "shop", req.shop_id, "shopId")?;
+        require_record(tx, ctx, ResourceId::Shop, req.shop_id, "shopId")?;
         let start = req.start_date.unwrap_or(ctx.now);
         let mut absent = HashSet::new();
         let mut open = Vec::new();
         for (worker_id, deliverables) in &req.assignments {
             let field = format!("assignments.{worker_id}");
-            let worker = require_record(tx, ctx, "worker", *worker_id, &field)?;
+            let worker = require_record(tx, ctx, ResourceId::Worker, *worker_id, &field)?;
             if worker.get("isArchived").and_then(Value::as_bool) == Some(true) {
                 return Err(ApiError::field(
                     &field,
@@ -137,12 +138,12 @@ pub async fn save(
                 absent.insert(*worker_id);
             }
             for d in deliverables {
-                require_record(tx, ctx, "deliverable", *d, &field)?;
+                require_record(tx, ctx, ResourceId::Deliverable, *d, &field)?;
             }
             open.extend(open_by(tx, ctx, "workerId", *worker_id)?);
         }
         if req.should_stop_entire_batch {
-            let table = resource(SESSIONS).table();
+            let table = ResourceId::WorkSession.kind().desc().table;
             let path = FieldPath::parse("shopId").expect("static path");
             for text in records::texts_where(tx, table, ctx.org(), &path, req.shop_id.into())? {
                 let s: WorkSession = serde_json::from_str(&text).map_err(ApiError::internal)?;
@@ -162,7 +163,7 @@ pub async fn save(
                 plan_to_session(tx, ctx, s, start)?;
             }
         }
-        let res = resource(SESSIONS);
+        let res = ctx.resource(ResourceId::WorkSession);
         for (worker, deliverable, kind) in diff.start {
             let body = json!({
                 "workerId": worker,

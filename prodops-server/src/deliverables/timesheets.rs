@@ -11,22 +11,19 @@ use prodops_core::work_session::WorkSession;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::resource;
 use crate::engine::{apply_server_change, create_server_record, delete_record};
 use crate::http::context::Ctx;
 use crate::http::error::ApiResult;
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
+use prodops_core::registry::ResourceId;
 
-const SESSIONS: &str = "deliverable/work-sessions";
-const TIMESHEETS: &str = "timesheet";
-
-/// The stored records of `path` matching every condition (at most `limit`).
+/// The stored records of `resource` matching every condition (at most `limit`).
 fn select(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    path: &str,
+    resource: ResourceId,
     conds: Vec<Cond>,
     limit: u64,
 ) -> ApiResult<Vec<Value>> {
@@ -37,7 +34,7 @@ fn select(
     };
     Ok(records::select_values(
         tx,
-        resource(path).table(),
+        resource.kind().desc().table,
         ctx.org(),
         &select,
     )?)
@@ -48,7 +45,7 @@ fn pay_codes(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<PayCodes> {
     let rows = select(
         tx,
         ctx,
-        "catalog-entry",
+        ResourceId::CatalogEntry,
         vec![Cond::field_equals("catalog", PAY_TYPE)],
         100_000,
     )?;
@@ -75,12 +72,12 @@ pub fn roll_up(tx: &mut dyn Tx, ctx: &Ctx, days: &BTreeSet<(Uuid, NaiveDate)>) -
         by_worker.entry(*worker).or_default().push(*day);
     }
     let codes = pay_codes(tx, ctx)?;
-    let res = resource(TIMESHEETS);
+    let res = ctx.resource(ResourceId::Timesheet);
     for (worker, dates) in by_worker {
         let sessions: Vec<WorkSession> = select(
             tx,
             ctx,
-            SESSIONS,
+            ResourceId::WorkSession,
             vec![Cond::field_equals("workerId", worker.to_string())],
             u64::MAX >> 1,
         )?
@@ -92,7 +89,7 @@ pub fn roll_up(tx: &mut dyn Tx, ctx: &Ctx, days: &BTreeSet<(Uuid, NaiveDate)>) -
             let existing = select(
                 tx,
                 ctx,
-                TIMESHEETS,
+                ResourceId::Timesheet,
                 vec![
                     Cond::field_equals("workerId", worker.to_string()),
                     Cond::field_equals("date", date.to_string()),

@@ -6,6 +6,7 @@
 //! (`path > X.path AND path < X.path with its last '/' replaced by '0'`), "the children of X" a
 //! range of `(organization_id, parent_id, sort_key)`: no read scans the organization.
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -332,7 +333,7 @@ fn record_update_event(ctx: &Ctx, old: &Deliverable, new: &Deliverable) -> ApiRe
             "progress": d.progress.as_ref().map(|p| json!({"status": p.status})),
         })
     };
-    let res = super::resource("deliverable");
+    let res = ctx.resource(ResourceId::Deliverable);
     let event_type = prodops_core::event::event_type(
         res.desc().path,
         prodops_core::event::Change::Updated {
@@ -584,7 +585,7 @@ impl<'a> TxTree<'a> {
         let Some(dirty) = self.deferred.take() else {
             return Ok(());
         };
-        let kind = super::resource("deliverable").kind;
+        let kind = ResourceId::Deliverable.kind();
         let mut rows = Vec::with_capacity(dirty.len());
         for id in dirty {
             let node = self
@@ -621,7 +622,7 @@ impl<'a> TxTree<'a> {
             self.nodes.insert(new.id, Arc::new(stored.clone()));
             return Ok(stored);
         }
-        let kind = super::resource("deliverable").kind;
+        let kind = ResourceId::Deliverable.kind();
         let old_v = serde_json::to_value(old).map_err(ApiError::internal)?;
         let mut new_v = serde_json::to_value(new).map_err(ApiError::internal)?;
         new_v["updatedAt"] = json!(self.ctx.now_text());
@@ -629,7 +630,12 @@ impl<'a> TxTree<'a> {
             .check(new_v, Some(&old_v))
             .map_err(ApiError::violations)?;
         records::update(self.tx, TABLE, self.ctx.org(), &checked)?;
-        crate::engine::events::updated(self.ctx, super::resource("deliverable"), &old_v, &checked);
+        crate::engine::events::updated(
+            self.ctx,
+            self.ctx.resource(ResourceId::Deliverable),
+            &old_v,
+            &checked,
+        );
         let node = parse_deliverable(&checked)?;
         self.nodes.insert(node.id, Arc::new(node.clone()));
         Ok(node)
@@ -708,7 +714,7 @@ impl TreeStore for TxTree<'_> {
         if let Some(w) = self.workers.get(&id) {
             return Ok(w.clone());
         }
-        let table = super::resource("deliverable/work-sessions").table();
+        let table = ResourceId::WorkSession.kind().desc().table;
         let mut workers: Vec<Uuid> = open_session_workers(self.tx, self.ctx.org(), table, &[id])?
             .into_iter()
             .map(|(_, w)| w)
@@ -724,7 +730,7 @@ impl TreeStore for TxTree<'_> {
         if ids.is_empty() {
             return Ok(());
         }
-        let table = super::resource("deliverable/work-sessions").table();
+        let table = ResourceId::WorkSession.kind().desc().table;
         let mut found: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         // The same rows `session_workers` reads one node at a time, for many nodes per query.
         for chunk in ids.chunks(PREFETCH_CHUNK) {
@@ -985,8 +991,10 @@ pub(crate) mod tests {
 
     /// The event of a tree write, made from the typed records, is the one the engine's
     /// `events::updated` makes from their JSON: type, changed fields and text. Run by the
-    /// composition root's tests (`families.rs`), which bind the hooks the engine's side needs.
+    /// composition root's tests (`families.rs`) with the resource table the server is built
+    /// with (`families::resources`), whose hooks only that layer may name.
     pub(crate) fn tree_update_event_matches_the_json_one(
+        resources: crate::http::context::ResourceTable,
         mask: u32,
         salt: u32,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
@@ -1007,9 +1015,9 @@ pub(crate) mod tests {
             prodops_core::event::changed_fields(&old_v, &new_v)
         );
         proptest::prop_assert_eq!(serde_json::to_string(&new).unwrap(), new_v.to_string());
-        let ctx = test_ctx(org);
+        let ctx = test_ctx_with(resources, org);
         record_update_event(&ctx, &old, &new).unwrap();
-        let res = super::super::resource("deliverable");
+        let res = ctx.resource(ResourceId::Deliverable);
         crate::engine::events::updated(&ctx, res, &old_v, &new_v);
         let mut events = ctx.take_events();
         proptest::prop_assert_eq!(events.len(), 2);
@@ -1020,7 +1028,13 @@ pub(crate) mod tests {
     }
 
     fn test_ctx(org: Uuid) -> Ctx {
+        let resources = std::sync::Arc::new(crate::engine::Resources::without_hooks());
+        test_ctx_with(resources, org)
+    }
+
+    fn test_ctx_with(resources: crate::http::context::ResourceTable, org: Uuid) -> Ctx {
         Ctx::new(
+            resources,
             crate::http::context::Auth {
                 key_id: Uuid::new_v4(),
                 org,

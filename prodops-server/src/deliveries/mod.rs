@@ -7,12 +7,13 @@
 //! equal to the delivery's planned times (docs/deliveries.md).
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
 use prodops_core::delivery::{
-    CargoFacts, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, LifecycleRequest,
-    LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest, can_archive,
-    cargo_violations, is_partial, next_status, planned_violation, span_status,
+    CargoFacts, CargoSpan, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, Leg,
+    LifecycleRequest, LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest,
+    Stop, can_archive, cargo_violations, is_partial, next_status, planned_violation, span_status,
 };
 use prodops_core::manifest as manifest_rules;
 use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
@@ -22,7 +23,9 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_server_record, parse_id};
+use crate::engine::{
+    self, Resources, ServedResource, apply_server_change, create_server_record, parse_id,
+};
 use crate::http::app::AppState;
 use crate::http::call::Call;
 use crate::http::context::{Auth, Ctx};
@@ -59,8 +62,12 @@ fn of_delivery(id: Uuid) -> Cond {
 }
 
 /// The related records of a delivery in one resource, by `sequence` where it has one.
-fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<Vec<Value>> {
-    let res = engine::resource(path);
+fn related(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    res: &ServedResource,
+    delivery: Uuid,
+) -> ApiResult<Vec<Value>> {
     let sort = if res.fields.contains("sequence") {
         vec![Sort {
             path: FieldPath::parse("sequence").expect("static path"),
@@ -83,11 +90,25 @@ fn related(tx: &mut dyn Tx, org: Uuid, path: &str, delivery: Uuid) -> ApiResult<
     )?)
 }
 
-fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedResource>, Value, Delivery)> {
-    let res = engine::resource("delivery");
+fn load(
+    tx: &mut dyn Tx,
+    resources: &Resources,
+    org: Uuid,
+    id: Uuid,
+) -> ApiResult<(Arc<ServedResource>, Value, Delivery)> {
+    let res = resources.get(ResourceId::Delivery).clone();
     let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
     let d = read_stored(&old)?;
     Ok((res, old, d))
+}
+
+/// A new record of a core type as the body of a server create, serialized once (the
+/// pipeline sets its organization and times again and stores its canonical form).
+fn body_of<T: serde::Serialize>(record: &T) -> ApiResult<Map<String, Value>> {
+    match serde_json::to_value(record).map_err(ApiError::internal)? {
+        Value::Object(body) => Ok(body),
+        _ => Err(ApiError::internal("a record serializes to a JSON object")),
+    }
 }
 
 fn public_token() -> String {
@@ -114,8 +135,8 @@ async fn create_outbound(
         let org = ctx.org();
         // Cargo eligibility, checked under a lock so two deliveries cannot take one deliverable.
         crate::store::lock_scope(tx, &format!("delivery-cargo:{org}"))?;
-        let deliverables = engine::resource("deliverable");
-        let spans = engine::resource("delivery-cargo-span");
+        let deliverables = ctx.resource(ResourceId::Deliverable);
+        let spans = ctx.resource(ResourceId::DeliveryCargoSpan);
         let mut facts = Vec::new();
         let mut quantities = Vec::new();
         for id in &req.item_ids {
@@ -186,38 +207,42 @@ async fn create_outbound(
         if let (Some(s), Some(e)) = (req.planned_start_at, req.planned_end_at) {
             group.insert("schedule".into(), json!({"startDate": s, "endDate": e}));
         }
-        let group = create_server_record(tx, ctx, &deliverables, group)?;
-        let mut body = Map::new();
-        body.insert("id".into(), json!(delivery_id));
-        body.insert("name".into(), json!(req.name));
-        body.insert(
-            "identifier".into(),
-            json!(req.identifier.clone().unwrap_or_default()),
-        );
-        body.insert("poNumber".into(), json!(req.po_number));
-        body.insert("direction".into(), json!(direction));
-        body.insert("status".into(), json!(DeliveryStatus::Scheduled));
-        body.insert("itemIds".into(), json!(req.item_ids));
-        body.insert("workerIds".into(), json!(req.worker_ids));
-        body.insert("truckName".into(), json!(req.truck_name));
-        body.insert("driverContactId".into(), json!(req.driver_contact_id));
-        body.insert("receiverContactId".into(), json!(req.receiver_contact_id));
-        body.insert("sourceLocationId".into(), json!(req.source_location_id));
-        body.insert(
-            "destinationLocationId".into(),
-            json!(req.destination_location_id),
-        );
-        body.insert("sourceAddress".into(), json!(req.source_address));
-        body.insert("destinationAddress".into(), json!(req.destination_address));
-        body.insert("plannedStartAt".into(), json!(req.planned_start_at));
-        body.insert("plannedEndAt".into(), json!(req.planned_end_at));
-        body.insert("publicToken".into(), json!(public_token()));
-        body.insert("deliverableGroupId".into(), group["id"].clone());
-        body.insert("cargoCount".into(), json!(req.item_ids.len()));
-        let res = engine::resource("delivery");
-        let mut record = create_server_record(tx, ctx, &res, body)?;
+        let group = create_server_record(tx, ctx, deliverables, group)?;
+        let delivery = Delivery {
+            id: delivery_id,
+            organization_id: ctx.org(),
+            name: req.name.clone(),
+            identifier: req.identifier.clone().unwrap_or_default(),
+            po_number: req.po_number.clone(),
+            direction,
+            status: DeliveryStatus::Scheduled,
+            item_ids: req.item_ids.clone(),
+            worker_ids: req.worker_ids.clone(),
+            driver_contact_id: req.driver_contact_id,
+            receiver_contact_id: req.receiver_contact_id,
+            planned_start_at: req.planned_start_at,
+            planned_end_at: req.planned_end_at,
+            public_token: Some(public_token()),
+            deliverable_group_id: group["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()),
+            truck_name: req.truck_name.clone(),
+            source_location_id: req.source_location_id,
+            destination_location_id: req.destination_location_id,
+            source_address: req.source_address.clone(),
+            destination_address: req.destination_address.clone(),
+            cargo_count: req.item_ids.len() as i64,
+            is_late: false,
+            last_reason: None,
+            partial: None,
+            is_archived: false,
+            archived_at: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        let body = body_of(&delivery)?;
+        let res = ctx.resource(ResourceId::Delivery);
+        let mut record = create_server_record(tx, ctx, res, body)?;
         // Itinerary: pickup at the source, drop-off at the destination, one leg; a span per cargo.
-        let stops = engine::resource("delivery-stop");
+        let stops = ctx.resource(ResourceId::DeliveryStop);
         let mut stop_ids = Vec::new();
         for (seq, kind, loc, addr, at) in [
             (
@@ -235,32 +260,56 @@ async fn create_outbound(
                 req.planned_end_at,
             ),
         ] {
-            let mut s = Map::new();
-            s.insert("deliveryId".into(), json!(delivery_id));
-            s.insert("sequence".into(), json!(seq));
-            s.insert("kind".into(), json!(kind));
-            s.insert("locationId".into(), json!(loc));
-            s.insert("address".into(), json!(addr));
-            s.insert("plannedAt".into(), json!(at));
-            stop_ids.push(create_server_record(tx, ctx, &stops, s)?["id"].clone());
+            let stop = Stop {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                delivery_id,
+                sequence: seq,
+                kind: kind.to_string(),
+                location_id: loc,
+                address: addr.clone(),
+                planned_at: at,
+                actual_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            create_server_record(tx, ctx, stops, body_of(&stop)?)?;
+            stop_ids.push(stop.id);
         }
-        let mut leg = Map::new();
-        leg.insert("deliveryId".into(), json!(delivery_id));
-        leg.insert("sequence".into(), json!(1));
-        leg.insert("fromStopId".into(), stop_ids[0].clone());
-        leg.insert("toStopId".into(), stop_ids[1].clone());
-        leg.insert("plannedStartAt".into(), json!(req.planned_start_at));
-        leg.insert("plannedEndAt".into(), json!(req.planned_end_at));
-        create_server_record(tx, ctx, &engine::resource("delivery-leg"), leg)?;
+        let leg = Leg {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            delivery_id,
+            sequence: 1,
+            from_stop_id: stop_ids[0],
+            to_stop_id: stop_ids[1],
+            planned_start_at: req.planned_start_at,
+            planned_end_at: req.planned_end_at,
+            started_at: None,
+            completed_at: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        create_server_record(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::DeliveryLeg),
+            body_of(&leg)?,
+        )?;
         for (id, quantity) in req.item_ids.iter().zip(quantities) {
-            let mut span = Map::new();
-            span.insert("deliveryId".into(), json!(delivery_id));
-            span.insert("deliverableId".into(), json!(id));
-            span.insert("quantity".into(), json!(quantity));
-            span.insert("fromStopId".into(), stop_ids[0].clone());
-            span.insert("toStopId".into(), stop_ids[1].clone());
-            span.insert("status".into(), json!("planned"));
-            create_server_record(tx, ctx, &spans, span)?;
+            let span = CargoSpan {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                delivery_id,
+                deliverable_id: *id,
+                quantity,
+                from_stop_id: stop_ids[0],
+                to_stop_id: stop_ids[1],
+                status: "planned".to_string(),
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            create_server_record(tx, ctx, spans, body_of(&span)?)?;
         }
         present(&st, tx, org, &mut record)?;
         Ok(Shaped::record(record))
@@ -273,7 +322,7 @@ fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> 
     let Some(group_id) = delivery.deliverable_group_id else {
         return Ok(());
     };
-    let deliverables = engine::resource("deliverable");
+    let deliverables = ctx.resource(ResourceId::Deliverable);
     // The group is not removed with the delivery, but a user may have removed it.
     let Some(old) = records::get(tx, deliverables.table(), ctx.org(), group_id)? else {
         return Ok(());
@@ -293,7 +342,7 @@ fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> 
             _ => Value::Null,
         },
     );
-    apply_server_change(tx, ctx, &deliverables, &old, changes)?;
+    apply_server_change(tx, ctx, deliverables, &old, changes)?;
     Ok(())
 }
 
@@ -305,7 +354,7 @@ async fn patch_outbound(
 ) -> ApiResult<Answered<api::delivery::PatchOutbound>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let (res, old, d) = load(tx, ctx.org(), id)?;
+        let (res, old, d) = load(tx, ctx.resources(), ctx.org(), id)?;
         if d.direction == DeliveryDirection::Inbound {
             return Err(ApiError::field(
                 "direction",
@@ -323,11 +372,11 @@ async fn patch_outbound(
         let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
         let updated: Delivery = read_stored(&record)?;
         sync_group(tx, ctx, &updated)?;
-        for leg in related(tx, ctx.org(), "delivery-leg", id)? {
+        for leg in related(tx, ctx.org(), ctx.resource(ResourceId::DeliveryLeg), id)? {
             let mut c = Map::new();
             c.insert("plannedStartAt".into(), json!(start));
             c.insert("plannedEndAt".into(), json!(end));
-            apply_server_change(tx, ctx, &engine::resource("delivery-leg"), &leg, c)?;
+            apply_server_change(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), &leg, c)?;
         }
         present(&st, tx, ctx.org(), &mut record)?;
         Ok(Shaped::record(record))
@@ -355,7 +404,7 @@ fn transition(
     action: DeliveryAction,
     reason: Option<String>,
 ) -> ApiResult<(Value, Delivery, Delivery)> {
-    let (res, old, d) = load(tx, ctx.org(), id)?;
+    let (res, old, d) = load(tx, ctx.resources(), ctx.org(), id)?;
     if d.is_archived {
         return Err(archived_delivery());
     }
@@ -368,12 +417,23 @@ fn transition(
     }
     let record = apply_server_change(tx, ctx, &res, &old, changes)?;
     let updated: Delivery = read_stored(&record)?;
-    for span in related(tx, ctx.org(), "delivery-cargo-span", id)? {
+    for span in related(
+        tx,
+        ctx.org(),
+        ctx.resource(ResourceId::DeliveryCargoSpan),
+        id,
+    )? {
         let mut c = Map::new();
         c.insert("status".into(), json!(span_status(next)));
-        apply_server_change(tx, ctx, &engine::resource("delivery-cargo-span"), &span, c)?;
+        apply_server_change(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::DeliveryCargoSpan),
+            &span,
+            c,
+        )?;
     }
-    for leg in related(tx, ctx.org(), "delivery-leg", id)? {
+    for leg in related(tx, ctx.org(), ctx.resource(ResourceId::DeliveryLeg), id)? {
         let mut c = Map::new();
         match action {
             DeliveryAction::Start => c.insert("startedAt".into(), json!(ctx.now_text())),
@@ -382,7 +442,7 @@ fn transition(
             }
             DeliveryAction::Cancel => None,
         };
-        apply_server_change(tx, ctx, &engine::resource("delivery-leg"), &leg, c)?;
+        apply_server_change(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), &leg, c)?;
     }
     sync_group(tx, ctx, &updated)?;
     Ok((record, d, updated))
@@ -401,8 +461,8 @@ where
     call.write(move |tx, ctx| {
         if action == DeliveryAction::Cancel {
             lock_receiving(tx, id)?;
-            let (_, _, d) = load(tx, ctx.org(), id)?;
-            let lines = manifest(tx, ctx.org(), id)?;
+            let (_, _, d) = load(tx, ctx.resources(), ctx.org(), id)?;
+            let lines = manifest(tx, ctx.resources(), ctx.org(), id)?;
             if let Some(v) = receiving::cancel_violation(d.direction, &quantities(&lines)) {
                 return Err(ApiError::violations(vec![v]));
             }
@@ -421,7 +481,7 @@ where
 /// line ships from its location (else the delivery's source) and, when the delivery has a
 /// destination, arrives there, in the completion's transaction.
 fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> {
-    let lines = manifest(tx, ctx.org(), delivery.id)?;
+    let lines = manifest(tx, ctx.resources(), ctx.org(), delivery.id)?;
     let ship: Vec<ShipLine> = lines
         .iter()
         .map(|(_, m)| ShipLine {
@@ -479,8 +539,13 @@ lifecycle_handler!(complete, api::delivery::Complete, DeliveryAction::Complete);
 lifecycle_handler!(cancel, api::delivery::Cancel, DeliveryAction::Cancel);
 
 /// The manifest lines of a delivery, stored and typed, in the store's order.
-fn manifest(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Vec<(Value, ManifestLine)>> {
-    related(tx, org, "delivery-manifest-line", id)?
+fn manifest(
+    tx: &mut dyn Tx,
+    resources: &Resources,
+    org: Uuid,
+    id: Uuid,
+) -> ApiResult<Vec<(Value, ManifestLine)>> {
+    related(tx, org, resources.get(ResourceId::DeliveryManifestLine), id)?
         .into_iter()
         .map(|v| {
             let m: ManifestLine = read_stored(&v)?;
@@ -519,11 +584,11 @@ async fn receive(
     call.write(move |tx, ctx| {
         let org = ctx.org();
         lock_receiving(tx, id)?;
-        let (_, _, d) = load(tx, org, id)?;
+        let (_, _, d) = load(tx, ctx.resources(), org, id)?;
         if d.is_archived {
             return Err(archived_delivery());
         }
-        let lines = manifest(tx, org, id)?;
+        let lines = manifest(tx, ctx.resources(), org, id)?;
         let states: Vec<ManifestState> = lines
             .iter()
             .map(|(_, m)| ManifestState {
@@ -555,16 +620,16 @@ async fn receive(
         if !rows.is_empty() {
             crate::inventory::post(tx, ctx, rows)?;
         }
-        let lines_res = engine::resource("delivery-manifest-line");
+        let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
         for ((stored, m), after) in lines.iter().zip(&plan.received) {
             if *after != m.quantity_received {
                 let mut c = Map::new();
                 c.insert("quantityReceived".into(), json!(after));
-                apply_server_change(tx, ctx, &lines_res, stored, c)?;
+                apply_server_change(tx, ctx, lines_res, stored, c)?;
             }
         }
         let mut record = if next == d.status {
-            load(tx, org, id)?.1
+            load(tx, ctx.resources(), org, id)?.1
         } else {
             transition(tx, ctx, id, DeliveryAction::Receive, None)?.0
         };
@@ -586,17 +651,17 @@ async fn close_short(
     call.write(move |tx, ctx| {
         let org = ctx.org();
         lock_receiving(tx, id)?;
-        let (_, _, d) = load(tx, org, id)?;
-        let lines = manifest(tx, org, id)?;
+        let (_, _, d) = load(tx, ctx.resources(), org, id)?;
+        let lines = manifest(tx, ctx.resources(), org, id)?;
         // Only a delivery still receiving passes, and an archived one is final: refused here.
         let closed = receiving::close_short(d.direction, d.status, &quantities(&lines))
             .map_err(|v| ApiError::violations(vec![v]))?;
-        let lines_res = engine::resource("delivery-manifest-line");
+        let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
         for ((stored, m), short) in lines.iter().zip(&closed.shortfalls) {
             if *short != m.quantity_short {
                 let mut c = Map::new();
                 c.insert("quantityShort".into(), json!(short));
-                apply_server_change(tx, ctx, &lines_res, stored, c)?;
+                apply_server_change(tx, ctx, lines_res, stored, c)?;
             }
         }
         let (mut record, _, _) =
@@ -615,7 +680,7 @@ where
 {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let (res, old, d) = load(tx, ctx.org(), id)?;
+        let (res, old, d) = load(tx, ctx.resources(), ctx.org(), id)?;
         if archived && !can_archive(d.status) {
             return Err(ApiError::field(
                 "status",
@@ -658,13 +723,15 @@ async fn itinerary(
     (): (),
 ) -> ApiResult<Answered<api::delivery::Itinerary>> {
     let org = call.org();
+    let table = call.state.resources.clone();
     let body = call
         .state
         .store
         .read(move |tx| {
-            load(tx, org, id)?;
-            let stops = related(tx, org, "delivery-stop", id)?;
-            let legs = related(tx, org, "delivery-leg", id)?;
+            let resources = Resources::of(&table);
+            load(tx, resources, org, id)?;
+            let stops = related(tx, org, resources.get(ResourceId::DeliveryStop), id)?;
+            let legs = related(tx, org, resources.get(ResourceId::DeliveryLeg), id)?;
             Ok::<_, ApiError>(json!({"deliveryId": id, "stops": stops, "legs": legs}))
         })
         .await?;
@@ -678,12 +745,14 @@ async fn cargo_plan(
     (): (),
 ) -> ApiResult<Answered<api::delivery::CargoPlan>> {
     let org = call.org();
+    let table = call.state.resources.clone();
     let body = call
         .state
         .store
         .read(move |tx| {
-            load(tx, org, id)?;
-            let spans = related(tx, org, "delivery-cargo-span", id)?;
+            let resources = Resources::of(&table);
+            load(tx, resources, org, id)?;
+            let spans = related(tx, org, resources.get(ResourceId::DeliveryCargoSpan), id)?;
             Ok::<_, ApiError>(json!({"deliveryId": id, "cargoCount": spans.len(), "spans": spans}))
         })
         .await?;
@@ -700,12 +769,12 @@ fn present(state: &AppState, tx: &mut dyn Tx, org: Uuid, record: &mut Value) -> 
     );
     record["isLate"] = json!(is_late);
     let d: Delivery = read_stored(record)?;
-    let lines = quantities(&manifest(tx, org, d.id)?);
-    let deliverables = engine::resource("deliverable");
+    let lines = quantities(&manifest(tx, Resources::of(&state.resources), org, d.id)?);
+    let deliverables = ResourceId::Deliverable.kind().desc();
     let mut done = Vec::new();
     if d.direction != DeliveryDirection::Inbound {
         for item in &d.item_ids {
-            let status = records::get(tx, deliverables.table(), org, *item)?.and_then(|v| {
+            let status = records::get(tx, deliverables.table, org, *item)?.and_then(|v| {
                 v.pointer("/progress/status")
                     .and_then(Value::as_str)
                     .map(str::to_string)
@@ -744,21 +813,21 @@ impl Hooks for DeliveryHooks {
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
-        for path in [
-            "delivery-manifest-line",
-            "delivery-stop",
-            "delivery-leg",
-            "delivery-cargo-span",
+        for related_id in [
+            ResourceId::DeliveryManifestLine,
+            ResourceId::DeliveryStop,
+            ResourceId::DeliveryLeg,
+            ResourceId::DeliveryCargoSpan,
         ] {
-            let res = engine::resource(path);
-            for r in related(tx, ctx.org(), path, id)? {
+            let res = ctx.resource(related_id);
+            for r in related(tx, ctx.org(), res, id)? {
                 if let Some(rid) = r
                     .get("id")
                     .and_then(Value::as_str)
                     .and_then(|s| Uuid::parse_str(s).ok())
                     && records::delete(tx, res.table(), ctx.org(), rid)?
                 {
-                    engine::events::deleted(ctx, &res, &r);
+                    engine::events::deleted(ctx, res, &r);
                 }
             }
         }
@@ -778,7 +847,7 @@ pub struct ManifestHooks;
 fn locked_delivery(tx: &mut dyn Tx, ctx: &Ctx, line: &Value) -> ApiResult<Delivery> {
     let id = parse_id(line.get("deliveryId").and_then(Value::as_str).unwrap_or(""))?;
     lock_receiving(tx, id)?;
-    let res = engine::resource("delivery");
+    let res = ctx.resource(ResourceId::Delivery);
     match records::get(tx, res.table(), ctx.org(), id)? {
         Some(d) => read_stored(&d),
         None => Err(ApiError::field("deliveryId", "no such delivery")),
@@ -845,7 +914,7 @@ impl Hooks for ManifestHooks {
             })
             && let Some(item) = records::get(
                 tx,
-                engine::resource("item").table(),
+                ResourceId::Item.kind().desc().table,
                 ctx.org(),
                 line.item_id,
             )?

@@ -15,16 +15,17 @@
 //! organization flag `documentsHubEnabled` (403 without it).
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use prodops_core::Violation;
 use prodops_core::document::{
     CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload, LinkRequest,
     MAX_HUB_UPLOAD, UploadedFile, VersionCreate, current_version_patch,
 };
 use prodops_core::notification::NotificationKind;
-use prodops_core::{Violation, registry};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -126,10 +127,7 @@ fn blob_row(tx: &mut dyn Tx, org: Uuid, key: &str) -> ApiResult<Option<BlobRow>>
 }
 
 fn deliverable_exists(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<bool> {
-    let table = registry::by_path("deliverable")
-        .expect("deliverable is registered")
-        .desc()
-        .table;
+    let table = ResourceId::Deliverable.kind().desc().table;
     Ok(records::get(tx, table, org, id)?.is_some())
 }
 
@@ -244,8 +242,8 @@ fn create_version(
     document_id: Uuid,
     req: &VersionCreate,
 ) -> ApiResult<Value> {
-    let docs = engine::resource("document");
-    let versions = engine::resource("document-version");
+    let docs = ctx.resource(ResourceId::Document);
+    let versions = ctx.resource(ResourceId::DocumentVersion);
     let doc =
         records::get(tx, docs.table(), ctx.org(), document_id)?.ok_or_else(ApiError::not_found)?;
     let mut size = None;
@@ -286,10 +284,10 @@ fn create_version(
     if body.get("id").is_some_and(Value::is_null) {
         body.remove("id");
     }
-    let version = create_record(tx, ctx, &versions, body)?;
+    let version = create_record(tx, ctx, versions, body)?;
     let parsed: DocumentVersion =
         serde_json::from_value(version.clone()).map_err(ApiError::internal)?;
-    apply_server_change(tx, ctx, &docs, &doc, current_version_patch(&parsed, size))?;
+    apply_server_change(tx, ctx, docs, &doc, current_version_patch(&parsed, size))?;
     Ok(version)
 }
 
@@ -384,7 +382,7 @@ async fn hub_bulk_upload(
     }
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let docs = engine::resource("document");
+        let docs = ctx.resource(ResourceId::Document);
         let mut out = Vec::with_capacity(req.documents.len());
         for (i, item) in req.documents.iter().enumerate() {
             let key = item.document_key.trim();
@@ -414,7 +412,7 @@ async fn hub_bulk_upload(
             );
             body.insert("isHub".into(), json!(true));
             body.insert("metadata".into(), Value::Object(item.metadata.clone()));
-            let doc = create_record(tx, ctx, &docs, body).map_err(|e| e.with_index(i))?;
+            let doc = create_record(tx, ctx, docs, body).map_err(|e| e.with_index(i))?;
             let doc_id = parse_id(doc["id"].as_str().unwrap_or(""))?;
             let version = VersionCreate {
                 document_id: Some(doc_id),
@@ -464,9 +462,9 @@ fn notify_attached(
 
 // ----- links and copy mode -----------------------------------------------------------------------
 
-fn load_document(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<(Arc<ServedResource>, Value)> {
-    let docs = engine::resource("document");
-    let doc = records::get(tx, docs.table(), org, id)?.ok_or_else(ApiError::not_found)?;
+fn load_document(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid) -> ApiResult<(Arc<ServedResource>, Value)> {
+    let docs = ctx.resource(ResourceId::Document).clone();
+    let doc = records::get(tx, docs.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
     Ok((docs, doc))
 }
 
@@ -478,7 +476,7 @@ async fn link(
 ) -> ApiResult<Answered<api::document::Link>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        let (docs, old) = load_document(tx, ctx, id)?;
         if !deliverable_exists(tx, ctx.org(), req.deliverable_id)? {
             return Err(ApiError::field("deliverableId", "no such deliverable"));
         }
@@ -510,7 +508,7 @@ async fn unlink(
 ) -> ApiResult<Answered<api::document::Unlink>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        let (docs, old) = load_document(tx, ctx, id)?;
         let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
         if !prodops_core::document::is_attached_to(&doc, deliverable) {
             return Err(ApiError::not_found());
@@ -547,7 +545,7 @@ async fn copy_mode(
 ) -> ApiResult<Answered<api::document::SetCopyMode>> {
     let st = call.state.clone();
     call.write(move |tx, ctx| {
-        let (docs, old) = load_document(tx, ctx.org(), id)?;
+        let (docs, old) = load_document(tx, ctx, id)?;
         let mut changes = Map::new();
         changes.insert("copyMode".into(), json!(req.copy_mode));
         let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
@@ -574,15 +572,15 @@ async fn counts_by_deliverable(
         .state
         .store
         .read(move |tx| {
-            let docs = engine::resource("document");
-            let deliverables = engine::resource("deliverable");
+            let docs = ResourceId::Document.kind().desc();
+            let deliverables = ResourceId::Deliverable.kind().desc();
             let mut ids = req.deliverable_ids.clone();
             ids.sort();
             ids.dedup();
             // Only deliverables of the organization count; others are left out of the answer.
             let found = records::select_values(
                 tx,
-                deliverables.table(),
+                deliverables.table,
                 org,
                 &Select {
                     conds: vec![Cond::Ids(ids.clone())],
@@ -603,7 +601,7 @@ async fn counts_by_deliverable(
                 for path in ["deliverableId", "linkedDeliverableIds"] {
                     n += records::count(
                         tx,
-                        docs.table(),
+                        docs.table,
                         org,
                         &[
                             Cond::Archived(false),
@@ -652,11 +650,10 @@ fn unreferenced(tx: &mut dyn Tx, org: Uuid, keys: &[String]) -> ApiResult<Vec<St
     let mut out = Vec::new();
     for key in keys {
         let mut used = 0;
-        for path in ["document", "document-version"] {
-            let res = engine::resource(path);
+        for resource in [ResourceId::Document, ResourceId::DocumentVersion] {
             used += records::count(
                 tx,
-                res.table(),
+                resource.kind().desc().table,
                 org,
                 &[Cond::field_equals("documentKey", key.clone())],
             )?;
@@ -706,7 +703,7 @@ impl Hooks for DocumentHooks {
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = parse_id(record.get("id").and_then(Value::as_str).unwrap_or(""))?;
-        let versions = engine::resource("document-version");
+        let versions = ctx.resource(ResourceId::DocumentVersion);
         let select = Select {
             conds: vec![Cond::field_equals("documentId", id.to_string())],
             limit: engine::MAX_BULK_RECORDS,
@@ -725,7 +722,7 @@ impl Hooks for DocumentHooks {
                 .and_then(|s| Uuid::parse_str(s).ok())
                 && records::delete(tx, versions.table(), ctx.org(), vid)?
             {
-                engine::events::deleted(ctx, &versions, &v);
+                engine::events::deleted(ctx, versions, &v);
             }
         }
         keys.extend(

@@ -10,7 +10,6 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use prodops_core::registry::{self, ResourceId};
 use prodops_core::resource::{Allow, ResourceKind};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -34,6 +33,7 @@ pub mod openapi;
 pub(crate) mod params;
 mod pipeline;
 pub mod rawjson;
+mod resources;
 
 pub use params::{
     ListParams, filter_conds, flattened_name, parse_body, parse_id, parse_list_params,
@@ -44,6 +44,7 @@ pub use pipeline::{
     apply_server_change, create_record, create_records_held, create_server_record, delete_record,
     update_record, upsert_record,
 };
+pub use resources::Resources;
 
 /// The largest `pageSize` a list or query accepts.
 pub const MAX_PAGE_SIZE: u64 = 10_000;
@@ -67,13 +68,13 @@ pub struct ServedResource {
 }
 
 impl ServedResource {
-    /// The resource of `kind`, one of `registry::resources()`, with its hooks.
-    pub fn new(kind: &'static dyn ResourceKind) -> Self {
+    /// The resource of `kind`, one of `registry::resources()`, served with `hooks`.
+    pub fn new(kind: &'static dyn ResourceKind, hooks: Arc<dyn Hooks>) -> Self {
         let fields = schema_fields(kind);
         ServedResource {
             kind,
             fields,
-            hooks: hooks_for(ResourceId::of(kind).expect("a resource of the registry has an id")),
+            hooks,
             base: kind.desc().path.to_string(),
             implied: Vec::new(),
         }
@@ -166,41 +167,6 @@ impl ServedResource {
     }
 }
 
-/// Which hooks each resource is served with: the composition root's binding (`families.rs`),
-/// handed over with [`bind_hooks`] before any resource is built.
-pub type HookBinding = fn(ResourceId) -> Arc<dyn Hooks>;
-
-static HOOK_BINDING: std::sync::OnceLock<HookBinding> = std::sync::OnceLock::new();
-
-/// Hands the engine the binding of resources to their hooks; the first binding stays.
-pub fn bind_hooks(binding: HookBinding) {
-    let _ = HOOK_BINDING.set(binding);
-}
-
-/// The hooks of the resource `id`, from the binding handed over at start.
-fn hooks_for(id: ResourceId) -> Arc<dyn Hooks> {
-    let binding = HOOK_BINDING.get().expect(
-        "the hooks are bound (prodops_server::families::install) before a resource is built",
-    );
-    binding(id)
-}
-
-/// The engine's description of the resource served at `path`, built once; for resource
-/// modules that write standard records through the pipeline.
-pub fn resource(path: &str) -> Arc<ServedResource> {
-    static ALL: std::sync::OnceLock<Vec<Arc<ServedResource>>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| {
-        registry::resources()
-            .iter()
-            .map(|k| Arc::new(ServedResource::new(*k)))
-            .collect()
-    })
-    .iter()
-    .find(|r| r.desc().path == path)
-    .cloned()
-    .unwrap_or_else(|| panic!("no resource /{path}"))
-}
-
 /// The top-level property names of a resource's schema.
 fn schema_fields(kind: &dyn ResourceKind) -> HashSet<String> {
     use utoipa::openapi::{RefOr, schema::Schema};
@@ -212,20 +178,19 @@ fn schema_fields(kind: &dyn ResourceKind) -> HashSet<String> {
 
 /// The routes of every standard resource; methods a resource serves itself (`Allow::Custom`)
 /// are left for its own module to add.
-pub fn routes() -> Router<Arc<AppState>> {
+pub fn routes(resources: &Resources) -> Router<Arc<AppState>> {
     let mut router = Router::new();
-    for kind in registry::resources() {
-        router = router.merge(resource_routes(resource(kind.desc().path)));
+    for res in resources.iter() {
+        router = router.merge(resource_routes(res.clone()));
     }
     router
 }
 
 /// The resources whose read by id the key lookup can do along (http/app.rs `point_read`): the
 /// table of each, by the path of its records (`/api/v2/<path>`).
-pub fn point_reads() -> HashMap<String, &'static str> {
-    registry::resources()
+pub fn point_reads(resources: &Resources) -> HashMap<String, &'static str> {
+    resources
         .iter()
-        .map(|kind| resource(kind.desc().path))
         .filter(|res| res.reads_stored_record_by_id())
         .map(|res| (format!("/api/v2/{}", res.base), res.table()))
         .collect()
@@ -234,12 +199,12 @@ pub fn point_reads() -> HashMap<String, &'static str> {
 /// The resources whose list page the key lookup can read along (http/app.rs `page_read`): for
 /// each collection path, the page a query string asks for when it is a plain page in the
 /// default order of a resource that presents its records as stored.
-pub fn page_reads() -> HashMap<String, crate::http::app::PagePlanner> {
-    registry::resources()
+pub fn page_reads(resources: &Resources) -> HashMap<String, crate::http::app::PagePlanner> {
+    resources
         .iter()
-        .map(|kind| resource(kind.desc().path))
         .filter(|res| !res.hooks.presents())
         .map(|res| {
+            let res = res.clone();
             let path = format!("/api/v2/{}", res.base);
             let planner: crate::http::app::PagePlanner = Arc::new(
                 move |query: Option<&str>, now: &prodops_core::alerts::AsOf| {
@@ -812,7 +777,7 @@ async fn bulk_put(
         ));
     }
     // One context for both steps: the records are stamped with its time when prepared.
-    let ctx = Ctx::new(call.auth, call.idempotency);
+    let ctx = Ctx::new(call.state.resources.clone(), call.auth, call.idempotency);
     // Outside the write transaction, so that requests prepare while another one writes.
     let prepared = {
         let filled = call.state.store.filter_fields_written(res.table());

@@ -11,7 +11,8 @@ use prodops_core::openapi::{Form, create_form_name, filter_name, patch_form_name
 use prodops_core::resource::{Allow, Archive, COMMON_READ_ONLY};
 use serde_json::{Map, Value, json};
 
-use super::{MAX_BULK_RECORDS, MAX_PAGE, MAX_PAGE_SIZE, ServedResource, resource, routed};
+use super::hooks::NoHooks;
+use super::{MAX_BULK_RECORDS, MAX_PAGE, MAX_PAGE_SIZE, ServedResource, routed};
 use crate::http::text::{MAX_INDEXED_TEXT, MAX_SEARCH_TEXT, indexed_fields};
 
 fn ws() -> String {
@@ -399,10 +400,18 @@ fn sort_param(res: &Res) -> Value {
     )
 }
 
+/// The served form of the resource a declaration names by its path: its fields and filters,
+/// which is all the document reads of it (no hooks).
+fn declared(path: &str) -> ServedResource {
+    let kind = prodops_core::registry::by_path(path)
+        .unwrap_or_else(|| panic!("a declaration names /{path}, which is not registered"));
+    ServedResource::new(kind, std::sync::Arc::new(NoHooks))
+}
+
 /// The parameters a declared query parameter stands for, where it names what the standard
 /// lists take ([`ParamValues::Page`], [`ParamValues::SearchOf`], ...); `None` for the others.
 pub fn standard_param(q: &QueryParam) -> Option<Vec<Value>> {
-    let of = resource;
+    let of = declared;
     let [page, page_size] = paging_params();
     Some(match q.values {
         ParamValues::Page => vec![page],
@@ -423,7 +432,7 @@ pub fn standard_param(q: &QueryParam) -> Option<Vec<Value>> {
 
 /// The equality filters of the resource at `path`, as its list takes them.
 pub fn filters_of(path: &str) -> Vec<Value> {
-    filter_params(&Res::new(&resource(path)), false)
+    filter_params(&Res::new(&declared(path)), false)
 }
 
 /// The filter of a JSON body (`query`, `count`, `group-and-count`): field → value or values.

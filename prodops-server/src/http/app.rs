@@ -32,6 +32,9 @@ pub const BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 pub struct AppState {
     pub store: Store,
+    /// The engine's resource table, built once at start (`families::resources`); each request's
+    /// context carries it (`Ctx::resources`).
+    pub resources: crate::http::context::ResourceTable,
     /// Services of the layers above this one that handlers reach through the state, by type
     /// (document files and their signed links: `blob::Files::of`).
     pub services: axum::http::Extensions,

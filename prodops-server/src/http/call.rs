@@ -75,7 +75,7 @@ impl Call {
         E: Served,
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<AnswerOf<E>> + Send + 'static,
     {
-        let ctx = Ctx::new(self.auth, self.idempotency);
+        let ctx = Ctx::new(self.state.resources.clone(), self.auth, self.idempotency);
         write_answer(&self.state, ctx, f).await
     }
 
@@ -86,7 +86,7 @@ impl Call {
     where
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
     {
-        let ctx = Ctx::new(self.auth, self.idempotency);
+        let ctx = Ctx::new(self.state.resources.clone(), self.auth, self.idempotency);
         write_reply(&self.state, ctx, f).await
     }
 
@@ -96,7 +96,7 @@ impl Call {
         T: Send + 'static,
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<T> + Send + 'static,
     {
-        let ctx = Ctx::new(self.auth, None);
+        let ctx = Ctx::new(self.state.resources.clone(), self.auth, None);
         self.state.store.read(move |tx| f(tx, &ctx)).await
     }
 }

@@ -60,10 +60,17 @@ pub struct Idempotency {
     pub fingerprint: String,
 }
 
+/// The resource table the request is served with: the engine's `Resources`, built once at start
+/// (`families::resources`) and shared by every request. This layer sits below the engine and
+/// cannot name its type; the engine reads it back (`Ctx::resource`, `engine/resources.rs`).
+pub type ResourceTable = Arc<dyn Any + Send + Sync>;
+
 /// Everything a transaction body needs to know about its request.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Ctx {
     pub auth: Auth,
+    /// The resource table (see [`ResourceTable`]).
+    pub resources: ResourceTable,
     /// One clock reading per request, in milliseconds, so every timestamp it writes agrees.
     pub now: DateTime<Utc>,
     pub idempotency: Option<Idempotency>,
@@ -80,10 +87,11 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(auth: Auth, idempotency: Option<Idempotency>) -> Self {
+    pub fn new(resources: ResourceTable, auth: Auth, idempotency: Option<Idempotency>) -> Self {
         let now = Utc::now().trunc_subsecs(3);
         Ctx {
             auth,
+            resources,
             now,
             idempotency,
             now_text: format_time(now),
@@ -141,6 +149,19 @@ impl Ctx {
     pub fn now_text(&self) -> String {
         debug_assert_eq!(self.now_text, format_time(self.now));
         self.now_text.clone()
+    }
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("auth", &self.auth)
+            .field("now", &self.now)
+            .field("idempotency", &self.idempotency)
+            .field("deferred", &self.deferred)
+            .field("request_id", &self.request_id)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
     }
 }
 

@@ -8,15 +8,15 @@
 //! enforcing the negative-stock policy of [`prodops_core::inventory::next_on_hand`].
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 
+use prodops_core::Violation;
 use prodops_core::inventory::{
     InventoryTransaction, MAX_POSTING_QUANTITY, MAX_STOCK_MICROS, Stock, StockRefusal,
     TransactionType, from_micros, net_deltas, next_on_hand, to_micros,
 };
 use prodops_core::stock_count::{CountRequest, CountResult, check_lines, counted_line, difference};
-use prodops_core::{Record, Violation, registry};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -32,16 +32,6 @@ use crate::http::typed::{Answered, ServedQuery, Shaped};
 use crate::store::records;
 use crate::store::{SqlValue, Tx};
 use prodops_core::api::Page;
-
-/// The ledger resource as the engine serves it.
-pub fn ledger() -> &'static ServedResource {
-    static RES: OnceLock<ServedResource> = OnceLock::new();
-    RES.get_or_init(|| {
-        ServedResource::new(
-            registry::by_path(InventoryTransaction::DESC.path).expect("ledger is registered"),
-        )
-    })
-}
 
 /// Appends ledger rows and updates stock on hand, inside the caller's transaction.
 ///
@@ -59,7 +49,7 @@ pub fn ledger() -> &'static ServedResource {
 /// - 409 `CONFLICT` when the net change of the rows would take stock of an item at a location
 ///   below zero (or above the stock limit); `details` name each item and location.
 pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiResult<Vec<Value>> {
-    let res = ledger();
+    let res = ctx.resource(ResourceId::InventoryTransaction);
     let many = rows.len() > 1;
     let mut stored = Vec::with_capacity(rows.len());
     let mut parsed = Vec::with_capacity(rows.len());
@@ -221,12 +211,6 @@ fn uuid_of(map: &Map<String, Value>, field: &str) -> Option<Uuid> {
         .and_then(|s| Uuid::parse_str(s).ok())
 }
 
-fn table_of(path: &str) -> &'static str {
-    registry::by_path(path)
-        .map(|k| k.desc().table)
-        .expect("registered resource")
-}
-
 /// Ledger rows: the shop comes from the posting location, the unit defaults to the item's, the
 /// item and locations must exist in the organization, a transfer stays within one shop, and no
 /// stock goes into an archived location.
@@ -242,7 +226,7 @@ impl Hooks for LedgerHooks {
     ) -> ApiResult<()> {
         let mut violations = Vec::new();
         if let Some(item_id) = uuid_of(candidate, "itemId") {
-            match records::get(tx, table_of("item"), ctx.org(), item_id)? {
+            match records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), item_id)? {
                 None => violations.push(Violation::field(
                     "itemId",
                     format!("no item {item_id} in this organization"),
@@ -273,7 +257,12 @@ impl Hooks for LedgerHooks {
             let Some(location_id) = location_id else {
                 continue;
             };
-            let Some(location) = records::get(tx, table_of("location"), ctx.org(), location_id)?
+            let Some(location) = records::get(
+                tx,
+                ResourceId::Location.kind().desc().table,
+                ctx.org(),
+                location_id,
+            )?
             else {
                 violations.push(Violation::field(
                     field,
@@ -601,8 +590,13 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
         let known = match locations.get(&line.location_id) {
             Some(known) => *known,
             None => {
-                let known =
-                    records::get(tx, table_of("location"), ctx.org(), line.location_id)?.is_some();
+                let known = records::get(
+                    tx,
+                    ResourceId::Location.kind().desc().table,
+                    ctx.org(),
+                    line.location_id,
+                )?
+                .is_some();
                 locations.insert(line.location_id, known);
                 known
             }

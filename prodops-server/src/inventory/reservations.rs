@@ -3,6 +3,7 @@
 //! keeps equal to the reservations of each item and location; BOM allocation reserves through
 //! [`reserve`], and consumption uses a reservation up through [`release`].
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
 use prodops_core::inventory::to_micros;
@@ -38,9 +39,14 @@ fn add_reserved(
     if micros == 0 {
         return Ok(());
     }
-    let shop = records::get(tx, table_of("location"), ctx.org(), location)?
-        .and_then(|l| uuid_field(&l, "shopId"))
-        .unwrap_or_default();
+    let shop = records::get(
+        tx,
+        ResourceId::Location.kind().desc().table,
+        ctx.org(),
+        location,
+    )?
+    .and_then(|l| uuid_field(&l, "shopId"))
+    .unwrap_or_default();
     tx.execute(
         "INSERT INTO stock (organization_id, item_id, location_id, shop_id, on_hand, reserved, updated_at) \
          VALUES (?, ?, ?, ?, 0, ?, ?) \
@@ -113,7 +119,7 @@ pub fn release(
 /// Where a reservation of an item goes: its default location, else the location holding most
 /// of it.
 pub fn reservation_location(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid) -> ApiResult<Option<Uuid>> {
-    if let Some(i) = records::get(tx, table_of("item"), ctx.org(), item)?
+    if let Some(i) = records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), item)?
         && let Some(l) = uuid_field(&i, "defaultLocationId")
     {
         return Ok(Some(l));
@@ -149,12 +155,6 @@ pub fn totals_by_item(tx: &mut dyn Tx, org: Uuid) -> ApiResult<HashMap<Uuid, (i6
         }
     }
     Ok(totals)
-}
-
-fn table_of(path: &str) -> &'static str {
-    prodops_core::registry::by_path(path)
-        .map(|k| k.desc().table)
-        .expect("registered resource")
 }
 
 fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use prodops_core::Violation;
+use prodops_core::registry::ResourceId;
 use prodops_core::units::{
     Factor, MAX_CHAIN, UnitConversion, UnitDef, check_chain, factor_to_base,
 };
@@ -21,12 +22,6 @@ fn uuid_field(v: &Value, field: &str) -> Option<Uuid> {
     v.get(field)
         .and_then(Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok())
-}
-
-fn table(path: &str) -> &'static str {
-    prodops_core::registry::by_path(path)
-        .map(|k| k.desc().table)
-        .expect("registered resource")
 }
 
 /// A unit's own declaration as stored.
@@ -57,9 +52,14 @@ impl Converter {
             let def = match self.units.get(&id) {
                 Some(def) => *def,
                 None => {
-                    let def = records::get(tx, table("unit-measure"), ctx.org(), id)?
-                        .as_ref()
-                        .map(unit_def);
+                    let def = records::get(
+                        tx,
+                        ResourceId::UnitMeasure.kind().desc().table,
+                        ctx.org(),
+                        id,
+                    )?
+                    .as_ref()
+                    .map(unit_def);
                     self.units.insert(id, def);
                     def
                 }
@@ -130,7 +130,7 @@ impl Converter {
         field: &str,
     ) -> ApiResult<Factor> {
         if let std::collections::hash_map::Entry::Vacant(e) = self.items.entry(item_id) {
-            let item = records::get(tx, table("item"), ctx.org(), item_id)?;
+            let item = records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), item_id)?;
             e.insert(item.as_ref().map(Self::item_units));
         }
         let Some((base, conversions)) = self.items.get(&item_id).cloned().flatten() else {

@@ -162,10 +162,7 @@ pub fn code_references(
     if catalog != prodops_core::catalog::PAY_TYPE {
         return Ok(None);
     }
-    let Some(timesheet) = prodops_core::registry::by_path("timesheet") else {
-        return Ok(None);
-    };
-    let desc = timesheet.desc();
+    let desc = prodops_core::registry::ResourceId::Timesheet.kind().desc();
     let select = Select {
         conds: vec![Cond::Field {
             path: FieldPath::parse("payTypes").expect("static path"),
@@ -207,8 +204,8 @@ fn rename_batch(tx: &mut dyn Tx, org: Uuid, rename: &CodeRename) -> ApiResult<(b
         }
     }
     if !more && let Some(entry_id) = rename.entry_id {
-        let entries = prodops_core::registry::by_path("catalog-entry")
-            .expect("catalog entries are a resource")
+        let entries = prodops_core::registry::ResourceId::CatalogEntry
+            .kind()
             .desc();
         if let Some(entry) = records::get(tx, entries.table, org, entry_id)? {
             events.push(NewEvent {

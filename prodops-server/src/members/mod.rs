@@ -12,6 +12,7 @@
 //! Every member endpoint needs an admin key, or both `User.Read` and `User.Update`.
 
 use prodops_core::api::{self, Endpoint};
+use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -24,7 +25,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_server_record};
+use crate::engine::{ServedResource, apply_server_change, create_server_record};
 use crate::http::app::hash_key;
 use crate::http::call::{Call, Open};
 use crate::http::context::{Action, Auth, Ctx, format_time};
@@ -174,7 +175,7 @@ async fn invite(
         .normalized_email()
         .map_err(|v| ApiError::violations(vec![v]))?;
     call.write(move |tx, ctx| {
-        let res = engine::resource("organization-member");
+        let res = ctx.resource(ResourceId::OrganizationMember);
         let (account, name, status) = account_for(tx, ctx, &email, req.name.as_deref())?;
         let mut body = Map::new();
         body.insert("appUserId".into(), json!(account));
@@ -186,7 +187,7 @@ async fn invite(
         body.insert("roleId".into(), json!(req.role_id));
         body.insert("roleType".into(), json!(req.role_type));
         body.insert("workerId".into(), json!(req.worker_id));
-        let record = create_server_record(tx, ctx, &res, body)?;
+        let record = create_server_record(tx, ctx, res, body)?;
         let member: OrganizationMember =
             serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
         send_invitation(tx, ctx, &member)?;
@@ -202,7 +203,7 @@ fn sync_account(
     account: Uuid,
     changes: &Map<String, Value>,
 ) -> ApiResult<()> {
-    let res = engine::resource("organization-member");
+    let res = ctx.resource(ResourceId::OrganizationMember);
     let expr = tx.text_expr(&FieldPath::parse("appUserId").expect("static path"));
     let rows = tx.query(
         &format!(
@@ -267,7 +268,7 @@ async fn accept(
         permissions: Arc::new(Default::default()),
         flags: Arc::new(Map::new()),
     };
-    let ctx = Ctx::new(auth, None);
+    let ctx = Ctx::new(state.resources.clone(), auth, None);
     write_answer(&state, ctx, move |tx, ctx| {
         let rows = tx.query(
             "SELECT member_id, app_user_id, expires_at FROM invitations \
@@ -298,13 +299,13 @@ async fn accept(
         let mut changes = Map::new();
         changes.insert("status".into(), json!(AppUserStatus::Active));
         sync_account(tx, ctx, account, &changes)?;
-        let res = engine::resource("organization-member");
+        let res = ctx.resource(ResourceId::OrganizationMember);
         let old = records::get(tx, res.table(), ctx.org(), member_id)?.ok_or_else(refused)?;
         let member: OrganizationMember =
             serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
         let mut changes = Map::new();
         changes.insert("status".into(), json!(status_after_accept(member.status)));
-        let record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        let record = apply_server_change(tx, ctx, res, &old, changes)?;
         Ok(Shaped::record(record))
     })
     .await
@@ -319,11 +320,11 @@ where
         + 'static,
 {
     call.write(move |tx, ctx| {
-        let res = engine::resource("organization-member");
+        let res = ctx.resource(ResourceId::OrganizationMember);
         let old = records::get(tx, res.table(), ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
         let member: OrganizationMember =
             serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
-        f(tx, ctx, &res, &old, &member)
+        f(tx, ctx, res, &old, &member)
     })
     .await
 }
@@ -480,12 +481,12 @@ fn outbox_filter(query: Option<&str>) -> ApiResult<OutboxFilter> {
 /// account's name written through, invitations removed with the member.
 pub struct MemberHooks;
 
-fn exists(tx: &mut dyn Tx, ctx: &Ctx, path: &str, id: &Value) -> ApiResult<bool> {
+fn exists(tx: &mut dyn Tx, ctx: &Ctx, resource: ResourceId, id: &Value) -> ApiResult<bool> {
     let Some(id) = id.as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
         return Ok(true);
     };
-    let res = engine::resource(path);
-    Ok(records::get(tx, res.table(), ctx.org(), id)?.is_some())
+    let table = resource.kind().desc().table;
+    Ok(records::get(tx, table, ctx.org(), id)?.is_some())
 }
 
 impl Hooks for MemberHooks {
@@ -501,10 +502,14 @@ impl Hooks for MemberHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
-        for (field, path) in [("roleId", "role"), ("workerId", "worker")] {
+        for (field, resource) in [
+            ("roleId", ResourceId::Role),
+            ("workerId", ResourceId::Worker),
+        ] {
             let value = new.get(field).cloned().unwrap_or(Value::Null);
             let unchanged = old.is_some_and(|o| o.get(field) == Some(&value));
-            if !unchanged && !value.is_null() && !exists(tx, ctx, path, &value)? {
+            if !unchanged && !value.is_null() && !exists(tx, ctx, resource, &value)? {
+                let path = resource.kind().desc().path;
                 return Err(ApiError::field(field, format!("no such {path}")));
             }
         }

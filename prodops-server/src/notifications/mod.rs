@@ -7,6 +7,7 @@
 //! account, except the account that caused the event ([`prodops_core::notification::recipients`]).
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 
 use prodops_core::notification::{
     NotificationKind, ReadChannelComments, ReadDeliverableDocuments, recipients,
@@ -41,12 +42,12 @@ fn field(path: &str, value: String) -> Cond {
 
 /// The members of the organization (at most 100,000).
 pub fn members(tx: &mut dyn Tx, org: Uuid) -> ApiResult<Vec<OrganizationMember>> {
-    let res = engine::resource("organization-member");
+    let table = ResourceId::OrganizationMember.kind().desc().table;
     let select = Select {
         limit: 100_000,
         ..Default::default()
     };
-    records::select_values(tx, res.table(), org, &select)?
+    records::select_values(tx, table, org, &select)?
         .into_iter()
         .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
         .collect()
@@ -61,21 +62,21 @@ pub fn notify(
     message: &str,
     actor: Option<Uuid>,
 ) -> ApiResult<usize> {
-    let res = engine::resource("notification");
+    let res = ctx.resource(ResourceId::Notification);
     let to = recipients(&members(tx, ctx.org())?, actor);
     for user in &to {
         let mut body = about.clone();
         body.insert("kind".into(), json!(kind));
         body.insert("appUserId".into(), json!(user));
         body.insert("message".into(), json!(message));
-        create_record(tx, ctx, &res, body)?;
+        create_record(tx, ctx, res, body)?;
     }
     Ok(to.len())
 }
 
 /// Marks read the unread notifications matching `conds`; returns how many changed.
 fn mark_read(tx: &mut dyn Tx, ctx: &Ctx, mut conds: Vec<Cond>) -> ApiResult<usize> {
-    let res = engine::resource("notification");
+    let res = ctx.resource(ResourceId::Notification);
     conds.push(field("isRead", "false".into()));
     let select = Select {
         conds,
@@ -87,7 +88,7 @@ fn mark_read(tx: &mut dyn Tx, ctx: &Ctx, mut conds: Vec<Cond>) -> ApiResult<usiz
         let mut changes = Map::new();
         changes.insert("isRead".into(), json!(true));
         changes.insert("readAt".into(), json!(ctx.now_text()));
-        engine::apply_server_change(tx, ctx, &res, old, changes)?;
+        engine::apply_server_change(tx, ctx, res, old, changes)?;
     }
     Ok(unread.len())
 }

@@ -7,6 +7,7 @@
 //! refreshed once at the end, as a bulk write does), then the dependencies, BOM lines and output
 //! declarations, each through its resource's hooks and rules.
 
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
 use prodops_core::deliverable::DeliverableType;
@@ -25,9 +26,7 @@ use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::Answered;
 use crate::plans::{SOURCE_LINE, SOURCE_OUTPUT};
-use crate::plans::{
-    deliverable, lines_res, lock_owner, order_quantity, outputs_res, owned, uuid_field,
-};
+use crate::plans::{deliverable, lock_owner, order_quantity, owned, uuid_field};
 use crate::store::Tx;
 use prodops_core::api;
 
@@ -118,7 +117,7 @@ pub fn apply_template_in(
     let plan = copy_plan(template_id, &nodes);
 
     // The nodes, as one deferred batch of the deliverable resource.
-    let res = crate::deliverables::resource("deliverable");
+    let res = ctx.resource(ResourceId::Deliverable);
     let batch = ctx.deferring();
     let mut copies: HashMap<Uuid, Uuid> = HashMap::with_capacity(plan.len());
     let mut applied = Vec::with_capacity(plan.len());
@@ -159,7 +158,7 @@ pub fn apply_template_in(
     // Dependencies between copied nodes, remapped.
     // Those of the template's tree only (a dependency never leaves its tree), created as one
     // deferred batch: each checked against the target tree's graph, read once.
-    let deps_res = crate::deliverables::resource("dependency");
+    let deps_res = ctx.resource(ResourceId::Dependency);
     let mut found =
         crate::deliverables::dependencies::tree_dependencies(tx, ctx.org(), &template_row)?;
     // In the order they were created (generated ids are UUIDv7).
@@ -186,7 +185,13 @@ pub fn apply_template_in(
     let mut outputs = Vec::new();
     if template_kind == DeliverableType::Route {
         let target_is_order = target_id == order_id;
-        for src in owned(tx, ctx, lines_res(), "routeDeliverableId", template_id)? {
+        for src in owned(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::BomLine),
+            "routeDeliverableId",
+            template_id,
+        )? {
             let line: BomLine = read_stored(&src)?;
             let mut body = copy_of(
                 &src,
@@ -216,9 +221,20 @@ pub fn apply_template_in(
                 "metadata".into(),
                 provenance(SOURCE_LINE, line.id, target_id),
             );
-            bom_lines.push(read_stored(&create_record(tx, ctx, lines_res(), body)?)?);
+            bom_lines.push(read_stored(&create_record(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::BomLine),
+                body,
+            )?)?);
         }
-        for src in owned(tx, ctx, outputs_res(), "routeDeliverableId", template_id)? {
+        for src in owned(
+            tx,
+            ctx,
+            ctx.resource(ResourceId::ProductionOutput),
+            "routeDeliverableId",
+            template_id,
+        )? {
             let decl: ProductionOutput = read_stored(&src)?;
             let mut body = copy_of(
                 &src,
@@ -242,7 +258,12 @@ pub fn apply_template_in(
                 "metadata".into(),
                 provenance(SOURCE_OUTPUT, decl.id, target_id),
             );
-            outputs.push(read_stored(&create_record(tx, ctx, outputs_res(), body)?)?);
+            outputs.push(read_stored(&create_record(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::ProductionOutput),
+                body,
+            )?)?);
         }
     }
     Ok(ApplyTemplateResult {

@@ -9,6 +9,7 @@
 mod apply;
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
 use prodops_core::deliverable::DeliverableType;
@@ -31,8 +32,7 @@ use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::{Answered, ServedQuery, Shaped};
 use crate::plans::{
-    deliverable, deliverable_type, lines_res, lock_owner, order_by_path, order_quantity,
-    outputs_res, owned, table_of, uuid_field,
+    deliverable, deliverable_type, lock_owner, order_by_path, order_quantity, owned, uuid_field,
 };
 use crate::store::Tx;
 use crate::store::records::{self, Select};
@@ -100,7 +100,7 @@ pub(crate) fn set_actual(
 
 /// An item's stored record, or a 400 naming `field`.
 pub(crate) fn item(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Value> {
-    records::get(tx, table_of("item"), ctx.org(), id)?
+    records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), id)?
         .ok_or_else(|| ApiError::field(field, format!("no item {id} in this organization")))
 }
 
@@ -216,7 +216,13 @@ impl Hooks for PlanHooks {
         // A declaration's default output location must be one of the organization's.
         if let Some(location) = uuid_field(new, "locationId")
             && old.and_then(|o| uuid_field(o, "locationId")) != Some(location)
-            && records::get(tx, table_of("location"), ctx.org(), location)?.is_none()
+            && records::get(
+                tx,
+                ResourceId::Location.kind().desc().table,
+                ctx.org(),
+                location,
+            )?
+            .is_none()
         {
             return Err(ApiError::field(
                 "locationId",
@@ -241,7 +247,9 @@ impl Hooks for PlanHooks {
         }
         match owner {
             Owner::Project(id) => {
-                if records::get(tx, table_of("project"), ctx.org(), id)?.is_none() {
+                if records::get(tx, ResourceId::Project.kind().desc().table, ctx.org(), id)?
+                    .is_none()
+                {
                     return Err(ApiError::field(
                         "projectId",
                         format!("no project {id} in this organization"),
@@ -379,7 +387,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
     let (node, order) = order_of_node(tx, ctx, "deliverableId", req.deliverable_id)?;
     let order_id = uuid_field(&order, "id").unwrap_or_default();
     lock_owner(tx, ctx, order_id)?;
-    let res = outputs_res();
+    let res = ctx.resource(ResourceId::ProductionOutput);
     let mut decls = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
     let typed_decls: Vec<ProductionOutput> =
         decls.iter().map(read_stored).collect::<ApiResult<_>>()?;
@@ -462,7 +470,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     let (node, order) = order_of_node(tx, ctx, "deliverableId", req.deliverable_id)?;
     let order_id = uuid_field(&order, "id").unwrap_or_default();
     lock_owner(tx, ctx, order_id)?;
-    let res = lines_res();
+    let res = ctx.resource(ResourceId::BomLine);
     let all_lines = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
     let all_typed: Vec<BomLine> = all_lines
         .iter()
@@ -564,7 +572,12 @@ fn last_location(
         limit: 1,
         offset: 0,
     };
-    let rows = records::select_values(tx, table_of("inventory-transaction"), ctx.org(), &select)?;
+    let rows = records::select_values(
+        tx,
+        ResourceId::InventoryTransaction.kind().desc().table,
+        ctx.org(),
+        &select,
+    )?;
     Ok(rows
         .first()
         .and_then(|r| uuid_field(r, "toLocationId").or(uuid_field(r, "fromLocationId"))))
@@ -582,8 +595,12 @@ pub fn adjust_actual_in(
     let order_id = uuid_field(&order, "id").unwrap_or_default();
     lock_owner(tx, ctx, order_id)?;
     let (res, record_key, what) = match req.kind {
-        ActualKind::Produce => (outputs_res(), keys::OUTPUT, "output declaration"),
-        ActualKind::Consume => (lines_res(), keys::LINE, "BOM line"),
+        ActualKind::Produce => (
+            ctx.resource(ResourceId::ProductionOutput),
+            keys::OUTPUT,
+            "output declaration",
+        ),
+        ActualKind::Consume => (ctx.resource(ResourceId::BomLine), keys::LINE, "BOM line"),
     };
     let records = owned(tx, ctx, res, "orderDeliverableId", order_id)?;
     let record = records
@@ -660,7 +677,7 @@ fn order_postings(
         &format!("metadata.{}", keys::ORDER),
         order.to_string(),
     )];
-    let table = table_of("inventory-transaction");
+    let table = ResourceId::InventoryTransaction.kind().desc().table;
     let select = Select {
         conds: conds.clone(),
         sort: Vec::new(),
@@ -683,7 +700,13 @@ async fn order_status(
             let order = order_by_path(tx, ctx, id)?;
             let quantity = order_quantity(&order);
             let mut outputs = Vec::new();
-            for d in owned(tx, ctx, outputs_res(), "orderDeliverableId", id)? {
+            for d in owned(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::ProductionOutput),
+                "orderDeliverableId",
+                id,
+            )? {
                 let d: ProductionOutput = read_stored(&d)?;
                 let planned = planned_output(&d, quantity);
                 outputs.push(OutputStatus {
@@ -697,7 +720,13 @@ async fn order_status(
                 });
             }
             let mut materials = Vec::new();
-            for l in owned(tx, ctx, lines_res(), "orderDeliverableId", id)? {
+            for l in owned(
+                tx,
+                ctx,
+                ctx.resource(ResourceId::BomLine),
+                "orderDeliverableId",
+                id,
+            )? {
                 let l: BomLine = read_stored(&l)?;
                 let planned = planned_for_order(&l, quantity);
                 materials.push(MaterialStatus {

@@ -16,6 +16,7 @@
 //! - The QC gate a qcstep passes before it becomes done is `deliverables::qc_gate`.
 
 use prodops_core::api;
+use prodops_core::registry::ResourceId;
 
 use prodops_core::deliverable::{Deliverable, DeliverableType};
 use prodops_core::progress::ProgressAction;
@@ -30,7 +31,7 @@ use crate::deliverables::qc_gate::{
     Counting, SetFacts, counted_sets, gate_scope, verdict, verdict_of, versions_of,
 };
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_record};
+use crate::engine::{ServedResource, apply_server_change, create_record};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
@@ -53,7 +54,7 @@ async fn publish(
     req: QcTemplateVersionCreate,
 ) -> ApiResult<Answered<api::qc::PublishVersion>> {
     call.write(move |tx, ctx| {
-        let res = engine::resource("qc-template");
+        let res = ctx.resource(ResourceId::QcTemplate);
         let template = req.qc_template_id.unwrap_or_else(Uuid::now_v7);
         // Numbering reads, then writes: concurrent publishes of one template take turns (the
         // unique index on (qcTemplateId, versionNumber) backs this up).
@@ -87,11 +88,11 @@ async fn publish(
                     .find(|v| v.get("versionNumber").and_then(Value::as_i64) == Some(n))
                     .ok_or_else(|| ApiError::internal("the draft vanished"))?;
                 body.insert("description".into(), json!(req.description));
-                apply_server_change(tx, ctx, &res, old, body)?
+                apply_server_change(tx, ctx, res, old, body)?
             }
             Publish::New(n) => {
                 body.insert("versionNumber".into(), json!(n));
-                create_record(tx, ctx, &res, body)?
+                create_record(tx, ctx, res, body)?
             }
         };
         Ok(Shaped::record(record))
@@ -111,11 +112,11 @@ async fn patch_nothing(
             "the request body must be a JSON object",
         ));
     }
-    let res = engine::resource("qc-template");
+    let table = ResourceId::QcTemplate.kind().desc().table;
     let raw = call
         .state
         .store
-        .get_raw(res.table(), call.org(), id)
+        .get_raw(table, call.org(), id)
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok(Answered::new(Shaped::text(raw)))
@@ -133,7 +134,7 @@ impl Hooks for QcTemplateHooks {
         record: &Value,
     ) -> ApiResult<DeleteAction> {
         let id = record.get("id").and_then(Value::as_str).unwrap_or("");
-        let sets = engine::resource("qc-set");
+        let sets = ctx.resource(ResourceId::QcSet);
         let n = records::count(
             tx,
             sets.table(),
@@ -162,7 +163,7 @@ fn settle(
     deleting: bool,
 ) -> ApiResult<()> {
     lock_scope(tx, &gate_scope(ctx, d))?;
-    let deliverables = engine::resource("deliverable");
+    let deliverables = ctx.resource(ResourceId::Deliverable);
     let Some(value) = records::get(tx, deliverables.table(), ctx.org(), d)? else {
         return Ok(());
     };
@@ -271,7 +272,7 @@ impl Hooks for QcSetHooks {
         new: &Value,
     ) -> ApiResult<()> {
         let set: QcSet = serde_json::from_value(new.clone()).map_err(ApiError::internal)?;
-        let versions = engine::resource("qc-template");
+        let versions = ctx.resource(ResourceId::QcTemplate);
         let Some(version) = records::get(tx, versions.table(), ctx.org(), set.template_id)? else {
             return Err(ApiError::field("templateId", "no such QC template version"));
         };
@@ -285,7 +286,7 @@ impl Hooks for QcSetHooks {
         let retemplated = old.is_none_or(|o| o.get("templateId") != new.get("templateId"));
         let mut violations = check_set_against(&set, &version);
         if moved || retemplated {
-            let deliverables = engine::resource("deliverable");
+            let deliverables = ctx.resource(ResourceId::Deliverable);
             match records::get(tx, deliverables.table(), ctx.org(), set.deliverable_id)? {
                 None => violations.push(prodops_core::Violation::field(
                     "deliverableId",

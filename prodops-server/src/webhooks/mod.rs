@@ -10,6 +10,7 @@
 //!   outcome; a lease that runs out (a process killed mid-delivery) makes the row due again.
 //! - `POST /webhook/{id}/redeliver`, `POST /webhook/{id}/test`, `GET /webhook/{id}/deliveries`.
 
+use prodops_core::registry::ResourceId;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -218,8 +219,8 @@ impl Hooks for WebhookHooks {
 
 /// A webhook of the organization (404 when it has none with this id).
 fn load(tx: &mut dyn Tx, org: Uuid, id: Uuid) -> ApiResult<Webhook> {
-    let res = crate::engine::resource("webhook");
-    let record = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
+    let table = ResourceId::Webhook.kind().desc().table;
+    let record = records::get(tx, table, org, id)?.ok_or_else(ApiError::not_found)?;
     serde_json::from_value(record).map_err(ApiError::internal)
 }
 

@@ -185,10 +185,8 @@ impl Hooks for WorkerHooks {
 /// Ends a worker's open work sessions and plans (spec 3.3), and rolls the days of the ended
 /// sessions up into timesheets.
 fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
-    let Some(kind) = prodops_core::registry::by_path("deliverable/work-sessions") else {
-        return Ok(());
-    };
-    let table = kind.desc().table;
+    let served = ctx.resource(prodops_core::registry::ResourceId::WorkSession);
+    let table = served.table();
     let select = Select {
         conds: vec![
             Cond::field_equals("workerId", worker_id),
@@ -199,7 +197,6 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
     };
     let mut deliverables = Vec::new();
     let mut days = std::collections::BTreeSet::new();
-    let served = crate::engine::resource(kind.desc().path);
     for mut session in records::select_values(tx, table, ctx.org(), &select)? {
         let old = session.clone();
         let end = match timesheets::parse_session(&session) {
@@ -209,7 +206,7 @@ fn end_open_work(tx: &mut dyn Tx, ctx: &Ctx, worker_id: &str) -> ApiResult<()> {
         session["endDate"] = json!(end);
         session["updatedAt"] = json!(ctx.now_text());
         records::update(tx, table, ctx.org(), &session)?;
-        crate::engine::events::updated(ctx, &served, &old, &session);
+        crate::engine::events::updated(ctx, served, &old, &session);
         if let Some(ended) = timesheets::parse_session(&session) {
             days.extend(prodops_core::timesheet::days_of(&ended));
         }
