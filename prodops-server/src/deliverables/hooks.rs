@@ -17,14 +17,31 @@ use prodops_core::{Record, properties};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::custom_property_defs;
 use super::tree::{ReadAhead, TABLE, TxTree, parse_deliverable};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::Tx;
-use crate::store::records;
+use crate::store::records::{self, Select};
+
+/// Every custom property definition of the organization, archived ones included (they keep
+/// validating existing values, spec 3.5).
+fn custom_property_defs(tx: &mut dyn Tx, ctx: &Ctx) -> ApiResult<Vec<CustomPropertyDefinition>> {
+    let select = Select {
+        limit: 100_000,
+        ..Default::default()
+    };
+    records::select_values(
+        tx,
+        ResourceId::CustomProperty.kind().desc().table,
+        ctx.org(),
+        &select,
+    )?
+    .into_iter()
+    .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
+    .collect()
+}
 
 /// Deliverable hooks; `concept` enforces the concept rules (the `/concept/{type}` endpoints).
 pub struct DeliverableHooks {

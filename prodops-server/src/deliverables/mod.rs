@@ -20,15 +20,13 @@ use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
 use axum::Router;
-use prodops_core::custom_property::CustomPropertyDefinition;
 use prodops_core::deliverable::DeliverableType;
 
 use crate::engine::{ServedResource, resource_routes};
 use crate::http::app::AppState;
 use crate::http::context::Ctx;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::store::Tx;
-use crate::store::records::{self, Select};
 
 /// Applies a progress action to the deliverable `id` as the effect of another write (the
 /// rework a failing QC verdict causes), with its roll-up, in the caller's transaction. Returns
@@ -41,27 +39,6 @@ pub fn progress_effect(
 ) -> ApiResult<Vec<uuid::Uuid>> {
     let node = crate::engine::load(tx, ctx.resource(ResourceId::Deliverable), ctx.org(), id)?;
     actions::apply_progress(tx, ctx, &node, action)
-}
-
-/// Every custom property definition of the organization, archived ones included (they keep
-/// validating existing values, spec 3.5).
-pub fn custom_property_defs(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-) -> ApiResult<Vec<CustomPropertyDefinition>> {
-    let select = Select {
-        limit: 100_000,
-        ..Default::default()
-    };
-    records::select_values(
-        tx,
-        ResourceId::CustomProperty.kind().desc().table,
-        ctx.org(),
-        &select,
-    )?
-    .into_iter()
-    .map(|v| serde_json::from_value(v).map_err(ApiError::internal))
-    .collect()
 }
 
 /// The `/concept/{type}` resources: the deliverable resource with `type` implied and the
