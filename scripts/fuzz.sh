@@ -10,7 +10,8 @@
 #   PRODOPS_TEST_PG_URL    PostgreSQL (default postgres://postgres@127.0.0.1:5432/test); if it
 #                          does not answer, this fails loudly
 #   PRODOPS_FUZZ_EXAMPLES  examples per operation and phase (default 5)
-#   PRODOPS_FUZZ_SEED      the seed (default 20240613)
+#   PRODOPS_FUZZ_SEED      the seed (default 20261123: the run issue 36 named, which once found
+#                          the two mismatches docs/contract.md describes)
 #   PRODOPS_FUZZ_ONLY      `sqlite` or `postgres` to run one database only (never in CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ SCHEMATHESIS_VERSION=4.32.5
 VENV="${PRODOPS_FUZZ_VENV:-$HOME/.cache/prodops-fuzz-venv}"
 PG_URL="${PRODOPS_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 EXAMPLES="${PRODOPS_FUZZ_EXAMPLES:-5}"
-SEED="${PRODOPS_FUZZ_SEED:-20240613}"
+SEED="${PRODOPS_FUZZ_SEED:-20261123}"
 ONLY="${PRODOPS_FUZZ_ONLY:-}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/prodops-target}"
 if [[ -n "$ONLY" && "${CI:-}" == "true" ]]; then
