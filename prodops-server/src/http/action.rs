@@ -60,12 +60,13 @@ pub(crate) use handle;
 /// ```
 /// use prodops_core::api;
 /// use prodops_core::production_actions::{ProduceRequest, ProduceResult};
-/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+/// use prodops_server::http::{action::declared, call::Call, typed::Answered};
+/// use prodops_server::http::error::{ApiError, ApiResult};
 ///
 /// async fn produce(
 ///     _: Call, _: (), _: (), _: ProduceRequest,
 /// ) -> ApiResult<Answered<api::production::Produce>> {
-///     unimplemented!()
+///     Err(ApiError::internal("only its type is checked here"))
 /// }
 /// declared::<api::production::Produce, _, _>(produce, |e| e);
 /// ```
@@ -75,12 +76,13 @@ pub(crate) use handle;
 /// ```compile_fail
 /// use prodops_core::api;
 /// use prodops_core::production_actions::ConsumeRequest;
-/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+/// use prodops_server::http::{action::declared, call::Call, typed::Answered};
+/// use prodops_server::http::error::{ApiError, ApiResult};
 ///
 /// async fn produce(
 ///     _: Call, _: (), _: (), _: ConsumeRequest,
 /// ) -> ApiResult<Answered<api::production::Produce>> {
-///     unimplemented!()
+///     Err(ApiError::internal("only its type is checked here"))
 /// }
 /// declared::<api::production::Produce, _, _>(produce, |e| e);
 /// ```
@@ -90,12 +92,13 @@ pub(crate) use handle;
 /// ```compile_fail
 /// use prodops_core::api;
 /// use prodops_core::production_actions::ProduceRequest;
-/// use prodops_server::http::{action::declared, call::Call, error::ApiResult, typed::Answered};
+/// use prodops_server::http::{action::declared, call::Call, typed::Answered};
+/// use prodops_server::http::error::{ApiError, ApiResult};
 ///
 /// async fn produce(
 ///     _: Call, _: (), _: (), _: ProduceRequest,
 /// ) -> ApiResult<Answered<api::production::Consume>> {
-///     unimplemented!()
+///     Err(ApiError::internal("only its type is checked here"))
 /// }
 /// declared::<api::production::Produce, _, _>(produce, |e| e);
 /// ```
