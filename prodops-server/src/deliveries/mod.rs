@@ -24,7 +24,8 @@ use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{
-    self, Resources, ServedResource, apply_server_change, create_server_record, parse_id,
+    self, Resources, ServedResource, apply_server_change, create_server_record,
+    create_server_typed, parse_id,
 };
 use crate::http::app::AppState;
 use crate::http::call::Call;
@@ -100,15 +101,6 @@ fn load(
     let old = records::get(tx, res.table(), org, id)?.ok_or_else(ApiError::not_found)?;
     let d = read_stored(&old)?;
     Ok((res, old, d))
-}
-
-/// A new record of a core type as the body of a server create, serialized once (the
-/// pipeline sets its organization and times again and stores its canonical form).
-fn body_of<T: serde::Serialize>(record: &T) -> ApiResult<Map<String, Value>> {
-    match serde_json::to_value(record).map_err(ApiError::internal)? {
-        Value::Object(body) => Ok(body),
-        _ => Err(ApiError::internal("a record serializes to a JSON object")),
-    }
 }
 
 fn public_token() -> String {
@@ -238,9 +230,8 @@ async fn create_outbound(
             created_at: ctx.now,
             updated_at: ctx.now,
         };
-        let body = body_of(&delivery)?;
         let res = ctx.resource(ResourceId::Delivery);
-        let mut record = create_server_record(tx, ctx, res, body)?;
+        let mut record = create_server_typed(tx, ctx, res, &delivery)?;
         // Itinerary: pickup at the source, drop-off at the destination, one leg; a span per cargo.
         let stops = ctx.resource(ResourceId::DeliveryStop);
         let mut stop_ids = Vec::new();
@@ -273,7 +264,7 @@ async fn create_outbound(
                 created_at: ctx.now,
                 updated_at: ctx.now,
             };
-            create_server_record(tx, ctx, stops, body_of(&stop)?)?;
+            create_server_typed(tx, ctx, stops, &stop)?;
             stop_ids.push(stop.id);
         }
         let leg = Leg {
@@ -290,12 +281,7 @@ async fn create_outbound(
             created_at: ctx.now,
             updated_at: ctx.now,
         };
-        create_server_record(
-            tx,
-            ctx,
-            ctx.resource(ResourceId::DeliveryLeg),
-            body_of(&leg)?,
-        )?;
+        create_server_typed(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), &leg)?;
         for (id, quantity) in req.item_ids.iter().zip(quantities) {
             let span = CargoSpan {
                 id: Uuid::now_v7(),
@@ -309,7 +295,7 @@ async fn create_outbound(
                 created_at: ctx.now,
                 updated_at: ctx.now,
             };
-            create_server_record(tx, ctx, spans, body_of(&span)?)?;
+            create_server_typed(tx, ctx, spans, &span)?;
         }
         present(&st, tx, org, &mut record)?;
         Ok(Shaped::record(record))

@@ -48,6 +48,61 @@ pub fn create_server_record(
     create_inner(tx, ctx, res, body, true)
 }
 
+/// A new record of a core type, created by the server as the effect of an action: the struct
+/// is serialized once and goes through [`create_server_record`] (the pipeline sets its
+/// organization and times again and stores its canonical form). Families build the records
+/// they create this way, so a field's name and type come from core, not from a string.
+pub fn create_server_typed<T: serde::Serialize>(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    record: &T,
+) -> ApiResult<Value> {
+    create_server_record(tx, ctx, res, record_body(record)?)
+}
+
+/// A record of a core type as the body of a write.
+pub fn record_body<T: serde::Serialize>(record: &T) -> ApiResult<Map<String, Value>> {
+    match serde_json::to_value(record).map_err(ApiError::internal)? {
+        Value::Object(body) => Ok(body),
+        _ => Err(ApiError::internal("a record serializes to a JSON object")),
+    }
+}
+
+/// A change the server makes to a stored record, given as the record's core struct before and
+/// after: the fields whose serialized values differ become the change (a field the new struct
+/// leaves out is cleared), applied as [`apply_server_change`] does.
+pub fn apply_typed_change<T: serde::Serialize>(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    old: &Value,
+    before: &T,
+    after: &T,
+) -> ApiResult<Value> {
+    let changes = changed_fields(&record_body(before)?, record_body(after)?);
+    apply_server_change(tx, ctx, res, old, changes)
+}
+
+/// The fields of `after` that differ from `before`, with `null` for a field `after` drops.
+pub(crate) fn changed_fields(
+    before: &Map<String, Value>,
+    after: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut changes = Map::new();
+    for (field, old) in before {
+        if !after.contains_key(field) && !old.is_null() {
+            changes.insert(field.clone(), Value::Null);
+        }
+    }
+    for (field, new) in after {
+        if before.get(&field) != Some(&new) {
+            changes.insert(field, new);
+        }
+    }
+    changes
+}
+
 fn create_inner(
     tx: &mut dyn Tx,
     ctx: &Ctx,
