@@ -13,6 +13,8 @@
 #   PRODOPS_FUZZ_SEED      the seed (default 20261123: the run issue 36 named, which once found
 #                          the two mismatches docs/contract.md describes)
 #   PRODOPS_FUZZ_ONLY      `sqlite` or `postgres` to run one database only (never in CI)
+#   PRODOPS_FUZZ_SERVER    a prodops-server binary already built (scripts/test-all.sh passes
+#                          the one its test build made); without it, a release build is made
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,9 +47,15 @@ fi
 "$st" --version
 
 # ---- the server -----------------------------------------------------------------------------
-echo "== building prodops-server (release)"
-cargo build --release --locked -p prodops-server
-server="$CARGO_TARGET_DIR/release/prodops-server"
+if [[ -n "${PRODOPS_FUZZ_SERVER:-}" ]]; then
+  server="$PRODOPS_FUZZ_SERVER"
+  [[ -x "$server" ]] || { echo "error: PRODOPS_FUZZ_SERVER=$server is not an executable" >&2; exit 1; }
+else
+  echo "== building prodops-server (release)"
+  cargo build --release --locked -p prodops-server
+  server="$CARGO_TARGET_DIR/release/prodops-server"
+fi
+echo "== the server under test: $server"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/prodops-fuzz.XXXXXX")
 pid=""
