@@ -760,6 +760,33 @@ pub fn span_status(status: DeliveryStatus) -> &'static str {
     }
 }
 
+/// The `data` keys of a delivery's paired deliverable group (an order named after the delivery,
+/// docs/documents.md). The group is created with all three; when the delivery moves, only
+/// `deliveryStatus` is written. A key left `None` is not written: the group keeps its value,
+/// and its other `data` keys, which are the user's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupData {
+    /// The delivery the group is paired with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<Uuid>,
+    /// The delivery's cargo (`itemIds`) at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cargo_deliverable_ids: Option<Vec<Uuid>>,
+    /// The delivery's status, kept in step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_status: Option<DeliveryStatus>,
+}
+
+/// The `metadata` of a ledger row a delivery posts (a receipt, or a completion's shipment and
+/// arrival): the manifest line whose goods it moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostingMetadata {
+    /// The manifest line.
+    pub manifest_line_id: Uuid,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -775,6 +802,37 @@ mod tests {
     ];
     const ACTIONS: [DeliveryAction; 4] = [Start, Complete, Cancel, Receive];
     const DIRECTIONS: [DeliveryDirection; 3] = [Inbound, Outbound, Transfer];
+
+    /// The group's `data` keys and the ledger rows' `metadata` keep their wire names; a status
+    /// change writes `deliveryStatus` alone, so the group keeps every other key.
+    #[test]
+    fn group_data_and_posting_metadata_wire_form() {
+        let id = Uuid::nil();
+        let full = GroupData {
+            delivery_id: Some(id),
+            cargo_deliverable_ids: Some(vec![id]),
+            delivery_status: Some(Scheduled),
+        };
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            json!({"deliveryId": id, "cargoDeliverableIds": [id], "deliveryStatus": "scheduled"})
+        );
+        let status = GroupData {
+            delivery_status: Some(InTransit),
+            ..GroupData::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&status).unwrap(),
+            json!({"deliveryStatus": "in_transit"})
+        );
+        assert_eq!(
+            serde_json::to_value(PostingMetadata {
+                manifest_line_id: id
+            })
+            .unwrap(),
+            json!({"manifestLineId": id})
+        );
+    }
 
     #[test]
     fn inbound_lifecycle() {

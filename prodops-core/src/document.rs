@@ -134,6 +134,22 @@ impl Document {
             Some(self.copy_with_deliverable),
         )
     }
+
+    /// Makes `version` the current one ("the new version becomes current and updates the
+    /// document's file metadata", spec 2.9): name, key or external link, MIME type, size and
+    /// the current version id.
+    pub fn make_current(&mut self, version: &DocumentVersion, size_bytes: Option<i64>) {
+        self.current_version_id = Some(version.id);
+        self.name = version.name.clone();
+        self.document_key = version.document_key.clone();
+        self.external_url = if version.document_key.is_some() {
+            None
+        } else {
+            version.document_url.clone()
+        };
+        self.mime_type = version.mime_type.clone();
+        self.size_bytes = size_bytes;
+    }
 }
 
 impl Record for Document {
@@ -480,35 +496,6 @@ pub fn is_attached_to(doc: &Document, deliverable: Uuid) -> bool {
     doc.deliverable_id == Some(deliverable) || doc.linked_deliverable_ids.contains(&deliverable)
 }
 
-/// The fields of a document that a new current version rewrites ("the new version becomes
-/// current and updates the document's file metadata", spec 2.9): name, key or external link,
-/// MIME type, size and the current version id.
-pub fn current_version_patch(
-    version: &DocumentVersion,
-    size_bytes: Option<i64>,
-) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert(
-        "currentVersionId".into(),
-        Value::String(version.id.to_string()),
-    );
-    m.insert("name".into(), Value::String(version.name.clone()));
-    let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
-    m.insert("documentKey".into(), opt(&version.document_key));
-    let external = if version.document_key.is_some() {
-        Value::Null
-    } else {
-        opt(&version.document_url)
-    };
-    m.insert("externalUrl".into(), external);
-    m.insert("mimeType".into(), opt(&version.mime_type));
-    m.insert(
-        "sizeBytes".into(),
-        size_bytes.map_or(Value::Null, |n| Value::Number(n.into())),
-    );
-    m
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,17 +581,31 @@ mod tests {
         let v: DocumentVersion = crate::common::testing::parse(
             json!({"documentId": doc, "name": "rev-b.pdf", "documentKey": "k2", "mimeType": "application/pdf"}),
         );
-        let patch = current_version_patch(&v, Some(10));
-        assert_eq!(patch["name"], "rev-b.pdf");
-        assert_eq!(patch["documentKey"], "k2");
-        assert_eq!(patch["externalUrl"], Value::Null);
-        assert_eq!(patch["sizeBytes"], 10);
+        let mut stored: Document = crate::common::testing::parse(json!({
+            "name": "rev-a.pdf", "documentKey": "k1", "externalUrl": "https://stale",
+            "mimeType": "text/plain", "sizeBytes": 3, "copyMode": "copy"
+        }));
+        let untouched = stored.clone();
+        stored.make_current(&v, Some(10));
+        assert_eq!(stored.current_version_id, Some(v.id));
+        assert_eq!(stored.name, "rev-b.pdf");
+        assert_eq!(stored.document_key.as_deref(), Some("k2"));
+        assert_eq!(stored.external_url, None);
+        assert_eq!(stored.mime_type.as_deref(), Some("application/pdf"));
+        assert_eq!(stored.size_bytes, Some(10));
+        // Only the file fields change.
+        assert_eq!(stored.copy_mode, untouched.copy_mode);
         let ext: DocumentVersion = crate::common::testing::parse(
             json!({"documentId": doc, "name": "x", "documentUrl": "https://example.com/x"}),
         );
-        let patch = current_version_patch(&ext, None);
-        assert_eq!(patch["documentKey"], Value::Null);
-        assert_eq!(patch["externalUrl"], "https://example.com/x");
+        stored.make_current(&ext, None);
+        assert_eq!(stored.document_key, None);
+        assert_eq!(
+            stored.external_url.as_deref(),
+            Some("https://example.com/x")
+        );
+        assert_eq!(stored.mime_type, None);
+        assert_eq!(stored.size_bytes, None);
     }
 
     #[test]

@@ -71,6 +71,43 @@ impl Notification {
         self.read_at = Some(now);
         true
     }
+
+    /// The unread notification of `user` about `subject`, created at `now`.
+    pub fn unread(
+        id: Uuid,
+        organization_id: Uuid,
+        user: Uuid,
+        kind: NotificationKind,
+        subject: Subject,
+        message: &str,
+        now: DateTime<Utc>,
+    ) -> Notification {
+        Notification {
+            id,
+            organization_id,
+            app_user_id: Some(user),
+            kind,
+            channel_id: subject.channel_id,
+            deliverable_id: subject.deliverable_id,
+            document_id: subject.document_id,
+            comment_id: subject.comment_id,
+            message: message.to_string(),
+            is_read: false,
+            read_at: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
+/// What the notifications of one event are about: the records the event names (a comment and
+/// its channel, a document and its deliverable). Each id lands in the field of the same name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Subject {
+    pub channel_id: Option<Uuid>,
+    pub deliverable_id: Option<Uuid>,
+    pub document_id: Option<Uuid>,
+    pub comment_id: Option<Uuid>,
 }
 
 /// `POST /notification/read-channel-comments`.

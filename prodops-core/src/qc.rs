@@ -275,10 +275,18 @@ pub struct QcSet {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Wire names of the verdict stamps, which the server's QC set hooks write into the candidate
+/// of every create and update (a bulk write's included), without parsing a `QcSet`; a test
+/// holds each to the serialized record.
+impl QcSet {
+    pub const FIELD_VERDICT_AT: &'static str = "verdictAt";
+    pub const FIELD_VERDICT_BY_ID: &'static str = "verdictById";
+}
+
 impl Record for QcSet {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["status"],
-        read_only: &["verdictAt", "verdictById"],
+        read_only: &[QcSet::FIELD_VERDICT_AT, QcSet::FIELD_VERDICT_BY_ID],
         summary: "QC sets: answers of a deliverable against a QC template version",
         ..ResourceDesc::new("qc-set", "qc_set", "QcSet")
     };
@@ -473,6 +481,18 @@ mod tests {
     use super::*;
     use crate::common::testing::check;
     use serde_json::json;
+
+    #[test]
+    fn verdict_field_names_are_the_records_keys() {
+        let set: QcSet = crate::common::testing::parse(json!({
+            "templateId": "00000000-0000-4000-8000-0000000000e1",
+            "deliverableId": "00000000-0000-4000-8000-0000000000e2",
+        }));
+        let record = serde_json::to_value(&set).unwrap();
+        for field in [QcSet::FIELD_VERDICT_AT, QcSet::FIELD_VERDICT_BY_ID] {
+            assert!(record.get(field).is_some(), "{field} is not a QcSet field");
+        }
+    }
 
     #[test]
     fn template_defaults_and_rules() {

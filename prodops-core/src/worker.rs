@@ -49,6 +49,15 @@ pub struct Worker {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Wire names of the fields the server's archive and restore hooks write. Those hooks run per
+/// record on bulk writes (imports of many workers) and work on the candidate map, so they name
+/// the fields here rather than parse a `Worker`; a test holds each to the serialized record.
+impl Worker {
+    pub const FIELD_NAME: &'static str = "name";
+    pub const FIELD_CUSTOMER_IDENTIFIER: &'static str = "customerIdentifier";
+    pub const FIELD_TEAM_ID: &'static str = "teamId";
+}
+
 impl Record for Worker {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["name", "customerIdentifier"],
@@ -153,6 +162,19 @@ mod tests {
     use serde_json::json;
     use std::collections::HashSet;
     use std::convert::Infallible;
+
+    #[test]
+    fn field_names_are_the_records_keys() {
+        let w: Worker = crate::common::testing::parse(json!({"name": "Ann"}));
+        let record = serde_json::to_value(&w).unwrap();
+        for field in [
+            Worker::FIELD_NAME,
+            Worker::FIELD_CUSTOMER_IDENTIFIER,
+            Worker::FIELD_TEAM_ID,
+        ] {
+            assert!(record.get(field).is_some(), "{field} is not a Worker field");
+        }
+    }
 
     #[test]
     fn archive_then_strip_gives_back_the_name() {

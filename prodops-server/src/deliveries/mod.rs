@@ -10,22 +10,24 @@ use prodops_core::api;
 use prodops_core::registry::ResourceId;
 use std::sync::Arc;
 
+use prodops_core::deliverable::{Computed, Deliverable, DeliverableType, Schedule};
 use prodops_core::delivery::{
-    CargoFacts, CargoSpan, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, Leg,
-    LifecycleRequest, LineQuantities, ManifestLine, OutboundCreate, OutboundPatch, ReceiveRequest,
-    Stop, can_archive, cargo_violations, is_partial, next_status, planned_violation, span_status,
+    CargoFacts, CargoSpan, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, GroupData,
+    Leg, LifecycleRequest, LineQuantities, ManifestLine, OutboundCreate, OutboundPatch,
+    PostingMetadata, ReceiveRequest, Stop, can_archive, cargo_violations, is_partial, next_status,
+    planned_violation, span_status,
 };
+use prodops_core::inventory::{InventoryTransaction, TransactionSource, TransactionType};
 use prodops_core::manifest as manifest_rules;
 use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
 use prodops_core::shipping::{ShipLine, completion_postings};
 use rand::RngCore;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
 use crate::engine::{
-    self, Resources, ServedResource, apply_server_change, create_server_record,
-    create_server_typed, parse_id,
+    self, Resources, ServedResource, apply_typed_change, create_server_typed, parse_id, record_body,
 };
 use crate::http::app::AppState;
 use crate::http::call::Call;
@@ -181,25 +183,35 @@ async fn create_outbound(
         }
         let direction = req.direction.unwrap_or(DeliveryDirection::Outbound);
         let delivery_id = Uuid::now_v7();
-        // The paired deliverable group.
-        let mut group = Map::new();
-        group.insert(
-            "name".into(),
-            json!(format!("Delivery: {}", req.name.trim())),
-        );
-        group.insert("type".into(), json!("order"));
-        group.insert(
-            "data".into(),
-            json!({
-                "deliveryId": delivery_id,
-                "cargoDeliverableIds": req.item_ids,
-                "deliveryStatus": DeliveryStatus::Scheduled,
-            }),
-        );
-        if let (Some(s), Some(e)) = (req.planned_start_at, req.planned_end_at) {
-            group.insert("schedule".into(), json!({"startDate": s, "endDate": e}));
-        }
-        let group = create_server_record(tx, ctx, deliverables, group)?;
+        // The paired deliverable group: a root order; its identifier, root and computed facts
+        // are the deliverable hooks' to fill, as for any new deliverable.
+        let group = Deliverable {
+            id: Uuid::now_v7(),
+            organization_id: org,
+            identifier: String::new(),
+            name: format!("Delivery: {}", req.name.trim()),
+            kind: DeliverableType::Order,
+            quantity: 1,
+            parent_id: None,
+            root_parent_id: None,
+            origin_template_id: None,
+            cycle_time_sec: 0,
+            duration_sec: 0,
+            people_num: 1,
+            data: record_body(&GroupData {
+                delivery_id: Some(delivery_id),
+                cargo_deliverable_ids: Some(req.item_ids.clone()),
+                delivery_status: Some(DeliveryStatus::Scheduled),
+            })?,
+            cost_code: None,
+            schedule: group_schedule(req.planned_start_at, req.planned_end_at),
+            progress: None,
+            computed: Computed::default(),
+            is_archived: false,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        create_server_typed(tx, ctx, deliverables, &group)?;
         let delivery = Delivery {
             id: delivery_id,
             organization_id: ctx.org(),
@@ -215,7 +227,7 @@ async fn create_outbound(
             planned_start_at: req.planned_start_at,
             planned_end_at: req.planned_end_at,
             public_token: Some(public_token()),
-            deliverable_group_id: group["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()),
+            deliverable_group_id: Some(group.id),
             truck_name: req.truck_name.clone(),
             source_location_id: req.source_location_id,
             destination_location_id: req.destination_location_id,
@@ -303,6 +315,20 @@ async fn create_outbound(
     .await
 }
 
+/// The paired group's schedule: the delivery's planned times, when it has both.
+fn group_schedule(
+    start: Option<chrono::DateTime<chrono::Utc>>,
+    end: Option<chrono::DateTime<chrono::Utc>>,
+) -> Option<Schedule> {
+    match (start, end) {
+        (Some(start_date), Some(end_date)) => Some(Schedule {
+            start_date,
+            end_date,
+        }),
+        _ => None,
+    }
+}
+
 /// Rewrites the paired group after a change of the delivery: schedule and status.
 fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> {
     let Some(group_id) = delivery.deliverable_group_id else {
@@ -313,23 +339,22 @@ fn sync_group(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> 
     let Some(old) = records::get(tx, deliverables.table(), ctx.org(), group_id)? else {
         return Ok(());
     };
-    let mut data = old
-        .get("data")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    data.insert("deliveryStatus".into(), json!(delivery.status));
-    let mut changes = Map::new();
-    changes.insert("data".into(), Value::Object(data));
-    changes.insert(
-        "schedule".into(),
-        match (delivery.planned_start_at, delivery.planned_end_at) {
-            (Some(s), Some(e)) => json!({"startDate": s, "endDate": e}),
-            _ => Value::Null,
-        },
-    );
-    apply_server_change(tx, ctx, deliverables, &old, changes)?;
+    let before: Deliverable = read_stored(&old)?;
+    let after = synced_group(&before, delivery)?;
+    apply_typed_change(tx, ctx, deliverables, &old, &before, &after)?;
     Ok(())
+}
+
+/// The paired group as `delivery` has it: its `data.deliveryStatus` (the other `data` keys
+/// kept) and its schedule.
+fn synced_group(group: &Deliverable, delivery: &Delivery) -> ApiResult<Deliverable> {
+    let mut after = group.clone();
+    after.data.extend(record_body(&GroupData {
+        delivery_status: Some(delivery.status),
+        ..GroupData::default()
+    })?);
+    after.schedule = group_schedule(delivery.planned_start_at, delivery.planned_end_at);
+    Ok(after)
 }
 
 async fn patch_outbound(
@@ -352,17 +377,23 @@ async fn patch_outbound(
         if let Some(v) = planned_violation(start, end) {
             return Err(ApiError::violations(vec![v]));
         }
-        let mut changes = Map::new();
-        changes.insert("plannedStartAt".into(), json!(start));
-        changes.insert("plannedEndAt".into(), json!(end));
-        let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        let planned = Delivery {
+            planned_start_at: start,
+            planned_end_at: end,
+            ..d.clone()
+        };
+        let mut record = apply_typed_change(tx, ctx, &res, &old, &d, &planned)?;
         let updated: Delivery = read_stored(&record)?;
         sync_group(tx, ctx, &updated)?;
-        for leg in related(tx, ctx.org(), ctx.resource(ResourceId::DeliveryLeg), id)? {
-            let mut c = Map::new();
-            c.insert("plannedStartAt".into(), json!(start));
-            c.insert("plannedEndAt".into(), json!(end));
-            apply_server_change(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), &leg, c)?;
+        let legs = ctx.resource(ResourceId::DeliveryLeg);
+        for stored in related(tx, ctx.org(), legs, id)? {
+            let leg: Leg = read_stored(&stored)?;
+            let after = Leg {
+                planned_start_at: start,
+                planned_end_at: end,
+                ..leg.clone()
+            };
+            apply_typed_change(tx, ctx, legs, &stored, &leg, &after)?;
         }
         present(&st, tx, ctx.org(), &mut record)?;
         Ok(Shaped::record(record))
@@ -396,39 +427,35 @@ fn transition(
     }
     let next =
         next_status(d.direction, d.status, action).map_err(|v| ApiError::violations(vec![v]))?;
-    let mut changes = Map::new();
-    changes.insert("status".into(), json!(next));
-    if reason.is_some() {
-        changes.insert("lastReason".into(), json!(reason));
-    }
-    let record = apply_server_change(tx, ctx, &res, &old, changes)?;
+    let moved = Delivery {
+        status: next,
+        // A reason given replaces the last one; without one, the last stays.
+        last_reason: reason.or_else(|| d.last_reason.clone()),
+        ..d.clone()
+    };
+    let record = apply_typed_change(tx, ctx, &res, &old, &d, &moved)?;
     let updated: Delivery = read_stored(&record)?;
-    for span in related(
-        tx,
-        ctx.org(),
-        ctx.resource(ResourceId::DeliveryCargoSpan),
-        id,
-    )? {
-        let mut c = Map::new();
-        c.insert("status".into(), json!(span_status(next)));
-        apply_server_change(
-            tx,
-            ctx,
-            ctx.resource(ResourceId::DeliveryCargoSpan),
-            &span,
-            c,
-        )?;
-    }
-    for leg in related(tx, ctx.org(), ctx.resource(ResourceId::DeliveryLeg), id)? {
-        let mut c = Map::new();
-        match action {
-            DeliveryAction::Start => c.insert("startedAt".into(), json!(ctx.now_text())),
-            DeliveryAction::Complete | DeliveryAction::Receive => {
-                c.insert("completedAt".into(), json!(ctx.now_text()))
-            }
-            DeliveryAction::Cancel => None,
+    let spans = ctx.resource(ResourceId::DeliveryCargoSpan);
+    for stored in related(tx, ctx.org(), spans, id)? {
+        let span: CargoSpan = read_stored(&stored)?;
+        let after = CargoSpan {
+            status: span_status(next).to_string(),
+            ..span.clone()
         };
-        apply_server_change(tx, ctx, ctx.resource(ResourceId::DeliveryLeg), &leg, c)?;
+        apply_typed_change(tx, ctx, spans, &stored, &span, &after)?;
+    }
+    let legs = ctx.resource(ResourceId::DeliveryLeg);
+    for stored in related(tx, ctx.org(), legs, id)? {
+        let leg: Leg = read_stored(&stored)?;
+        let mut after = leg.clone();
+        match action {
+            DeliveryAction::Start => after.started_at = Some(ctx.now),
+            DeliveryAction::Complete | DeliveryAction::Receive => {
+                after.completed_at = Some(ctx.now)
+            }
+            DeliveryAction::Cancel => {}
+        }
+        apply_typed_change(tx, ctx, legs, &stored, &leg, &after)?;
     }
     sync_group(tx, ctx, &updated)?;
     Ok((record, d, updated))
@@ -477,32 +504,69 @@ fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult
             location_id: m.location_id,
         })
         .collect();
-    let rows: Vec<Map<String, Value>> = completion_postings(
+    let rows = completion_postings(
         delivery.source_location_id,
         delivery.destination_location_id,
         &ship,
     )
     .into_iter()
     .map(|p| {
-        let m = &lines[p.line].1;
-        let mut row = Map::new();
-        row.insert("type".into(), json!(p.kind));
-        row.insert("itemId".into(), json!(p.item_id));
-        row.insert("quantity".into(), json!(p.quantity));
-        if let Some(from) = p.from_location_id {
-            row.insert("fromLocationId".into(), json!(from));
-        }
-        if let Some(to) = p.to_location_id {
-            row.insert("toLocationId".into(), json!(to));
-        }
-        row.insert("deliveryId".into(), json!(delivery.id));
-        row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
-        row.insert("metadata".into(), json!({"manifestLineId": m.id}));
-        row
+        posting(
+            ctx,
+            delivery.id,
+            &lines[p.line].1,
+            p.kind,
+            p.quantity,
+            (p.from_location_id, p.to_location_id),
+        )
     })
-    .collect();
+    .collect::<ApiResult<Vec<_>>>()?;
+    post(tx, ctx, &rows)
+}
+
+/// A ledger row a delivery posts for one of its manifest lines: `quantity` in the line's unit
+/// (the ledger converts it to the item's base unit), between `(from, to)`, with the line named in
+/// `metadata`. The server fields are the ledger's to set (`shopId`, the entered quantity).
+fn posting(
+    ctx: &Ctx,
+    delivery: Uuid,
+    line: &ManifestLine,
+    kind: TransactionType,
+    quantity: f64,
+    (from, to): (Option<Uuid>, Option<Uuid>),
+) -> ApiResult<InventoryTransaction> {
+    Ok(InventoryTransaction {
+        id: Uuid::now_v7(),
+        organization_id: ctx.org(),
+        item_id: line.item_id,
+        shop_id: Uuid::nil(),
+        kind,
+        quantity,
+        unit_measure_id: line.unit_measure_id,
+        entered_quantity: None,
+        entered_unit_measure_id: None,
+        unit_cost: None,
+        from_location_id: from,
+        to_location_id: to,
+        deliverable_id: None,
+        delivery_id: Some(delivery),
+        pick_line_id: None,
+        source: TransactionSource::default(),
+        reason: None,
+        app_user_id: None,
+        metadata: record_body(&PostingMetadata {
+            manifest_line_id: line.id,
+        })?,
+        created_at: ctx.now,
+        updated_at: ctx.now,
+    })
+}
+
+/// Posts a delivery's ledger rows in one call (the ledger checks stock once for all of them).
+fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: &[InventoryTransaction]) -> ApiResult<()> {
     if !rows.is_empty() {
-        crate::inventory::post(tx, ctx, rows)?;
+        let bodies = rows.iter().map(record_body).collect::<ApiResult<_>>()?;
+        crate::inventory::post(tx, ctx, bodies)?;
     }
     Ok(())
 }
@@ -587,31 +651,29 @@ async fn receive(
         let (plan, next) =
             receiving::receive(d.direction, d.status, &req, &states, OVER_RECEIPT_TOLERANCE)
                 .map_err(ApiError::violations)?;
-        let rows: Vec<Map<String, Value>> = plan
+        let rows = plan
             .receipts
             .iter()
             .map(|r| {
-                let m = &lines[r.line].1;
-                let mut row = Map::new();
-                row.insert("type".into(), json!("receipt"));
-                row.insert("itemId".into(), json!(m.item_id));
-                row.insert("quantity".into(), json!(r.quantity));
-                row.insert("toLocationId".into(), json!(r.location_id));
-                row.insert("deliveryId".into(), json!(id));
-                row.insert("unitMeasureId".into(), json!(m.unit_measure_id));
-                row.insert("metadata".into(), json!({"manifestLineId": m.id}));
-                row
+                posting(
+                    ctx,
+                    id,
+                    &lines[r.line].1,
+                    TransactionType::Receipt,
+                    r.quantity,
+                    (None, Some(r.location_id)),
+                )
             })
-            .collect();
-        if !rows.is_empty() {
-            crate::inventory::post(tx, ctx, rows)?;
-        }
+            .collect::<ApiResult<Vec<_>>>()?;
+        post(tx, ctx, &rows)?;
         let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
-        for ((stored, m), after) in lines.iter().zip(&plan.received) {
-            if *after != m.quantity_received {
-                let mut c = Map::new();
-                c.insert("quantityReceived".into(), json!(after));
-                apply_server_change(tx, ctx, lines_res, stored, c)?;
+        for ((stored, m), received) in lines.iter().zip(&plan.received) {
+            if *received != m.quantity_received {
+                let after = ManifestLine {
+                    quantity_received: *received,
+                    ..m.clone()
+                };
+                apply_typed_change(tx, ctx, lines_res, stored, m, &after)?;
             }
         }
         let mut record = if next == d.status {
@@ -645,9 +707,11 @@ async fn close_short(
         let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
         for ((stored, m), short) in lines.iter().zip(&closed.shortfalls) {
             if *short != m.quantity_short {
-                let mut c = Map::new();
-                c.insert("quantityShort".into(), json!(short));
-                apply_server_change(tx, ctx, lines_res, stored, c)?;
+                let after = ManifestLine {
+                    quantity_short: *short,
+                    ..m.clone()
+                };
+                apply_typed_change(tx, ctx, lines_res, stored, m, &after)?;
             }
         }
         let (mut record, _, _) =
@@ -673,9 +737,11 @@ where
                 format!("only a received, delivered or cancelled delivery can be archived; this one is {}", d.status.as_str()),
             ));
         }
-        let mut changes = Map::new();
-        changes.insert("isArchived".into(), json!(archived));
-        let mut record = apply_server_change(tx, ctx, &res, &old, changes)?;
+        let after = Delivery {
+            is_archived: archived,
+            ..d.clone()
+        };
+        let mut record = apply_typed_change(tx, ctx, &res, &old, &d, &after)?;
         present(&st, tx, ctx.org(), &mut record)?;
         Ok(Shaped::record(record))
     })
@@ -930,5 +996,211 @@ impl Hooks for ManifestHooks {
             return Err(ApiError::conflicts(vec![v]));
         }
         Ok(DeleteAction::Proceed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::context::Auth;
+    use prodops_core::resource::COMMON_READ_ONLY;
+    use serde_json::Map;
+
+    fn test_ctx() -> Ctx {
+        Ctx::new(
+            Arc::new(Resources::without_hooks()),
+            Auth {
+                key_id: Uuid::now_v7(),
+                org: Uuid::now_v7(),
+                admin: true,
+                permissions: Default::default(),
+                flags: Default::default(),
+            },
+            None,
+        )
+    }
+
+    /// A body as a create of `resource` stores it before its hooks run (which read the same
+    /// fields): the dropped fields removed, the common fields set, core's check run.
+    fn as_created(
+        ctx: &Ctx,
+        resource: ResourceId,
+        id: Uuid,
+        dropped: &[&str],
+        mut body: Map<String, Value>,
+    ) -> Value {
+        for field in COMMON_READ_ONLY.iter().chain(dropped) {
+            body.remove(*field);
+        }
+        let mut candidate = json!({
+            "id": id,
+            "organizationId": ctx.org(),
+            "createdAt": ctx.now_text(),
+            "updatedAt": ctx.now_text(),
+        });
+        let fields = candidate.as_object_mut().expect("an object");
+        fields.extend(body);
+        resource
+            .kind()
+            .check(candidate, None)
+            .expect("the record passes core's check")
+    }
+
+    fn object(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("an object")
+    }
+
+    /// The ledger rows built from core's type store as the JSON maps they replace did: a
+    /// completion's shipment (from a location only) and a receipt (to a location only).
+    #[test]
+    fn ledger_rows_store_as_the_maps_did() {
+        let ctx = test_ctx();
+        let line: ManifestLine = serde_json::from_value(json!({
+            "id": Uuid::now_v7(),
+            "organizationId": ctx.org(),
+            "deliveryId": Uuid::now_v7(),
+            "itemId": Uuid::now_v7(),
+            "quantityExpected": 5.0,
+            "unitMeasureId": Uuid::now_v7(),
+            "createdAt": ctx.now_text(),
+            "updatedAt": ctx.now_text(),
+        }))
+        .unwrap();
+        let (delivery, location) = (Uuid::now_v7(), Uuid::now_v7());
+        let ship = posting(
+            &ctx,
+            delivery,
+            &line,
+            TransactionType::Ship,
+            5.0,
+            (Some(location), None),
+        )
+        .unwrap();
+        let receipt = posting(
+            &ctx,
+            delivery,
+            &line,
+            TransactionType::Receipt,
+            2.5,
+            (None, Some(location)),
+        )
+        .unwrap();
+        let maps = [
+            (
+                ship,
+                json!({"type": "ship", "itemId": line.item_id, "quantity": 5.0,
+                       "fromLocationId": location, "deliveryId": delivery,
+                       "unitMeasureId": line.unit_measure_id,
+                       "metadata": {"manifestLineId": line.id}}),
+            ),
+            (
+                receipt,
+                json!({"type": "receipt", "itemId": line.item_id, "quantity": 2.5,
+                       "toLocationId": location, "deliveryId": delivery,
+                       "unitMeasureId": line.unit_measure_id,
+                       "metadata": {"manifestLineId": line.id}}),
+            ),
+        ];
+        // The ledger's create is a client's: it drops the read-only fields.
+        let ledger = ResourceId::InventoryTransaction;
+        let dropped = ledger.kind().desc().read_only;
+        for (row, map) in maps {
+            let typed = record_body(&row).unwrap();
+            assert_eq!(
+                as_created(&ctx, ledger, row.id, dropped, typed),
+                as_created(&ctx, ledger, row.id, dropped, object(map))
+            );
+        }
+    }
+
+    /// The paired group built from `Deliverable` stores as the map it replaces did, and a
+    /// status change writes `data.deliveryStatus` and the schedule, keeping the user's keys.
+    #[test]
+    fn paired_group_stores_as_the_map_did_and_follows_the_delivery() {
+        let ctx = test_ctx();
+        let delivery: Delivery = serde_json::from_value(json!({
+            "id": Uuid::now_v7(),
+            "organizationId": ctx.org(),
+            "name": "Truck 4",
+            "direction": "outbound",
+            "status": "scheduled",
+            "itemIds": [Uuid::now_v7()],
+            "plannedStartAt": "2026-11-25T05:00:00Z",
+            "plannedEndAt": "2026-11-25T09:30:00.250Z",
+            "createdAt": ctx.now_text(),
+            "updatedAt": ctx.now_text(),
+        }))
+        .unwrap();
+        let group = Deliverable {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            identifier: String::new(),
+            name: format!("Delivery: {}", delivery.name),
+            kind: DeliverableType::Order,
+            quantity: 1,
+            parent_id: None,
+            root_parent_id: None,
+            origin_template_id: None,
+            cycle_time_sec: 0,
+            duration_sec: 0,
+            people_num: 1,
+            data: record_body(&GroupData {
+                delivery_id: Some(delivery.id),
+                cargo_deliverable_ids: Some(delivery.item_ids.clone()),
+                delivery_status: Some(delivery.status),
+            })
+            .unwrap(),
+            cost_code: None,
+            schedule: group_schedule(delivery.planned_start_at, delivery.planned_end_at),
+            progress: None,
+            computed: Computed::default(),
+            is_archived: false,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        let map = json!({
+            "name": format!("Delivery: {}", delivery.name),
+            "type": "order",
+            "data": {"deliveryId": delivery.id, "cargoDeliverableIds": delivery.item_ids,
+                     "deliveryStatus": "scheduled"},
+            "schedule": {"startDate": delivery.planned_start_at, "endDate": delivery.planned_end_at},
+        });
+        // A server create drops only the common fields.
+        let deliverable = ResourceId::Deliverable;
+        assert_eq!(
+            as_created(
+                &ctx,
+                deliverable,
+                group.id,
+                &[],
+                record_body(&group).unwrap()
+            ),
+            as_created(&ctx, deliverable, group.id, &[], object(map))
+        );
+
+        let mut stored = group.clone();
+        stored.data.extend(object(json!({"note": "the user's"})));
+        let moved = Delivery {
+            status: DeliveryStatus::InTransit,
+            planned_end_at: None,
+            ..delivery.clone()
+        };
+        let after = synced_group(&stored, &moved).unwrap();
+        assert_eq!(
+            Value::Object(after.data.clone()),
+            json!({"deliveryId": delivery.id, "cargoDeliverableIds": delivery.item_ids,
+                   "deliveryStatus": "in_transit", "note": "the user's"})
+        );
+        // Without both planned times the group has no schedule.
+        assert_eq!(after.schedule, None);
+        assert_eq!(
+            Deliverable {
+                data: stored.data.clone(),
+                schedule: stored.schedule.clone(),
+                ..after
+            },
+            stored,
+            "nothing else changes"
+        );
     }
 }

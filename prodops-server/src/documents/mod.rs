@@ -23,20 +23,20 @@ use axum::response::IntoResponse;
 use prodops_core::Violation;
 use prodops_core::document::{
     CopyModeRequest, CountsByDeliverable, Document, DocumentVersion, HubBulkUpload, LinkRequest,
-    MAX_HUB_UPLOAD, UploadedFile, VersionCreate, current_version_patch,
+    MAX_HUB_UPLOAD, UploadedFile, VersionCreate,
 };
-use prodops_core::notification::NotificationKind;
+use prodops_core::notification::{NotificationKind, Subject};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::blob::{Files, LinkError, is_key};
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{self, ServedResource, apply_server_change, create_record, parse_id};
+use crate::engine::{self, ServedResource, apply_typed_change, create_server_typed, parse_id};
 use crate::http::app::AppState;
 use crate::http::call::{Call, Open};
 use crate::http::context::{Action, Auth, Ctx};
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::{Answered, FileBody, Served, ServedQuery, Shaped, Streamed};
 use crate::store::records::{self, Select};
 use crate::store::sql::Cond;
@@ -274,21 +274,31 @@ fn create_version(
             "must be an http:// or https:// link",
         ));
     }
-    let mut body = serde_json::to_value(req)
-        .map_err(ApiError::internal)?
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    body.insert("documentId".into(), json!(document_id));
-    body.insert("mimeType".into(), json!(mime_type));
-    if body.get("id").is_some_and(Value::is_null) {
-        body.remove("id");
-    }
-    let version = create_record(tx, ctx, versions, body)?;
-    let parsed: DocumentVersion =
-        serde_json::from_value(version.clone()).map_err(ApiError::internal)?;
-    apply_server_change(tx, ctx, docs, &doc, current_version_patch(&parsed, size))?;
-    Ok(version)
+    let version = DocumentVersion {
+        id: req.id.unwrap_or_else(Uuid::now_v7),
+        organization_id: ctx.org(),
+        document_id,
+        version_label: req.version_label.clone(),
+        name: req.name.clone(),
+        document_key: req.document_key.clone(),
+        document_url: req.document_url.clone(),
+        mime_type,
+        last_modified_at: req.last_modified_at,
+        metadata: req.metadata.clone(),
+        app_user_id: None,
+        is_archived: false,
+        archived_at: None,
+        created_at: ctx.now,
+        updated_at: ctx.now,
+    };
+    let stored = create_server_typed(tx, ctx, versions, &version)?;
+    // The version as stored (normalized) is what the document takes on.
+    let version: DocumentVersion = read_stored(&stored)?;
+    let before: Document = read_stored(&doc)?;
+    let mut after = before.clone();
+    after.make_current(&version, size);
+    apply_typed_change(tx, ctx, docs, &doc, &before, &after)?;
+    Ok(stored)
 }
 
 async fn version_reply<E>(
@@ -398,22 +408,32 @@ async fn hub_bulk_upload(
             {
                 return Err(ApiError::field("deliverableId", "no such deliverable").with_index(i));
             }
-            let mut body = Map::new();
-            body.insert("name".into(), json!(item.name));
-            body.insert("deliverableId".into(), json!(item.deliverable_id));
-            body.insert("copyMode".into(), json!(item.copy_mode));
-            body.insert(
-                "deliverableDocument".into(),
-                json!(item.deliverable_document()),
-            );
-            body.insert(
-                "copyWithDeliverable".into(),
-                json!(item.copy_with_deliverable.unwrap_or(false)),
-            );
-            body.insert("isHub".into(), json!(true));
-            body.insert("metadata".into(), Value::Object(item.metadata.clone()));
-            let doc = create_record(tx, ctx, docs, body).map_err(|e| e.with_index(i))?;
-            let doc_id = parse_id(doc["id"].as_str().unwrap_or(""))?;
+            // The file fields come with its first version, below.
+            let doc = Document {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                name: item.name.clone(),
+                deliverable_id: item.deliverable_id,
+                document_key: None,
+                document_url: None,
+                mime_type: None,
+                size_bytes: None,
+                copy_mode: item.copy_mode,
+                deliverable_document: item.deliverable_document(),
+                copy_with_deliverable: item.copy_with_deliverable.unwrap_or(false),
+                is_hub: true,
+                linked_deliverable_ids: Vec::new(),
+                external_url: None,
+                current_version_id: None,
+                metadata: item.metadata.clone(),
+                app_user_id: None,
+                is_archived: false,
+                archived_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            create_server_typed(tx, ctx, docs, &doc).map_err(|e| e.with_index(i))?;
+            let doc_id = doc.id;
             let version = VersionCreate {
                 document_id: Some(doc_id),
                 id: None,
@@ -446,9 +466,11 @@ fn notify_attached(
     deliverable: Uuid,
     name: &str,
 ) -> ApiResult<()> {
-    let mut about = Map::new();
-    about.insert("documentId".into(), json!(document));
-    about.insert("deliverableId".into(), json!(deliverable));
+    let about = Subject {
+        document_id: Some(document),
+        deliverable_id: Some(deliverable),
+        ..Subject::default()
+    };
     crate::notifications::notify(
         tx,
         ctx,
@@ -480,17 +502,15 @@ async fn link(
         if !deliverable_exists(tx, ctx.org(), req.deliverable_id)? {
             return Err(ApiError::field("deliverableId", "no such deliverable"));
         }
-        let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
-        let mut changes = Map::new();
+        let doc: Document = read_stored(&old)?;
         let attached = prodops_core::document::is_attached_to(&doc, req.deliverable_id);
+        let mut after = doc.clone();
         if doc.deliverable_id.is_none() {
-            changes.insert("deliverableId".into(), json!(req.deliverable_id));
+            after.deliverable_id = Some(req.deliverable_id);
         } else if !attached {
-            let mut linked = doc.linked_deliverable_ids.clone();
-            linked.push(req.deliverable_id);
-            changes.insert("linkedDeliverableIds".into(), json!(linked));
+            after.linked_deliverable_ids.push(req.deliverable_id);
         }
-        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        let mut record = apply_typed_change(tx, ctx, &docs, &old, &doc, &after)?;
         if !attached {
             notify_attached(tx, ctx, id, req.deliverable_id, &doc.name)?;
         }
@@ -509,28 +529,21 @@ async fn unlink(
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx, id)?;
-        let doc: Document = serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
+        let doc: Document = read_stored(&old)?;
         if !prodops_core::document::is_attached_to(&doc, deliverable) {
             return Err(ApiError::not_found());
         }
-        let mut linked: Vec<Uuid> = doc
-            .linked_deliverable_ids
-            .iter()
-            .copied()
-            .filter(|d| *d != deliverable)
-            .collect();
-        let mut changes = Map::new();
+        let mut after = doc.clone();
+        after.linked_deliverable_ids.retain(|d| *d != deliverable);
         if doc.deliverable_id == Some(deliverable) {
             // The first further link takes the place of the removed attachment.
-            let next = if linked.is_empty() {
+            after.deliverable_id = if after.linked_deliverable_ids.is_empty() {
                 None
             } else {
-                Some(linked.remove(0))
+                Some(after.linked_deliverable_ids.remove(0))
             };
-            changes.insert("deliverableId".into(), json!(next));
         }
-        changes.insert("linkedDeliverableIds".into(), json!(linked));
-        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        let mut record = apply_typed_change(tx, ctx, &docs, &old, &doc, &after)?;
         present_file(&st, ctx.org(), &mut record);
         Ok(Shaped::record(record))
     })
@@ -546,9 +559,12 @@ async fn copy_mode(
     let st = call.state.clone();
     call.write(move |tx, ctx| {
         let (docs, old) = load_document(tx, ctx, id)?;
-        let mut changes = Map::new();
-        changes.insert("copyMode".into(), json!(req.copy_mode));
-        let mut record = apply_server_change(tx, ctx, &docs, &old, changes)?;
+        let doc: Document = read_stored(&old)?;
+        let after = Document {
+            copy_mode: Some(req.copy_mode),
+            ..doc.clone()
+        };
+        let mut record = apply_typed_change(tx, ctx, &docs, &old, &doc, &after)?;
         present_file(&st, ctx.org(), &mut record);
         Ok(Shaped::record(record))
     })

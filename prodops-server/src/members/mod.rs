@@ -17,19 +17,19 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use prodops_core::organization::{
-    AcceptInvitation, AppUserStatus, InviteRequest, MemberStatus, OrganizationMember, can_resend,
-    new_account_name, status_after_accept, status_after_reactivate,
+    AcceptInvitation, AppUser, AppUserStatus, InviteRequest, MemberStatus, OrganizationMember,
+    can_resend, new_account_name, status_after_accept, status_after_reactivate,
 };
 use rand::RngCore;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{ServedResource, apply_server_change, create_server_record};
+use crate::engine::{ServedResource, apply_typed_change, create_server_typed};
 use crate::http::app::hash_key;
 use crate::http::call::{Call, Open};
 use crate::http::context::{Action, Auth, Ctx, format_time};
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::{Answered, Served, ServedQuery, Shaped, write_answer};
 use crate::store::records;
 use crate::store::sql::FieldPath;
@@ -177,31 +177,40 @@ async fn invite(
     call.write(move |tx, ctx| {
         let res = ctx.resource(ResourceId::OrganizationMember);
         let (account, name, status) = account_for(tx, ctx, &email, req.name.as_deref())?;
-        let mut body = Map::new();
-        body.insert("appUserId".into(), json!(account));
-        body.insert(
-            "appUser".into(),
-            json!({"id": account, "name": name, "email": email, "status": status}),
-        );
-        body.insert("status".into(), json!(MemberStatus::Pending));
-        body.insert("roleId".into(), json!(req.role_id));
-        body.insert("roleType".into(), json!(req.role_type));
-        body.insert("workerId".into(), json!(req.worker_id));
-        let record = create_server_record(tx, ctx, res, body)?;
-        let member: OrganizationMember =
-            serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
+        let member = OrganizationMember {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            app_user_id: account,
+            app_user: AppUser {
+                id: account,
+                name,
+                email: email.clone(),
+                status,
+            },
+            status: MemberStatus::Pending,
+            role_id: req.role_id,
+            role_type: req.role_type.clone(),
+            worker_id: req.worker_id,
+            // The account's name is set above; this write-only alias stays empty.
+            name: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        let record = create_server_typed(tx, ctx, res, &member)?;
+        let member: OrganizationMember = read_stored(&record)?;
         send_invitation(tx, ctx, &member)?;
         Ok(Shaped::record(record))
     })
     .await
 }
 
-/// Rewrites the embedded copy of an account on every organization's member records.
+/// Rewrites the embedded copy of an account on every organization's member records, as
+/// `change` changes the account.
 fn sync_account(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     account: Uuid,
-    changes: &Map<String, Value>,
+    change: impl Fn(&mut AppUser),
 ) -> ApiResult<()> {
     let res = ctx.resource(ResourceId::OrganizationMember);
     let expr = tx.text_expr(&FieldPath::parse("appUserId").expect("static path"));
@@ -222,13 +231,16 @@ fn sync_account(
             Some(SqlValue::Text(t)) => serde_json::from_str(t).map_err(ApiError::internal)?,
             _ => continue,
         };
-        let before = record.clone();
-        if let Some(user) = record.get_mut("appUser").and_then(Value::as_object_mut) {
-            for (k, v) in changes {
-                user.insert(k.clone(), v.clone());
-            }
-        }
-        if record != before {
+        let Some(embedded) = record.get_mut("appUser") else {
+            continue;
+        };
+        let before: AppUser = read_stored(embedded)?;
+        let mut after = before.clone();
+        change(&mut after);
+        if after != before {
+            // Stored as the pipeline stores a change: the record's text otherwise untouched,
+            // `updatedAt` stamped (the members of other organizations are written directly).
+            *embedded = serde_json::to_value(&after).map_err(ApiError::internal)?;
             record["updatedAt"] = json!(ctx.now_text());
             records::update(tx, res.table(), org, &record)?;
         }
@@ -296,16 +308,15 @@ async fn accept(
             "UPDATE app_users SET status = 'active', updated_at = ? WHERE id = ?",
             &[ctx.now_text().into(), account.into()],
         )?;
-        let mut changes = Map::new();
-        changes.insert("status".into(), json!(AppUserStatus::Active));
-        sync_account(tx, ctx, account, &changes)?;
+        sync_account(tx, ctx, account, |user| user.status = AppUserStatus::Active)?;
         let res = ctx.resource(ResourceId::OrganizationMember);
         let old = records::get(tx, res.table(), ctx.org(), member_id)?.ok_or_else(refused)?;
-        let member: OrganizationMember =
-            serde_json::from_value(old.clone()).map_err(ApiError::internal)?;
-        let mut changes = Map::new();
-        changes.insert("status".into(), json!(status_after_accept(member.status)));
-        let record = apply_server_change(tx, ctx, res, &old, changes)?;
+        let member: OrganizationMember = read_stored(&old)?;
+        let accepted = OrganizationMember {
+            status: status_after_accept(member.status),
+            ..member.clone()
+        };
+        let record = apply_typed_change(tx, ctx, res, &old, &member, &accepted)?;
         Ok(Shaped::record(record))
     })
     .await
@@ -334,11 +345,14 @@ fn set_status(
     ctx: &Ctx,
     res: &ServedResource,
     old: &Value,
+    member: &OrganizationMember,
     status: MemberStatus,
 ) -> ApiResult<()> {
-    let mut changes = Map::new();
-    changes.insert("status".into(), json!(status));
-    apply_server_change(tx, ctx, res, old, changes)?;
+    let after = OrganizationMember {
+        status,
+        ..member.clone()
+    };
+    apply_typed_change(tx, ctx, res, old, member, &after)?;
     Ok(())
 }
 
@@ -366,7 +380,7 @@ async fn deactivate(
             "DELETE FROM invitations WHERE organization_id = ? AND member_id = ? AND used_at IS NULL",
             &[ctx.org().into(), member.id.into()],
         )?;
-        set_status(tx, ctx, res, old, MemberStatus::Inactive)
+        set_status(tx, ctx, res, old, member, MemberStatus::Inactive)
     })
     .await
 }
@@ -386,6 +400,7 @@ async fn reactivate(
             ctx,
             res,
             old,
+            member,
             status_after_reactivate(member.app_user.status),
         )
     })
@@ -525,26 +540,18 @@ impl Hooks for MemberHooks {
         new: &Value,
     ) -> ApiResult<()> {
         let Some(old) = old else { return Ok(()) };
-        let name = new.pointer("/appUser/name").cloned().unwrap_or(Value::Null);
-        if old.pointer("/appUser/name") == Some(&name) {
+        let old: OrganizationMember = read_stored(old)?;
+        let new: OrganizationMember = read_stored(new)?;
+        let name = new.app_user.name;
+        if old.app_user.name == name {
             return Ok(());
         }
-        let account = new
-            .get("appUserId")
-            .and_then(Value::as_str)
-            .and_then(|s| Uuid::parse_str(s).ok())
-            .ok_or_else(|| ApiError::internal("member without account"))?;
+        let account = new.app_user_id;
         tx.execute(
             "UPDATE app_users SET name = ?, updated_at = ? WHERE id = ?",
-            &[
-                name.as_str().unwrap_or("").into(),
-                ctx.now_text().into(),
-                account.into(),
-            ],
+            &[name.clone().into(), ctx.now_text().into(), account.into()],
         )?;
-        let mut changes = Map::new();
-        changes.insert("name".into(), name);
-        sync_account(tx, ctx, account, &changes)
+        sync_account(tx, ctx, account, |user| user.name = name.clone())
     }
 
     fn before_delete(

@@ -31,7 +31,7 @@ use crate::deliverables::qc_gate::{
     Counting, SetFacts, counted_sets, gate_scope, verdict, verdict_of, versions_of,
 };
 use crate::engine::hooks::{DeleteAction, Hooks};
-use crate::engine::{ServedResource, apply_server_change, create_record};
+use crate::engine::{ServedResource, apply_server_change, create_server_typed, record_body};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
@@ -73,27 +73,37 @@ async fn publish(
                 Some((n, v.get("isDraft").and_then(Value::as_bool) == Some(true)))
             })
             .collect();
-        let mut body = serde_json::to_value(&req)
-            .map_err(ApiError::internal)?
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        body.insert("qcTemplateId".into(), json!(template));
+        // The version as the request writes it, numbered `n`.
+        let version = |id: Uuid, n: i64| QcTemplateVersion {
+            id,
+            organization_id: ctx.org(),
+            qc_template_id: template,
+            version_number: n,
+            name: req.name.clone(),
+            description: req.description.clone(),
+            questions: req.questions.clone(),
+            requires_pass_fail: req.requires_pass_fail,
+            is_draft: req.is_draft,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
         let record = match plan_publish(&numbers) {
             // The open draft is edited in place (finalized with `isDraft: false`); every field
-            // of the version comes from the body, as a new version's would.
+            // of the version comes from the body, as a new version's would: the draft is
+            // rewritten whole (the pipeline keeps its stored id and times).
             Publish::EditDraft(n) => {
                 let old = existing
                     .iter()
                     .find(|v| v.get("versionNumber").and_then(Value::as_i64) == Some(n))
                     .ok_or_else(|| ApiError::internal("the draft vanished"))?;
-                body.insert("description".into(), json!(req.description));
-                apply_server_change(tx, ctx, res, old, body)?
+                let id = old
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| Uuid::parse_str(id).ok())
+                    .ok_or_else(|| ApiError::internal("a stored version without its id"))?;
+                apply_server_change(tx, ctx, res, old, record_body(&version(id, n))?)?
             }
-            Publish::New(n) => {
-                body.insert("versionNumber".into(), json!(n));
-                create_record(tx, ctx, res, body)?
-            }
+            Publish::New(n) => create_server_typed(tx, ctx, res, &version(Uuid::now_v7(), n))?,
         };
         Ok(Shaped::record(record))
     })
@@ -204,10 +214,10 @@ fn stamp(ctx: &Ctx, old: Option<&Value>, candidate: &mut Map<String, Value>) {
     let old_facts = old.map(|o| {
         (
             verdict_of(o),
-            o.get("verdictAt")
+            o.get(QcSet::FIELD_VERDICT_AT)
                 .and_then(Value::as_str)
                 .and_then(|t| prodops_core::time::parse(t).ok()),
-            o.get("verdictById")
+            o.get(QcSet::FIELD_VERDICT_BY_ID)
                 .and_then(Value::as_str)
                 .and_then(|t| Uuid::parse_str(t).ok()),
         )
@@ -220,16 +230,18 @@ fn stamp(ctx: &Ctx, old: Option<&Value>, candidate: &mut Map<String, Value>) {
         && at.is_some()
         && (at, by) == (old_at, old_by)
     {
-        for field in ["verdictAt", "verdictById"] {
+        for field in [QcSet::FIELD_VERDICT_AT, QcSet::FIELD_VERDICT_BY_ID] {
             candidate.insert(field.into(), old.get(field).cloned().unwrap_or(Value::Null));
         }
         return;
     }
+    // This hook runs per record on bulk writes of QC sets and does not parse the candidate:
+    // it writes the two stamps by their names in core.
     candidate.insert(
-        "verdictAt".into(),
+        QcSet::FIELD_VERDICT_AT.into(),
         at.map_or(Value::Null, |_| json!(ctx.now_text())),
     );
-    candidate.insert("verdictById".into(), json!(by));
+    candidate.insert(QcSet::FIELD_VERDICT_BY_ID.into(), json!(by));
 }
 
 /// QC sets: `templateId` must name a finalized version of the organization and `deliverableId`

@@ -1,7 +1,7 @@
 //! Workers (spec 3.3): the hooks of the worker resource.
 
 use prodops_core::resource::Record;
-use prodops_core::worker;
+use prodops_core::worker::{self, Worker};
 use serde_json::{Map, Value, json};
 
 use crate::deliverables::{sessions, timesheets};
@@ -79,7 +79,7 @@ impl Hooks for WorkerHooks {
             // A change an archived worker refuses conflicts with the record's state (409, not
             // 400); a body core cannot read is left to the record's check, which names it.
             let read = |v: Value| {
-                prodops_core::resource::parse::<worker::Worker>(v)
+                prodops_core::resource::parse::<Worker>(v)
                     .ok()
                     .map(|mut w| {
                         w.normalize();
@@ -100,13 +100,24 @@ impl Hooks for WorkerHooks {
             // PostgreSQL (READ COMMITTED) could otherwise both choose the same name.
             crate::store::lock_scope(tx, &format!("worker-names:{}", ctx.org()))?;
         }
+        // An archive or restore runs per record on a bulk write (an import that archives
+        // workers), and the candidate is not parsed on that path: the fields are written by
+        // their names in core.
         if !was_archived && archived {
-            let name = str_field(candidate, "name").trim().to_string();
+            let name = str_field(candidate, Worker::FIELD_NAME).trim().to_string();
             let (archived_name, n) = worker::archived_name(&name, |candidate_name| {
-                taken(tx, ctx, table, "name", candidate_name, &id, false)
+                taken(
+                    tx,
+                    ctx,
+                    table,
+                    Worker::FIELD_NAME,
+                    candidate_name,
+                    &id,
+                    false,
+                )
             })?;
-            candidate.insert("name".into(), json!(archived_name));
-            let identifier = str_field(candidate, "customerIdentifier")
+            candidate.insert(Worker::FIELD_NAME.into(), json!(archived_name));
+            let identifier = str_field(candidate, Worker::FIELD_CUSTOMER_IDENTIFIER)
                 .trim()
                 .to_string();
             if !identifier.is_empty() {
@@ -122,23 +133,34 @@ impl Hooks for WorkerHooks {
                         worker::archive_suffix(n)
                     )));
                 }
-                candidate.insert("customerIdentifier".into(), json!(archived));
+                candidate.insert(Worker::FIELD_CUSTOMER_IDENTIFIER.into(), json!(archived));
             }
-            candidate.insert("teamId".into(), Value::Null);
+            candidate.insert(Worker::FIELD_TEAM_ID.into(), Value::Null);
         } else if was_archived && !archived {
-            let old_name = old.get("name").and_then(Value::as_str).unwrap_or("");
+            let old_name = old
+                .get(Worker::FIELD_NAME)
+                .and_then(Value::as_str)
+                .unwrap_or("");
             // A restore may rename in the same call; otherwise the suffix comes off.
-            let base = match patch.get("name").and_then(Value::as_str) {
+            let base = match patch.get(Worker::FIELD_NAME).and_then(Value::as_str) {
                 Some(new_name) if new_name != old_name => new_name.trim().to_string(),
                 _ => worker::strip_archive_suffix(old_name).to_string(),
             };
             let restored = worker::restored_name(&base, |candidate_name| {
-                taken(tx, ctx, table, "name", candidate_name, &id, true)
+                taken(
+                    tx,
+                    ctx,
+                    table,
+                    Worker::FIELD_NAME,
+                    candidate_name,
+                    &id,
+                    true,
+                )
             })?;
-            candidate.insert("name".into(), json!(restored));
-            let identifier = str_field(candidate, "customerIdentifier").to_string();
+            candidate.insert(Worker::FIELD_NAME.into(), json!(restored));
+            let identifier = str_field(candidate, Worker::FIELD_CUSTOMER_IDENTIFIER).to_string();
             candidate.insert(
-                "customerIdentifier".into(),
+                Worker::FIELD_CUSTOMER_IDENTIFIER.into(),
                 json!(worker::strip_archive_suffix(&identifier)),
             );
         }
