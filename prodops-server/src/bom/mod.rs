@@ -12,12 +12,14 @@ use prodops_core::bom_actions::{
     unreleased_estimate,
 };
 use prodops_core::inventory::{from_micros, round_quantity, to_micros};
-use prodops_core::production::{BomLine, BomMode, ProductionOutput};
+use prodops_core::production::{
+    BomLine, BomMode, BomScaling, BomSource, OutputSource, ProductionOutput,
+};
 use prodops_core::production_actions::{planned_for_order, remaining};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use crate::engine::create_record;
+use crate::engine::create_server_typed;
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
@@ -116,14 +118,6 @@ fn copied(records: &[Value], source_key: &str) -> HashSet<String> {
         .collect()
 }
 
-fn copy_fields(from: &Value, fields: &[&str], to: &mut Map<String, Value>) {
-    for f in fields {
-        if let Some(v) = from.get(*f).filter(|v| !v.is_null()) {
-            to.insert((*f).to_string(), v.clone());
-        }
-    }
-}
-
 pub fn prepopulate_in(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -197,51 +191,61 @@ pub fn prepopulate_in(
             continue;
         }
         let line: BomLine = read_stored(src)?;
-        let mut body = Map::new();
-        copy_fields(
-            src,
-            &[
-                "itemId",
-                "name",
-                "identifier",
-                "unitMeasureId",
-                "poNumber",
-                "subOrderRef",
-                "sortOrder",
-                "notes",
-            ],
-            &mut body,
-        );
-        body.insert("orderDeliverableId".into(), json!(order_id));
-        match seed {
-            BomSeed::Project => {
-                body.insert("mode".into(), json!("total"));
-                body.insert("scaling".into(), json!("per_order"));
-                body.insert("quantity".into(), json!(line.quantity));
-                body.insert("source".into(), json!("import"));
-            }
-            _ => {
-                copy_fields(
-                    src,
-                    &["mode", "scaling", "outputPerUnit", "quantity"],
-                    &mut body,
-                );
+        // A copy of the source line onto the order. From a project: its total, per order, as
+        // imported. From a route: its mode and scaling, with a ratio line's total for this
+        // order as the quantity (an order line needs a positive quantity, spec 2.3 rule 3).
+        let (mode, scaling, output_per_unit, planned, source) = match seed {
+            BomSeed::Project => (
+                Some(BomMode::Total),
+                Some(BomScaling::PerOrder),
+                None,
+                line.quantity,
+                BomSource::Import,
+            ),
+            _ => (
+                line.mode,
+                line.scaling,
+                line.output_per_unit,
                 if line.mode == Some(BomMode::Ratio) {
-                    // An order line needs a positive quantity (spec 2.3 rule 3): the ratio's
-                    // total for this order.
-                    body.insert("quantity".into(), json!(planned_for_order(&line, quantity)));
-                }
-                body.insert("source".into(), json!("route_template"));
-            }
-        }
-        let mut meta = Map::new();
-        meta.insert(SOURCE_LINE.into(), json!(src_id));
-        body.insert("metadata".into(), Value::Object(meta));
-        created_lines.push(read_stored(&create_record(
+                    Some(planned_for_order(&line, quantity))
+                } else {
+                    line.quantity
+                },
+                BomSource::RouteTemplate,
+            ),
+        };
+        let copy = BomLine {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            name: line.name.clone(),
+            identifier: line.identifier.clone(),
+            item_id: line.item_id,
+            route_deliverable_id: None,
+            order_deliverable_id: Some(order_id),
+            project_id: None,
+            placed_on_deliverable_id: None,
+            mode,
+            scaling,
+            output_per_unit,
+            quantity: planned,
+            quantity_actual: 0.0,
+            unit_measure_id: line.unit_measure_id,
+            po_number: line.po_number.clone(),
+            sub_order_ref: line.sub_order_ref.clone(),
+            source,
+            sort_order: line.sort_order,
+            notes: line.notes.clone(),
+            metadata: Map::from_iter([(SOURCE_LINE.to_string(), json!(line.id))]),
+            is_archived: false,
+            archived_at: None,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        created_lines.push(read_stored(&create_server_typed(
             tx,
             ctx,
             ctx.resource(ResourceId::BomLine),
-            body,
+            &copy,
         )?)?);
     }
     let mut created_outputs = Vec::new();
@@ -273,37 +277,35 @@ pub fn prepopulate_in(
                 continue;
             }
             let decl: ProductionOutput = read_stored(&src)?;
-            let mut body = Map::new();
-            copy_fields(
-                &src,
-                &[
-                    "itemId",
-                    "name",
-                    "identifier",
-                    "producedPerUnit",
-                    "locationId",
-                    "unitMeasureId",
-                    "sortOrder",
-                    "notes",
-                ],
-                &mut body,
-            );
-            body.insert("orderDeliverableId".into(), json!(order_id));
-            if let Some(per_unit) = decl.produced_per_unit {
-                body.insert(
-                    "quantity".into(),
-                    json!(round_quantity(per_unit * quantity)),
-                );
-            }
-            body.insert("source".into(), json!("route_template"));
-            let mut meta = Map::new();
-            meta.insert(SOURCE_OUTPUT.into(), json!(src_id));
-            body.insert("metadata".into(), Value::Object(meta));
-            created_outputs.push(read_stored(&create_record(
+            let copy = ProductionOutput {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                name: decl.name.clone(),
+                identifier: decl.identifier.clone(),
+                item_id: decl.item_id,
+                route_deliverable_id: None,
+                order_deliverable_id: Some(order_id),
+                produced_per_unit: decl.produced_per_unit,
+                quantity: decl
+                    .produced_per_unit
+                    .map(|per_unit| round_quantity(per_unit * quantity)),
+                quantity_actual: 0.0,
+                location_id: decl.location_id,
+                unit_measure_id: decl.unit_measure_id,
+                source: OutputSource::RouteTemplate,
+                sort_order: decl.sort_order,
+                notes: decl.notes.clone(),
+                metadata: Map::from_iter([(SOURCE_OUTPUT.to_string(), json!(decl.id))]),
+                is_archived: false,
+                archived_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            created_outputs.push(read_stored(&create_server_typed(
                 tx,
                 ctx,
                 ctx.resource(ResourceId::ProductionOutput),
-                body,
+                &copy,
             )?)?);
         }
     }

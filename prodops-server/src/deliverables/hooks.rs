@@ -21,7 +21,7 @@ use super::tree::{ReadAhead, TABLE, TxTree, parse_deliverable};
 use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::store::Tx;
 use crate::store::records::{self, Select};
 
@@ -122,20 +122,15 @@ fn write_properties(
         let def = &defs[i];
         let stored =
             records::get(tx, cp.table(), ctx.org(), def.id)?.ok_or_else(ApiError::not_found)?;
-        let mut options: Vec<Value> = stored
-            .get("options")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let known = options.iter().any(|o| {
-            o.as_str()
-                .is_some_and(|o| o.to_lowercase() == option.to_lowercase())
-        });
+        let before: CustomPropertyDefinition = read_stored(&stored)?;
+        let known = before
+            .options
+            .iter()
+            .any(|o| o.to_lowercase() == option.to_lowercase());
         if !known {
-            options.push(json!(option));
-            let mut patch = Map::new();
-            patch.insert("options".into(), Value::Array(options));
-            crate::engine::update_record(tx, ctx, cp, &stored, patch)?;
+            let mut after = before.clone();
+            after.options.push(option);
+            crate::engine::apply_typed_change(tx, ctx, cp, &stored, &before, &after)?;
         }
     }
     Ok(())

@@ -5,13 +5,15 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use chrono::{DateTime, SubsecRound, Utc};
+
 use prodops_core::work_session::{self, SaveRequest, StopRequest, WorkSession, WorkSessionKind};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::engine::{apply_server_change, create_record, update_record};
+use crate::engine::{apply_typed_change, create_server_typed};
 use crate::http::call::Call;
-use crate::http::context::{Ctx, format_time};
+use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::typed::Answered;
 use crate::store::Tx;
@@ -19,6 +21,12 @@ use crate::store::records;
 use crate::store::sql::FieldPath;
 use prodops_core::api;
 use prodops_core::registry::ResourceId;
+
+/// A time as the API writes it, to the millisecond (`format_time`): a request's start or end
+/// may carry finer digits, which a session's times do not keep.
+fn as_written(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.trunc_subsecs(3)
+}
 
 /// Open sessions and plans whose `field` (`workerId` or `deliverableId`) is `id`, through the
 /// expression index on that field.
@@ -38,17 +46,14 @@ fn open_by(tx: &mut dyn Tx, ctx: &Ctx, field: &str, id: Uuid) -> ApiResult<Vec<W
 
 /// Ends one open session or plan at `end` (never before its start, never more than a year
 /// after it: `WorkSession::clamp_end`).
-fn end_session(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    s: &WorkSession,
-    end: chrono::DateTime<chrono::Utc>,
-) -> ApiResult<()> {
+fn end_session(tx: &mut dyn Tx, ctx: &Ctx, s: &WorkSession, end: DateTime<Utc>) -> ApiResult<()> {
     let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), s.id)?.ok_or_else(ApiError::not_found)?;
-    let mut patch = Map::new();
-    patch.insert("endDate".into(), json!(format_time(s.clamp_end(end))));
-    update_record(tx, ctx, res, &old, patch)?;
+    let ended = WorkSession {
+        end_date: Some(as_written(s.clamp_end(end))),
+        ..s.clone()
+    };
+    apply_typed_change(tx, ctx, res, &old, s, &ended)?;
     Ok(())
 }
 
@@ -70,17 +75,16 @@ fn plan_to_session(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     plan: &WorkSession,
-    start: chrono::DateTime<chrono::Utc>,
+    start: DateTime<Utc>,
 ) -> ApiResult<()> {
     let res = ctx.resource(ResourceId::WorkSession);
     let old = records::get(tx, res.table(), ctx.org(), plan.id)?.ok_or_else(ApiError::not_found)?;
-    let mut changes = Map::new();
-    changes.insert("kind".into(), json!(WorkSessionKind::Session));
-    changes.insert(
-        "startDate".into(),
-        json!(format_time(start.max(plan.start_date))),
-    );
-    apply_server_change(tx, ctx, res, &old, changes)?;
+    let session = WorkSession {
+        kind: WorkSessionKind::Session,
+        start_date: as_written(start.max(plan.start_date)),
+        ..plan.clone()
+    };
+    apply_typed_change(tx, ctx, res, &old, plan, &session)?;
     Ok(())
 }
 
@@ -165,17 +169,19 @@ pub async fn save(
         }
         let res = ctx.resource(ResourceId::WorkSession);
         for (worker, deliverable, kind) in diff.start {
-            let body = json!({
-                "workerId": worker,
-                "deliverableId": deliverable,
-                "shopId": req.shop_id,
-                "kind": kind,
-                "startDate": format_time(start),
-            });
-            let Value::Object(body) = body else {
-                unreachable!("an object literal")
+            let session = WorkSession {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                worker_id: worker,
+                deliverable_id: deliverable,
+                shop_id: req.shop_id,
+                kind,
+                start_date: as_written(start),
+                end_date: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
             };
-            create_record(tx, ctx, res, body)?;
+            create_server_typed(tx, ctx, res, &session)?;
         }
         Ok(())
     })
@@ -211,4 +217,27 @@ pub async fn stop(
         Ok(())
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::context::format_time;
+
+    /// A time a session writes is the one the API's text of it (`format_time`) gives back:
+    /// to the millisecond, whatever digits the request gave, so the stored record is the one
+    /// a body with that text stores.
+    #[test]
+    fn times_are_written_to_the_millisecond() {
+        for text in [
+            "2026-03-01T08:00:00Z",
+            "2026-03-01T08:00:00.5Z",
+            "2026-03-01T08:00:00.123456Z",
+            "2026-03-01T08:00:00.999999999Z",
+        ] {
+            let t: DateTime<Utc> = text.parse().unwrap();
+            let written: DateTime<Utc> = format_time(t).parse().unwrap();
+            assert_eq!(as_written(t), written, "{text}");
+        }
+    }
 }

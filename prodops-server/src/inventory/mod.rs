@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use prodops_core::Violation;
 use prodops_core::inventory::{
     InventoryTransaction, MAX_POSTING_QUANTITY, MAX_STOCK_MICROS, Stock, StockRefusal,
-    TransactionType, from_micros, net_deltas, next_on_hand, to_micros,
+    TransactionSource, TransactionType, from_micros, net_deltas, next_on_hand, to_micros,
 };
 use prodops_core::stock_count::{CountRequest, CountResult, check_lines, counted_line, difference};
 use serde_json::{Map, Value, json};
@@ -72,6 +72,21 @@ pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiRes
     let net = net_deltas(&parsed).map_err(|v| ApiError::violations(vec![v]))?;
     apply_stock(tx, ctx, &net, &shops)?;
     Ok(stored)
+}
+
+/// [`post`] of ledger rows built as core's [`InventoryTransaction`] by the workflows that move
+/// stock: each row goes in as the body a client would send (the server fields it carries,
+/// `shopId`, the entered quantity and unit, are set again by [`LedgerHooks`]).
+pub fn post_typed(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    rows: &[InventoryTransaction],
+) -> ApiResult<Vec<Value>> {
+    let bodies = rows
+        .iter()
+        .map(engine::record_body)
+        .collect::<ApiResult<Vec<_>>>()?;
+    post(tx, ctx, bodies)
 }
 
 /// Applies net stock changes in key order (the lock order), refusing the whole request when any
@@ -638,20 +653,30 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
         let answer = counted_line(line, counted, before);
         let delta = difference(counted, before);
         if delta != 0 && !req.dry_run {
-            let mut row = Map::new();
-            row.insert("itemId".into(), json!(line.item_id));
-            row.insert("type".into(), json!("adjust"));
-            row.insert("quantity".into(), json!(from_micros(delta)));
-            row.insert("toLocationId".into(), json!(line.location_id));
-            row.insert("source".into(), json!("count"));
-            if let Some(reason) = &req.reason {
-                row.insert("reason".into(), json!(reason));
-            }
-            row.insert(
-                "metadata".into(),
-                json!({"count": {"counted": answer.counted, "onHand": answer.on_hand}}),
-            );
-            rows.push(row);
+            let count = json!({"counted": answer.counted, "onHand": answer.on_hand});
+            rows.push(InventoryTransaction {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                item_id: line.item_id,
+                shop_id: Uuid::nil(),
+                kind: TransactionType::Adjust,
+                quantity: from_micros(delta),
+                unit_measure_id: None,
+                entered_quantity: None,
+                entered_unit_measure_id: None,
+                unit_cost: None,
+                from_location_id: None,
+                to_location_id: Some(line.location_id),
+                deliverable_id: None,
+                delivery_id: None,
+                pick_line_id: None,
+                source: TransactionSource::Count,
+                reason: req.reason.clone(),
+                app_user_id: None,
+                metadata: Map::from_iter([("count".to_string(), count)]),
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            });
             row_lines.push(answers.len());
         }
         answers.push(answer);
@@ -661,7 +686,7 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
     }
     let differences = answers.iter().filter(|a| a.difference != 0.0).count();
     if !rows.is_empty() {
-        let posted = post(tx, ctx, rows).map_err(|mut e| {
+        let posted = post_typed(tx, ctx, &rows).map_err(|mut e| {
             // A row's index is its line's.
             for d in &mut e.details {
                 if let Some(row) = d.index.take() {

@@ -10,8 +10,11 @@
 use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
-use prodops_core::deliverable::DeliverableType;
-use prodops_core::production::{BomLine, ProductionOutput};
+use prodops_core::deliverable::{Deliverable, DeliverableType};
+use prodops_core::minimal::Dependency;
+use prodops_core::production::{
+    BomLine, BomMode, BomScaling, BomSource, OutputSource, ProductionOutput,
+};
 use prodops_core::template::{
     AppliedNode, ApplyTemplateRequest, ApplyTemplateResult, TemplateNode, check_application,
     copied_placement, copy_plan, remap_dependencies, scaled_line_quantity, scaled_output_quantity,
@@ -20,7 +23,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::deliverables::tree::{raw_records, tree_row};
-use crate::engine::{create_record, create_records_held};
+use crate::engine::{create_records_held, create_server_typed, record_body};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
@@ -29,18 +32,6 @@ use crate::plans::{SOURCE_LINE, SOURCE_OUTPUT};
 use crate::plans::{deliverable, lock_owner, order_quantity, owned, uuid_field};
 use crate::store::Tx;
 use prodops_core::api;
-
-/// The fields a copied node takes from its template node; everything else is the copy's own
-/// (new id and identifier, parent, computed fields, no progress or schedule).
-const NODE_FIELDS: &[&str] = &[
-    "name",
-    "type",
-    "quantity",
-    "cycleTimeSec",
-    "durationSec",
-    "peopleNum",
-    "costCode",
-];
 
 fn kind_of(v: &Value) -> Option<DeliverableType> {
     v.get("type")
@@ -102,15 +93,15 @@ pub fn apply_template_in(
     // The template's subtree, read through the tree index.
     let template_row = tree_row(tx, ctx.org(), template_id)?
         .ok_or_else(|| ApiError::internal("deliverable without a tree row"))?;
-    let mut sources: HashMap<Uuid, Value> = HashMap::new();
+    let mut sources: HashMap<Uuid, Deliverable> = HashMap::new();
     let mut nodes = Vec::new();
     for (id, parent, sort_key, _, text) in raw_records(tx, ctx.org(), &template_row)? {
-        let record: Value = serde_json::from_str(&text).map_err(ApiError::internal)?;
+        let record: Deliverable = serde_json::from_str(&text).map_err(ApiError::internal)?;
         nodes.push(TemplateNode {
             id,
             parent_id: parent,
             sort_key,
-            is_archived: record.get("isArchived").and_then(Value::as_bool) == Some(true),
+            is_archived: record.is_archived,
         });
         sources.insert(id, record);
     }
@@ -123,23 +114,36 @@ pub fn apply_template_in(
     let mut applied = Vec::with_capacity(plan.len());
     for step in &plan {
         let source = &sources[&step.source];
-        let mut body = Map::new();
-        for f in NODE_FIELDS {
-            if let Some(v) = source.get(*f).filter(|v| !v.is_null()) {
-                body.insert((*f).to_string(), v.clone());
-            }
-        }
-        // `data` as the template has it (stageId, qcTemplateId, ...), without custom property
-        // values, which belong to orders.
-        if let Some(Value::Object(data)) = source.get("data") {
-            let mut data = data.clone();
-            data.remove("properties");
-            body.insert("data".into(), Value::Object(data));
-        }
         let parent = step.parent.map_or(target_id, |p| copies[&p]);
-        body.insert("parentId".into(), json!(parent));
-        body.insert("originTemplateId".into(), json!(template_id));
-        let created = create_record(tx, &batch, res, body)?;
+        // The copy takes the template node's name, type, quantities, crew and cost code, and
+        // `data` as the template has it (stageId, qcTemplateId, ...) without custom property
+        // values, which belong to orders; everything else is its own (a new id and
+        // identifier, its parent, computed fields, no progress or schedule).
+        let mut data = source.data.clone();
+        data.remove("properties");
+        let copy = Deliverable {
+            id: Uuid::now_v7(),
+            organization_id: ctx.org(),
+            identifier: String::new(),
+            name: source.name.clone(),
+            kind: source.kind,
+            quantity: source.quantity,
+            parent_id: Some(parent),
+            root_parent_id: None,
+            origin_template_id: Some(template_id),
+            cycle_time_sec: source.cycle_time_sec,
+            duration_sec: source.duration_sec,
+            people_num: source.people_num,
+            data,
+            cost_code: source.cost_code.clone(),
+            schedule: None,
+            progress: None,
+            computed: Default::default(),
+            is_archived: false,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+        };
+        let created = create_server_typed(tx, &batch, res, &copy)?;
         let id = uuid_field(&created, "id").unwrap_or_default();
         copies.insert(step.source, id);
         applied.push(AppliedNode {
@@ -167,13 +171,17 @@ pub fn apply_template_in(
     let batch = ctx.deferring();
     let bodies: Vec<Map<String, Value>> = remap_dependencies(&edges, &copies)
         .into_iter()
-        .map(|(predecessor, successor)| {
-            let mut body = Map::new();
-            body.insert("predecessorId".into(), json!(predecessor));
-            body.insert("successorId".into(), json!(successor));
-            body
+        .map(|(predecessor_id, successor_id)| {
+            record_body(&Dependency {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                predecessor_id,
+                successor_id,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            })
         })
-        .collect();
+        .collect::<ApiResult<_>>()?;
     let mut dependencies = Vec::with_capacity(bodies.len());
     for created in create_records_held(tx, &batch, deps_res, bodies)? {
         dependencies.push(read_stored(&created)?);
@@ -193,39 +201,43 @@ pub fn apply_template_in(
             template_id,
         )? {
             let line: BomLine = read_stored(&src)?;
-            let mut body = copy_of(
-                &src,
-                &[
-                    "itemId",
-                    "name",
-                    "unitMeasureId",
-                    "poNumber",
-                    "subOrderRef",
-                    "sortOrder",
-                    "notes",
-                ],
-            );
-            body.insert("orderDeliverableId".into(), json!(order_id));
-            body.insert("mode".into(), json!("total"));
-            body.insert("scaling".into(), json!("per_order"));
-            body.insert(
-                "quantity".into(),
-                json!(scaled_line_quantity(&line, target_quantity)),
-            );
-            body.insert(
-                "placedOnDeliverableId".into(),
-                json!(copied_placement(&line, &copies, target_id, target_is_order)),
-            );
-            body.insert("source".into(), json!("route_template"));
-            body.insert(
-                "metadata".into(),
-                provenance(SOURCE_LINE, line.id, target_id),
-            );
-            bom_lines.push(read_stored(&create_record(
+            let copy = BomLine {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                name: line.name.clone(),
+                identifier: String::new(),
+                item_id: line.item_id,
+                route_deliverable_id: None,
+                order_deliverable_id: Some(order_id),
+                project_id: None,
+                placed_on_deliverable_id: copied_placement(
+                    &line,
+                    &copies,
+                    target_id,
+                    target_is_order,
+                ),
+                mode: Some(BomMode::Total),
+                scaling: Some(BomScaling::PerOrder),
+                output_per_unit: None,
+                quantity: Some(scaled_line_quantity(&line, target_quantity)),
+                quantity_actual: 0.0,
+                unit_measure_id: line.unit_measure_id,
+                po_number: line.po_number.clone(),
+                sub_order_ref: line.sub_order_ref.clone(),
+                source: BomSource::RouteTemplate,
+                sort_order: line.sort_order,
+                notes: line.notes.clone(),
+                metadata: provenance(SOURCE_LINE, line.id, target_id),
+                is_archived: false,
+                archived_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            bom_lines.push(read_stored(&create_server_typed(
                 tx,
                 ctx,
                 ctx.resource(ResourceId::BomLine),
-                body,
+                &copy,
             )?)?);
         }
         for src in owned(
@@ -236,33 +248,33 @@ pub fn apply_template_in(
             template_id,
         )? {
             let decl: ProductionOutput = read_stored(&src)?;
-            let mut body = copy_of(
-                &src,
-                &[
-                    "itemId",
-                    "name",
-                    "unitMeasureId",
-                    "locationId",
-                    "producedPerUnit",
-                    "sortOrder",
-                    "notes",
-                ],
-            );
-            body.insert("orderDeliverableId".into(), json!(order_id));
-            body.insert(
-                "quantity".into(),
-                json!(scaled_output_quantity(&decl, target_quantity)),
-            );
-            body.insert("source".into(), json!("route_template"));
-            body.insert(
-                "metadata".into(),
-                provenance(SOURCE_OUTPUT, decl.id, target_id),
-            );
-            outputs.push(read_stored(&create_record(
+            let copy = ProductionOutput {
+                id: Uuid::now_v7(),
+                organization_id: ctx.org(),
+                name: decl.name.clone(),
+                identifier: String::new(),
+                item_id: decl.item_id,
+                route_deliverable_id: None,
+                order_deliverable_id: Some(order_id),
+                produced_per_unit: decl.produced_per_unit,
+                quantity: scaled_output_quantity(&decl, target_quantity),
+                quantity_actual: 0.0,
+                location_id: decl.location_id,
+                unit_measure_id: decl.unit_measure_id,
+                source: OutputSource::RouteTemplate,
+                sort_order: decl.sort_order,
+                notes: decl.notes.clone(),
+                metadata: provenance(SOURCE_OUTPUT, decl.id, target_id),
+                is_archived: false,
+                archived_at: None,
+                created_at: ctx.now,
+                updated_at: ctx.now,
+            };
+            outputs.push(read_stored(&create_server_typed(
                 tx,
                 ctx,
                 ctx.resource(ResourceId::ProductionOutput),
-                body,
+                &copy,
             )?)?);
         }
     }
@@ -278,18 +290,11 @@ pub fn apply_template_in(
     })
 }
 
-fn copy_of(from: &Value, fields: &[&str]) -> Map<String, Value> {
-    let mut to = Map::new();
-    for f in fields {
-        if let Some(v) = from.get(*f).filter(|v| !v.is_null()) {
-            to.insert((*f).to_string(), v.clone());
-        }
-    }
-    to
-}
-
 /// Where a copied line or declaration came from: its route record (the key prepopulate also
 /// reads, so a later prepopulate from the same route does not copy it again) and the target.
-fn provenance(source_key: &str, source: Uuid, target: Uuid) -> Value {
-    json!({ source_key: source, "appliedOnDeliverableId": target })
+fn provenance(source_key: &str, source: Uuid, target: Uuid) -> Map<String, Value> {
+    Map::from_iter([
+        (source_key.to_string(), json!(source)),
+        ("appliedOnDeliverableId".to_string(), json!(target)),
+    ])
 }

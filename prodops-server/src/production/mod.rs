@@ -12,9 +12,14 @@ use prodops_core::api;
 use prodops_core::registry::ResourceId;
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use prodops_core::deliverable::DeliverableType;
-use prodops_core::inventory::{InventoryTransaction, TransactionType, round_quantity};
-use prodops_core::production::{BomLine, Owner, ProductionOutput, check_owner, check_placement};
+use prodops_core::inventory::{
+    InventoryTransaction, TransactionSource, TransactionType, round_quantity,
+};
+use prodops_core::production::{
+    BomLine, OutputSource, Owner, ProductionOutput, check_owner, check_placement,
+};
 use prodops_core::production_actions::{
     ActualKind, AdjustActualRequest, AdjustActualResult, ConsumeRequest, ConsumeResult, Credit,
     MaterialStatus, OrderEntry, OrderStatus, OutputStatus, ProduceRequest, ProduceResult,
@@ -26,7 +31,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::engine::hooks::Hooks;
-use crate::engine::{self, ServedResource, create_record};
+use crate::engine::{self, ServedResource, create_server_typed};
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
@@ -77,25 +82,52 @@ pub(crate) fn order_of_node(
     Ok((node, root))
 }
 
+/// The records whose `quantityActual` the production actions keep: output declarations and
+/// BOM lines.
+pub(crate) trait WithActual: serde::Serialize + serde::de::DeserializeOwned {
+    /// The record with a new actual quantity, written at `now`.
+    fn with_actual(self, actual: f64, now: DateTime<Utc>) -> Self;
+}
+
+impl WithActual for ProductionOutput {
+    fn with_actual(self, quantity_actual: f64, updated_at: DateTime<Utc>) -> Self {
+        ProductionOutput {
+            quantity_actual,
+            updated_at,
+            ..self
+        }
+    }
+}
+
+impl WithActual for BomLine {
+    fn with_actual(self, quantity_actual: f64, updated_at: DateTime<Utc>) -> Self {
+        BomLine {
+            quantity_actual,
+            updated_at,
+            ..self
+        }
+    }
+}
+
 /// Writes a new `quantityActual` (server-maintained, so not through PATCH), checked by the
-/// record's rules like any write.
-pub(crate) fn set_actual(
+/// record's rules like any write. Not through the update hooks: `PlanHooks::before_update`
+/// keeps the committed actual, which is the one this changes.
+pub(crate) fn set_actual<T: WithActual>(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     res: &ServedResource,
     record: &Value,
     actual: f64,
-) -> ApiResult<Value> {
-    let mut candidate = record.clone();
-    candidate["quantityActual"] = json!(round_quantity(actual));
-    candidate["updatedAt"] = json!(ctx.now_text());
+) -> ApiResult<T> {
+    let before: T = read_stored(record)?;
+    let after = before.with_actual(round_quantity(actual), ctx.now);
     let checked = res
         .kind
-        .check(candidate, Some(record))
+        .check(Value::Object(engine::record_body(&after)?), Some(record))
         .map_err(ApiError::violations)?;
     records::update(tx, res.table(), ctx.org(), &checked)?;
     crate::engine::events::updated(ctx, res, record, &checked);
-    Ok(checked)
+    read_stored(&checked)
 }
 
 /// An item's stored record, or a 400 naming `field`.
@@ -316,41 +348,67 @@ crate::http::action::handle! {
     api::production::ApplyTemplate => apply::apply_template;
 }
 
-/// Posts ledger rows and returns them typed.
+/// Posts ledger rows and returns them as stored.
 fn post_rows(
     tx: &mut dyn Tx,
     ctx: &Ctx,
-    rows: Vec<Map<String, Value>>,
+    rows: &[InventoryTransaction],
 ) -> ApiResult<Vec<InventoryTransaction>> {
-    crate::inventory::post(tx, ctx, rows)?
+    crate::inventory::post_typed(tx, ctx, rows)?
         .iter()
         .map(read_stored)
         .collect()
 }
 
+/// Where a production posting moves stock: out of a location (consume) or into one (produce,
+/// and an adjustment of the actual).
+#[derive(Clone, Copy)]
+enum At {
+    From(Uuid),
+    To(Uuid),
+}
+
 /// A production posting: `quantity` is in the declaration's or line's unit (`unit`), which
 /// the ledger converts to the item's base unit, keeping it as entered.
+// Each argument is one field of the row; a struct of them would repeat the row's own.
+#[allow(clippy::too_many_arguments)]
 fn ledger_row(
+    ctx: &Ctx,
     kind: TransactionType,
     item: Uuid,
     quantity: f64,
     unit: Option<Uuid>,
-    location: (&str, Uuid),
+    at: At,
     node: Uuid,
     meta: Map<String, Value>,
-) -> Map<String, Value> {
-    let mut row = Map::new();
-    row.insert("itemId".into(), json!(item));
-    row.insert("type".into(), json!(kind.as_str()));
-    row.insert("quantity".into(), json!(quantity));
-    if let Some(unit) = unit {
-        row.insert("unitMeasureId".into(), json!(unit));
+) -> InventoryTransaction {
+    let (from, to) = match at {
+        At::From(l) => (Some(l), None),
+        At::To(l) => (None, Some(l)),
+    };
+    InventoryTransaction {
+        id: Uuid::now_v7(),
+        organization_id: ctx.org(),
+        item_id: item,
+        shop_id: Uuid::nil(),
+        kind,
+        quantity,
+        unit_measure_id: unit,
+        entered_quantity: None,
+        entered_unit_measure_id: None,
+        unit_cost: None,
+        from_location_id: from,
+        to_location_id: to,
+        deliverable_id: Some(node),
+        delivery_id: None,
+        pick_line_id: None,
+        source: TransactionSource::Manual,
+        reason: None,
+        app_user_id: None,
+        metadata: meta,
+        created_at: ctx.now,
+        updated_at: ctx.now,
     }
-    row.insert(location.0.into(), json!(location.1));
-    row.insert("deliverableId".into(), json!(node));
-    row.insert("source".into(), json!("manual"));
-    row.insert("metadata".into(), Value::Object(meta));
-    row
 }
 
 fn meta(order: Uuid, record_key: &str, record: Uuid, kind: ActualKind) -> Map<String, Value> {
@@ -402,11 +460,30 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             Credit::AdHoc => match adhoc.get(&p.item_id) {
                 Some(i) => *i,
                 None => {
-                    let mut body = Map::new();
-                    body.insert("itemId".into(), json!(p.item_id));
-                    body.insert("orderDeliverableId".into(), json!(order_id));
-                    body.insert("source".into(), json!("adhoc"));
-                    let created = create_record(tx, ctx, res, body)?;
+                    // Its name and unit come from the item (`PlanHooks`).
+                    let output = ProductionOutput {
+                        id: Uuid::now_v7(),
+                        organization_id: ctx.org(),
+                        name: String::new(),
+                        identifier: String::new(),
+                        item_id: p.item_id,
+                        route_deliverable_id: None,
+                        order_deliverable_id: Some(order_id),
+                        produced_per_unit: None,
+                        quantity: None,
+                        quantity_actual: 0.0,
+                        location_id: None,
+                        unit_measure_id: None,
+                        source: OutputSource::Adhoc,
+                        sort_order: 0.0,
+                        notes: None,
+                        metadata: Map::new(),
+                        is_archived: false,
+                        archived_at: None,
+                        created_at: ctx.now,
+                        updated_at: ctx.now,
+                    };
+                    let created = create_server_typed(tx, ctx, res, &output)?;
                     decls.push(created);
                     adhoc.insert(p.item_id, decls.len() - 1);
                     decls.len() - 1
@@ -423,16 +500,17 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
         };
         let decl_id = uuid_field(&decls[index], "id").unwrap_or_default();
         rows.push(ledger_row(
+            ctx,
             TransactionType::Produce,
             p.item_id,
             p.quantity,
             uuid_field(&decls[index], "unitMeasureId"),
-            ("toLocationId", location),
+            At::To(location),
             node_id,
             meta(order_id, keys::OUTPUT, decl_id, ActualKind::Produce),
         ));
     }
-    let transactions = post_rows(tx, ctx, rows)?;
+    let transactions = post_rows(tx, ctx, &rows)?;
     let mut added: Vec<(usize, f64)> = Vec::new();
     for (p, &index) in plan.iter().zip(&credits) {
         match added.iter_mut().find(|(i, _)| *i == index) {
@@ -447,7 +525,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             .get("quantityActual")
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
-        outputs.push(read_stored(&set_actual(tx, ctx, res, decl, actual + q)?)?);
+        outputs.push(set_actual(tx, ctx, res, decl, actual + q)?);
     }
     Ok(ProduceResult {
         transactions,
@@ -495,11 +573,12 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             None => default_location(tx, ctx, "fromLocationId", d.item_id)?,
         };
         rows.push(ledger_row(
+            ctx,
             TransactionType::Consume,
             d.item_id,
             d.quantity,
             typed_lines[d.line].unit_measure_id,
-            ("fromLocationId", location),
+            At::From(location),
             node_id,
             meta(
                 order_id,
@@ -509,7 +588,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             ),
         ));
     }
-    let transactions = post_rows(tx, ctx, rows)?;
+    let transactions = post_rows(tx, ctx, &rows)?;
     let mut added: Vec<(usize, f64)> = Vec::new();
     for d in &draws {
         match added.iter_mut().find(|(i, _)| *i == d.line) {
@@ -524,7 +603,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             .get("quantityActual")
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
-        let new = set_actual(tx, ctx, res, line, actual + q)?;
+        let new: BomLine = set_actual(tx, ctx, res, line, actual + q)?;
         crate::inventory::reservations::release(
             tx,
             ctx,
@@ -532,7 +611,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
             typed_lines[index].unit_measure_id,
             q,
         )?;
-        updated.push(read_stored(&new)?);
+        updated.push(new);
     }
     Ok(ConsumeResult {
         transactions,
@@ -633,19 +712,20 @@ pub fn adjust_actual_in(
         None => default_location(tx, ctx, "itemId", req.item_id)?,
     };
     let row = ledger_row(
+        ctx,
         TransactionType::Adjust,
         req.item_id,
         actual_stock_delta(req.kind, req.delta),
         uuid_field(&record, "unitMeasureId"),
-        ("toLocationId", location),
+        At::To(location),
         uuid_field(&node, "id").unwrap_or_default(),
         meta(order_id, record_key, record_id, req.kind),
     );
-    let transaction = post_rows(tx, ctx, vec![row])?.remove(0);
-    let updated = set_actual(tx, ctx, res, &record, new_actual)?;
+    let transaction = post_rows(tx, ctx, &[row])?.remove(0);
     let (output, line) = match req.kind {
-        ActualKind::Produce => (Some(read_stored(&updated)?), None),
+        ActualKind::Produce => (Some(set_actual(tx, ctx, res, &record, new_actual)?), None),
         ActualKind::Consume => {
+            let line = set_actual(tx, ctx, res, &record, new_actual)?;
             if req.delta > 0.0 {
                 crate::inventory::reservations::release(
                     tx,
@@ -655,7 +735,7 @@ pub fn adjust_actual_in(
                     req.delta,
                 )?;
             }
-            (None, Some(read_stored(&updated)?))
+            (None, Some(line))
         }
     };
     Ok(AdjustActualResult {
