@@ -16,25 +16,26 @@
 #
 # Environment (all optional):
 #   PRODOPS_BENCH_PG_URL  PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test); the
-#                   bench creates a throwaway database beside it when it may, else uses fresh
-#                   organizations in it
+#                   bench creates a throwaway database beside it, dropped at the end
 #   BENCH_DEPS      N, the size of the bulk calls (default 10000)
 #   BENCH_POSTS     dependency POSTs timed per organization (default 200)
 #   BENCH_APPLIES   route applications timed (default 3)
 #   BENCH_SERVER    a prodops-server binary to measure instead of building this checkout (to
 #                   measure another commit)
 #   CARGO_TARGET_DIR  where cargo puts the binaries (default ./target)
+#
+# The build, the server, its throwaway databases and the organizations come from
+# bench/import-common.sh.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
 
 SQLITE_ONLY=0
 for arg in "$@"; do
     case "$arg" in
         --sqlite-only) SQLITE_ONLY=1 ;;
         -h | --help)
-            sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -44,82 +45,24 @@ for arg in "$@"; do
     esac
 done
 
-PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+command -v python3 >/dev/null 2>&1 || { echo "[bench] error: python3 is needed to drive the benchmark" >&2; exit 1; }
+if [[ -n "${BENCH_SERVER:-}" ]]; then
+    BENCH_BIN_DIR="$(dirname "$BENCH_SERVER")"
+else
+    echo "[bench] building (release): prodops-server" >&2
+fi
+BENCH_OWN_ARGS=1
+BENCH_PACKAGES="-p prodops-server"
+HELP_LINES=2,28
+source "$ROOT/bench/import-common.sh"
+SERVER="${BENCH_SERVER:-$SERVER}"
+[[ -x "$SERVER" ]] || { echo "[bench] error: no binary at $SERVER" >&2; exit 1; }
+
 DEPS="${BENCH_DEPS:-10000}"
 POSTS="${BENCH_POSTS:-200}"
 APPLIES="${BENCH_APPLIES:-3}"
-RATE_LIMIT=100000000
 
 log() { echo "[bench] $*" >&2; }
-die() {
-    echo "[bench] error: $*" >&2
-    exit 1
-}
-
-command -v python3 >/dev/null 2>&1 || die "python3 is needed to drive the benchmark"
-
-if [ -n "${BENCH_SERVER:-}" ]; then
-    SERVER="$BENCH_SERVER"
-else
-    log "building (release): prodops-server"
-    cargo build --release -p prodops-server >&2
-    TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-    case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
-    SERVER="$TARGET_DIR/release/prodops-server"
-fi
-[ -x "$SERVER" ] || die "no binary at $SERVER"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/prodops-bench-deps.XXXXXX")"
-PIDS=()
-PG_BENCH_DB=""
-
-stop_pid() {
-    local pid="$1"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local status=$?
-    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-    if [ -n "$PG_BENCH_DB" ]; then
-        psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$PG_BENCH_DB\"" >/dev/null 2>&1 ||
-            log "could not drop the database $PG_BENCH_DB; drop it by hand"
-    fi
-    if [ "$status" -ne 0 ]; then
-        log "failed; logs kept in $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-start_server() {
-    local name="$1"
-    shift
-    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    STARTED_PID=$!
-    PIDS+=("$STARTED_PID")
-    STARTED_URL=""
-    for _ in $(seq 1 300); do
-        STARTED_URL="$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$WORK/$name.out" | head -n 1)"
-        [ -n "$STARTED_URL" ] && return 0
-        kill -0 "$STARTED_PID" 2>/dev/null || {
-            cat "$WORK/$name.err" >&2
-            die "$name exited before listening"
-        }
-        sleep 0.1
-    done
-    die "$name did not print its 'listening on' line within 30 s"
-}
 
 # The driver: one keep-alive connection, one call at a time. Prints
 # `workers_s deps_s onetree_s post_empty_ms post_full_ms apply_ms`.
@@ -214,41 +157,31 @@ PY
 
 ROWS=()
 
+# bench_backend sqlite|postgres: a fresh database of that backend, two organizations (one to
+# fill, one kept empty), the driver against them.
 bench_backend() {
-    local backend="$1" db="$2" created key_full key_empty
-    for org in full empty; do
-        created="$("$SERVER" org create --name "bench $org" --database "$db" 2>>"$WORK/$backend-admin.err")" ||
-            die "org create failed on $backend: $(cat "$WORK/$backend-admin.err")"
-        eval "key_$org=\"\$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[\"apiKey\"])' \"\$created\")\""
-    done
-    start_server "$backend" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit "$RATE_LIMIT"
-    log "$backend: bulk PUTs of $DEPS workers and dependencies, $POSTS POSTs, $APPLIES route applications"
-    ROWS+=("$backend $(python3 "$WORK/driver.py" "$STARTED_URL" "$key_full" "$key_empty" "$DEPS" "$POSTS" "$APPLIES")")
-    stop_pid "$STARTED_PID"
+    BACKEND="$1"
+    start_server
+    local key_full key_empty
+    read -r key_full _ < <(new_key "bench full")
+    read -r key_empty _ < <(new_key "bench empty")
+    log "$BACKEND: bulk PUTs of $DEPS workers and dependencies, $POSTS POSTs, $APPLIES route applications"
+    ROWS+=("$BACKEND $(python3 "$WORK/driver.py" "$BASE" "$key_full" "$key_empty" "$DEPS" "$POSTS" "$APPLIES")")
+    stop_server
 }
 
 START_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-mkdir -p "$WORK/sqlite"
-bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
+bench_backend sqlite
 PG_NOTE=""
 if [ "$SQLITE_ONLY" -eq 1 ]; then
     PG_NOTE="postgres: skipped (--sqlite-only)"
 else
-    psql -q "$PG_URL" -c 'SELECT 1' >/dev/null 2>&1 ||
-        die "PostgreSQL does not answer at $PG_URL (set PRODOPS_BENCH_PG_URL, or pass --sqlite-only)"
-    name="prodops_bench_deps_$$"
-    pg_db="$PG_URL"
-    if psql -q "$PG_URL" -c "CREATE DATABASE \"$name\"" >/dev/null 2>&1; then
-        PG_BENCH_DB="$name"
-        pg_db="$(python3 -c '
-import sys, urllib.parse
-u = urllib.parse.urlsplit(sys.argv[1])
-print(urllib.parse.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$name")"
-        PG_NOTE="postgres: throwaway database $name (dropped at the end)"
-    else
-        PG_NOTE="postgres: fresh organizations in the given database"
-    fi
-    bench_backend postgres "$pg_db"
+    psql -q "$PG_URL" -c 'SELECT 1' >/dev/null 2>&1 || {
+        echo "[bench] error: PostgreSQL does not answer at $PG_URL (set PRODOPS_BENCH_PG_URL, or pass --sqlite-only)" >&2
+        exit 1
+    }
+    bench_backend postgres
+    PG_NOTE="postgres: a throwaway database beside $PG_URL (dropped at the end)"
 fi
 
 report() {

@@ -1,17 +1,24 @@
-# What the two CLI import benches (worker-import-export.sh, deliverable-import-export.sh) share:
-# their arguments, the binaries, a work directory and throwaway PostgreSQL databases removed on
-# exit, the server on the embedded default or on PostgreSQL, new organizations, and `prodops`
-# timed with its peak memory. Sourced by them, after `set -euo pipefail`, with `ROOT` set and
-# `HELP_LINES` the line range of the caller's usage text (`2,21`).
+# What the benches that start their own server share: the binaries (a release build), a work
+# directory and throwaway PostgreSQL databases removed on exit, the server on the embedded
+# default or on PostgreSQL, new organizations, and `prodops` timed with its peak memory. Sourced
+# by the two CLI import benches (worker-import-export.sh, deliverable-import-export.sh) and by
+# dependencies.sh, after `set -euo pipefail`, with `ROOT` set and `HELP_LINES` the line range
+# of the caller's usage text (`2,21`).
+#
+# A caller that reads its own arguments sets `BENCH_OWN_ARGS=1` (then `BACKEND` is its to set
+# before each `start_server`), and one that needs only the server sets
+# `BENCH_PACKAGES="-p prodops-server"` (default: the server and the CLI).
 
 cd "$ROOT"
 BACKEND=sqlite
-case "${1:-}" in
-    -h | --help) sed -n "${HELP_LINES}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    --postgres) BACKEND=postgres ;;
-    "") ;;
-    *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
-esac
+if [[ -z "${BENCH_OWN_ARGS:-}" ]]; then
+    case "${1:-}" in
+        -h | --help) sed -n "${HELP_LINES}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --postgres) BACKEND=postgres ;;
+        "") ;;
+        *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
+    esac
+fi
 PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$ROOT/bench/results"
@@ -20,7 +27,8 @@ mkdir -p "$ROOT/bench/results"
 if [[ -n "${BENCH_BIN_DIR:-}" ]]; then
     BIN="$BENCH_BIN_DIR"
 else
-    cargo build --release --locked -q -p prodops-server -p prodops-cli
+    # shellcheck disable=SC2086 # the package flags are words
+    cargo build --release --locked -q ${BENCH_PACKAGES:--p prodops-server -p prodops-cli}
     BIN="$TARGET/release"
 fi
 SERVER="$BIN/prodops-server"
@@ -57,6 +65,15 @@ start_server() {
     for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
     BASE="$(sed -n 's/^listening on //p' "$WORK/server.out")"
     [[ -n "$BASE" ]] || { echo "the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+}
+
+# stop_server: stops the server `start_server` started (the exit trap does it otherwise).
+stop_server() {
+    if [[ -n "$SERVER_PID" ]]; then
+        kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+        SERVER_PID=""
+    fi
+    return 0
 }
 
 # new_key NAME: creates an organization; prints "apiKey organizationId".

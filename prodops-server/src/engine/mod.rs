@@ -42,8 +42,8 @@ use params::{QueryBody, body_object, lookup_path, search_cond, sort_or_default};
 pub use pipeline::load;
 pub use pipeline::{
     apply_server_change, apply_typed_change, create_record, create_records_held,
-    create_server_record, create_server_typed, delete_record, record_body, update_record,
-    upsert_record,
+    create_records_held_indexed, create_server_record, create_server_typed, delete_record,
+    record_body, update_record, upsert_record,
 };
 pub use resources::Resources;
 

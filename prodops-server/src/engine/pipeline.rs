@@ -197,10 +197,35 @@ pub fn create_records_held(
     res: &ServedResource,
     bodies: Vec<Map<String, Value>>,
 ) -> ApiResult<Vec<Value>> {
+    hold_creates(tx, ctx, res, bodies, false)
+}
+
+/// [`create_records_held`] for the rows of one request that names them as a list (a ledger
+/// posting of several rows): a refusal carries the index of the body it names
+/// (`ApiError::with_index`) when there are several.
+pub fn create_records_held_indexed(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    bodies: Vec<Map<String, Value>>,
+) -> ApiResult<Vec<Value>> {
+    let indexed = bodies.len() > 1;
+    hold_creates(tx, ctx, res, bodies, indexed)
+}
+
+fn hold_creates(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    res: &ServedResource,
+    bodies: Vec<Map<String, Value>>,
+    indexed: bool,
+) -> ApiResult<Vec<Value>> {
+    let at = |i: usize| move |e: ApiError| if indexed { e.with_index(i) } else { e };
     if !res.hooks.hold_hooked_creates() || ctx.deferred.is_none() {
         return bodies
             .into_iter()
-            .map(|body| create_record(tx, ctx, res, body))
+            .enumerate()
+            .map(|(i, body)| create_record(tx, ctx, res, body).map_err(at(i)))
             .collect();
     }
     // What the creates' checks read (the tree rows of a dependency's ends, ...), in one read
@@ -213,9 +238,9 @@ pub fn create_records_held(
     res.hooks.read_ahead(tx, ctx, res, &[], &refs)?;
     let mut created = Vec::with_capacity(bodies.len());
     let mut rows = Vec::with_capacity(bodies.len());
-    for body in bodies {
-        let candidate = new_candidate(ctx, res, body, false)?;
-        let record = checked_create(tx, ctx, res, candidate)?;
+    for (i, body) in bodies.into_iter().enumerate() {
+        let candidate = new_candidate(ctx, res, body, false).map_err(at(i))?;
+        let record = checked_create(tx, ctx, res, candidate).map_err(at(i))?;
         rows.push(records::NewRow::of_record(&record)?);
         res.hooks.after_write(tx, ctx, res, None, &record)?;
         created.push(record);

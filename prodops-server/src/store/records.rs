@@ -1061,15 +1061,24 @@ impl RowUpdate {
     }
 }
 
-/// Rows per statement of [`update_records`] on PostgreSQL (far under its 65,535 parameters
-/// with every filter column of a deliverable).
+/// Rows per statement of [`update_records`] (far under PostgreSQL's 65,535 parameters and
+/// SQLite's 32,766 with every filter column of a deliverable).
 const UPDATE_CHUNK: usize = 500;
 
-/// [`update`] of many records of `table`. On PostgreSQL one `UPDATE ... FROM (VALUES ...)` per
-/// [`UPDATE_CHUNK`] rows instead of a round trip per row (a bulk call that makes 10,000 steps
+/// [`update`] of many records of `table`: one `WITH v AS (VALUES ...) UPDATE ... FROM v` per
+/// [`UPDATE_CHUNK`] rows instead of a statement per row (a bulk call that makes 10,000 steps
 /// `waiting` rewrites 10,000 records); each row's triggers fire as for its own `UPDATE`, so
-/// counts, value counts and the change feed's kept texts are kept the same way. On SQLite,
-/// where a statement is no round trip, one statement per row.
+/// counts, value counts and the change feed's kept texts are kept the same way.
+///
+/// On PostgreSQL a statement per row was a round trip per row. On SQLite, where a statement is
+/// no round trip, it was still a statement journal per row: a statement that fires triggers
+/// copies every page it changes into its journal first, so each row's rewrite copied the
+/// pages of the table, its indexes and the feed's (16 KiB each) again, and the journal's
+/// memory was taken from and given back to the system each time: two thirds of a bulk call
+/// that made 10,000 steps `waiting` (bench/README.md, "dependencies").
+///
+/// Every row's filter columns are read from its text here; on PostgreSQL the filter-column
+/// trigger is told so and skips its own reading of the text (`filter_columns::trust_written`).
 pub fn update_records(
     tx: &mut dyn Tx,
     table: &str,
@@ -1077,7 +1086,7 @@ pub fn update_records(
     rows: Vec<RowUpdate>,
 ) -> StoreResult<()> {
     let dialect = tx.dialect();
-    if dialect == Dialect::Sqlite || rows.len() < 2 {
+    if rows.len() < 2 {
         for r in rows {
             rewrite_row(tx, table, org, r.id.into(), r.archived, r.updated, r.data)?;
         }
@@ -1085,11 +1094,12 @@ pub fn update_records(
     }
     let fields = filter_columns::written(table);
     let window = keeps_alert_window(table);
+    let mut trusted = false;
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
         let chunk: Vec<RowUpdate> = rows.by_ref().take(UPDATE_CHUNK).collect();
         // A row whose filter values do not read is left to the update trigger, as
-        // `rewrite_row` leaves it: such a chunk goes row by row.
+        // `rewrite_row` leaves it: such a chunk goes row by row, with the trigger reading.
         let values: Option<Vec<Vec<Option<String>>>> = chunk
             .iter()
             .map(|r| {
@@ -1098,11 +1108,19 @@ pub fn update_records(
             })
             .collect();
         let Some(values) = values else {
+            if trusted {
+                trusted = filter_columns::trust_written(tx, false)?;
+            }
             for r in chunk {
                 rewrite_row(tx, table, org, r.id.into(), r.archived, r.updated, r.data)?;
             }
             continue;
         };
+        if !trusted {
+            // A failed statement leaves the transaction (or its savepoint) to be rolled back,
+            // which takes the setting back with it.
+            trusted = filter_columns::trust_written(tx, true)?;
+        }
         let mut names = vec!["id".to_string()];
         let mut sets = Vec::new();
         let mut casts = vec!["TEXT".to_string()];
@@ -1150,16 +1168,21 @@ pub fn update_records(
         }
         let n = params.len() / casts.len();
         params.push(org.into());
+        // The column names go on the common table (SQLite has no column list on a `FROM`
+        // alias); both databases then probe the table's primary key once per row of `v`.
         tx.execute(
             &format!(
-                "UPDATE {table} SET {} FROM (VALUES {}) AS v({}) \
+                "WITH v({}) AS (VALUES {}) UPDATE {table} SET {} FROM v \
                  WHERE {table}.organization_id = ? AND {table}.id = v.id",
-                sets.join(", "),
+                names.join(", "),
                 vec![tuple; n].join(", "),
-                names.join(", ")
+                sets.join(", "),
             ),
             &params,
         )?;
+    }
+    if trusted {
+        filter_columns::trust_written(tx, false)?;
     }
     Ok(())
 }

@@ -490,3 +490,114 @@ async fn a_count_of_ten_thousand_lines() {
         assert_eq!(line["counted"], lines[k]["quantity"]);
     }
 }
+
+/// The backends that wait, directly or behind another waiter, for a lock `holder` holds.
+async fn waiting_behind(client: &tokio_postgres::Client, holder: i32) -> i64 {
+    client
+        .query_one(
+            "WITH RECURSIVE w(pid) AS ( \
+               SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) \
+               UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid))) \
+             SELECT count(*) FROM w",
+            &[&holder],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+async fn wait_until_waiting(client: &tokio_postgres::Client, holder: i32, n: i64) {
+    let started = Instant::now();
+    while waiting_behind(client, holder).await < n {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{n} request(s) never came to wait for the stock row"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// docs/inventory.md, "Stock counts": a posting that moves stock of a counted item and
+/// location between the count's comparison and its adjustment makes the count a 409 that
+/// writes nothing. Made to happen on PostgreSQL (where writers run side by side; SQLite's one
+/// writer cannot interleave them): the stock row is held by a connection of the test's own, a
+/// posting of +5 queues for it, then the count compares (it sees 10 on hand: the posting has
+/// not committed) and queues behind the posting; once the row is let go the posting commits
+/// and the count finds 15 - 3 on hand instead of the 7 counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_raced_by_a_posting_is_refused_and_writes_nothing() {
+    if !on_postgres() {
+        eprintln!("skipped: only PostgreSQL runs two writers side by side");
+        return;
+    }
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Raced count").await).await;
+    let api = &floor.api;
+    let bolt = floor.item("Bolt", None).await;
+    floor.adjust(&bolt, &floor.a, 10.0).await;
+    let rows_before = ledger(api).await.len();
+
+    let (client, connection) =
+        tokio_postgres::connect(server.database_url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect to PostgreSQL");
+    tokio::spawn(connection);
+    let holder: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    client.batch_execute("BEGIN").await.unwrap();
+    let locked = client
+        .query(
+            "SELECT on_hand FROM stock WHERE organization_id = $1 AND item_id = $2 AND location_id = $3 FOR UPDATE",
+            &[&api.org_id.to_string(), &bolt, &floor.a],
+        )
+        .await
+        .unwrap();
+    assert_eq!(locked.len(), 1, "the stock row is held");
+
+    let posting = tokio::spawn({
+        let api = api.clone();
+        let (bolt, a) = (bolt.clone(), floor.a.clone());
+        async move {
+            api.post(
+                "/inventory-transaction",
+                json!({"itemId": bolt, "type": "adjust", "quantity": 5, "toLocationId": a}),
+            )
+            .await
+        }
+    });
+    wait_until_waiting(&client, holder, 1).await;
+    let count = tokio::spawn({
+        let api = api.clone();
+        let (bolt, a) = (bolt.clone(), floor.a.clone());
+        async move {
+            api.post(
+                "/inventory/count",
+                json!({"lines": [{"itemId": bolt, "locationId": a, "quantity": 7}]}),
+            )
+            .await
+        }
+    });
+    wait_until_waiting(&client, holder, 2).await;
+    client.batch_execute("ROLLBACK").await.unwrap();
+
+    let posting = posting.await.unwrap();
+    assert_eq!(posting.status, 201, "{posting}");
+    let count = count.await.unwrap();
+    assert_error(&count, 409, "CONFLICT");
+    assert!(
+        count.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed while the count was posted"),
+        "{count}"
+    );
+    // Only the posting went in: no adjustment of the count, stock as the ledger says.
+    let rows = ledger(api).await;
+    assert_eq!(rows.len(), rows_before + 1);
+    assert!(rows.iter().all(|r| r["source"] != "count"), "{rows:?}");
+    assert_eq!(floor.on_hand(&bolt, &floor.a).await, 15.0);
+    assert_stock_is_ledger(api).await;
+}
