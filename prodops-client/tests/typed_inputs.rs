@@ -167,8 +167,9 @@ fn generate() -> String {
          use serde::Serialize;\n\n\
          use crate::{Filter, Map, Uuid, Value};\n\
          use prodops_core::{\n    bom_actions::*, catalog::*, contact::*, custom_property::*, deliverable::*, delivery::*,\n    \
-         document::*, inventory::*, minimal::*, notification::*, organization::*, production::*,\n    \
-         qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*, worker::*,\n};\n",
+         document::*, inventory::*, lot::*, minimal::*, notification::*, organization::*,\n    \
+         production::*, qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*,\n    \
+         worker::*,\n};\n",
     );
     for id in ResourceId::ALL {
         let kind = id.kind();

@@ -1,5 +1,6 @@
 //! Custom property definitions (spec 2.12, 4.9): typed fields that orders carry under
-//! `data.properties`, keyed by the definition's `key`.
+//! `data.properties` (and lots under `properties`, for definitions scoped to lots), keyed by
+//! the definition's `key`.
 
 use crate::openapi::ToSchema;
 use chrono::{DateTime, Utc};
@@ -38,7 +39,10 @@ impl DataType {
     }
 }
 
-/// The default `deliverableTypes`: orders, the only supported scope.
+/// What a definition may apply to, one per definition: orders, or lots (issue 37).
+pub const SCOPES: [&str; 2] = ["order", crate::lot::PROPERTY_SCOPE];
+
+/// The default `deliverableTypes`: orders.
 fn default_deliverable_types() -> Vec<String> {
     vec!["order".to_string()]
 }
@@ -66,7 +70,7 @@ pub struct CustomPropertyDefinition {
     pub description: Option<String>,
     /// Type of the values.
     pub data_type: DataType,
-    /// Deliverable types that carry the property; only `["order"]` is supported.
+    /// What carries the property: `["order"]` (orders, the default) or `["lot"]` (lots).
     #[serde(default = "default_deliverable_types")]
     pub deliverable_types: Vec<String>,
     /// Unit of a number property.
@@ -141,10 +145,13 @@ impl Record for CustomPropertyDefinition {
             v.push(Violation::field("key", message));
         }
         require_nonempty(&mut v, "name", &self.name);
-        if self.deliverable_types != default_deliverable_types() {
+        if !SCOPES
+            .iter()
+            .any(|scope| self.deliverable_types == [*scope])
+        {
             v.push(Violation::field(
                 "deliverableTypes",
-                "deliverableTypes must be [\"order\"], the only supported scope",
+                "deliverableTypes must be [\"order\"] (orders) or [\"lot\"] (lots)",
             ));
         }
         if self.unit_measure_id.is_some() && self.data_type != DataType::Number {
@@ -187,22 +194,27 @@ impl Record for CustomPropertyDefinition {
         v
     }
 
-    /// Custom properties are scoped to orders only.
+    /// Custom properties are scoped to orders or to lots, one scope per definition.
     #[cfg(feature = "openapi")]
     fn refine_form(_: crate::openapi::Form, schema: &mut serde_json::Value) {
         if let Some(props) = schema.get_mut("properties") {
             props["deliverableTypes"] = serde_json::json!({
                 "type": "array",
-                "items": { "enum": [crate::deliverable::DeliverableType::Order.as_str()] },
+                "items": { "enum": SCOPES },
                 "minItems": 1,
                 "maxItems": 1,
-                "description": "[\"order\"], the only supported scope"
+                "description": "[\"order\"] (orders, the default) or [\"lot\"] (lots)"
             });
         }
     }
 }
 
 impl CustomPropertyDefinition {
+    /// Whether the definition's values belong on records of `scope` (`order`, `lot`).
+    pub fn applies_to(&self, scope: &str) -> bool {
+        self.deliverable_types.iter().any(|t| t == scope)
+    }
+
     /// The option matching `value` case-insensitively, in the definition's own spelling
     /// (spec 4.9 rule 3).
     pub fn matching_option(&self, value: &str) -> Option<&str> {
@@ -287,6 +299,8 @@ mod tests {
         assert!(
             base(json!({"dataType": "select", "deliverableTypes": ["order", "phase"]})).is_err()
         );
+        assert!(base(json!({"dataType": "text", "deliverableTypes": ["order", "lot"]})).is_err());
+        assert!(base(json!({"dataType": "text", "deliverableTypes": ["lot"]})).is_ok());
         let ok = base(
             json!({"dataType": "select", "options": [" Red ", "Blue"], "allowsAdHocOptions": true}),
         )

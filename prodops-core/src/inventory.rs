@@ -169,6 +169,14 @@ pub struct InventoryTransaction {
     /// Pick line the movement belongs to.
     #[serde(default)]
     pub pick_line_id: Option<Uuid>,
+    /// The lot (or serial) of a tracked item the row moves (`prodops_core::lot_rules`). Set by
+    /// the server: the posting paths do not take lots yet, so a body's `lotId` is ignored.
+    #[serde(default)]
+    pub lot_id: Option<Uuid>,
+    /// The row this row reverses: a reversal holds the original's type, locations, lot and
+    /// quantity, and does the opposite to stock. Set by the server.
+    #[serde(default)]
+    pub reverses_id: Option<Uuid>,
     /// How the row was captured.
     #[serde(default)]
     pub source: TransactionSource,
@@ -190,14 +198,21 @@ pub struct InventoryTransaction {
 }
 
 impl InventoryTransaction {
-    /// The stock deltas of this row (see [`posting_deltas`]).
+    /// The stock deltas of this row (see [`posting_deltas`]); a reversal's are the opposite of
+    /// the row it reverses.
     pub fn deltas(&self) -> Result<Vec<(Uuid, f64)>, Violation> {
-        posting_deltas(
+        let mut deltas = posting_deltas(
             self.kind,
             self.quantity,
             self.from_location_id,
             self.to_location_id,
-        )
+        )?;
+        if self.reverses_id.is_some() {
+            for (_, delta) in &mut deltas {
+                *delta = -*delta;
+            }
+        }
+        Ok(deltas)
     }
 }
 
@@ -213,6 +228,11 @@ impl Record for InventoryTransaction {
             "appUserId",
             "enteredQuantity",
             "enteredUnitMeasureId",
+            // Until the posting paths check lots and post reversals (issue 37), a body cannot
+            // name either: an unchecked lot of another item or organization would enter the
+            // ledger.
+            "lotId",
+            "reversesId",
         ],
         summary: "Inventory transactions: the immutable stock ledger",
         ..ResourceDesc::new(

@@ -20,6 +20,8 @@ pub mod field_types;
 pub mod filter_fields;
 pub mod inventory;
 pub mod line_quantities;
+pub mod lot;
+pub mod lot_rules;
 pub mod manifest;
 pub mod minimal;
 pub mod notification;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::common::{default_true, require_nonempty, trim, trim_opt};
+use crate::lot::Tracking;
 use crate::resource::{Archive, Record, ResourceDesc};
 use crate::units::UnitConversion;
 use crate::violation::Violation;
@@ -97,6 +98,10 @@ named_resource! {
         /// the units' own declarations (docs/inventory.md, "Units of measure").
         #[serde(default)]
         unit_conversions: Vec<UnitConversion>,
+        /// How the item's stock is identified: `none` (the default), by `lot` or by `serial`
+        /// (docs/inventory.md, "Lots and serials").
+        #[serde(default)]
+        tracking: Tracking,
     }
 }
 
@@ -368,6 +373,10 @@ mod tests {
         );
         let item = check::<Item>(json!({"name": "Bolt", "sku": "B-1"})).unwrap();
         assert_eq!(item["unitMeasureId"], Value::Null);
+        assert_eq!(item["tracking"], "none");
+        let serial = check::<Item>(json!({"name": "Pump", "tracking": "serial"})).unwrap();
+        assert_eq!(serial["tracking"], "serial");
+        assert!(check::<Item>(json!({"name": "Pump", "tracking": "batch"})).is_err());
         assert_eq!(
             check::<Project>(json!({"name": "P"})).unwrap()["identifier"],
             ""

@@ -1,4 +1,4 @@
-//! Custom property values on orders (spec 4.9): what a write of `data.properties` does to the
+//! Custom property values on orders (spec 4.9), and on lots: what a write of `data.properties` does to the
 //! stored values, given the definitions.
 
 use serde_json::{Map, Value};
@@ -43,6 +43,19 @@ pub fn apply_properties(
     supplied: Option<&Value>,
     defs: &[CustomPropertyDefinition],
 ) -> Result<PropertiesWrite, Vec<Violation>> {
+    apply_scoped_properties(kind.as_str(), "data.properties", old, supplied, defs)
+}
+
+/// [`apply_properties`] for the records of any scope a definition can name in its
+/// `deliverableTypes` (a deliverable type, or `lot` for lots: `crate::lot::PROPERTY_SCOPE`),
+/// whose values are at `values_at` (`data.properties` on a deliverable, `properties` on a lot).
+pub fn apply_scoped_properties(
+    scope: &str,
+    values_at: &str,
+    old: Option<&Map<String, Value>>,
+    supplied: Option<&Value>,
+    defs: &[CustomPropertyDefinition],
+) -> Result<PropertiesWrite, Vec<Violation>> {
     let mut out = PropertiesWrite {
         values: old.cloned().unwrap_or_default(),
         ..Default::default()
@@ -60,7 +73,7 @@ pub fn apply_properties(
         Some(Value::Object(m)) => m,
         Some(_) => {
             return Err(vec![Violation::field(
-                "data.properties",
+                values_at,
                 "properties must be an object keyed by custom property key, or null",
             )]);
         }
@@ -69,7 +82,7 @@ pub fn apply_properties(
     // Options appended during this write count as known for the rest of it.
     let mut appended: Vec<Vec<String>> = vec![Vec::new(); defs.len()];
     for (key, value) in supplied {
-        let field = format!("data.properties.{key}");
+        let field = format!("{values_at}.{key}");
         let found = defs
             .iter()
             .position(|d| d.key == *key)
@@ -86,11 +99,11 @@ pub fn apply_properties(
             out.values.remove(&def.key);
             continue;
         }
-        if !def.deliverable_types.iter().any(|t| t == kind.as_str()) {
+        if !def.deliverable_types.iter().any(|t| t == scope) {
             violations.push(Violation::field(
                 &field,
                 format!(
-                    "custom property values are allowed only on {}, not on a {kind}",
+                    "custom property values are allowed only on {}, not on a {scope}",
                     def.deliverable_types.join(", ")
                 ),
             ));
@@ -297,6 +310,21 @@ mod tests {
         let c = json!({"squareFeet": null});
         assert!(apply_properties(DeliverableType::Phase, None, Some(&c), &d).is_ok());
         assert!(apply_properties(DeliverableType::Phase, None, Some(&json!({})), &d).is_ok());
+        // A definition scoped to lots takes values on lots only, and names the lot's field.
+        let lot_def: CustomPropertyDefinition = parse(
+            json!({"key": "origin", "name": "Origin", "dataType": "text", "deliverableTypes": ["lot"]}),
+        );
+        let defs = [lot_def];
+        let v = json!({"origin": "Chile"});
+        assert!(apply_properties(DeliverableType::Order, None, Some(&v), &defs).is_err());
+        let w = apply_scoped_properties("lot", "properties", None, Some(&v), &defs).unwrap();
+        assert_eq!(w.values["origin"], "Chile");
+        let err = apply_scoped_properties("lot", "properties", None, Some(&json!({"x": 1})), &defs)
+            .unwrap_err();
+        assert_eq!(err[0].field.as_deref(), Some("properties.x"));
+        let err =
+            apply_scoped_properties("lot", "properties", None, Some(&json!(3)), &defs).unwrap_err();
+        assert_eq!(err[0].field.as_deref(), Some("properties"));
     }
 
     proptest! {

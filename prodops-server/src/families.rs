@@ -26,7 +26,7 @@ pub fn for_resource(id: ResourceId) -> Arc<dyn Hooks> {
 fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
     use crate::{catalog, workers};
     use crate::{deliverables, deliveries, documents, inventory, members, notifications};
-    use crate::{production, qc, webhooks};
+    use crate::{lots, production, qc, webhooks};
     match id {
         ResourceId::Worker => bind(workers::WorkerHooks),
         ResourceId::CatalogEntry => bind(catalog::CatalogHooks),
@@ -43,6 +43,7 @@ fn bound(id: ResourceId) -> (Arc<dyn Hooks>, &'static str) {
         ResourceId::DeliveryManifestLine => bind(deliveries::ManifestHooks),
         ResourceId::InventoryTransaction => bind(inventory::LedgerHooks),
         ResourceId::Item => bind(inventory::units::ItemHooks),
+        ResourceId::Lot => bind(lots::LotHooks),
         ResourceId::UnitMeasure => bind(inventory::units::UnitHooks),
         ResourceId::ProductionOutput | ResourceId::BomLine => bind(production::PlanHooks),
         ResourceId::Webhook => bind(webhooks::WebhookHooks),
@@ -133,6 +134,7 @@ mod tests {
             ("bom-line", type_name::<production::PlanHooks>()),
             ("webhook", type_name::<crate::webhooks::WebhookHooks>()),
             ("item", type_name::<inventory::units::ItemHooks>()),
+            ("lot", type_name::<crate::lots::LotHooks>()),
             ("unit-measure", type_name::<inventory::units::UnitHooks>()),
         ]
         .into();

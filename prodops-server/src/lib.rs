@@ -32,6 +32,7 @@ pub mod families;
 pub mod http;
 pub mod inventory;
 pub mod jobs;
+pub mod lots;
 pub mod members;
 pub mod notifications;
 pub mod openapi;

@@ -38,6 +38,7 @@ const RANKS: &[(&str, u8)] = &[
     ("deliverables", 4),
     ("deliveries", 4),
     ("inventory", 4),
+    ("lots", 4),
     ("documents", 4),
     ("notifications", 4),
     ("members", 4),

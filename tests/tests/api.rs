@@ -70,6 +70,8 @@ mod key_changes;
 mod keyset;
 #[path = "api/list_along.rs"]
 mod list_along;
+#[path = "api/lots.rs"]
+mod lots;
 #[path = "api/member.rs"]
 mod member;
 #[path = "api/notification.rs"]

@@ -65,10 +65,14 @@ pub fn fixed_columns() -> Vec<Column> {
     .collect()
 }
 
-/// The spec for an organization whose active definitions are `defs`.
+/// The spec for an organization whose active definitions are `defs` (those scoped to orders
+/// give columns; a definition scoped to lots has no place on a deliverable).
 pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
     let mut columns = fixed_columns();
-    let mut defs: Vec<&CustomPropertyDefinition> = defs.iter().filter(|d| !d.is_archived).collect();
+    let mut defs: Vec<&CustomPropertyDefinition> = defs
+        .iter()
+        .filter(|d| !d.is_archived && d.applies_to("order"))
+        .collect();
     defs.sort_by(|a, b| a.sort_order.cmp(&b.sort_order).then(a.key.cmp(&b.key)));
     for d in defs {
         columns.push(Column::new(
@@ -371,6 +375,11 @@ mod tests {
             def("color", "select", false),
             def("old", "text", true),
             def("area", "number", false),
+            {
+                let mut on_lots = def("origin", "text", false);
+                on_lots["deliverableTypes"] = json!(["lot"]);
+                on_lots
+            },
         ]);
         let h = s.headers();
         assert!(h.contains(&"data.properties.color"));
@@ -378,6 +387,10 @@ mod tests {
         assert!(
             !h.contains(&"data.properties.old"),
             "archived definitions are left out"
+        );
+        assert!(
+            !h.contains(&"data.properties.origin"),
+            "definitions scoped to lots are left out"
         );
         let cols: Vec<Option<&Column>> = [
             "name",

@@ -70,6 +70,26 @@ async fn populate(api: &Api) {
                    "unitConversions": [{"unitMeasureId": kg, "factor": 2.5}]}),
         )
         .await);
+    // Lots (issue 37): of two tracked items, differing in every field.
+    let flour = id(&api
+        .create("item", json!({"name": "Flour", "tracking": "lot"}))
+        .await);
+    let pump = id(&api
+        .create("item", json!({"name": "Pump", "tracking": "serial"}))
+        .await);
+    api.create(
+        "custom-property",
+        json!({"key": "origin", "name": "Origin", "dataType": "text", "deliverableTypes": ["lot"]}),
+    )
+    .await;
+    api.create(
+        "lot",
+        json!({"itemId": flour, "code": "L-4471", "vendorLotCode": "SUP-9", "properties": {"origin": "Chile"},
+               "manufacturedAt": "2026-05-01T00:00:00Z", "expiresAt": "2026-11-01T00:00:00Z"}),
+    )
+    .await;
+    api.create("lot", json!({"itemId": pump, "code": "SN-1"}))
+        .await;
     let team1 = id(&api.create("team", json!({"name": "Day"})).await);
     let team2 = id(&api.create("team", json!({"name": "Night"})).await);
     api.create("stage", json!({"name": "Cut", "shopId": shop1}))
@@ -764,7 +784,9 @@ fn exempt(list: &str, field: &str) -> Option<&'static str> {
         "projectId" | "routeDeliverableId" if list == "/bom-line" => {
             Some("a line belongs to one owner; these to orders")
         }
-        "deliverableTypes" => Some("order is the only supported scope"),
+        "lotId" | "reversesId" if list == "/inventory-transaction" => {
+            Some("the posting paths do not take lots or post reversals yet (issue 37)")
+        }
         "kind" if list == "/deliverable/work-sessions" => {
             Some("plans are made by the assignment action, which this fixture does not call")
         }
