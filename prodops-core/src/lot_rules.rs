@@ -286,7 +286,16 @@ pub fn check_later_balances(
             .map(|(i, m)| (m.at, i, m.delta))
             .collect();
         moves.sort();
-        moves
+        // Judged per instant: the rows of one moment (a transfer's two ends, a reversal's
+        // opposite ends) count together, never half applied.
+        let mut merged: Vec<(DateTime<Utc>, usize, i128)> = Vec::with_capacity(moves.len());
+        for m in moves {
+            match merged.last_mut() {
+                Some(last) if last.0 == m.0 => last.2 += m.2,
+                _ => merged.push(m),
+            }
+        }
+        merged
     };
     // The posting's own delta goes in after every movement dated at `at` or before.
     let replay =

@@ -1063,19 +1063,30 @@ impl World {
             }
         }
         moves.sort_by_key(|m| (m.0, m.1));
+        // Checked per instant: the two ends of a transfer (or of its reversal) count together.
         let mut balance: BTreeMap<StockKey, i128> = BTreeMap::new();
         let mut serial: BTreeMap<Uuid, i128> = BTreeMap::new();
-        for (at, _, key, delta) in moves {
-            let b = balance.entry(key).or_default();
-            *b += delta;
-            assert!(*b >= 0, "{key:?} below zero at {at}");
-            if let Some(lot) = key.lot_id.filter(|l| self.ledger.lots[l].item_id == SERIAL) {
-                let s = serial.entry(lot).or_default();
-                *s += delta;
-                assert!(
-                    *s <= SERIAL_UNIT as i128,
-                    "serial {lot} on hand twice at {at}"
-                );
+        let mut i = 0;
+        while i < moves.len() {
+            let at = moves[i].0;
+            let mut touched = Vec::new();
+            while i < moves.len() && moves[i].0 == at {
+                let (_, _, key, delta) = moves[i];
+                *balance.entry(key).or_default() += delta;
+                if let Some(lot) = key.lot_id.filter(|l| self.ledger.lots[l].item_id == SERIAL) {
+                    *serial.entry(lot).or_default() += delta;
+                }
+                touched.push(key);
+                i += 1;
+            }
+            for key in touched {
+                assert!(balance[&key] >= 0, "{key:?} below zero at {at}");
+                if let Some(lot) = key.lot_id.filter(|l| serial.contains_key(l)) {
+                    assert!(
+                        serial[&lot] <= SERIAL_UNIT as i128,
+                        "serial {lot} on hand twice at {at}"
+                    );
+                }
             }
         }
         for (lot, l) in &self.ledger.lots {
