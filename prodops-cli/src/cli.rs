@@ -255,7 +255,8 @@ fn resource_command(d: &ResourceDesc) -> Command {
     if d.path == "deliverable" {
         cmd = cmd
             .subcommand(crate::csvio::deliverable::import_command())
-            .subcommand(crate::csvio::deliverable::export_command());
+            .subcommand(crate::csvio::deliverable::export_command())
+            .subcommand(crate::gantt::command());
     }
     cmd
 }
@@ -867,7 +868,7 @@ mod tests {
             let cmd = resource_command(d);
             for sub in cmd.get_subcommands() {
                 let verb = sub.get_name();
-                if matches!(verb, "import" | "export") {
+                if matches!(verb, "import" | "export" | "gantt") {
                     continue;
                 }
                 assert!(standard_route(d, verb).is_some(), "{} {verb}", d.path);
@@ -903,14 +904,15 @@ mod shaping_coverage {
     use super::*;
 
     /// Commands that print no JSON answer: a script, a man page, a prompt's outcome, CSV, a
-    /// file's bytes, or nothing at all (a delete answers 204).
-    const PRINT_NO_JSON: [&str; 6] = [
+    /// file's bytes, a drawing, or nothing at all (a delete answers 204).
+    const PRINT_NO_JSON: [&str; 7] = [
         "prodops completions",
         "prodops man",
         "prodops auth login",
         "prodops auth logout",
         "export",
         "delete",
+        "prodops deliverable gantt",
     ];
 
     #[test]

@@ -18,11 +18,13 @@ mod csvio;
 mod events;
 mod fail;
 mod fields;
+mod gantt;
 mod hidden_prompt;
 mod output;
 mod run;
 mod shape;
 mod table;
+mod why;
 
 use std::io::Write;
 

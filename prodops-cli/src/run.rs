@@ -106,8 +106,9 @@ pub fn run(m: ArgMatches) -> CmdResult {
     }
     // An action's own arguments are read first: a missing one is named before the instance.
     let action_first = match sub.subcommand() {
-        // The tree view of a hierarchy is not the action's answer (see `dispatch`).
-        Some(("hierarchy", _)) if name == "deliverable" && format == Format::Table => None,
+        // The tree view of a hierarchy is not the action's answer (see `dispatch`), nor are
+        // the sentences of `why`.
+        Some(("hierarchy" | "why", _)) if name == "deliverable" && format == Format::Table => None,
         // A count's lines may come from its CSV file (see `dispatch`).
         Some(("count", args))
             if name == "inventory" && args.contains_id(crate::count::FILE_ARG) =>
@@ -150,6 +151,12 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     let (verb, args) = sub.subcommand().expect("a verb is required");
     if name == "deliverable" && verb == "hierarchy" && ctx.format == crate::output::Format::Table {
         return crate::csvio::deliverable::hierarchy_tree(ctx, args).await;
+    }
+    if name == "deliverable" && verb == "why" && ctx.format == crate::output::Format::Table {
+        return crate::why::why(ctx, args).await;
+    }
+    if name == "deliverable" && verb == "gantt" {
+        return crate::gantt::gantt(ctx, args).await;
     }
     if name == "events" && verb == "tail" {
         return crate::events::tail(ctx, args).await;

@@ -184,6 +184,20 @@ impl Client {
         self.values_stream(&path).await
     }
 
+    /// `GET /deliverable/{id}/explain`: why the deliverable waits, is late or at risk, cannot be
+    /// completed, or is short of materials, each reason as data and a sentence.
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client, id: uuid::Uuid) -> prodops_client::Result<()> {
+    /// for reason in c.deliverable_explain(id).await?.reasons {
+    ///     println!("{}", reason.sentence);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn deliverable_explain(&self, id: Uuid) -> Result<crate::explain::Explanation> {
+        self.call::<api::deliverable::Explain>(id, &(), &()).await
+    }
+
     /// `POST /deliverable/groups` `{groupBy, filter?}` (`project`, `stage`, `people`, `root`,
     /// `tags`): `{"groupBy", "values": [{"groupId", "count", "deliverableIds"}]}`.
     ///

@@ -69,9 +69,9 @@ pub use stream::{Framer, ValuesStream};
 // records are in [`webhook`] beside `verify`.
 pub use prodops_core::{
     Record, ResourceDesc, Violation, api, bom_actions, catalog, contact, custom_property,
-    deliverable, delivery, document, event, inventory, lot, lot_rules, minimal, notification,
-    organization, production, production_actions, progress, qc, registry, schedule, stock_count,
-    template, timesheet, units, vendor, work_session, worker,
+    deliverable, delivery, document, event, explain, inventory, lot, lot_rules, minimal,
+    notification, organization, production, production_actions, progress, qc, registry, schedule,
+    stock_count, template, timesheet, units, vendor, work_session, worker,
 };
 // The records of the standard resources, and what most programs name, at the root.
 pub use prodops_core::api::event::EventQuery;

@@ -170,13 +170,7 @@ impl MaterialsAcc {
         let t = self.items.entry(line.item_id).or_default();
         t.planned += planned;
         t.used += line.quantity_actual;
-        if line
-            .po_number
-            .as_deref()
-            .is_some_and(|p| !p.trim().is_empty())
-        {
-            t.on_order += (planned - line.quantity_actual).max(0.0);
-        }
+        t.on_order += on_order(line, planned);
     }
 
     /// Rows per item (named by `name`) and the totals, every figure rounded to six decimals.
@@ -207,6 +201,20 @@ fn rounded(t: MaterialTotals) -> MaterialTotals {
         on_order: round_quantity(t.on_order),
         used: round_quantity(t.used),
         variance: round_quantity(t.variance),
+    }
+}
+
+/// What an order line whose full recipe is `planned` has on order (in the line's unit): what
+/// it still needs when it carries a `poNumber`, else nothing.
+pub fn on_order(line: &BomLine, planned: f64) -> f64 {
+    if line
+        .po_number
+        .as_deref()
+        .is_some_and(|p| !p.trim().is_empty())
+    {
+        (planned - line.quantity_actual).max(0.0)
+    } else {
+        0.0
     }
 }
 

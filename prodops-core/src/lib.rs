@@ -14,6 +14,7 @@ pub mod delivery;
 pub mod dependency_graph;
 pub mod document;
 pub mod event;
+pub mod explain;
 #[cfg(feature = "openapi")]
 pub mod field_types;
 #[cfg(feature = "openapi")]

@@ -301,20 +301,11 @@ pub fn compute(
         .schedule
         .as_ref()
         .map(|s| s.end_date.date_naive().format("%Y-%m-%d").to_string());
-    // Instants are stamps (fixed width), so their text order is their time order.
     let due_at = inh.effective_due_at.as_deref();
-    let end_at = node
-        .schedule
-        .as_ref()
-        .map(|s| crate::alerts::stamp(s.end_date));
-    let end_at = end_at.as_deref();
-    // Not done, the node is late once its effective due date passes or its schedule ends,
-    // and at risk until then when it is scheduled to end after its due date.
-    let own_late_at = if done { None } else { earliest(due_at, end_at) };
-    let own_at_risk = !done && matches!((end_at, due_at), (Some(e), Some(d)) if e > d);
-    let late_at = earliest(own_late_at, child_late_at).map(str::to_string);
+    let own = own_instants(node, due_at);
+    let late_at = earliest(own.late_at.as_deref(), child_late_at).map(str::to_string);
     let at_risk_until =
-        latest(own_at_risk.then_some(due_at).flatten(), child_at_risk_until).map(str::to_string);
+        latest(own.at_risk_until.as_deref(), child_at_risk_until).map(str::to_string);
     let alerts = crate::alerts::as_of(
         &crate::alerts::Basis {
             on_hold: own_status == ProgressStatus::OnHold || child_on_hold,
@@ -354,6 +345,45 @@ pub fn compute(
         alert_type: alerts.alert_type,
         alert_type_ordinal: alerts.alert_type.ordinal(),
         effective_due_at,
+        late_at,
+        at_risk_until,
+    }
+}
+
+/// A node's own alert instants, without its children's (which [`compute`] adds).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnInstants {
+    /// When its schedule ends, as a stamp (`None` unscheduled).
+    pub end_at: Option<String>,
+    /// From when it is late: not done, the earlier of its effective due date passing and its
+    /// schedule's end.
+    pub late_at: Option<String>,
+    /// Until when it is at risk: not done and scheduled to end after its effective due date,
+    /// until that due date passes.
+    pub at_risk_until: Option<String>,
+}
+
+/// The own instants of `node` whose effective due date passes at `effective_due_at` (a
+/// stamp). Instants are stamps (fixed width), so their text order is their time order.
+pub fn own_instants(node: &Deliverable, effective_due_at: Option<&str>) -> OwnInstants {
+    let done = status(node) == ProgressStatus::Done;
+    let end_at = node
+        .schedule
+        .as_ref()
+        .map(|s| crate::alerts::stamp(s.end_date));
+    let end = end_at.as_deref();
+    let late_at = if done {
+        None
+    } else {
+        earliest(effective_due_at, end).map(str::to_string)
+    };
+    let at_risk = !done && matches!((end, effective_due_at), (Some(e), Some(d)) if e > d);
+    let at_risk_until = at_risk
+        .then_some(effective_due_at)
+        .flatten()
+        .map(str::to_string);
+    OwnInstants {
+        end_at,
         late_at,
         at_risk_until,
     }

@@ -9,7 +9,8 @@
 //!
 //! 5. the composition root: this file, `main.rs`, `openapi.rs` (the whole document),
 //!    `families.rs` (which hooks each resource is served with) and `router.rs` (every route);
-//! 4. the resource families, each with its hooks and handlers: `deliverables`, `production`,
+//! 4. `explain` (why a deliverable is where it is, read across the families), then the
+//!    resource families, each with its hooks and handlers: `deliverables`, `production`,
 //!    `bom`, `inventory`, `deliveries`, `documents`, `members`, `notifications`, `qc`,
 //!    `workers`, `catalog`, `events` (the change feed's reader), `webhooks` (the feed pushed
 //!    to URLs) and `plans` (what bom and production share); they use each other only
@@ -28,6 +29,7 @@ pub mod deliveries;
 pub mod documents;
 pub mod engine;
 pub mod events;
+pub mod explain;
 pub mod families;
 pub mod http;
 pub mod inventory;

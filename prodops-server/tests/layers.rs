@@ -29,7 +29,8 @@ const RANKS: &[(&str, u8)] = &[
     ("families", 5),
     // 4: the resource families, each with its hooks and handlers, top-down: production and
     // bom build on the plan they share and on inventory; qc, workers and production build on
-    // deliverables.
+    // deliverables. `explain` reads across them all, and none uses it.
+    ("explain", 4),
     ("production", 4),
     ("bom", 4),
     ("plans", 4),

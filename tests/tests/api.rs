@@ -50,6 +50,8 @@ mod document;
 mod errors;
 #[path = "api/events.rs"]
 mod events;
+#[path = "api/explain.rs"]
+mod explain;
 #[path = "api/filter_scale.rs"]
 mod filter_scale;
 #[path = "api/filters_all.rs"]

@@ -1,5 +1,5 @@
 //! The deliverable tree's actions (spec 4.2, 4.3): hierarchy, roots, groups, crew time,
-//! reorder, progress, schedule, and work-session save and stop.
+//! explain, reorder, progress, schedule, and work-session save and stop.
 
 use crate::openapi::ToSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,7 @@ use super::endpoint::{
     Perm, QueryArgs, QueryParam, StreamedPage, action, flag, push,
 };
 use crate::deliverable::Deliverable;
+use crate::explain::Explanation;
 use crate::progress::{ProgressAction, ProgressResult};
 use crate::schedule::{ScheduleAction, ScheduleBatchItem};
 use crate::work_session::{SaveRequest, StopRequest};
@@ -250,6 +251,44 @@ action! {
             verb: "crew-time",
             about: "Work-session time on deliverables and their subtrees, per worker",
             example: "prodops deliverable crew-time --deliverable-id D1,D2",
+            flags: &[],
+        },
+    }
+}
+
+action! {
+    /// `GET /deliverable/{id}/explain`: why the deliverable waits, is late or at risk, cannot
+    /// be completed, or is short of materials.
+    Explain: Get "/deliverable/{id}/explain" {
+        operation: "deliverable_explain",
+        tag: "deliverable",
+        // Beside the deliverable, the answer shows its dependencies, QC sets, BOM lines and
+        // the stock of their items.
+        access: Access::Key(&[
+            ("Deliverable", Perm::Read),
+            ("Dependency", Perm::Read),
+            ("QcSet", Perm::Read),
+            ("BomLine", Perm::Read),
+            ("Item", Perm::Read),
+        ]),
+        path: Uuid,
+        query: (),
+        body: NoBody,
+        answer: Json<Explanation>,
+        status: 200,
+        outcome: "The reasons, each as data and a sentence",
+        summary: "Why a deliverable waits, is late or at risk, cannot be completed, or is short of materials",
+        description: "As of the moment of the read. Reasons, in order: `waiting` (its predecessors and their \
+             state), `late` and `at-risk` (which date against which, along the path from the \
+             deliverable down to the node whose own dates make it so), `qc-gate` (a qcstep's gate \
+             and its latest verdict; for a stage, its qcsteps), `materials-short` (one per BOM line \
+             it draws that its stock does not cover, with on hand, reserved and on order). Each \
+             reason carries a sentence and the one member its kind names.",
+        cli: Cli {
+            command: "deliverable",
+            verb: "why",
+            about: "Why a deliverable waits, is late or at risk, cannot be completed, or is short of materials",
+            example: "prodops deliverable why 0191c3a8-...",
             flags: &[],
         },
     }

@@ -56,6 +56,7 @@ macro_rules! for_each_action {
             $crate::api::deliverable::Roots,
             $crate::api::deliverable::Groups,
             $crate::api::deliverable::CrewTime,
+            $crate::api::deliverable::Explain,
             $crate::api::deliverable::Reorder,
             $crate::api::deliverable::Progress,
             $crate::api::deliverable::Schedule,

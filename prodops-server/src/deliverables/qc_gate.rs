@@ -23,7 +23,8 @@ use crate::store::{Tx, lock_scope};
 /// force); for any other deliverable, all its sets (and no gate).
 pub(crate) struct Counting {
     versions: Option<HashSet<Uuid>>,
-    in_force: Option<bool>,
+    /// The version in force and whether it requires pass/fail (`qc::version_in_force`).
+    in_force: Option<(i64, bool)>,
 }
 
 /// Every stored version of the QC template `template` (a template's versions share its
@@ -67,8 +68,14 @@ impl Counting {
             .collect();
         Ok(Counting {
             versions: Some(versions.iter().filter_map(|v| uuid_of(v, "id")).collect()),
-            in_force: version_in_force(&facts).map(|(_, gated)| gated),
+            in_force: version_in_force(&facts),
         })
+    }
+
+    /// The template's version in force and whether it requires pass/fail; `None` for a
+    /// deliverable without a template, or a template without a finalized version.
+    pub(crate) fn in_force(&self) -> Option<(i64, bool)> {
+        self.in_force
     }
 
     pub(crate) fn counts(&self, d: Uuid, set: &SetFacts) -> bool {
@@ -161,7 +168,8 @@ pub fn check_gate(tx: &mut dyn Tx, ctx: &Ctx, step: &Deliverable) -> ApiResult<(
         return Ok(());
     }
     let counting = Counting::of(tx, ctx, step)?;
-    if counting.in_force != Some(true) {
+    let gated = counting.in_force.map(|(_, gated)| gated);
+    if gated != Some(true) {
         return Ok(());
     }
     // The gate reads the sets and the write makes the step done; a concurrent QC set write
@@ -171,7 +179,7 @@ pub fn check_gate(tx: &mut dyn Tx, ctx: &Ctx, step: &Deliverable) -> ApiResult<(
         .iter()
         .map(verdict)
         .collect();
-    may_complete(step.id, counting.in_force, &sets).map_err(|v| ApiError::violations(vec![v]))
+    may_complete(step.id, gated, &sets).map_err(|v| ApiError::violations(vec![v]))
 }
 
 pub(crate) fn verdict_of(v: &Value) -> Option<Verdict> {

@@ -25,7 +25,7 @@ use crate::store::{SqlValue, Tx};
 /// The dependencies whose `field` (`predecessorId` or `successorId`) is one of `ids`, through
 /// its index, [`PREFETCH_CHUNK`] ids per query (a bulk call's thousands of nodes cost a few
 /// round trips, not one each).
-fn dependencies_by(
+pub(crate) fn dependencies_by(
     tx: &mut dyn Tx,
     org: Uuid,
     field: &str,

@@ -136,6 +136,27 @@ pub fn reservation_location(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid) -> ApiResult
         .and_then(|s| Uuid::parse_str(s).ok()))
 }
 
+/// What is reserved for a BOM line (micros), 0 for none.
+pub fn line_reserved(tx: &mut dyn Tx, ctx: &Ctx, line: Uuid) -> ApiResult<i64> {
+    Ok(reservation_of(tx, ctx, line)?.map_or(0, |(_, _, micros)| micros))
+}
+
+/// On hand and reserved (micros) of one item, summed over locations.
+pub fn item_totals(tx: &mut dyn Tx, org: Uuid, item: Uuid) -> ApiResult<(i64, i64)> {
+    let rows = tx.query(
+        "SELECT CAST(COALESCE(SUM(on_hand), 0) AS BIGINT), CAST(COALESCE(SUM(reserved), 0) AS BIGINT) \
+         FROM stock WHERE organization_id = ? AND item_id = ?",
+        &[org.into(), item.into()],
+    )?;
+    let n = |i: usize| {
+        rows.first()
+            .and_then(|r| r.get(i))
+            .and_then(SqlValue::as_i64)
+            .unwrap_or(0)
+    };
+    Ok((n(0), n(1)))
+}
+
 /// On hand and reserved (micros) of every item of the organization, summed over locations.
 pub fn totals_by_item(tx: &mut dyn Tx, org: Uuid) -> ApiResult<HashMap<Uuid, (i64, i64)>> {
     let rows = tx.query(
