@@ -35,26 +35,27 @@ async fn order(api: &Api) -> (String, String, String) {
     let o = id(&api
         .create(D, json!({"name": "Order 1001", "type": "order"}))
         .await);
+    // A schedule action starts a node at `newStart` for its `durationSec`.
+    let spans = [
+        ("Cut", now - 4 * day, day),
+        ("Weld", now - 3 * day, 2 * day),
+        ("Paint", now + day, 2 * day),
+    ];
     let mut ids = Vec::new();
-    for name in ["Cut", "Weld", "Paint"] {
-        ids.push(id(&api
-            .create(D, json!({"name": name, "type": "phase", "parentId": o}))
-            .await));
-    }
-    for (i, (start, end)) in [
-        (now - 4 * day, now - 3 * day),
-        (now - 3 * day, now - day),
-        (now + day, now + 3 * day),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (name, start, length) in spans {
+        let node = id(&api
+            .create(
+                D,
+                json!({"name": name, "type": "phase", "parentId": o, "durationSec": length}),
+            )
+            .await);
         let r = api
             .post(
-                &format!("/{D}/root/{o}/schedule/{}", ids[i]),
-                json!({"type": "schedule", "newStart": start, "newFinish": end}),
+                &format!("/{D}/root/{o}/schedule/{node}"),
+                json!({"type": "schedule", "newStart": start}),
             )
             .await;
+        ids.push(node);
         assert_eq!(r.status, 204, "{r}");
     }
     let r = api

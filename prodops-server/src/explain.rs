@@ -59,13 +59,17 @@ async fn explain_deliverable(
     Ok(Answered::new(answer.into()))
 }
 
+/// A qcstep, its QC template, the template's version in force (and whether it requires
+/// pass/fail) and the step's sets of it.
+type Gate = (Deliverable, Uuid, Option<(i64, bool)>, Vec<SetVerdict>);
+
 /// The facts, owned (core's [`Facts`] borrows them).
 struct Read {
     node: Deliverable,
     predecessors: Vec<(Uuid, Deliverable)>,
     late_path: Vec<Deliverable>,
     at_risk_path: Vec<Deliverable>,
-    qc: Vec<(Deliverable, Uuid, Option<(i64, bool)>, Vec<SetVerdict>)>,
+    qc: Vec<Gate>,
     materials: Vec<LineFacts>,
 }
 
@@ -153,8 +157,6 @@ fn predecessors(
     }
     Ok(out)
 }
-
-type Gate = (Deliverable, Uuid, Option<(i64, bool)>, Vec<SetVerdict>);
 
 /// The gates the node's completion passes: its own (a qcstep), or those of a stage's qcsteps
 /// not yet done (completing a stage completes its steps, each through its gate).

@@ -128,8 +128,11 @@ fn nothing_scheduled_is_said() {
     );
 }
 
-/// The SVG's elements: `(name, attributes)` in document order, and its text content.
-fn parse_svg(doc: &str) -> (Vec<(String, Vec<(String, String)>)>, String) {
+/// An element's name and attributes.
+type Element = (String, Vec<(String, String)>);
+
+/// The SVG's elements in document order, and its text content.
+fn parse_svg(doc: &str) -> (Vec<Element>, String) {
     let mut reader = Reader::from_str(doc);
     let mut elements = Vec::new();
     let mut text = String::new();
@@ -149,7 +152,7 @@ fn parse_svg(doc: &str) -> (Vec<(String, Vec<(String, String)>)>, String) {
                     .collect();
                 elements.push((name, attrs));
             }
-            Event::Text(t) => text.push_str(&t.decode().expect("text").into_owned()),
+            Event::Text(t) => text.push_str(&t.decode().expect("text")),
             Event::GeneralRef(r) => {
                 let name: &[u8] = &r;
                 text.push_str(match std::str::from_utf8(name).unwrap() {

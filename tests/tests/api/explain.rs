@@ -122,13 +122,22 @@ async fn lateness_and_risk_follow_the_clock_along_the_path_that_causes_them() {
         json!({"dueDate": time(start + 10 * 86_400)}),
     )
     .await;
-    let quick = node(&api, "Quick", "phase", Some(&order), json!({})).await;
-    let long = node(&api, "Long", "phase", Some(&order), json!({})).await;
-    for (target, finish) in [(&quick, start + 3_600), (&long, start + 5 * 86_400)] {
+    // A schedule action starts a node at `newStart` for its `durationSec`.
+    let mut phases = Vec::new();
+    for (name, length) in [("Quick", 3_600), ("Long", 5 * 86_400)] {
+        phases.push(id(&api
+            .create(
+                D,
+                json!({"name": name, "type": "phase", "parentId": order, "durationSec": length}),
+            )
+            .await));
+    }
+    let (quick, long) = (phases[0].clone(), phases[1].clone());
+    for target in [&quick, &long] {
         let r = api
             .post(
                 &format!("/{D}/root/{order}/schedule/{target}"),
-                json!({"type": "schedule", "newStart": start, "newFinish": finish}),
+                json!({"type": "schedule", "newStart": start}),
             )
             .await;
         assert_eq!(r.status, 204, "{r}");
@@ -268,8 +277,8 @@ async fn short_materials_name_the_lines_with_stock_reserved_and_on_order() {
     let paint = f.item("Paint", Some(&f.b)).await;
     f.adjust(&steel, &f.a, 6.0).await;
     f.adjust(&paint, &f.b, 50.0).await;
-    // Steel for the whole order (10, on a purchase order); paint placed on its phase (2 per
-    // unit of an order of 4: 8, covered).
+    // Steel for the whole order (10, on a purchase order); paint placed on its phase (8,
+    // covered).
     let steel_line = api
         .create(
             "bom-line",
@@ -279,7 +288,7 @@ async fn short_materials_name_the_lines_with_stock_reserved_and_on_order() {
     api.create(
         "bom-line",
         json!({"itemId": paint, "orderDeliverableId": plant.order, "placedOnDeliverableId": plant.phase,
-               "mode": "ratio", "outputPerUnit": 2}),
+               "quantity": 8}),
     )
     .await;
 
