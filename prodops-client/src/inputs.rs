@@ -14,8 +14,9 @@ use serde::Serialize;
 use crate::{Filter, Map, Uuid, Value};
 use prodops_core::{
     bom_actions::*, catalog::*, contact::*, custom_property::*, deliverable::*, delivery::*,
-    document::*, inventory::*, minimal::*, notification::*, organization::*, production::*,
-    qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*, worker::*,
+    document::*, inventory::*, lot::*, minimal::*, notification::*, organization::*,
+    production::*, qc::*, timesheet::*, units::*, vendor::*, webhook::*, work_session::*,
+    worker::*,
 };
 
 /// The fields of a new `worker` record (`POST /worker`).
@@ -1465,9 +1466,19 @@ impl InventoryTransactionFilter {
         Filter::new("itemId", value)
     }
 
+    /// `lotId`.
+    pub fn lot_id(value: Uuid) -> Filter {
+        Filter::new("lotId", value)
+    }
+
     /// `pickLineId`.
     pub fn pick_line_id(value: Uuid) -> Filter {
         Filter::new("pickLineId", value)
+    }
+
+    /// `reversesId`.
+    pub fn reverses_id(value: Uuid) -> Filter {
+        Filter::new("reversesId", value)
     }
 
     /// `shopId`.
@@ -2218,7 +2229,7 @@ pub struct CustomPropertyCreate {
     /// Type of the values.
     #[serde(rename = "dataType", skip_serializing_if = "Option::is_none")]
     pub data_type: Option<DataType>,
-    /// Deliverable types that carry the property; only `["order"]` is supported.
+    /// What carries the property: `["order"]` (orders, the default) or `["lot"]` (lots).
     #[serde(rename = "deliverableTypes", skip_serializing_if = "Option::is_none")]
     pub deliverable_types: Option<Vec<String>>,
     /// Description.
@@ -2337,7 +2348,7 @@ pub struct CustomPropertyPatch {
     /// Type of the values.
     #[serde(rename = "dataType", skip_serializing_if = "Option::is_none")]
     pub data_type: Option<DataType>,
-    /// Deliverable types that carry the property; only `["order"]` is supported.
+    /// What carries the property: `["order"]` (orders, the default) or `["lot"]` (lots).
     #[serde(rename = "deliverableTypes", skip_serializing_if = "Option::is_none")]
     pub deliverable_types: Option<Vec<String>>,
     /// Description.
@@ -3537,6 +3548,9 @@ pub struct ItemCreate {
     /// Stock-keeping unit.
     #[serde(rename = "sku", skip_serializing_if = "Option::is_none")]
     pub sku: Option<String>,
+    /// How the item's stock is identified: `none` (the default), by `lot` or by `serial`
+    #[serde(rename = "tracking", skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<Tracking>,
     /// Per-item conversions to `unitMeasureId` (a box of this item is 12): they win over
     #[serde(rename = "unitConversions", skip_serializing_if = "Option::is_none")]
     pub unit_conversions: Option<Vec<UnitConversion>>,
@@ -3587,6 +3601,12 @@ impl ItemCreate {
         self
     }
 
+    /// Sets `tracking`.
+    pub fn tracking(mut self, value: Tracking) -> Self {
+        self.tracking = Some(value);
+        self
+    }
+
     /// Sets `unitConversions`.
     pub fn unit_conversions(mut self, value: Vec<UnitConversion>) -> Self {
         self.unit_conversions = Some(value);
@@ -3618,6 +3638,9 @@ pub struct ItemPatch {
     /// Stock-keeping unit.
     #[serde(rename = "sku", skip_serializing_if = "Option::is_none")]
     pub sku: Option<Option<String>>,
+    /// How the item's stock is identified: `none` (the default), by `lot` or by `serial`
+    #[serde(rename = "tracking", skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<Tracking>,
     /// Per-item conversions to `unitMeasureId` (a box of this item is 12): they win over
     #[serde(rename = "unitConversions", skip_serializing_if = "Option::is_none")]
     pub unit_conversions: Option<Vec<UnitConversion>>,
@@ -3660,6 +3683,12 @@ impl ItemPatch {
         self
     }
 
+    /// Sets `tracking`.
+    pub fn tracking(mut self, value: Tracking) -> Self {
+        self.tracking = Some(value);
+        self
+    }
+
     /// Sets `unitConversions`.
     pub fn unit_conversions(mut self, value: Vec<UnitConversion>) -> Self {
         self.unit_conversions = Some(value);
@@ -3688,9 +3717,176 @@ impl ItemFilter {
         Filter::new("defaultLocationId", value)
     }
 
+    /// `tracking`.
+    pub fn tracking(value: Tracking) -> Filter {
+        Filter::new("tracking", value)
+    }
+
     /// `unitMeasureId`.
     pub fn unit_measure_id(value: Uuid) -> Filter {
         Filter::new("unitMeasureId", value)
+    }
+}
+
+/// The fields of a new `lot` record (`POST /lot`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LotCreate {
+    /// The lot code or serial number; trimmed, nonempty, unique per item (archived lots
+    #[serde(rename = "code", skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// When the lot expires; consume takes the first to expire first under FEFO, and flags an
+    #[serde(rename = "expiresAt", skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`; postings keep naming it.
+    #[serde(rename = "isArchived", skip_serializing_if = "Option::is_none")]
+    pub is_archived: Option<bool>,
+    /// The item this is a lot of (tracked by lot or serial); cannot change once created.
+    #[serde(rename = "itemId", skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<Uuid>,
+    /// When the lot was made.
+    #[serde(rename = "manufacturedAt", skip_serializing_if = "Option::is_none")]
+    pub manufactured_at: Option<String>,
+    /// Custom property values, keyed by the keys of definitions scoped to lots
+    #[serde(rename = "properties", skip_serializing_if = "Option::is_none")]
+    pub properties: Option<Value>,
+    /// The supplier's own code for the lot (what a recall notice names).
+    #[serde(rename = "vendorLotCode", skip_serializing_if = "Option::is_none")]
+    pub vendor_lot_code: Option<String>,
+    /// Fields the types do not name (custom properties, a newer server's).
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl LotCreate {
+    /// A new record with its required fields.
+    pub fn new(code: impl Into<String>, item_id: Uuid) -> Self {
+        Self {
+            code: Some(code.into()),
+            item_id: Some(item_id),
+            ..Self::default()
+        }
+    }
+
+    /// Sets `code`.
+    pub fn code(mut self, value: impl Into<String>) -> Self {
+        self.code = Some(value.into());
+        self
+    }
+
+    /// Sets `expiresAt`.
+    pub fn expires_at(mut self, value: impl Into<String>) -> Self {
+        self.expires_at = Some(value.into());
+        self
+    }
+
+    /// Sets `isArchived`.
+    pub fn is_archived(mut self, value: bool) -> Self {
+        self.is_archived = Some(value);
+        self
+    }
+
+    /// Sets `itemId`.
+    pub fn item_id(mut self, value: Uuid) -> Self {
+        self.item_id = Some(value);
+        self
+    }
+
+    /// Sets `manufacturedAt`.
+    pub fn manufactured_at(mut self, value: impl Into<String>) -> Self {
+        self.manufactured_at = Some(value.into());
+        self
+    }
+
+    /// Sets `properties`.
+    pub fn properties(mut self, value: Value) -> Self {
+        self.properties = Some(value);
+        self
+    }
+
+    /// Sets `vendorLotCode`.
+    pub fn vendor_lot_code(mut self, value: impl Into<String>) -> Self {
+        self.vendor_lot_code = Some(value.into());
+        self
+    }
+}
+
+/// A change of a `lot` record (`PATCH /lot/{id}`): only the fields set are sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LotPatch {
+    /// The lot code or serial number; trimmed, nonempty, unique per item (archived lots
+    #[serde(rename = "code", skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// When the lot expires; consume takes the first to expire first under FEFO, and flags an
+    #[serde(rename = "expiresAt", skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Option<String>>,
+    /// Archived by DELETE, restored by PATCH `{ "isArchived": false }`; postings keep naming it.
+    #[serde(rename = "isArchived", skip_serializing_if = "Option::is_none")]
+    pub is_archived: Option<bool>,
+    /// When the lot was made.
+    #[serde(rename = "manufacturedAt", skip_serializing_if = "Option::is_none")]
+    pub manufactured_at: Option<Option<String>>,
+    /// Custom property values, keyed by the keys of definitions scoped to lots
+    #[serde(rename = "properties", skip_serializing_if = "Option::is_none")]
+    pub properties: Option<Value>,
+    /// The supplier's own code for the lot (what a recall notice names).
+    #[serde(rename = "vendorLotCode", skip_serializing_if = "Option::is_none")]
+    pub vendor_lot_code: Option<Option<String>>,
+    /// Fields the types do not name (custom properties, a newer server's).
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl LotPatch {
+    /// Sets `code`.
+    pub fn code(mut self, value: impl Into<String>) -> Self {
+        self.code = Some(value.into());
+        self
+    }
+
+    /// Sets `expiresAt` (`None` clears it).
+    pub fn expires_at(mut self, value: Option<String>) -> Self {
+        self.expires_at = Some(value);
+        self
+    }
+
+    /// Sets `isArchived`.
+    pub fn is_archived(mut self, value: bool) -> Self {
+        self.is_archived = Some(value);
+        self
+    }
+
+    /// Sets `manufacturedAt` (`None` clears it).
+    pub fn manufactured_at(mut self, value: Option<String>) -> Self {
+        self.manufactured_at = Some(value);
+        self
+    }
+
+    /// Sets `properties`.
+    pub fn properties(mut self, value: Value) -> Self {
+        self.properties = Some(value);
+        self
+    }
+
+    /// Sets `vendorLotCode` (`None` clears it).
+    pub fn vendor_lot_code(mut self, value: Option<String>) -> Self {
+        self.vendor_lot_code = Some(value);
+        self
+    }
+
+}
+
+/// The filters of `lot` lists, counts and bulk calls: the fields users filter by.
+pub struct LotFilter;
+
+impl LotFilter {
+    /// `isArchived`.
+    pub fn is_archived(value: bool) -> Filter {
+        Filter::new("isArchived", value)
+    }
+
+    /// `itemId`.
+    pub fn item_id(value: Uuid) -> Filter {
+        Filter::new("itemId", value)
     }
 }
 

@@ -796,18 +796,22 @@ fn signed(row: &InventoryTransaction) -> i128 {
     }
 }
 
+/// An edge being gathered: from, to, the posting's type, its net signed quantity (micro-units),
+/// and the first and last time a row added to it.
+type PendingEdge = (
+    Uuid,
+    Uuid,
+    TransactionType,
+    i128,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
 #[derive(Default)]
 struct Graph {
     nodes: Vec<TraceNode>,
     node_index: HashMap<Uuid, usize>,
-    edges: Vec<(
-        Uuid,
-        Uuid,
-        TransactionType,
-        i128,
-        DateTime<Utc>,
-        DateTime<Utc>,
-    )>,
+    edges: Vec<PendingEdge>,
     edge_index: HashMap<(Uuid, Uuid, &'static str), usize>,
     truncated: bool,
 }

@@ -559,6 +559,9 @@ fn posting(
         })?,
         created_at: ctx.now,
         updated_at: ctx.now,
+        // No lots on this path yet (issue 37, the posting paths come next).
+        lot_id: None,
+        reverses_id: None,
     })
 }
 

@@ -682,6 +682,9 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
                 metadata: Map::from_iter([("count".to_string(), count)]),
                 created_at: ctx.now,
                 updated_at: ctx.now,
+                // No lots on this path yet (issue 37, the posting paths come next).
+                lot_id: None,
+                reverses_id: None,
             });
             row_lines.push(answers.len());
         }

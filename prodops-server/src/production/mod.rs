@@ -408,6 +408,9 @@ fn ledger_row(
         metadata: meta,
         created_at: ctx.now,
         updated_at: ctx.now,
+        // No lots on this path yet (issue 37, the posting paths come next).
+        lot_id: None,
+        reverses_id: None,
     }
 }
 
