@@ -131,6 +131,21 @@ impl Record for Lot {
         ..ResourceDesc::new("lot", "lot", "Lot")
     };
 
+    /// A write's `properties` may be null: it clears every value, as `{}` does
+    /// (`crate::properties::apply_scoped_properties`).
+    #[cfg(feature = "openapi")]
+    fn refine_form(_: crate::openapi::Form, schema: &mut Value) {
+        if let Some(props) = schema.get_mut("properties")
+            && let Some(values) = props.get_mut("properties")
+        {
+            let object = values.take();
+            *values = serde_json::json!({
+                "anyOf": [object, { "type": "null" }],
+                "description": "custom property values keyed by the key of a definition scoped to lots (`deliverableTypes: [\"lot\"]`); a key no such definition has is refused with 400 naming it; null or {} clears every value, a key set to null clears that value"
+            });
+        }
+    }
+
     fn normalize(&mut self) {
         trim(&mut self.code);
         trim_opt(&mut self.vendor_lot_code);
