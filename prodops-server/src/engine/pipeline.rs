@@ -500,3 +500,65 @@ pub fn upsert_record(
         None => create_record(tx, ctx, res, map),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::changed_fields;
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    fn object(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("the tests pass objects"),
+        }
+    }
+
+    #[test]
+    fn a_change_names_what_differs_and_clears_what_is_dropped() {
+        let before = object(json!({"a": 1, "b": "x", "c": null, "d": [1], "e": {"k": 1}}));
+        let after = object(json!({"a": 1, "b": "y", "e": {"k": 2}, "f": false}));
+        let changes = changed_fields(&before, after);
+        assert_eq!(
+            Value::Object(changes),
+            // `a` is equal, `c` was null already: neither is written. `d` is dropped: cleared.
+            json!({"b": "y", "d": null, "e": {"k": 2}, "f": false})
+        );
+    }
+
+    #[test]
+    fn equal_structs_change_nothing() {
+        let record = object(json!({"a": 1, "b": null, "c": {"x": [1, 2]}}));
+        assert!(changed_fields(&record, record.clone()).is_empty());
+    }
+
+    fn small_record() -> impl Strategy<Value = Map<String, Value>> {
+        let value = prop_oneof![
+            Just(Value::Null),
+            any::<i8>().prop_map(|n| json!(n)),
+            "[a-c]{0,2}".prop_map(Value::String),
+            any::<bool>().prop_map(Value::Bool),
+        ];
+        proptest::collection::btree_map("[a-e]", value, 0..5).prop_map(|m| m.into_iter().collect())
+    }
+
+    proptest! {
+        /// Writing the change over `before` (a null clears the field) gives `after`, up to
+        /// fields that are null or absent, which read the same.
+        #[test]
+        fn the_change_applied_to_before_gives_after(
+            before in small_record(),
+            after in small_record(),
+        ) {
+            let changes = changed_fields(&before, after.clone());
+            let mut applied = before.clone();
+            for (field, value) in changes {
+                applied.insert(field, value);
+            }
+            let without_nulls = |m: &Map<String, Value>| -> Map<String, Value> {
+                m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())).collect()
+            };
+            prop_assert_eq!(without_nulls(&applied), without_nulls(&after));
+        }
+    }
+}
