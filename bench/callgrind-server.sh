@@ -28,6 +28,9 @@ trap cleanup EXIT
 start() {
     local db="$1"
     shift
+    # Emptied here, not by the redirection below: that runs in the background child, and the
+    # loop could read the previous server's address before the child truncates the file.
+    : >"$WORK/out"
     "$@" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit 1000000000 \
         >"$WORK/out" 2>"$WORK/err" &
     PID=$!
