@@ -403,6 +403,75 @@ pub struct ReceiveLine {
     /// Where it goes; defaults to the manifest line's location.
     #[serde(default)]
     pub location_id: Option<Uuid>,
+    /// The lots (or serials) received, for an item tracked by lot or serial (required then,
+    /// refused otherwise): their quantities, in the manifest line's unit, add up to
+    /// `quantity`. A code the item has no lot of yet creates the lot on receipt.
+    #[serde(default)]
+    pub lots: Option<Vec<ReceivedLot>>,
+}
+
+/// One lot of a received line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceivedLot {
+    /// The lot code or serial number (trimmed, nonempty); the item's lot of this code, or a
+    /// new one.
+    #[schema(pattern = r"\S")]
+    pub code: String,
+    /// How much of the line is of this lot, in the manifest line's unit; positive.
+    pub quantity: f64,
+    /// When a new lot expires (for a lot that exists, its own expiry must be the same).
+    #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The rules of a received line's lots that need no database (`field` is the line's path,
+/// `lines[i]`): at least one, codes nonempty and named once, quantities positive, adding up to
+/// the line's `quantity` (to the ledger's six decimals).
+pub fn check_received_lots(field: &str, quantity: f64, lots: &[ReceivedLot]) -> Vec<Violation> {
+    let mut v = Vec::new();
+    if lots.is_empty() {
+        v.push(Violation::field(
+            format!("{field}.lots"),
+            "a received line names at least one lot when it names lots",
+        ));
+        return v;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut total: i64 = 0;
+    for (j, lot) in lots.iter().enumerate() {
+        let code = lot.code.trim();
+        if code.is_empty() {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].code"),
+                "a lot code is nonempty",
+            ));
+        } else if !seen.insert(code) {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].code"),
+                format!("lot {code:?} is named twice in this line"),
+            ));
+        }
+        if !(lot.quantity.is_finite() && lot.quantity > 0.0) {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].quantity"),
+                "a lot's quantity is above zero",
+            ));
+        } else {
+            total = total.saturating_add(crate::inventory::to_micros(lot.quantity));
+        }
+    }
+    if v.is_empty() && total != crate::inventory::to_micros(quantity) {
+        v.push(Violation::field(
+            format!("{field}.lots"),
+            format!(
+                "the lots add up to {}, the line receives {quantity}",
+                crate::inventory::from_micros(total)
+            ),
+        ));
+    }
+    v
 }
 
 /// `POST /delivery/{id}/receive`: without `lines`, every manifest line's outstanding quantity
@@ -791,6 +860,42 @@ pub struct PostingMetadata {
 mod tests {
     use super::*;
     use crate::common::testing::check;
+
+    #[test]
+    fn received_lots_add_up_to_the_line_and_are_named_once() {
+        let lot = |code: &str, quantity: f64| ReceivedLot {
+            code: code.into(),
+            quantity,
+            expires_at: None,
+        };
+        assert!(check_received_lots("lines[0]", 5.0, &[lot("A", 2.0), lot("B", 3.0)]).is_empty());
+        let fields =
+            |v: Vec<Violation>| -> Vec<String> { v.into_iter().filter_map(|v| v.field).collect() };
+        assert_eq!(
+            fields(check_received_lots("lines[1]", 5.0, &[])),
+            ["lines[1].lots"]
+        );
+        assert_eq!(
+            fields(check_received_lots("lines[0]", 5.0, &[lot("A", 2.0)])),
+            ["lines[0].lots"]
+        );
+        assert_eq!(
+            fields(check_received_lots(
+                "lines[0]",
+                5.0,
+                &[lot(" ", 1.0), lot("A", 0.0), lot("B", 2.0), lot("B ", 2.0)]
+            )),
+            [
+                "lines[0].lots[0].code",
+                "lines[0].lots[1].quantity",
+                "lines[0].lots[3].code"
+            ]
+        );
+        assert_eq!(
+            fields(check_received_lots("lines[0]", 1.0, &[lot("A", f64::NAN)])),
+            ["lines[0].lots[0].quantity"]
+        );
+    }
     use DeliveryAction::*;
     use DeliveryDirection::*;
     use DeliveryStatus::*;

@@ -39,6 +39,8 @@ use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
 use prodops_core::api::Endpoint;
 
+mod lots;
+
 pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
 
 // The handlers of this family's declared actions (`prodops_core::api::delivery`); the router
@@ -654,21 +656,9 @@ async fn receive(
         let (plan, next) =
             receiving::receive(d.direction, d.status, &req, &states, OVER_RECEIPT_TOLERANCE)
                 .map_err(ApiError::violations)?;
-        let rows = plan
-            .receipts
-            .iter()
-            .map(|r| {
-                posting(
-                    ctx,
-                    id,
-                    &lines[r.line].1,
-                    TransactionType::Receipt,
-                    r.quantity,
-                    (None, Some(r.location_id)),
-                )
-            })
-            .collect::<ApiResult<Vec<_>>>()?;
-        post(tx, ctx, &rows)?;
+        // One receipt row per line, or per received lot of a tracked item (deliveries/lots.rs).
+        let (rows, origins) = lots::receipt_rows(tx, ctx, id, &req, &lines, &plan)?;
+        lots::post_named(tx, ctx, &rows, &origins)?;
         let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
         for ((stored, m), received) in lines.iter().zip(&plan.received) {
             if *received != m.quantity_received {

@@ -417,3 +417,184 @@ async fn a_count_line_names_its_lot_and_adjusts_that_lot() {
     assert_validation_names(&resp, "itemId");
     assert_lot_stock_is_ledger(api).await;
 }
+
+/// An inbound delivery with one manifest line per `(item, quantity)`, received at `floor.a`;
+/// answers the delivery id and the line ids.
+async fn inbound(floor: &Floor, lines: &[(&str, f64)]) -> (String, Vec<String>) {
+    let api = &floor.api;
+    let d = id(&api
+        .create("delivery", json!({"name": format!("PO {}", unique())}))
+        .await);
+    let mut ids = Vec::new();
+    for (item, quantity) in lines {
+        ids.push(id(&api
+            .create(
+                "delivery-manifest-line",
+                json!({"deliveryId": d, "itemId": item, "quantityExpected": quantity, "locationId": floor.a}),
+            )
+            .await));
+    }
+    (d, ids)
+}
+
+async fn receive(api: &Api, delivery: &str, body: Value) -> Resp {
+    api.post(&format!("/delivery/{delivery}/receive"), body)
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receipt_names_its_lots_and_creates_the_new_ones() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Receive").await).await;
+    let api = &floor.api;
+    let flour = tracked(&floor, "Flour", "lot").await;
+    let bolt = floor.item("Bolt", None).await;
+    let known = lot(api, &flour, "L-OLD").await;
+    let (d, lines) = inbound(&floor, &[(&flour, 10.0), (&bolt, 4.0)]).await;
+
+    // A tracked line without lots, an untracked one with lots: refused, nothing posted.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [
+            {"manifestLineId": lines[0], "quantity": 6},
+            {"manifestLineId": lines[1], "quantity": 4, "lots": [{"code": "B-1", "quantity": 4}]}
+        ]}),
+    )
+    .await;
+    let details = assert_error_details(&resp, 400, "VALIDATION_ERROR");
+    let fields: Vec<&str> = details.iter().filter_map(|d| d["field"].as_str()).collect();
+    assert_eq!(fields, ["lines[0].lots", "lines[1].lots"], "{resp}");
+    // Lots that do not add up to the line.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 6,
+                          "lots": [{"code": "L-NEW", "quantity": 5}]}]}),
+    )
+    .await;
+    assert_validation_names(&resp, "lots");
+    // Without lines, a tracked line cannot be received (it names no lots).
+    assert_validation_names(&receive(api, &d, json!({})).await, "lines");
+    assert!(ledger(api).await.is_empty());
+    assert_eq!(api.count("lot", "").await, 1, "no lot was created");
+
+    // 6 of flour: 2 of the known lot, 4 of a new one (created, with its expiry); and the bolts.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [
+            {"manifestLineId": lines[0], "quantity": 6, "lots": [
+                {"code": "L-OLD", "quantity": 2},
+                {"code": " L-NEW ", "quantity": 4, "expiresAt": "2030-01-01T00:00:00Z"}
+            ]},
+            {"manifestLineId": lines[1], "quantity": 4}
+        ]}),
+    )
+    .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    let new = api.list("lot", "code=L-NEW").await;
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0]["itemId"], json!(flour));
+    assert_eq!(new[0]["expiresAt"], "2030-01-01T00:00:00Z");
+    let new = id(&new[0]);
+    let rows = api
+        .list("inventory-transaction", &format!("deliveryId={d}"))
+        .await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let by_lot = lot_stock(api, &format!("itemId={flour}")).await;
+    assert_eq!(
+        by_lot[&(flour.clone(), floor.a.clone(), known.clone())],
+        2.0
+    );
+    assert_eq!(by_lot[&(flour.clone(), floor.a.clone(), new.clone())], 4.0);
+    assert_eq!(floor.on_hand(&flour, &floor.a).await, 6.0);
+    assert_eq!(floor.on_hand(&bolt, &floor.a).await, 4.0);
+    let line = api.read("delivery-manifest-line", &lines[0]).await;
+    assert_eq!(line["quantityReceived"], 6.0);
+
+    // The rest, into the lot received before: found by its code, not made again; an expiry
+    // that is not the lot's is refused.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 4,
+                          "lots": [{"code": "L-NEW", "quantity": 4, "expiresAt": "2031-01-01T00:00:00Z"}]}]}),
+    )
+    .await;
+    assert_validation_names(&resp, "expiresAt");
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 4,
+                          "lots": [{"code": "L-NEW", "quantity": 4}]}]}),
+    )
+    .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    assert_eq!(resp.body["status"], "received");
+    assert_eq!(api.count("lot", "").await, 2);
+    let by_lot = lot_stock(api, &format!("lotId={new}")).await;
+    assert_eq!(by_lot.values().sum::<f64>(), 8.0);
+    assert_lot_stock_is_ledger(api).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serial_is_received_once() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Receive serials").await).await;
+    let api = &floor.api;
+    let pump = tracked(&floor, "Pump", "serial").await;
+    let (d, lines) = inbound(&floor, &[(&pump, 4.0)]).await;
+
+    // A serial of quantity 2.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 2,
+                          "lots": [{"code": "SN-1", "quantity": 2}]}]}),
+    )
+    .await;
+    let details = assert_error_details(&resp, 400, "VALIDATION_ERROR");
+    assert!(
+        details
+            .iter()
+            .any(|d| d["field"] == "lines[0].lots[0].quantity"),
+        "{resp}"
+    );
+    assert_eq!(
+        api.count("lot", "").await,
+        0,
+        "the lot made for it went too"
+    );
+
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 2,
+                          "lots": [{"code": "SN-1", "quantity": 1}, {"code": "SN-2", "quantity": 1}]}]}),
+    )
+    .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    // SN-1 again: on hand already.
+    let resp = receive(
+        api,
+        &d,
+        json!({"lines": [{"manifestLineId": lines[0], "quantity": 1,
+                          "lots": [{"code": "SN-1", "quantity": 1}]}]}),
+    )
+    .await;
+    let details = assert_error_details(&resp, 409, "CONFLICT");
+    assert!(
+        details
+            .iter()
+            .any(|d| d["field"].as_str().is_some_and(|f| f.ends_with("lotId"))),
+        "{resp}"
+    );
+    let line = api.read("delivery-manifest-line", &lines[0]).await;
+    assert_eq!(
+        line["quantityReceived"], 2.0,
+        "nothing of the refused receive"
+    );
+    assert_eq!(api.count("lot", "").await, 2);
+    assert_lot_stock_is_ledger(api).await;
+}
