@@ -176,7 +176,7 @@ pub fn prefixed(mut e: ApiError, prefix: impl Fn(Option<usize>) -> Option<String
     e
 }
 
-/// Posts a receive's rows, a refused row named by the request path it comes from.
+/// Posts a receive's or a completion's rows, a refused row named by the path it comes from.
 pub fn post_named(
     tx: &mut dyn Tx,
     ctx: &Ctx,

@@ -598,3 +598,92 @@ async fn a_serial_is_received_once() {
     assert_eq!(api.count("lot", "").await, 2);
     assert_lot_stock_is_ledger(api).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_ships_and_receives_the_lots_of_each_line() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Ship").await).await;
+    let api = &floor.api;
+    let flour = tracked(&floor, "Flour", "lot").await;
+    let sugar = tracked(&floor, "Sugar", "lot").await;
+    let l1 = lot(api, &flour, "L-1").await;
+    let l2 = lot(api, &flour, "L-2").await;
+    let sugar_lot = lot(api, &sugar, "S-1").await;
+    for l in [&l1, &l2] {
+        let resp = post(
+            api,
+            json!({"itemId": flour, "type": "adjust", "quantity": 5, "toLocationId": floor.a, "lotId": l}),
+        )
+        .await;
+        assert_eq!(resp.status, 201, "{resp}");
+    }
+    let transfer = |name: &str| json!({"name": name, "direction": "transfer", "sourceLocationId": floor.a, "destinationLocationId": floor.x});
+    let created = api.post("/delivery/outbound", transfer("To X")).await;
+    assert_eq!(created.status, 201, "{created}");
+    let d = id(&created.body);
+    // Lots that do not add up to the line are refused when the line is written.
+    let resp = api
+        .post(
+            "/delivery-manifest-line",
+            json!({"deliveryId": d, "itemId": flour, "quantityExpected": 6,
+                   "lots": [{"lotId": l1, "quantity": 4}]}),
+        )
+        .await;
+    assert_validation_names(&resp, "lots");
+    let line = api
+        .create(
+            "delivery-manifest-line",
+            json!({"deliveryId": d, "itemId": flour, "quantityExpected": 6,
+                   "lots": [{"lotId": l1, "quantity": 4}, {"lotId": l2, "quantity": 2}]}),
+        )
+        .await;
+    assert_eq!(line["lots"][1]["lotId"], json!(l2));
+    for step in ["start", "complete"] {
+        let resp = api.post(&format!("/delivery/{d}/{step}"), json!({})).await;
+        assert_eq!(resp.status, 200, "{resp}");
+    }
+    let by_lot = lot_stock(api, &format!("itemId={flour}")).await;
+    let expect: BTreeMap<_, _> = [
+        ((flour.clone(), floor.a.clone(), l1.clone()), 1.0),
+        ((flour.clone(), floor.a.clone(), l2.clone()), 3.0),
+        ((flour.clone(), floor.x.clone(), l1.clone()), 4.0),
+        ((flour.clone(), floor.x.clone(), l2.clone()), 2.0),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(by_lot, expect);
+    let rows = api
+        .list("inventory-transaction", &format!("deliveryId={d}"))
+        .await;
+    assert_eq!(rows.len(), 4, "a ship and a receipt per lot: {rows:?}");
+    assert!(rows.iter().all(|r| r["lotId"].is_string()));
+
+    // A tracked line without lots, or with another item's lot, cannot complete.
+    for lots in [json!([]), json!([{"lotId": sugar_lot, "quantity": 1}])] {
+        let created = api.post("/delivery/outbound", transfer("Again")).await;
+        let d = id(&created.body);
+        api.create(
+            "delivery-manifest-line",
+            json!({"deliveryId": d, "itemId": flour, "quantityExpected": 1, "lots": lots}),
+        )
+        .await;
+        let resp = api.post(&format!("/delivery/{d}/start"), json!({})).await;
+        assert_eq!(resp.status, 200, "{resp}");
+        let resp = api
+            .post(&format!("/delivery/{d}/complete"), json!({}))
+            .await;
+        let details = assert_error_details(&resp, 400, "VALIDATION_ERROR");
+        assert!(
+            details.iter().any(|d| d["field"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("manifestLines[0]") && f.ends_with("lotId"))),
+            "{resp}"
+        );
+        assert_eq!(
+            api.read("delivery", &d).await["status"],
+            "in_transit",
+            "nothing changed"
+        );
+    }
+    assert_lot_stock_is_ledger(api).await;
+}
