@@ -635,10 +635,10 @@ pub struct ManifestLine {
     /// Notes.
     #[serde(default)]
     pub notes: Option<String>,
-    /// The lots (or serials) an outbound or transfer line ships, for an item tracked by lot
-    /// or serial (required then, at completion): each lot once, quantities in the line's unit
-    /// adding up to `quantityExpected`. Completion ships (and, with a destination, receives)
-    /// each lot. An inbound line's lots are named when it is received, not here.
+    /// The lots an outbound or transfer line ships (required for a tracked item).
+    /// Each lot once, quantities in the line's unit adding up to `quantityExpected`; completion
+    /// ships (and, with a destination, receives) each lot. An inbound line's lots are named
+    /// when it is received, not here.
     #[serde(default)]
     pub lots: Vec<ManifestLot>,
     /// Creation time.
