@@ -388,7 +388,7 @@ pub fn command() -> Command {
                 .arg(
                     Arg::new(crate::count::FILE_ARG)
                         .value_name("FILE.csv")
-                        .help("The count: a CSV file with the columns itemId, locationId, quantity and optionally unitMeasureId (- for stdin); refusals name its line numbers"),
+                        .help("The count: a CSV file with the columns itemId, locationId, quantity and optionally unitMeasureId and lotId (- for stdin); refusals name its line numbers"),
                 )
                 .mut_arg("dry-run", |a| {
                     a.num_args(0..=1)

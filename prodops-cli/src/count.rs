@@ -41,11 +41,11 @@ pub fn read_lines(file: &str) -> CmdResult<(Vec<Value>, Vec<u64>)> {
         .headers()
         .map_err(|e| Fail::usage(format!("{file}: line 1: {e}")))?
         .clone();
-    let known = ["itemId", "locationId", "quantity", "unitMeasureId"];
+    let known = ["itemId", "locationId", "quantity", "unitMeasureId", "lotId"];
     for h in &headers {
         if !known.contains(&h) {
             return Err(Fail::usage(format!(
-                "{file}: line 1: unknown column {h:?} (the columns are itemId, locationId, quantity and optionally unitMeasureId)"
+                "{file}: line 1: unknown column {h:?} (the columns are itemId, locationId, quantity and optionally unitMeasureId and lotId)"
             )));
         }
     }

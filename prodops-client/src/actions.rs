@@ -522,7 +522,7 @@ impl Client {
     /// ```no_run
     /// # async fn run(c: prodops_client::Client, item: uuid::Uuid, at: uuid::Uuid) -> prodops_client::Result<()> {
     /// use prodops_core::stock_count::{CountLine, CountRequest};
-    /// let line = CountLine { item_id: item, location_id: at, quantity: 12.0, unit_measure_id: None };
+    /// let line = CountLine { item_id: item, location_id: at, quantity: 12.0, unit_measure_id: None, lot_id: None };
     /// let req = CountRequest { lines: vec![line], reason: None, dry_run: true };
     /// let answer = c.count_stock(&req).await?;
     /// println!("{} differences", answer.differences);

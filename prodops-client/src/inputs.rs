@@ -2916,6 +2916,9 @@ pub struct DeliveryManifestLineCreate {
     /// Receiving location (inbound) or shipping location (outbound).
     #[serde(rename = "locationId", skip_serializing_if = "Option::is_none")]
     pub location_id: Option<Uuid>,
+    /// The lots an outbound or transfer line ships (required for a tracked item).
+    #[serde(rename = "lots", skip_serializing_if = "Option::is_none")]
+    pub lots: Option<Vec<ManifestLot>>,
     /// Notes.
     #[serde(rename = "notes", skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
@@ -2959,6 +2962,12 @@ impl DeliveryManifestLineCreate {
         self
     }
 
+    /// Sets `lots`.
+    pub fn lots(mut self, value: Vec<ManifestLot>) -> Self {
+        self.lots = Some(value);
+        self
+    }
+
     /// Sets `notes`.
     pub fn notes(mut self, value: impl Into<String>) -> Self {
         self.notes = Some(value.into());
@@ -2987,6 +2996,9 @@ pub struct DeliveryManifestLinePatch {
     /// Receiving location (inbound) or shipping location (outbound).
     #[serde(rename = "locationId", skip_serializing_if = "Option::is_none")]
     pub location_id: Option<Option<Uuid>>,
+    /// The lots an outbound or transfer line ships (required for a tracked item).
+    #[serde(rename = "lots", skip_serializing_if = "Option::is_none")]
+    pub lots: Option<Vec<ManifestLot>>,
     /// Notes.
     #[serde(rename = "notes", skip_serializing_if = "Option::is_none")]
     pub notes: Option<Option<String>>,
@@ -3011,6 +3023,12 @@ impl DeliveryManifestLinePatch {
     /// Sets `locationId` (`None` clears it).
     pub fn location_id(mut self, value: Option<Uuid>) -> Self {
         self.location_id = Some(value);
+        self
+    }
+
+    /// Sets `lots`.
+    pub fn lots(mut self, value: Vec<ManifestLot>) -> Self {
+        self.lots = Some(value);
         self
     }
 

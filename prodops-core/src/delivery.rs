@@ -403,6 +403,75 @@ pub struct ReceiveLine {
     /// Where it goes; defaults to the manifest line's location.
     #[serde(default)]
     pub location_id: Option<Uuid>,
+    /// The lots (or serials) received, for an item tracked by lot or serial (required then,
+    /// refused otherwise): their quantities, in the manifest line's unit, add up to
+    /// `quantity`. A code the item has no lot of yet creates the lot on receipt.
+    #[serde(default)]
+    pub lots: Option<Vec<ReceivedLot>>,
+}
+
+/// One lot of a received line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReceivedLot {
+    /// The lot code or serial number (trimmed, nonempty); the item's lot of this code, or a
+    /// new one.
+    #[schema(pattern = r"\S")]
+    pub code: String,
+    /// How much of the line is of this lot, in the manifest line's unit; positive.
+    pub quantity: f64,
+    /// When a new lot expires (for a lot that exists, its own expiry must be the same).
+    #[serde(default)]
+    #[serde(with = "crate::time::iso_opt")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The rules of a received line's lots that need no database (`field` is the line's path,
+/// `lines[i]`): at least one, codes nonempty and named once, quantities positive, adding up to
+/// the line's `quantity` (to the ledger's six decimals).
+pub fn check_received_lots(field: &str, quantity: f64, lots: &[ReceivedLot]) -> Vec<Violation> {
+    let mut v = Vec::new();
+    if lots.is_empty() {
+        v.push(Violation::field(
+            format!("{field}.lots"),
+            "a received line names at least one lot when it names lots",
+        ));
+        return v;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut total: i64 = 0;
+    for (j, lot) in lots.iter().enumerate() {
+        let code = lot.code.trim();
+        if code.is_empty() {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].code"),
+                "a lot code is nonempty",
+            ));
+        } else if !seen.insert(code) {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].code"),
+                format!("lot {code:?} is named twice in this line"),
+            ));
+        }
+        if !(lot.quantity.is_finite() && lot.quantity > 0.0) {
+            v.push(Violation::field(
+                format!("{field}.lots[{j}].quantity"),
+                "a lot's quantity is above zero",
+            ));
+        } else {
+            total = total.saturating_add(crate::inventory::to_micros(lot.quantity));
+        }
+    }
+    if v.is_empty() && total != crate::inventory::to_micros(quantity) {
+        v.push(Violation::field(
+            format!("{field}.lots"),
+            format!(
+                "the lots add up to {}, the line receives {quantity}",
+                crate::inventory::from_micros(total)
+            ),
+        ));
+    }
+    v
 }
 
 /// `POST /delivery/{id}/receive`: without `lines`, every manifest line's outstanding quantity
@@ -566,12 +635,67 @@ pub struct ManifestLine {
     /// Notes.
     #[serde(default)]
     pub notes: Option<String>,
+    /// The lots an outbound or transfer line ships (required for a tracked item).
+    /// Each lot once, quantities in the line's unit adding up to `quantityExpected`; completion
+    /// ships (and, with a destination, receives) each lot. An inbound line's lots are named
+    /// when it is received, not here.
+    #[serde(default)]
+    pub lots: Vec<ManifestLot>,
     /// Creation time.
     #[serde(with = "crate::time::iso")]
     pub created_at: DateTime<Utc>,
     /// Last update time.
     #[serde(with = "crate::time::iso")]
     pub updated_at: DateTime<Utc>,
+}
+
+/// A lot of a manifest line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManifestLot {
+    /// The lot (a lot of the line's item).
+    pub lot_id: Uuid,
+    /// How much of it, in the line's unit; positive.
+    #[schema(exclusive_minimum = 0)]
+    pub quantity: f64,
+}
+
+/// The rules of a manifest line's lots (none: nothing to check): each named once, quantities
+/// positive and adding up to `quantity_expected`; violations name `lots` or `lots[j].field`.
+pub fn manifest_lot_violations(quantity_expected: f64, lots: &[ManifestLot]) -> Vec<Violation> {
+    let mut v = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut total: i64 = 0;
+    for (j, lot) in lots.iter().enumerate() {
+        if !seen.insert(lot.lot_id) {
+            v.push(Violation::field(
+                format!("lots[{j}].lotId"),
+                "a lot is named once per line",
+            ));
+        }
+        if !(lot.quantity.is_finite() && lot.quantity > 0.0) {
+            v.push(Violation::field(
+                format!("lots[{j}].quantity"),
+                "a lot's quantity is above zero",
+            ));
+        } else {
+            total = total.saturating_add(crate::inventory::to_micros(lot.quantity));
+        }
+    }
+    if v.is_empty()
+        && !lots.is_empty()
+        && quantity_expected.is_finite()
+        && total != crate::inventory::to_micros(quantity_expected)
+    {
+        v.push(Violation::field(
+            "lots",
+            format!(
+                "the lots add up to {}, the line's quantityExpected is {quantity_expected}",
+                crate::inventory::from_micros(total)
+            ),
+        ));
+    }
+    v
 }
 
 impl Record for ManifestLine {
@@ -615,6 +739,7 @@ impl Record for ManifestLine {
         if !(self.quantity_short >= 0.0 && self.quantity_short.is_finite()) {
             v.push(Violation::field("quantityShort", "must not be negative"));
         }
+        v.extend(manifest_lot_violations(self.quantity_expected, &self.lots));
         v
     }
 }
@@ -791,6 +916,73 @@ pub struct PostingMetadata {
 mod tests {
     use super::*;
     use crate::common::testing::check;
+
+    #[test]
+    fn a_manifest_lines_lots_add_up_to_it() {
+        let lot = |n: u128, quantity: f64| ManifestLot {
+            lot_id: Uuid::from_u128(n),
+            quantity,
+        };
+        assert!(manifest_lot_violations(5.0, &[]).is_empty());
+        assert!(manifest_lot_violations(5.0, &[lot(1, 2.0), lot(2, 3.0)]).is_empty());
+        let fields =
+            |v: Vec<Violation>| -> Vec<String> { v.into_iter().filter_map(|v| v.field).collect() };
+        assert_eq!(
+            fields(manifest_lot_violations(5.0, &[lot(1, 2.0)])),
+            ["lots"]
+        );
+        assert_eq!(
+            fields(manifest_lot_violations(
+                5.0,
+                &[lot(1, 2.0), lot(1, 3.0), lot(2, -1.0)]
+            )),
+            ["lots[1].lotId", "lots[2].quantity"]
+        );
+        let line = check::<ManifestLine>(json!({
+            "deliveryId": "00000000-0000-4000-8000-000000000001",
+            "itemId": "00000000-0000-4000-8000-000000000002",
+            "quantityExpected": 2,
+            "lots": [{"lotId": "00000000-0000-4000-8000-000000000003", "quantity": 3}]
+        }))
+        .unwrap_err();
+        assert_eq!(line[0].field.as_deref(), Some("lots"));
+    }
+
+    #[test]
+    fn received_lots_add_up_to_the_line_and_are_named_once() {
+        let lot = |code: &str, quantity: f64| ReceivedLot {
+            code: code.into(),
+            quantity,
+            expires_at: None,
+        };
+        assert!(check_received_lots("lines[0]", 5.0, &[lot("A", 2.0), lot("B", 3.0)]).is_empty());
+        let fields =
+            |v: Vec<Violation>| -> Vec<String> { v.into_iter().filter_map(|v| v.field).collect() };
+        assert_eq!(
+            fields(check_received_lots("lines[1]", 5.0, &[])),
+            ["lines[1].lots"]
+        );
+        assert_eq!(
+            fields(check_received_lots("lines[0]", 5.0, &[lot("A", 2.0)])),
+            ["lines[0].lots"]
+        );
+        assert_eq!(
+            fields(check_received_lots(
+                "lines[0]",
+                5.0,
+                &[lot(" ", 1.0), lot("A", 0.0), lot("B", 2.0), lot("B ", 2.0)]
+            )),
+            [
+                "lines[0].lots[0].code",
+                "lines[0].lots[1].quantity",
+                "lines[0].lots[3].code"
+            ]
+        );
+        assert_eq!(
+            fields(check_received_lots("lines[0]", 1.0, &[lot("A", f64::NAN)])),
+            ["lines[0].lots[0].quantity"]
+        );
+    }
     use DeliveryAction::*;
     use DeliveryDirection::*;
     use DeliveryStatus::*;

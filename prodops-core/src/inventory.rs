@@ -169,8 +169,8 @@ pub struct InventoryTransaction {
     /// Pick line the movement belongs to.
     #[serde(default)]
     pub pick_line_id: Option<Uuid>,
-    /// The lot (or serial) of a tracked item the row moves (`prodops_core::lot_rules`). Set by
-    /// the server: the posting paths do not take lots yet, so a body's `lotId` is ignored.
+    /// The lot (or serial) the row moves: required for an item tracked by lot or serial (a
+    /// lot of that item), refused for an untracked one (`prodops_core::lot_rules`).
     #[serde(default)]
     pub lot_id: Option<Uuid>,
     /// The row this row reverses: a reversal holds the original's type, locations, lot and
@@ -228,10 +228,9 @@ impl Record for InventoryTransaction {
             "appUserId",
             "enteredQuantity",
             "enteredUnitMeasureId",
-            // Until the posting paths check lots and post reversals (issue 37), a body cannot
-            // name either: an unchecked lot of another item or organization would enter the
-            // ledger.
-            "lotId",
+            // Until reversals are posted by their own action (issue 37), a body cannot name
+            // the row it reverses. `lotId` is checked by every posting (the server's
+            // `inventory::post`).
             "reversesId",
         ],
         summary: "Inventory transactions: the immutable stock ledger",
@@ -429,8 +428,13 @@ pub struct Stock {
     pub shop_id: Uuid,
     /// Quantity on hand, in the item's base unit.
     pub on_hand: f64,
-    /// Quantity reserved by allocations (does not change `onHand`).
+    /// Quantity reserved by allocations (does not change `onHand`). Reservations are per item
+    /// and location: a lot's row (`groupBy=lot`) answers 0.
     pub reserved: f64,
+    /// The lot (or serial), in rows grouped by lot (`GET /stock?groupBy=lot`) of items tracked
+    /// by lot or serial; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lot_id: Option<Uuid>,
 }
 
 #[cfg(test)]

@@ -292,6 +292,7 @@ mod tests {
                         manifest_line_id: Uuid::from_u128(*n),
                         quantity: *q,
                         location_id: None,
+                        lots: None,
                     })
                     .collect(),
             ),
@@ -439,6 +440,7 @@ mod tests {
                                         manifest_line_id: lines[*l].id,
                                         quantity: f64::from(*q) / 100.0,
                                         location_id: None,
+                                        lots: None,
                                     })
                                     .collect()
                             }),

@@ -269,6 +269,7 @@ mod tests {
                                                 manifest_line_id: l.id,
                                                 quantity: (l.expected / f64::from(parts)).floor().max(1.0).min(l.expected - l.received),
                                                 location_id: None,
+                                                lots: None,
                                             })
                                             .filter(|l| l.quantity > 0.0)
                                             .collect(),

@@ -46,6 +46,10 @@ pub struct CountLine {
     /// The unit of `quantity` (default the item's base unit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit_measure_id: Option<Uuid>,
+    /// The lot (or serial) counted: required for an item tracked by lot or serial, whose
+    /// count compares the stock of that lot at the location; refused for an untracked item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lot_id: Option<Uuid>,
 }
 
 /// What a count found at one item and location.
@@ -64,6 +68,9 @@ pub struct CountedLine {
     pub difference: f64,
     /// The `adjust` row posted for the difference (null when none was, or on a dry run).
     pub transaction_id: Option<Uuid>,
+    /// The lot counted (lines of items tracked by lot or serial); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lot_id: Option<Uuid>,
 }
 
 /// The answer of `POST /inventory/count`.
@@ -90,7 +97,7 @@ pub fn check_lines(lines: &[CountLine]) -> Vec<Violation> {
         ));
         return v;
     }
-    let mut seen: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+    let mut seen: HashMap<(Uuid, Uuid, Option<Uuid>), usize> = HashMap::new();
     for (i, line) in lines.iter().enumerate() {
         let q = line.quantity;
         if !(q.is_finite() && (0.0..=MAX_POSTING_QUANTITY).contains(&q)) {
@@ -99,11 +106,15 @@ pub fn check_lines(lines: &[CountLine]) -> Vec<Violation> {
                 format!("a counted quantity is from 0 to {MAX_POSTING_QUANTITY}"),
             ));
         }
-        if let Some(first) = seen.insert((line.item_id, line.location_id), i) {
+        if let Some(first) = seen.insert((line.item_id, line.location_id, line.lot_id), i) {
+            let lot = line
+                .lot_id
+                .map(|l| format!(" (lot {l})"))
+                .unwrap_or_default();
             v.push(Violation::field(
                 format!("lines[{i}].itemId"),
                 format!(
-                    "item {} at location {} is counted twice (lines[{first}] too); count each once",
+                    "item {} at location {}{lot} is counted twice (lines[{first}] too); count each once",
                     line.item_id, line.location_id
                 ),
             ));
@@ -128,6 +139,7 @@ pub fn counted_line(line: &CountLine, counted_base: f64, on_hand_micros: i64) ->
         on_hand: from_micros(on_hand_micros),
         difference: from_micros(difference(counted_base, on_hand_micros)),
         transaction_id: None,
+        lot_id: line.lot_id,
     }
 }
 
@@ -141,6 +153,7 @@ mod tests {
             location_id: Uuid::from_u128(location),
             quantity,
             unit_measure_id: None,
+            lot_id: None,
         }
     }
 

@@ -72,6 +72,8 @@ mod key_changes;
 mod keyset;
 #[path = "api/list_along.rs"]
 mod list_along;
+#[path = "api/lot_postings.rs"]
+mod lot_postings;
 #[path = "api/lots.rs"]
 mod lots;
 #[path = "api/member.rs"]

@@ -84,6 +84,11 @@ pub struct StockQuery {
     pub location_id: Option<Uuid>,
     /// Only locations of this shop.
     pub shop_id: Option<Uuid>,
+    /// Only this lot (implies `groupBy=lot`).
+    pub lot_id: Option<Uuid>,
+    /// `lot`: one row per item, location and lot for items tracked by lot or serial (with
+    /// `lotId`), untracked items as without it.
+    pub group_by: Option<String>,
     /// Page (1-based).
     pub page: Option<u64>,
     /// Page size.
@@ -113,6 +118,20 @@ impl QueryArgs for StockQuery {
             description: "Only locations of this shop",
             values: ParamValues::Any,
         },
+        QueryParam {
+            name: "lotId",
+            kind: ParamKind::Uuid,
+            required: false,
+            description: "Only this lot (implies groupBy=lot)",
+            values: ParamValues::Any,
+        },
+        QueryParam {
+            name: "groupBy",
+            kind: ParamKind::Text,
+            required: false,
+            description: "lot: one row per item, location and lot (with lotId) for items tracked by lot or serial; untracked items as without it",
+            values: ParamValues::OneOf(&["lot"]),
+        },
         PAGING[0],
         PAGING[1],
     ];
@@ -121,6 +140,8 @@ impl QueryArgs for StockQuery {
         push(&mut out, "itemId", self.item_id);
         push(&mut out, "locationId", self.location_id);
         push(&mut out, "shopId", self.shop_id);
+        push(&mut out, "lotId", self.lot_id);
+        push(&mut out, "groupBy", self.group_by.clone());
         push(&mut out, "page", self.page);
         push(&mut out, "pageSize", self.page_size);
         out
@@ -169,7 +190,7 @@ action! {
         answer: PageOf<Stock>,
         status: 200,
         outcome: "Success",
-        summary: "Stock on hand and reserved per item and location (filters itemId, locationId, shopId; page, pageSize)",
+        summary: "Stock on hand and reserved per item and location, or per lot with groupBy=lot (filters itemId, locationId, shopId, lotId; page, pageSize)",
         description: "",
         cli: Cli {
             command: "inventory",

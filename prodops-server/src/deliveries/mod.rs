@@ -39,6 +39,8 @@ use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
 use prodops_core::api::Endpoint;
 
+mod lots;
+
 pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
 
 // The handlers of this family's declared actions (`prodops_core::api::delivery`); the router
@@ -493,17 +495,36 @@ where
 /// Completion's ledger rows (`prodops_core::shipping::completion_postings`): each manifest
 /// line ships from its location (else the delivery's source) and, when the delivery has a
 /// destination, arrives there, in the completion's transaction.
+/// A line with lots ships (and arrives) lot by lot: one `ship` row per lot, and one `receipt`
+/// per lot at the destination, each naming its lot (deliveries/lots.rs names a refusal by
+/// `manifestLines[i].lots[j]`).
 fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult<()> {
     let lines = manifest(tx, ctx.resources(), ctx.org(), delivery.id)?;
-    let ship: Vec<ShipLine> = lines
-        .iter()
-        .map(|(_, m)| ShipLine {
-            id: m.id,
-            item_id: m.item_id,
-            quantity: m.quantity_expected,
-            location_id: m.location_id,
-        })
-        .collect();
+    // Each line, or each lot of a line with lots, as a part that ships on its own.
+    let mut parts: Vec<(usize, Option<Uuid>, String)> = Vec::new();
+    let mut ship: Vec<ShipLine> = Vec::new();
+    for (i, (_, m)) in lines.iter().enumerate() {
+        let mut add = |quantity: f64, lot: Option<Uuid>, origin: String| {
+            ship.push(ShipLine {
+                id: m.id,
+                item_id: m.item_id,
+                quantity,
+                location_id: m.location_id,
+            });
+            parts.push((i, lot, origin));
+        };
+        if m.lots.is_empty() {
+            add(m.quantity_expected, None, format!("manifestLines[{i}]"));
+        }
+        for (j, lot) in m.lots.iter().enumerate() {
+            add(
+                lot.quantity,
+                Some(lot.lot_id),
+                format!("manifestLines[{i}].lots[{j}]"),
+            );
+        }
+    }
+    let mut origins = Vec::new();
     let rows = completion_postings(
         delivery.source_location_id,
         delivery.destination_location_id,
@@ -511,17 +532,21 @@ fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult
     )
     .into_iter()
     .map(|p| {
-        posting(
+        let (line, lot, origin) = &parts[p.line];
+        origins.push(origin.clone());
+        let mut row = posting(
             ctx,
             delivery.id,
-            &lines[p.line].1,
+            &lines[*line].1,
             p.kind,
             p.quantity,
             (p.from_location_id, p.to_location_id),
-        )
+        )?;
+        row.lot_id = *lot;
+        Ok(row)
     })
     .collect::<ApiResult<Vec<_>>>()?;
-    post(tx, ctx, &rows)
+    lots::post_named(tx, ctx, &rows, &origins)
 }
 
 /// A ledger row a delivery posts for one of its manifest lines: `quantity` in the line's unit
@@ -559,7 +584,7 @@ fn posting(
         })?,
         created_at: ctx.now,
         updated_at: ctx.now,
-        // No lots on this path yet (issue 37, the posting paths come next).
+        // Set by the caller for a lot (deliveries/lots.rs, `post_completion`).
         lot_id: None,
         reverses_id: None,
     })
@@ -654,21 +679,9 @@ async fn receive(
         let (plan, next) =
             receiving::receive(d.direction, d.status, &req, &states, OVER_RECEIPT_TOLERANCE)
                 .map_err(ApiError::violations)?;
-        let rows = plan
-            .receipts
-            .iter()
-            .map(|r| {
-                posting(
-                    ctx,
-                    id,
-                    &lines[r.line].1,
-                    TransactionType::Receipt,
-                    r.quantity,
-                    (None, Some(r.location_id)),
-                )
-            })
-            .collect::<ApiResult<Vec<_>>>()?;
-        post(tx, ctx, &rows)?;
+        // One receipt row per line, or per received lot of a tracked item (deliveries/lots.rs).
+        let (rows, origins) = lots::receipt_rows(tx, ctx, id, &req, &lines, &plan)?;
+        lots::post_named(tx, ctx, &rows, &origins)?;
         let lines_res = ctx.resource(ResourceId::DeliveryManifestLine);
         for ((stored, m), received) in lines.iter().zip(&plan.received) {
             if *received != m.quantity_received {

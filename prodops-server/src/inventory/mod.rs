@@ -20,6 +20,7 @@ use prodops_core::stock_count::{CountRequest, CountResult, check_lines, counted_
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+pub mod lots;
 pub mod reservations;
 pub mod units;
 
@@ -68,6 +69,8 @@ pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiRes
             shops.insert(location, row.shop_id);
         }
     }
+    // Lots named as their items' tracking requires, and stock per lot (inventory/lots.rs).
+    lots::apply_lots(tx, ctx, &parsed, &shops)?;
     let net = net_deltas(&parsed).map_err(|v| ApiError::violations(vec![v]))?;
     apply_stock(tx, ctx, &net, &shops)?;
     Ok(stored)
@@ -433,6 +436,10 @@ async fn post_transaction(
 pub struct StockFilter {
     conds: String,
     args: Vec<SqlValue>,
+    /// `groupBy=lot` (or a `lotId` filter): rows per lot for tracked items.
+    by_lot: bool,
+    /// `lotId`: only this lot.
+    lot_id: Option<Uuid>,
     page: u64,
     page_size: u64,
 }
@@ -449,6 +456,8 @@ fn stock_filter(query: Option<&str>) -> ApiResult<StockFilter> {
     let mut params: Vec<SqlValue> = Vec::new();
     let mut page = 1u64;
     let mut page_size = engine::DEFAULT_PAGE_SIZE;
+    let mut by_lot = false;
+    let mut lot_id = None;
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         let (key, value) = (key.into_owned(), value.into_owned());
         match key.as_str() {
@@ -462,6 +471,21 @@ fn stock_filter(query: Option<&str>) -> ApiResult<StockFilter> {
                 };
                 conds.push_str(&format!(" AND {column} = ?"));
                 params.push(id.into());
+            }
+            "lotId" => {
+                let id = Uuid::parse_str(&value)
+                    .map_err(|_| ApiError::field(&key, format!("'{value}' is not a UUID")))?;
+                lot_id = Some(id);
+                by_lot = true;
+            }
+            "groupBy" => {
+                if value != "lot" {
+                    return Err(ApiError::field(
+                        "groupBy",
+                        format!("'{value}': stock is grouped by lot (groupBy=lot) or not at all"),
+                    ));
+                }
+                by_lot = true;
             }
             "page" => {
                 page = value
@@ -490,7 +514,7 @@ fn stock_filter(query: Option<&str>) -> ApiResult<StockFilter> {
             _ => {
                 return Err(ApiError::field(
                     &key,
-                    "unknown parameter for /stock (itemId, locationId, shopId, page, pageSize)",
+                    "unknown parameter for /stock (itemId, locationId, shopId, lotId, groupBy, page, pageSize)",
                 ));
             }
         }
@@ -498,6 +522,8 @@ fn stock_filter(query: Option<&str>) -> ApiResult<StockFilter> {
     Ok(StockFilter {
         conds,
         args: params,
+        by_lot,
+        lot_id,
         page,
         page_size,
     })
@@ -514,9 +540,14 @@ async fn list_stock(
     let StockFilter {
         conds,
         args,
+        by_lot,
+        lot_id,
         page,
         page_size,
     } = filter;
+    if by_lot {
+        return list_stock_by_lot(call, conds, args, lot_id, page, page_size).await;
+    }
     let mut params: Vec<SqlValue> = vec![call.org().into()];
     params.extend(args);
     let body = call
@@ -556,6 +587,80 @@ async fn list_stock(
     Ok(Answered::new(body.into()))
 }
 
+/// `GET /stock?groupBy=lot` (or `lotId=`): the rows of `stock_lot` (one per item, location
+/// and lot of tracked items, `reserved` 0: reservations are per item and location) and, unless
+/// a lot is asked for, the rows of `stock` without lots (untracked items, as without
+/// `groupBy`), ordered by item, location and lot.
+async fn list_stock_by_lot(
+    call: Call,
+    conds: String,
+    args: Vec<SqlValue>,
+    lot_id: Option<Uuid>,
+    page: u64,
+    page_size: u64,
+) -> ApiResult<Answered<api::inventory::StockList>> {
+    let org: SqlValue = call.org().into();
+    let (lot_cond, lot_arg) = match lot_id {
+        Some(lot) => (" AND lot_id = ?", vec![SqlValue::from(lot)]),
+        None => ("", Vec::new()),
+    };
+    let mut params: Vec<SqlValue> = vec![org.clone()];
+    params.extend(args.iter().cloned());
+    params.extend(lot_arg);
+    let mut union = format!(
+        "SELECT item_id, location_id, shop_id, on_hand, 0 AS reserved, lot_id FROM stock_lot \
+         WHERE organization_id = ?{conds}{lot_cond}"
+    );
+    if lot_id.is_none() {
+        union.push_str(&format!(
+            " UNION ALL SELECT item_id, location_id, shop_id, on_hand, reserved, NULL AS lot_id \
+             FROM stock s WHERE organization_id = ?{conds} AND NOT EXISTS (SELECT 1 FROM stock_lot l \
+             WHERE l.organization_id = s.organization_id AND l.item_id = s.item_id \
+             AND l.location_id = s.location_id)"
+        ));
+        params.push(org);
+        params.extend(args);
+    }
+    let body = call
+        .state
+        .store
+        .read(move |tx| {
+            let mut list_params = params.clone();
+            list_params.push(SqlValue::Int(page_size as i64));
+            list_params.push(SqlValue::Int(((page - 1) * page_size) as i64));
+            let rows = tx.query(
+                &format!(
+                    "SELECT * FROM ({union}) u ORDER BY item_id, location_id, lot_id LIMIT ? OFFSET ?"
+                ),
+                &list_params,
+            )?;
+            let total = tx.query(&format!("SELECT COUNT(*) FROM ({union}) u"), &params)?;
+            let values = rows
+                .into_iter()
+                .map(|r| {
+                    let mut stock = stock_of(&r)?;
+                    stock.lot_id = r
+                        .get(5)
+                        .and_then(SqlValue::as_str)
+                        .and_then(|s| Uuid::parse_str(s).ok());
+                    Ok(Shaped::from(stock))
+                })
+                .collect::<ApiResult<Vec<_>>>()?;
+            let total = total
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_i64)
+                .unwrap_or(0);
+            Ok::<_, ApiError>(Page {
+                values,
+                total_count: total as u64,
+                next_cursor: None,
+            })
+        })
+        .await?;
+    Ok(Answered::new(body.into()))
+}
+
 fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
     let id = |i: usize| {
         row.get(i)
@@ -570,6 +675,7 @@ fn stock_of(row: &[SqlValue]) -> ApiResult<Stock> {
         shop_id: id(2)?,
         on_hand: from_micros(micros(3)),
         reserved: from_micros(micros(4)),
+        lot_id: None,
     })
 }
 
@@ -603,6 +709,8 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
         .map(|l| (l.item_id, l.location_id))
         .collect();
     let stock_before = on_hand_many(tx, ctx.org(), &keys)?;
+    // Lines of a lot compare the stock of that lot (inventory/lots.rs).
+    let lot_before = lots::lot_on_hand_many(tx, ctx.org(), &count_lot_keys(req))?;
     let mut answers = Vec::with_capacity(req.lines.len());
     let mut rows = Vec::new();
     // The line each posted row belongs to.
@@ -652,10 +760,16 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
         if !known {
             continue;
         }
-        let before = stock_before
-            .get(&(line.item_id, line.location_id))
-            .copied()
-            .unwrap_or(0);
+        let before = match line.lot_id {
+            Some(lot) => lot_before
+                .get(&(line.item_id, line.location_id, lot))
+                .copied()
+                .unwrap_or(0),
+            None => stock_before
+                .get(&(line.item_id, line.location_id))
+                .copied()
+                .unwrap_or(0),
+        };
         let answer = counted_line(line, counted, before);
         let delta = difference(counted, before);
         if delta != 0 && !req.dry_run {
@@ -682,8 +796,7 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
                 metadata: Map::from_iter([("count".to_string(), count)]),
                 created_at: ctx.now,
                 updated_at: ctx.now,
-                // No lots on this path yet (issue 37, the posting paths come next).
-                lot_id: None,
+                lot_id: line.lot_id,
                 reverses_id: None,
             });
             row_lines.push(answers.len());
@@ -718,9 +831,14 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
             .map(|&l| (answers[l].item_id, answers[l].location_id))
             .collect();
         let after = on_hand_many(tx, ctx.org(), &adjusted)?;
+        let lot_after = lots::lot_on_hand_many(tx, ctx.org(), &count_lot_keys(req))?;
         for &line in &row_lines {
             let a = &answers[line];
-            let now = after.get(&(a.item_id, a.location_id)).copied().unwrap_or(0);
+            let now = match a.lot_id {
+                Some(lot) => lot_after.get(&(a.item_id, a.location_id, lot)).copied(),
+                None => after.get(&(a.item_id, a.location_id)).copied(),
+            }
+            .unwrap_or(0);
             if now != to_micros(a.counted) {
                 return Err(ApiError::conflict(format!(
                     "stock of item {} at location {} changed while the count was posted; nothing was written, post the count again",
@@ -734,6 +852,14 @@ pub fn count_in(tx: &mut dyn Tx, ctx: &Ctx, req: &CountRequest) -> ApiResult<Cou
         differences,
         dry_run: req.dry_run,
     })
+}
+
+/// The (item, location, lot) of each count line naming a lot.
+fn count_lot_keys(req: &CountRequest) -> Vec<(Uuid, Uuid, Uuid)> {
+    req.lines
+        .iter()
+        .filter_map(|l| l.lot_id.map(|lot| (l.item_id, l.location_id, lot)))
+        .collect()
 }
 
 fn uuid_field_of(v: &Value, field: &str) -> Option<Uuid> {

@@ -4,7 +4,7 @@
 //! a code unique per item (the registry's unique key; archived lots keep theirs). Its custom
 //! properties are the definitions scoped to lots (`deliverableTypes: ["lot"]`), checked and
 //! canonicalized by core's `properties` rules as an order's are. The posting rules of lots are
-//! core's (`prodops_core::lot_rules`); the posting paths do not apply them yet.
+//! core's (`prodops_core::lot_rules`), applied by `inventory::post` (inventory/lots.rs).
 
 use prodops_core::custom_property::CustomPropertyDefinition;
 use prodops_core::lot::{PROPERTY_SCOPE, Tracking};

@@ -408,7 +408,8 @@ fn ledger_row(
         metadata: meta,
         created_at: ctx.now,
         updated_at: ctx.now,
-        // No lots on this path yet (issue 37, the posting paths come next).
+        // Produce and consume take no lots yet: the ledger refuses a tracked item's row (400
+        // naming lotId; docs/inventory.md, "Lots and serials").
         lot_id: None,
         reverses_id: None,
     }

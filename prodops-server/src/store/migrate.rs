@@ -97,6 +97,18 @@ const STEPS: &[(i64, &str)] = &[
         PRIMARY KEY (organization_id, bom_line_id))",
     ),
     (
+        24,
+        // Stock on hand per organization, item, location and lot of the items tracked by lot
+        // or serial (issue 37), in millionths; kept by `inventory::post` (inventory/lots.rs) in
+        // the same transaction and under the same policy as `stock`, which keeps the totals
+        // per item and location. By lot: a serial's stock over every location, a lot's places.
+        "CREATE TABLE IF NOT EXISTS stock_lot (
+        organization_id TEXT NOT NULL, item_id TEXT NOT NULL, location_id TEXT NOT NULL,
+        lot_id TEXT NOT NULL, shop_id TEXT NOT NULL, on_hand BIGINT NOT NULL, updated_at TEXT NOT NULL,
+        PRIMARY KEY (organization_id, item_id, location_id, lot_id));
+     CREATE INDEX IF NOT EXISTS ix_stock_lot_lot ON stock_lot (organization_id, lot_id)",
+    ),
+    (
         30,
         // Documents (issue 6): the link-signing secret shared by every replica; uploaded files
         // per organization; accounts (global, by email), invitation tokens (hashed) and the

@@ -1,7 +1,7 @@
 //! Lots and serial numbers (issue 37, first part): an item's `tracking`, the `/lot` resource
 //! (its code unique per item and organization, its item an item of the organization tracked
-//! by lot or serial, custom properties scoped to lots), and the ledger's `lotId`, which the
-//! posting paths do not take yet.
+//! by lot or serial, custom properties scoped to lots), and the ledger's `lotId` (the postings
+//! that name lots are tested in lot_postings.rs).
 
 use prodops_tests::*;
 use serde_json::Value;
@@ -336,7 +336,7 @@ async fn custom_properties_scoped_to_lots_work_on_lots_as_on_orders() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ledger_answers_lot_id_and_ignores_one_in_a_body_until_postings_take_lots() {
+async fn the_ledger_keeps_a_postings_lot_id_and_ignores_reverses_id_in_a_body() {
     let server = TestServer::start().await;
     let api = server.org("Acme").await;
     let shop = id(&api.create("shop", json!({"name": "Main"})).await);
@@ -353,6 +353,6 @@ async fn the_ledger_answers_lot_id_and_ignores_one_in_a_body_until_postings_take
         )
         .await;
     assert_eq!(resp.status, 201, "{resp}");
-    assert_eq!(resp.body["lotId"], Value::Null);
+    assert_eq!(resp.body["lotId"], json!(id(&lot)));
     assert_eq!(resp.body["reversesId"], Value::Null);
 }
