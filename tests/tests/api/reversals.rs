@@ -1,0 +1,469 @@
+//! A ledger corrected, never edited (issue 37, item 4): the organization's freeze date on every
+//! posting path, and `POST /inventory/reverse`.
+
+use chrono::{Days, Utc};
+use prodops_tests::*;
+use serde_json::Value;
+
+use crate::inventory_support::*;
+use crate::production::Plant;
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// A day relative to today (UTC), as the setting takes it.
+fn day(offset: i64) -> String {
+    let today = Utc::now().date_naive();
+    let d = if offset >= 0 {
+        today.checked_add_days(Days::new(offset as u64))
+    } else {
+        today.checked_sub_days(Days::new((-offset) as u64))
+    };
+    d.unwrap().format("%Y-%m-%d").to_string()
+}
+
+async fn freeze(server: &TestServer, api: &Api, until: &str) {
+    server
+        .running()
+        .set_setting(api.org_id, &format!("stockFrozenUntil={until}"))
+        .await
+        .expect("the setting is set");
+}
+
+/// A 409 whose message and details name the freeze date, under `createdAt`.
+fn assert_frozen(resp: &Resp, until: &str) {
+    let details = assert_error_details(resp, 409, "CONFLICT");
+    assert!(
+        resp.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(until),
+        "the message names the date: {resp}"
+    );
+    assert!(
+        details
+            .iter()
+            .any(|d| d["field"] == "createdAt" && d["message"].as_str().unwrap().contains(until)),
+        "details name createdAt and the date: {resp}"
+    );
+}
+
+async fn reverse(api: &Api, ids: &[&str]) -> Resp {
+    api.post("/inventory/reverse", json!({ "transactionIds": ids }))
+        .await
+}
+
+#[tokio::test]
+async fn the_freeze_date_refuses_every_posting_path() {
+    let server = TestServer::start().await;
+    let api = server.org("Frozen").await;
+    let plant = Plant::new(api.clone()).await;
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.b)).await;
+    f.adjust(&steel, &f.a, 100.0).await;
+    api.create(
+        "bom-line",
+        json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 10}),
+    )
+    .await;
+    api.create(
+        "production-output",
+        json!({"itemId": widget, "orderDeliverableId": plant.order, "quantity": 4}),
+    )
+    .await;
+    let delivery = id(&api.create("delivery", json!({"name": "Steel in"})).await);
+    let line = id(&api
+        .create(
+            "delivery-manifest-line",
+            json!({"deliveryId": delivery, "itemId": steel, "quantityExpected": 10, "locationId": f.a}),
+        )
+        .await);
+    let rows_before = ledger(&api).await.len();
+
+    // Frozen until tomorrow: today is inside the closed period, whatever the path.
+    let until = day(1);
+    freeze(&server, &api, &until).await;
+    let adjust = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": 5, "toLocationId": f.a}),
+        )
+        .await;
+    assert_frozen(&adjust, &until);
+    let transfer = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "transfer", "quantity": 5, "fromLocationId": f.a, "toLocationId": f.b}),
+        )
+        .await;
+    assert_frozen(&transfer, &until);
+    let count = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [{"itemId": steel, "locationId": f.a, "quantity": 90}]}),
+        )
+        .await;
+    assert_frozen(&count, &until);
+    // A dry run posts nothing, so nothing is dated: it still answers.
+    let dry = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [{"itemId": steel, "locationId": f.a, "quantity": 90}], "dryRun": true}),
+        )
+        .await;
+    assert_eq!(dry.status, 200, "{dry}");
+    let produce = plant
+        .action("/production/produce", json!({"deliverableId": plant.order}))
+        .await;
+    assert_frozen(&produce, &until);
+    let consume = plant
+        .action("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    assert_frozen(&consume, &until);
+    let receive = api
+        .post(
+            &format!("/delivery/{delivery}/receive"),
+            json!({"lines": [{"manifestLineId": line, "quantity": 4}]}),
+        )
+        .await;
+    assert_frozen(&receive, &until);
+    // Nothing of the refused postings was written, and what the workflows keep did not move.
+    assert_eq!(ledger(&api).await.len(), rows_before);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 100.0);
+    assert_eq!(f.on_hand(&widget, &f.b).await, 0.0);
+    let manifest = api.read("delivery-manifest-line", &line).await;
+    assert_eq!(manifest["quantityReceived"].as_f64().unwrap_or(0.0), 0.0);
+
+    // Frozen until today: still closed (on or before the day).
+    let until = day(0);
+    freeze(&server, &api, &until).await;
+    assert_frozen(
+        &api.post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": 5, "toLocationId": f.a}),
+        )
+        .await,
+        &until,
+    );
+
+    // Frozen until yesterday: today is open again, on every path.
+    freeze(&server, &api, &day(-1)).await;
+    f.adjust(&steel, &f.a, 5.0).await;
+    let produced = plant
+        .action("/production/produce", json!({"deliverableId": plant.order}))
+        .await;
+    assert_eq!(produced.status, 200, "{produced}");
+    let consumed = plant
+        .action("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    assert_eq!(consumed.status, 200, "{consumed}");
+    let received = api
+        .post(
+            &format!("/delivery/{delivery}/receive"),
+            json!({"lines": [{"manifestLineId": line, "quantity": 4}]}),
+        )
+        .await;
+    assert_eq!(received.status, 200, "{received}");
+    // Cleared: nothing is frozen.
+    freeze(&server, &api, "null").await;
+    let count = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [{"itemId": steel, "locationId": f.a, "quantity": 50}]}),
+        )
+        .await;
+    assert_eq!(count.status, 200, "{count}");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 50.0);
+    assert_stock_is_ledger(&api).await;
+
+    // The setting takes a day or null, nothing else; another organization is untouched.
+    for bad in [
+        "stockFrozenUntil=tomorrow",
+        "stockFrozenUntil=2026-02-30",
+        "stockFrozen=2026-01-01",
+        "stockFrozenUntil",
+    ] {
+        assert!(
+            server.running().set_setting(api.org_id, bad).await.is_err(),
+            "{bad} is refused"
+        );
+    }
+    let other = server.org("Open").await;
+    freeze(&server, &api, &day(1)).await;
+    let floor = Floor::new(other).await;
+    let bolt = floor.item("Bolt", None).await;
+    floor.adjust(&bolt, &floor.a, 1.0).await;
+}
+
+#[tokio::test]
+async fn a_reversal_posts_the_opposite_rows_once() {
+    let server = TestServer::start().await;
+    let api = server.org("Reverse").await;
+    let f = Floor::new(api.clone()).await;
+    let steel = f.item("Steel", None).await;
+    let received = f.adjust(&steel, &f.a, 10.0).await;
+    let moved = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "transfer", "quantity": 4, "fromLocationId": f.a, "toLocationId": f.b, "reason": "to the rack"}),
+        )
+        .await;
+    assert_eq!(moved.status, 201, "{moved}");
+    let moved = moved.body;
+    assert_eq!(f.on_hand(&steel, &f.b).await, 4.0);
+
+    // The transfer reversed: the goods go back; the row links to the original and keeps its
+    // type, item, locations and quantity.
+    let resp = api
+        .post(
+            "/inventory/reverse",
+            json!({"transactionIds": [id(&moved)], "reason": "moved by mistake"}),
+        )
+        .await;
+    assert_eq!(resp.status, 201, "{resp}");
+    let rows = resp.body["transactions"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 1);
+    let rev = &rows[0];
+    assert_eq!(rev["reversesId"], moved["id"]);
+    assert_ne!(rev["id"], moved["id"]);
+    for field in [
+        "type",
+        "itemId",
+        "quantity",
+        "fromLocationId",
+        "toLocationId",
+        "shopId",
+    ] {
+        assert_eq!(rev[field], moved[field], "{field} is the original's");
+    }
+    assert_eq!(rev["reason"], "moved by mistake");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 10.0);
+    assert_eq!(f.on_hand(&steel, &f.b).await, 0.0);
+    // Stored as answered, and the original is unchanged (a ledger row never changes).
+    let stored = api.read("inventory-transaction", &id(rev)).await;
+    for field in [
+        "id",
+        "reversesId",
+        "type",
+        "quantity",
+        "reason",
+        "createdAt",
+    ] {
+        assert_eq!(stored[field], rev[field], "{field} stored as answered");
+    }
+    let original = api.read("inventory-transaction", &id(&moved)).await;
+    assert_eq!(original, moved);
+    assert!(original["reversesId"].is_null());
+
+    // Once: a second reversal names the first.
+    let again = reverse(&api, &[&id(&moved)]).await;
+    assert_error_details(&again, 409, "CONFLICT");
+    assert!(
+        again.text.contains(&id(rev)),
+        "names the first reversal: {again}"
+    );
+    // A reversal is not reversed (post the original again instead).
+    let twice = reverse(&api, &[&id(rev)]).await;
+    assert_error_details(&twice, 409, "CONFLICT");
+    assert!(twice.text.contains("is a reversal"), "{twice}");
+
+    // A reversal that would take stock below zero is refused: the goods received were used.
+    let used = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": -6, "toLocationId": f.a}),
+        )
+        .await;
+    assert_eq!(used.status, 201, "{used}");
+    let short = reverse(&api, &[&id(&received)]).await;
+    let details = assert_error_details(&short, 409, "CONFLICT");
+    assert_eq!(details[0]["field"], "quantity", "{short}");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 4.0, "nothing written");
+
+    // Several rows reversed together, judged together: the use of 6 and the receipt of 10
+    // leave nothing behind. A count's row reverses like any other.
+    let counted = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [{"itemId": steel, "locationId": f.a, "quantity": 7}]}),
+        )
+        .await;
+    assert_eq!(counted.status, 200, "{counted}");
+    let count_row = counted.body["lines"][0]["transactionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(f.on_hand(&steel, &f.a).await, 7.0);
+    let resp = reverse(&api, &[&count_row]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    assert_eq!(resp.body["transactions"][0]["source"], "count");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 4.0);
+    let resp = reverse(&api, &[&id(&used.body), &id(&received)]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    let rows = resp.body["transactions"].as_array().unwrap();
+    assert_eq!(
+        rows[0]["reversesId"], used.body["id"],
+        "in the request's order"
+    );
+    assert_eq!(rows[1]["reversesId"], received["id"]);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 0.0);
+
+    // The freeze date applies to a reversal's own date.
+    let fresh = f.adjust(&steel, &f.a, 3.0).await;
+    let until = day(0);
+    freeze(&server, &api, &until).await;
+    assert_frozen(&reverse(&api, &[&id(&fresh)]).await, &until);
+    freeze(&server, &api, "null").await;
+    assert_eq!(reverse(&api, &[&id(&fresh)]).await.status, 201);
+
+    // The ledger holds each reversal as a row of its own; stock is its sum.
+    let ledger_rows = ledger(&api).await;
+    let reversals = ledger_rows
+        .iter()
+        .filter(|r| r["reversesId"].is_string())
+        .count();
+    assert_eq!(reversals, 5);
+    assert_stock_is_ledger(&api).await;
+    // Filterable: the reversal of a row is found by its id.
+    let found = api
+        .list(
+            "inventory-transaction",
+            &format!("reversesId={}", id(&moved)),
+        )
+        .await;
+    assert_eq!(ids_of(&found), vec![id(rev)]);
+}
+
+#[tokio::test]
+async fn a_reversal_refuses_hostile_input() {
+    let server = TestServer::start().await;
+    let api = server.org("Hostile").await;
+    let plant = Plant::new(api.clone()).await;
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let row = f.adjust(&steel, &f.a, 10.0).await;
+
+    // Another organization's row is a missing one.
+    let other = Floor::new(server.org("Other").await).await;
+    let theirs = other
+        .adjust(&other.item("Bolt", None).await, &other.a, 5.0)
+        .await;
+    let resp = reverse(&api, &[&id(&theirs)]).await;
+    assert_validation_names(&resp, "transactionIds");
+    assert_eq!(
+        resp.body["error"]["details"][0]["field"],
+        "transactionIds[0]"
+    );
+    assert_eq!(
+        other.on_hand(&id_of(&theirs, "itemId"), &other.a).await,
+        5.0
+    );
+    // Unknown, empty, named twice, not a UUID, an unknown field, no body.
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let resp = reverse(&api, &[&id(&row), &unknown]).await;
+    assert_eq!(
+        resp.body["error"]["details"][0]["field"], "transactionIds[1]",
+        "{resp}"
+    );
+    assert_validation_names(&reverse(&api, &[]).await, "transactionIds");
+    let resp = reverse(&api, &[&id(&row), &id(&row)]).await;
+    assert_eq!(
+        resp.body["error"]["details"][0]["field"], "transactionIds[1]",
+        "{resp}"
+    );
+    assert_validation_names(&resp, "transactionIds");
+    for body in [
+        json!({"transactionIds": ["not-a-uuid"]}),
+        json!({"transactionIds": id(&row)}),
+        json!({"transactionIds": [id(&row)], "reversesId": id(&row)}),
+        json!({}),
+        json!([]),
+    ] {
+        let resp = api.post("/inventory/reverse", body.clone()).await;
+        assert_error(&resp, 400, "VALIDATION_ERROR");
+    }
+    let many: Vec<String> = (0..1001)
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    let resp = api
+        .post("/inventory/reverse", json!({ "transactionIds": many }))
+        .await;
+    assert_validation_names(&resp, "transactionIds");
+    // A client cannot link rows itself: reversesId in a posting's body is ignored.
+    let posted = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": -1, "toLocationId": f.a, "reversesId": id(&row)}),
+        )
+        .await;
+    assert_eq!(posted.status, 201, "{posted}");
+    assert!(posted.body["reversesId"].is_null());
+    // Without Item.Update: 403.
+    let (reader, _) = server.key(&api, false, &["Item.Read"]).await;
+    assert_error(&reverse(&reader, &[&id(&row)]).await, 403, "FORBIDDEN");
+    // A production row is corrected by the action that keeps its order's actual.
+    api.create(
+        "bom-line",
+        json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 2}),
+    )
+    .await;
+    let consumed = plant
+        .ok("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    let consume_row = id(&consumed["transactions"][0]);
+    let resp = reverse(&api, &[&consume_row]).await;
+    assert_error_details(&resp, 409, "CONFLICT");
+    assert!(resp.text.contains("adjust-actual"), "{resp}");
+    // Nothing of the refusals was written: the row is still reversible once.
+    assert_eq!(f.on_hand(&steel, &f.a).await, 7.0);
+    assert_eq!(reverse(&api, &[&id(&posted.body)]).await.status, 201);
+    assert_eq!(
+        reverse(&api, &[&id(&row)]).await.status,
+        409,
+        "stock 8 - 10 < 0"
+    );
+    assert_stock_is_ledger(&api).await;
+}
+
+fn id_of(v: &Value, field: &str) -> String {
+    v[field].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn concurrent_reversals_of_one_row_post_one() {
+    let server = TestServer::start().await;
+    let api = server.org("Race").await;
+    let f = Floor::new(api.clone()).await;
+    let steel = f.item("Steel", None).await;
+    f.adjust(&steel, &f.a, 100.0).await;
+    let row = f.adjust(&steel, &f.a, 5.0).await;
+    let row_id = id(&row);
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let api = api.clone();
+        let row_id = row_id.clone();
+        tasks.push(tokio::spawn(async move { reverse(&api, &[&row_id]).await }));
+    }
+    let mut created = 0;
+    for task in tasks {
+        let resp = task.await.unwrap();
+        match resp.status {
+            201 => created += 1,
+            409 => {
+                // Refused by the check, or by the unique index when two raced past it.
+                assert_error(&resp, 409, "CONFLICT");
+                assert!(resp.text.contains("reversed already"), "{resp}");
+            }
+            other => panic!("a raced reversal answers 201 or 409, not {other}: {resp}"),
+        }
+    }
+    assert_eq!(created, 1, "exactly one reversal");
+    let reversals = api
+        .list("inventory-transaction", &format!("reversesId={row_id}"))
+        .await;
+    assert_eq!(reversals.len(), 1);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 100.0);
+    assert_stock_is_ledger(&api).await;
+}
