@@ -148,9 +148,21 @@ async fn the_freeze_date_refuses_every_posting_path() {
         &until,
     );
 
-    // Frozen until yesterday: today is open again, on every path.
+    // Frozen until yesterday: today is open again, on every path. No path backdates a row: a
+    // body's createdAt in the closed period is ignored, and the row is dated now.
     freeze(&server, &api, &day(-1)).await;
-    f.adjust(&steel, &f.a, 5.0).await;
+    let dated = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": 5, "toLocationId": f.a, "createdAt": "2020-01-01T00:00:00.000Z"}),
+        )
+        .await;
+    assert_eq!(dated.status, 201, "{dated}");
+    let created = dated.body["createdAt"].as_str().unwrap();
+    assert!(
+        created > day(-1).as_str(),
+        "dated now, after the frozen day, not in 2020: {dated}"
+    );
     let produced = plant
         .action("/production/produce", json!({"deliverableId": plant.order}))
         .await;
