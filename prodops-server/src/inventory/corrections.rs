@@ -79,10 +79,19 @@ pub fn server_fields(row: &InventoryTransaction) -> Option<Map<String, Value>> {
     )]))
 }
 
-/// Which of the posting's rows a workflow keeps a total of, and the action that corrects them
-/// instead of a reversal: production rows (an order's `quantityActual` sums them) and delivery
-/// rows (a manifest line's `quantityReceived`, a delivery's completion).
+/// Which of the posting's rows a workflow keeps a total of that a reversal does not keep, and
+/// what to do instead: delivery rows (a manifest line's `quantityReceived`, a delivery's
+/// completion), and a row naming a deliverable without being a production row. Production rows
+/// are reversed, with their declaration's or line's actual.
 fn kept_by_workflow(row: &InventoryTransaction) -> Option<String> {
+    let production_row = row
+        .metadata
+        .get(prodops_core::production_actions::keys::ORDER)
+        .is_some_and(Value::is_string);
+    if production_row {
+        // Reversed with the actual it changed (`production::reverse_actuals`).
+        return None;
+    }
     if let Some(order) = row.deliverable_id {
         return Some(format!(
             "row {} was posted by production on deliverable {order}, whose quantityActual sums it; correct it with POST /production/adjust-actual",
@@ -205,6 +214,9 @@ pub fn reverse_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ReverseRequest) -> ApiResult
             row.reason = Some(reason.clone());
         }
     }
+    // The actuals of production rows first, under their orders' locks (taken before the stock
+    // rows', as the production actions take them).
+    crate::production::reverse_actuals(tx, ctx, &rows)?;
     let stored = super::post_typed(tx, ctx, &rows)?;
     let transactions = stored
         .iter()

@@ -415,19 +415,35 @@ async fn a_reversal_refuses_hostile_input() {
     // Without Item.Update: 403.
     let (reader, _) = server.key(&api, false, &["Item.Read"]).await;
     assert_error(&reverse(&reader, &[&id(&row)]).await, 403, "FORBIDDEN");
-    // A production row is corrected by the action that keeps its order's actual.
-    api.create(
-        "bom-line",
-        json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 2}),
-    )
-    .await;
-    let consumed = plant
-        .ok("/production/consume", json!({"deliverableId": plant.order}))
+    // A delivery's row is not reversed here: its manifest line sums it.
+    let delivery = id(&api.create("delivery", json!({"name": "In"})).await);
+    let line = id(&api
+        .create(
+            "delivery-manifest-line",
+            json!({"deliveryId": delivery, "itemId": steel, "quantityExpected": 5, "locationId": f.a}),
+        )
+        .await);
+    let received = api
+        .post(
+            &format!("/delivery/{delivery}/receive"),
+            json!({"lines": [{"manifestLineId": line, "quantity": 2}]}),
+        )
         .await;
-    let consume_row = id(&consumed["transactions"][0]);
-    let resp = reverse(&api, &[&consume_row]).await;
+    assert_eq!(received.status, 200, "{received}");
+    let receipt = api
+        .list("inventory-transaction", &format!("deliveryId={delivery}"))
+        .await;
+    assert_eq!(receipt.len(), 1);
+    let resp = reverse(&api, &[&id(&receipt[0])]).await;
     assert_error_details(&resp, 409, "CONFLICT");
-    assert!(resp.text.contains("adjust-actual"), "{resp}");
+    assert!(resp.text.contains(&delivery), "names the delivery: {resp}");
+    let consume = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "adjust", "quantity": -4, "toLocationId": f.a}),
+        )
+        .await;
+    assert_eq!(consume.status, 201, "{consume}");
     // Nothing of the refusals was written: the row is still reversible once.
     assert_eq!(f.on_hand(&steel, &f.a).await, 7.0);
     assert_eq!(reverse(&api, &[&id(&posted.body)]).await.status, 201);
@@ -477,5 +493,100 @@ async fn concurrent_reversals_of_one_row_post_one() {
         .await;
     assert_eq!(reversals.len(), 1);
     assert_eq!(f.on_hand(&steel, &f.a).await, 100.0);
+    assert_stock_is_ledger(&api).await;
+}
+
+#[tokio::test]
+async fn a_production_reversal_takes_back_the_actual() {
+    let server = TestServer::start().await;
+    let api = server.org("ProdReverse").await;
+    let plant = Plant::new(api.clone()).await;
+    let f = &plant.floor;
+    let steel = f.item("Steel", Some(&f.a)).await;
+    let widget = f.item("Widget", Some(&f.b)).await;
+    f.adjust(&steel, &f.a, 100.0).await;
+    let line = id(&api
+        .create(
+            "bom-line",
+            json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 10}),
+        )
+        .await);
+    let decl = id(&api
+        .create(
+            "production-output",
+            json!({"itemId": widget, "orderDeliverableId": plant.order, "quantity": 4}),
+        )
+        .await);
+    let produced = plant
+        .ok("/production/produce", json!({"deliverableId": plant.order}))
+        .await;
+    let produce_row = id(&produced["transactions"][0]);
+    let consumed = plant
+        .ok("/production/consume", json!({"deliverableId": plant.order}))
+        .await;
+    let consume_row = id(&consumed["transactions"][0]);
+    assert_eq!(f.on_hand(&widget, &f.b).await, 4.0);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 90.0);
+
+    // The produce reversed: the output leaves stock and the declaration's actual goes back.
+    let resp = reverse(&api, &[&produce_row]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    assert_eq!(resp.body["transactions"][0]["type"], "produce");
+    assert_eq!(f.on_hand(&widget, &f.b).await, 0.0);
+    let output = api.read("production-output", &decl).await;
+    assert_eq!(output["quantityActual"], 0.0);
+    // The consume reversed: the material is back, the line's actual too.
+    let resp = reverse(&api, &[&consume_row]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 100.0);
+    assert_eq!(api.read("bom-line", &line).await["quantityActual"], 0.0);
+    // The order's entries count a reversal negative: the actuals are still their sums.
+    let entries = api
+        .get(&format!("/production/order/{}/entries", plant.order))
+        .await;
+    assert_eq!(entries.status, 200, "{entries}");
+    let values = entries.body["values"].as_array().unwrap();
+    assert_eq!(values.len(), 4);
+    for record in [&decl, &line] {
+        let sum: f64 = values
+            .iter()
+            .filter(|e| {
+                e["productionOutputId"] == record.as_str() || e["bomLineId"] == record.as_str()
+            })
+            .map(|e| e["quantity"].as_f64().unwrap())
+            .sum();
+        assert_eq!(sum, 0.0, "entries of {record} sum to its actual: {entries}");
+    }
+    let status = api
+        .get(&format!("/production/order/{}/status", plant.order))
+        .await;
+    assert_eq!(status.body["state"], "not_started", "{status}");
+
+    // Produced again, then the output used: reversing that produce would take stock below
+    // zero, and the actual does not move either.
+    let produced = plant
+        .ok("/production/produce", json!({"deliverableId": plant.order}))
+        .await;
+    let again = id(&produced["transactions"][0]);
+    let used = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": widget, "type": "return", "quantity": 3, "fromLocationId": f.b}),
+        )
+        .await;
+    assert_eq!(used.status, 201, "{used}");
+    let short = reverse(&api, &[&again]).await;
+    assert_error_details(&short, 409, "CONFLICT");
+    assert_eq!(
+        api.read("production-output", &decl).await["quantityActual"],
+        4.0
+    );
+    assert_eq!(f.on_hand(&widget, &f.b).await, 1.0);
+    // Once only, as every row.
+    assert_eq!(reverse(&api, &[&produce_row]).await.status, 409);
+    assert_eq!(
+        api.read("production-output", &decl).await["quantityActual"],
+        4.0
+    );
     assert_stock_is_ledger(&api).await;
 }
