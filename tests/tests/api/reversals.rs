@@ -590,3 +590,32 @@ async fn a_production_reversal_takes_back_the_actual() {
     );
     assert_stock_is_ledger(&api).await;
 }
+
+/// A reversal puts stock where its original took it from: an archived location takes no stock,
+/// so the reversal of what left it is refused (400 naming the location); the reversal of what
+/// arrived there takes stock away, which an archived location allows.
+#[tokio::test]
+async fn a_reversal_into_an_archived_location_is_refused() {
+    let server = TestServer::start().await;
+    let api = server.org("Archived").await;
+    let f = Floor::new(api.clone()).await;
+    let steel = f.item("Steel", None).await;
+    f.adjust(&steel, &f.c, 5.0).await;
+    let arrived = f.adjust(&steel, &f.c, 1.0).await;
+    let left = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": steel, "type": "transfer", "quantity": 2, "fromLocationId": f.c, "toLocationId": f.a}),
+        )
+        .await;
+    assert_eq!(left.status, 201, "{left}");
+    let deleted = api.delete(&format!("/location/{}", f.c)).await;
+    assert!(deleted.status < 300, "{deleted}");
+    let resp = reverse(&api, &[&id(&left.body)]).await;
+    assert_validation_names(&resp, "fromLocationId");
+    assert_eq!(f.on_hand(&steel, &f.a).await, 2.0, "nothing written");
+    let resp = reverse(&api, &[&id(&arrived)]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    assert_eq!(f.on_hand(&steel, &f.c).await, 3.0);
+    assert_stock_is_ledger(&api).await;
+}
