@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use std::collections::BTreeMap;
 
-use crate::resource::{Allow, Ops, Record, ResourceDesc, UniqueKey};
+use crate::resource::{Allow, Ops, Record, ResourceDesc};
 use crate::violation::Violation;
 
 /// Quantities are kept exactly in millionths of the item's base unit ("micros"): ledger
@@ -175,7 +175,7 @@ pub struct InventoryTransaction {
     pub lot_id: Option<Uuid>,
     /// The row this row reverses: a reversal holds the original's type, locations, lot and
     /// quantity, and does the opposite to stock. Set by the server (`POST /inventory/reverse`);
-    /// at most one row reverses a row.
+    /// at most one row reverses a row (a unique index of the server's).
     #[serde(default)]
     pub reverses_id: Option<Uuid>,
     /// How the row was captured.
@@ -220,14 +220,6 @@ impl InventoryTransaction {
 impl Record for InventoryTransaction {
     const DESC: ResourceDesc = ResourceDesc {
         search_columns: &["reason"],
-        // A row is reversed once, also when two reversals of it race (PostgreSQL).
-        unique: &[UniqueKey {
-            name: "reverses",
-            fields: &["reversesId"],
-            case_insensitive: false,
-            active_only: false,
-            message: "this ledger row was reversed already; a posting is reversed once",
-        }],
         ops: Ops {
             create: Allow::Custom,
             ..Ops::READ_ONLY

@@ -17,7 +17,6 @@ use uuid::Uuid;
 
 use crate::http::context::{Auth, Ctx};
 use crate::http::error::{ApiError, ApiResult, read_stored};
-use crate::store::sql::FieldPath;
 use crate::store::{SqlValue, Tx};
 
 /// The organization's stock settings, read from its flags and settings (`admin::SETTINGS`),
@@ -110,8 +109,8 @@ fn kept_by_workflow(row: &InventoryTransaction) -> Option<String> {
 /// The reversal of each of `ids` already posted: original id to its reversal's id.
 fn reversals_of(tx: &mut dyn Tx, org: Uuid, ids: &[Uuid]) -> ApiResult<HashMap<Uuid, Uuid>> {
     let table = ResourceId::InventoryTransaction.kind().desc().table;
-    // The expression of the unique index on `reversesId`, so the lookup reads that index.
-    let expr = tx.text_expr(&FieldPath::parse("reversesId").expect("static path"));
+    // The column of the unique index on `reversesId`, so the lookup reads that index.
+    let expr = crate::store::sql::filter_column("reversesId");
     let mut out = HashMap::new();
     for chunk in ids.chunks(400) {
         let marks = vec!["?"; chunk.len()].join(", ");

@@ -619,3 +619,51 @@ async fn a_reversal_into_an_archived_location_is_refused() {
     assert_eq!(f.on_hand(&steel, &f.c).await, 3.0);
     assert_stock_is_ledger(&api).await;
 }
+
+/// The unique index behind "reversed once" holds whatever writes the row: a second row that
+/// claims to reverse a reversed row is refused by the database, with the message a raced
+/// reversal answers.
+#[tokio::test]
+async fn the_database_keeps_one_reversal_per_row() {
+    use prodops_server::store::{Dialect, SqlValue, StoreError, Tx, migrate};
+    let server = TestServer::start().await;
+    let api = server.org("Index").await;
+    let f = Floor::new(api.clone()).await;
+    let steel = f.item("Steel", None).await;
+    let first = f.adjust(&steel, &f.a, 5.0).await;
+    let other = f.adjust(&steel, &f.a, 1.0).await;
+    assert_eq!(reverse(&api, &[&id(&first)]).await.status, 201);
+    let (first_id, other_id) = (id(&first), id(&other));
+    let result = server
+        .running()
+        .store()
+        .clone()
+        .write(move |tx: &mut dyn Tx| {
+            // The record's text and its filter column (PostgreSQL's trigger sets the column
+            // from the text; SQLite's writes set both).
+            let sql = match tx.dialect() {
+                Dialect::Postgres => {
+                    "UPDATE inventory_transaction SET data = CAST(jsonb_set(CAST(data AS jsonb), '{reversesId}', to_jsonb(CAST(? AS text))) AS json), f_reversesid = ? WHERE id = ?"
+                }
+                Dialect::Sqlite => {
+                    "UPDATE inventory_transaction SET data = json_set(data, '$.reversesId', ?), f_reversesid = ? WHERE id = ?"
+                }
+            };
+            tx.execute(
+                sql,
+                &[
+                    SqlValue::from(first_id.clone()),
+                    SqlValue::from(first_id.clone()),
+                    SqlValue::from(other_id.clone()),
+                ],
+            )
+        })
+        .await;
+    match result {
+        Err(StoreError::Conflict(name)) => assert!(
+            migrate::conflict_message(&name).contains("reversed already"),
+            "{name}"
+        ),
+        other => panic!("the unique index refuses a second reversal: {other:?}"),
+    }
+}
