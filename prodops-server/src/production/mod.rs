@@ -836,7 +836,6 @@ async fn order_status(
     Ok(Answered::new(status.into()))
 }
 
-/// A ledger row of the production trace as an entry.
 /// Which actual a production row changes: its `actualKind`, else its type's.
 fn actual_kind_of(t: &InventoryTransaction) -> ActualKind {
     t.metadata
@@ -933,6 +932,7 @@ pub(crate) fn reverse_actuals(
     Ok(())
 }
 
+/// A ledger row of the production trace as an entry.
 fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
     let t: InventoryTransaction = read_stored(row)?;
     let kind = actual_kind_of(&t);
