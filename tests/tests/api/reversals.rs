@@ -122,6 +122,13 @@ async fn the_freeze_date_refuses_every_posting_path() {
         .action("/production/consume", json!({"deliverableId": plant.order}))
         .await;
     assert_frozen(&consume, &until);
+    let adjusted = plant
+        .action(
+            "/production/adjust-actual",
+            json!({"stampDeliverableId": plant.order, "kind": "produce", "itemId": widget, "delta": 1}),
+        )
+        .await;
+    assert_frozen(&adjusted, &until);
     let receive = api
         .post(
             &format!("/delivery/{delivery}/receive"),
