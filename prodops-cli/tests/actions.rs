@@ -874,3 +874,51 @@ async fn inventory_count_from_a_csv_file() {
     assert_eq!(out.json(), json!([]), "{out}");
     assert_eq!(api.list_total("inventory-transaction", "").await, 3);
 }
+
+/// `prodops inventory reverse --ids T`: the reversal rows posted, linked to the original; a
+/// second reversal of the same row is refused (409, exit 5) and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_reverse_posts_the_opposite_once() {
+    let server = TestServer::start().await;
+    let api = server.org("CliReverse").await;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let shop = api.create("shop", json!({"name": "Weld"})).await;
+    let loc = id(&api
+        .create("location", json!({"name": "Rack", "shopId": shop["id"]}))
+        .await);
+    let bolt = id(&api.create("item", json!({"name": "Bolt"})).await);
+    let posted = api
+        .post(
+            "/inventory-transaction",
+            json!({"itemId": bolt, "type": "adjust", "quantity": 12, "toLocationId": loc}),
+        )
+        .await;
+    assert_eq!(posted.status, 201, "{posted}");
+    let row = id(&posted.body);
+    let out = run(
+        &server,
+        &api,
+        p,
+        &["inventory", "reverse", "--ids", &row, "--reason", "typo"],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout.contains(&row),
+        "the reversal names its row: {out}"
+    );
+    let reversals = api
+        .list("inventory-transaction", &format!("reversesId={row}"))
+        .await;
+    assert_eq!(reversals.len(), 1);
+    assert_eq!(reversals[0]["reason"], "typo");
+    let stock = api
+        .list("stock", &format!("itemId={bolt}&locationId={loc}"))
+        .await;
+    assert_eq!(stock[0]["onHand"], 0.0);
+    let out = run(&server, &api, p, &["inventory", "reverse", "--ids", &row]).await;
+    assert_eq!(out.code, 5, "a conflict: {out}");
+    assert!(out.stderr.contains("reversed already"), "{out}");
+    assert_eq!(api.list_total("inventory-transaction", "").await, 2);
+}

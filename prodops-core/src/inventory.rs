@@ -174,7 +174,8 @@ pub struct InventoryTransaction {
     #[serde(default)]
     pub lot_id: Option<Uuid>,
     /// The row this row reverses: a reversal holds the original's type, locations, lot and
-    /// quantity, and does the opposite to stock. Set by the server.
+    /// quantity, and does the opposite to stock. Set by the server (`POST /inventory/reverse`);
+    /// at most one row reverses a row (a unique index of the server's).
     #[serde(default)]
     pub reverses_id: Option<Uuid>,
     /// How the row was captured.

@@ -264,6 +264,11 @@ impl RunningServer {
         admin::set_flag(&self.store, org, flag, value).await
     }
 
+    /// Sets an organization setting, `NAME=VALUE` (`admin::SETTINGS`; `NAME=null` clears it).
+    pub async fn set_setting(&self, org: Uuid, setting: &str) -> Result<(), Error> {
+        admin::set_setting(&self.store, org, setting).await
+    }
+
     /// Stops accepting connections, finishes the requests in flight, stops background work.
     pub async fn shutdown(mut self) {
         if let Some(tx) = self.shutdown.take() {

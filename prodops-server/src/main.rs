@@ -117,6 +117,18 @@ enum OrgCommand {
         #[command(flatten)]
         db: DatabaseArg,
     },
+    /// Set an organization setting: stockFrozenUntil (a day YYYY-MM-DD, or null to clear it).
+    ///
+    /// Example: prodops-server org set --org ORG_ID stockFrozenUntil=2026-10-31
+    Set {
+        #[arg(long, env = "PRODOPS_ORG_ID")]
+        org: Uuid,
+        /// NAME=VALUE (NAME=null clears it)
+        #[arg(env = "PRODOPS_ORG_SETTING")]
+        setting: String,
+        #[command(flatten)]
+        db: DatabaseArg,
+    },
 }
 
 #[derive(Subcommand)]
@@ -301,6 +313,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
             let store = Store::open(&db.database).await?;
             admin::set_flag(&store, org, &name, value).await
+        }
+        Command::Org(OrgCommand::Set { org, setting, db }) => {
+            admin::parse_setting(&setting)?;
+            let store = Store::open(&db.database).await?;
+            admin::set_setting(&store, org, &setting).await
         }
         Command::Key(KeyCommand::Create {
             org,

@@ -1,5 +1,5 @@
 //! The operator commands of the `prodops-server` binary (decisions.md 1), run as processes:
-//! `org create`, `key create`, `key revoke`, `org set-flag`, and `serve` with its one stdout
+//! `org create`, `key create`, `key revoke`, `org set-flag`, `org set`, and `serve` with its one stdout
 //! line, first-start bootstrap key, and clean stop on SIGTERM.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -444,6 +444,118 @@ fn serve_prints_one_line_bootstraps_once_and_stops_on_sigterm() {
         !err.iter().any(|l| l.contains("export PRODOPS_API_KEY=")),
         "no bootstrap key on a second start: {err:#?}"
     );
+}
+
+/// `org set --org ORG stockFrozenUntil=DAY`: set while serving, the next posting is refused
+/// (409 naming the day); `=null` opens the books again; a malformed day or an unknown setting
+/// is refused and changes nothing.
+#[test]
+fn org_set_freezes_stock_while_serve_runs() {
+    let db = fresh_db();
+    let (org, key) = create_org(&db, "Acme");
+    let serve = Serve::start(&db);
+    let base = serve.base_url.clone();
+    let id_of = |body: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        v["id"].as_str().expect("id").to_string()
+    };
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/shop",
+        Some(&key),
+        Some(r#"{"name":"Weld"}"#),
+    );
+    assert_eq!(status, 201, "{body}");
+    let shop = id_of(&body);
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/location",
+        Some(&key),
+        Some(&format!(r#"{{"name":"Rack","shopId":"{shop}"}}"#)),
+    );
+    assert_eq!(status, 201, "{body}");
+    let location = id_of(&body);
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/item",
+        Some(&key),
+        Some(r#"{"name":"Bolt"}"#),
+    );
+    assert_eq!(status, 201, "{body}");
+    let item = id_of(&body);
+    let adjust = format!(
+        r#"{{"itemId":"{item}","type":"adjust","quantity":5,"toLocationId":"{location}"}}"#
+    );
+    let set = |value: &str| {
+        run(&[
+            "org",
+            "set",
+            "--org",
+            &org,
+            &format!("stockFrozenUntil={value}"),
+            "--database",
+            &db.url,
+        ])
+    };
+    let tomorrow = (chrono::Utc::now().date_naive() + chrono::Days::new(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let out = set(&tomorrow);
+    assert!(out.status.success(), "{}", describe(&out));
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/inventory-transaction",
+        Some(&key),
+        Some(&adjust),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains(&tomorrow) && body.contains("createdAt"),
+        "{body}"
+    );
+    for bad in ["2026-13-01", "soon"] {
+        let out = set(bad);
+        assert!(!out.status.success(), "{bad} accepted: {}", describe(&out));
+    }
+    let out = run(&[
+        "org",
+        "set",
+        "--org",
+        &org,
+        "noSuchSetting=1",
+        "--database",
+        &db.url,
+    ]);
+    assert!(
+        !out.status.success(),
+        "unknown setting accepted: {}",
+        describe(&out)
+    );
+    // Still frozen: the refused changes changed nothing.
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/inventory-transaction",
+        Some(&key),
+        Some(&adjust),
+    );
+    assert_eq!(status, 409, "{body}");
+    let out = set("null");
+    assert!(out.status.success(), "{}", describe(&out));
+    let (status, body) = http(
+        "POST",
+        &base,
+        "/api/v2/inventory-transaction",
+        Some(&key),
+        Some(&adjust),
+    );
+    assert_eq!(status, 201, "{body}");
+    let (status, _, _) = serve.terminate();
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

@@ -88,6 +88,8 @@ mod qc;
 mod rate_limit;
 #[path = "api/readiness_writes.rs"]
 mod readiness_writes;
+#[path = "api/reversals.rs"]
+mod reversals;
 #[path = "api/scale.rs"]
 mod scale;
 #[path = "api/server.rs"]

@@ -69,6 +69,43 @@ impl PostInventory {
     }
 }
 
+/// The body of `POST /inventory/reverse`: the ledger rows of one posting to reverse.
+///
+/// ```
+/// let r = prodops_core::api::inventory::ReverseRequest::of(uuid::Uuid::nil());
+/// assert_eq!(serde_json::to_value(&r).unwrap()["transactionIds"][0], uuid::Uuid::nil().to_string());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReverseRequest {
+    /// The ledger rows to reverse (1 to 1,000, each once): a posting's rows, reversed together.
+    pub transaction_ids: Vec<Uuid>,
+    /// Why (default `reversal of <id>` on each row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ReverseRequest {
+    /// The reversal of one row.
+    pub fn of(transaction_id: Uuid) -> ReverseRequest {
+        ReverseRequest {
+            transaction_ids: vec![transaction_id],
+            reason: None,
+        }
+    }
+}
+
+/// The most rows one reversal names.
+pub const MAX_REVERSED_ROWS: usize = 1000;
+
+/// The answer of `POST /inventory/reverse`: the reversal rows posted, in the request's order,
+/// each with `reversesId` naming the row it reverses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReverseResult {
+    pub transactions: Vec<InventoryTransaction>,
+}
+
 /// The filters of `GET /stock`.
 ///
 /// ```
@@ -224,6 +261,32 @@ action! {
             flags: &[
                 flag("lines", "lines", "The counted lines as JSON, instead of FILE: [{\"itemId\", \"locationId\", \"quantity\", \"unitMeasureId\"?}]"),
                 flag("dryRun", "dry-run", "Show the differences; post nothing"),
+            ],
+        },
+    }
+}
+
+action! {
+    /// `POST /inventory/reverse`.
+    Reverse: Post "/inventory/reverse" {
+        operation: "inventory_reverse",
+        tag: "inventory-transaction",
+        access: Access::Key(&[("Item", Perm::Update)]),
+        path: (),
+        query: (),
+        body: Json<ReverseRequest>,
+        answer: Json<ReverseResult>,
+        status: 201,
+        outcome: "Success",
+        summary: "Reverse ledger rows (Item.Update): posts the opposite of each, linked by reversesId, once; 409 when reversed already, a reversal, frozen, or stock would go below zero",
+        description: "",
+        cli: Cli {
+            command: "inventory",
+            verb: "reverse",
+            about: "Reverses ledger rows: posts the opposite of each, linked to it (refused with exit 5 when reversed already or stock would go below zero)",
+            example: "prodops inventory reverse --ids T1,T2 --reason 'posted twice'",
+            flags: &[
+                flag("transactionIds", "ids", "The ledger rows to reverse (a posting's rows), comma-separated"),
             ],
         },
     }

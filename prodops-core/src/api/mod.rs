@@ -77,6 +77,7 @@ macro_rules! for_each_action {
             $crate::api::inventory::PostTransaction,
             $crate::api::inventory::StockList,
             $crate::api::inventory::Count,
+            $crate::api::inventory::Reverse,
             $crate::api::document::Upload,
             $crate::api::document::Download,
             $crate::api::document::CreateVersion,

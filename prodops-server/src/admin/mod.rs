@@ -16,6 +16,47 @@ use crate::store::{Error, SqlValue, Store, StoreError};
 /// The organization feature flags an operator can set.
 pub const FLAGS: &[&str] = &["documentsHubEnabled", "deliveryComponentCargoEnabled"];
 
+/// The organization settings an operator can set that are values, not on/off flags: each name
+/// with what it takes. They are kept beside the flags (`organizations.flags`), so every request
+/// reads them with its key, and the next request of every server sees a change.
+pub const SETTINGS: &[(&str, &str)] = &[(
+    "stockFrozenUntil",
+    "a day YYYY-MM-DD (no stock posting on or before it), or null",
+)];
+
+/// Parses `NAME=VALUE` of a [`SETTINGS`] entry into its stored value (`null` or an empty value
+/// clears it).
+pub fn parse_setting(text: &str) -> Result<(String, Value), Error> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(Error::Invalid(format!(
+            "'{text}': a setting is set with NAME=VALUE (NAME=null clears it)"
+        )));
+    };
+    let Some((_, takes)) = SETTINGS.iter().find(|(n, _)| *n == name) else {
+        return Err(Error::Invalid(format!(
+            "unknown setting '{name}'; known settings: {}",
+            SETTINGS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let value = value.trim();
+    if value.is_empty() || value == "null" {
+        return Ok((name.to_string(), Value::Null));
+    }
+    let parsed = match name {
+        "stockFrozenUntil" => chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d")
+            .ok()
+            .map(|d| Value::String(d.format("%Y-%m-%d").to_string())),
+        _ => None,
+    };
+    parsed
+        .map(|v| (name.to_string(), v))
+        .ok_or_else(|| Error::Invalid(format!("'{value}': {name} takes {takes}")))
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedOrg {
@@ -206,6 +247,17 @@ pub async fn revoke_key(store: &Store, key_id: Uuid) -> Result<(), Error> {
 /// Sets an organization feature flag; the next request of every server sees it.
 pub async fn set_flag(store: &Store, org: Uuid, flag: &str, value: bool) -> Result<(), Error> {
     let (flag, _) = parse_flag(flag)?;
+    set_org_value(store, org, flag, Value::Bool(value)).await
+}
+
+/// Sets an organization setting from `NAME=VALUE` ([`parse_setting`]); `null` removes it.
+pub async fn set_setting(store: &Store, org: Uuid, text: &str) -> Result<(), Error> {
+    let (name, value) = parse_setting(text)?;
+    set_org_value(store, org, name, value).await
+}
+
+/// Writes one key of the organization's flags and settings (`null` removes it).
+async fn set_org_value(store: &Store, org: Uuid, name: String, value: Value) -> Result<(), Error> {
     store
         .write(move |tx| {
             let rows = tx.query(
@@ -220,7 +272,11 @@ pub async fn set_flag(store: &Store, org: Uuid, flag: &str, value: bool) -> Resu
                 .and_then(SqlValue::as_str)
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or_default();
-            flags.insert(flag.clone(), Value::Bool(value));
+            if value.is_null() {
+                flags.remove(&name);
+            } else {
+                flags.insert(name.clone(), value.clone());
+            }
             tx.execute(
                 "UPDATE organizations SET flags = ? WHERE id = ?",
                 &[Value::Object(flags).to_string().into(), org.into()],

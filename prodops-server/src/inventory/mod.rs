@@ -20,6 +20,7 @@ use prodops_core::stock_count::{CountRequest, CountResult, check_lines, counted_
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+pub mod corrections;
 pub mod lots;
 pub mod reservations;
 pub mod units;
@@ -54,13 +55,14 @@ pub fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: Vec<Map<String, Value>>) -> ApiRes
     // Checked one by one, written together in multi-row inserts: a count of 10,000 lines or a
     // produce of 200 rows costs a few inserts, not one each (`LedgerHooks` promise that holding
     // the rows back changes nothing: they read no ledger row, and write nothing after a row).
-    let stored = create_records_held_indexed(tx, &ctx.deferring(), res, rows)?;
+    let stored = create_records_held_indexed(tx, &corrections::posting_batch(ctx), res, rows)?;
     let mut parsed = Vec::with_capacity(stored.len());
     for record in &stored {
         let typed: InventoryTransaction =
             serde_json::from_value(record.clone()).map_err(ApiError::internal)?;
         parsed.push(typed);
     }
+    corrections::check_posting(ctx, &parsed)?;
     // The shop of each location a row posts at (a location the row names but does not post at
     // is not the row's shop's).
     let mut shops: HashMap<Uuid, Uuid> = HashMap::new();
@@ -88,7 +90,10 @@ pub fn post_typed(
         .iter()
         .map(engine::record_body)
         .collect::<ApiResult<Vec<_>>>()?;
-    post(tx, ctx, bodies)
+    match corrections::with_server_fields(ctx, rows) {
+        Some(carrier) => post(tx, &carrier, bodies),
+        None => post(tx, ctx, bodies),
+    }
 }
 
 /// Applies net stock changes in key order (the lock order), refusing the whole request when any
@@ -248,6 +253,7 @@ impl Hooks for LedgerHooks {
         _res: &ServedResource,
         candidate: &mut Map<String, Value>,
     ) -> ApiResult<()> {
+        corrections::restore_server_fields(ctx, candidate);
         let mut violations = Vec::new();
         if let Some(item_id) = uuid_of(candidate, "itemId") {
             match records::get(tx, ResourceId::Item.kind().desc().table, ctx.org(), item_id)? {
@@ -269,12 +275,17 @@ impl Hooks for LedgerHooks {
         let from = uuid_of(candidate, "fromLocationId");
         let to = uuid_of(candidate, "toLocationId");
         // Which locations the row actually moves stock at; unused ones are still checked to exist.
-        let deltas = match (kind, quantity) {
+        let mut deltas = match (kind, quantity) {
             (Some(kind), Some(q)) => {
                 prodops_core::inventory::posting_deltas(kind, q, from, to).unwrap_or_default()
             }
             _ => Vec::new(),
         };
+        if corrections::is_reversal(candidate) {
+            for (_, delta) in &mut deltas {
+                *delta = -*delta;
+            }
+        }
         let mut shop_of_posting = None;
         let mut shops = Vec::new();
         for (field, location_id) in [("fromLocationId", from), ("toLocationId", to)] {
@@ -390,6 +401,20 @@ crate::http::action::handle! {
     api::inventory::PostTransaction => post_transaction;
     api::inventory::StockList => list_stock;
     api::inventory::Count => count;
+    api::inventory::Reverse => reverse;
+}
+
+/// `POST /inventory/reverse`: the opposite of ledger rows, linked to them, once
+/// ([`corrections::reverse_in`]). Needs `Item.Update`. 201 with the reversal rows.
+async fn reverse(
+    call: Call,
+    (): (),
+    (): (),
+    req: api::inventory::ReverseRequest,
+) -> ApiResult<Answered<api::inventory::Reverse>> {
+    corrections::check_request(&req).map_err(ApiError::violations)?;
+    call.write(move |tx, ctx| Ok(corrections::reverse_in(tx, ctx, &req)?.into()))
+        .await
 }
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs

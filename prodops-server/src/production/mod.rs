@@ -837,23 +837,107 @@ async fn order_status(
     Ok(Answered::new(status.into()))
 }
 
-/// A ledger row of the production trace as an entry.
-fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
-    let t: InventoryTransaction = read_stored(row)?;
-    let kind = t
-        .metadata
+/// Which actual a production row changes: its `actualKind`, else its type's.
+fn actual_kind_of(t: &InventoryTransaction) -> ActualKind {
+    t.metadata
         .get(keys::ACTUAL_KIND)
         .and_then(|k| serde_json::from_value(k.clone()).ok())
         .unwrap_or(match t.kind {
             TransactionType::Consume => ActualKind::Consume,
             _ => ActualKind::Produce,
-        });
-    // The signed change of the actual: produce and consume rows count their quantity; an
-    // adjust row's stock delta is the actual's change for output and its negation for material.
-    let quantity = match (t.kind, kind) {
-        (TransactionType::Adjust, ActualKind::Consume) => -t.quantity,
-        _ => t.quantity,
+        })
+}
+
+/// The signed change of the actual a production row makes, of `quantity`: produce and consume
+/// rows count it; an adjust row's stock delta is the actual's change for output and its
+/// negation for material; a reversal takes back the change of the row it reverses.
+fn actual_change(t: &InventoryTransaction, kind: ActualKind, quantity: f64) -> f64 {
+    let change = match (t.kind, kind) {
+        (TransactionType::Adjust, ActualKind::Consume) => -quantity,
+        _ => quantity,
     };
+    if t.reverses_id.is_some() {
+        -change
+    } else {
+        change
+    }
+}
+
+/// The reversal of production rows (`POST /inventory/reverse`, `reversal` being the rows it
+/// posts): under each order's lock, each declaration's or line's `quantityActual` takes back
+/// the change its reversed rows made (as entered, in its unit), so the actuals stay the sums of
+/// the order's entries. Reservations a consume used up are not restored. Rows that are not
+/// production rows are left alone.
+pub(crate) fn reverse_actuals(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    reversal: &[InventoryTransaction],
+) -> ApiResult<()> {
+    let meta_id = |t: &InventoryTransaction, k: &str| {
+        t.metadata
+            .get(k)
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok())
+    };
+    // (order, record, kind) -> the change of its actual; in order, so locks are taken in order.
+    let mut changes: std::collections::BTreeMap<(Uuid, Uuid, bool), f64> = Default::default();
+    for t in reversal {
+        let Some(order) = meta_id(t, keys::ORDER) else {
+            continue;
+        };
+        let kind = actual_kind_of(t);
+        let key = match kind {
+            ActualKind::Produce => keys::OUTPUT,
+            ActualKind::Consume => keys::LINE,
+        };
+        let Some(record) = meta_id(t, key) else {
+            continue;
+        };
+        let entered = t.entered_quantity.unwrap_or(t.quantity);
+        *changes
+            .entry((order, record, kind == ActualKind::Produce))
+            .or_default() += actual_change(t, kind, entered);
+    }
+    let mut locked = None;
+    for ((order, record_id, produce), change) in changes {
+        if locked != Some(order) {
+            lock_owner(tx, ctx, order)?;
+            locked = Some(order);
+        }
+        let res = ctx.resource(if produce {
+            ResourceId::ProductionOutput
+        } else {
+            ResourceId::BomLine
+        });
+        let Some(record) = records::get(tx, res.table(), ctx.org(), record_id)? else {
+            return Err(ApiError::conflict(format!(
+                "the production record {record_id} the rows were posted against is gone"
+            )));
+        };
+        let actual = record
+            .get("quantityActual")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let new_actual = round_quantity(actual + change);
+        if new_actual < 0.0 {
+            return Err(ApiError::conflict(format!(
+                "the actual quantity of {record_id} would become negative ({actual} + {change})"
+            )));
+        }
+        if produce {
+            set_actual::<ProductionOutput>(tx, ctx, res, &record, new_actual)?;
+        } else {
+            set_actual::<BomLine>(tx, ctx, res, &record, new_actual)?;
+        }
+    }
+    Ok(())
+}
+
+/// A ledger row of the production trace as an entry.
+fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
+    let t: InventoryTransaction = read_stored(row)?;
+    let kind = actual_kind_of(&t);
+    let quantity = actual_change(&t, kind, t.quantity);
     let meta_id = |k: &str| {
         t.metadata
             .get(k)

@@ -276,6 +276,8 @@ type CodeStep = fn(&mut dyn Tx) -> StoreResult<()>;
 
 /// Steps done by code, once, after the resource tables exist: (version, step).
 const CODE_STEPS: &[(i64, CodeStep)] = &[
+    // A ledger row is reversed once (`POST /inventory/reverse`), also when two reversals race.
+    (29, unique_reversals),
     // Deliverables stored before identifiers were generated get one (and their counters).
     (41, crate::store::deliverables::backfill_identifiers),
     // Deliverables stored before custom property values were indexed get their index rows.
@@ -294,6 +296,27 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     // index on the record id (store/events.rs). Nothing on SQLite.
     (74, crate::store::events::migrate_created_index),
 ];
+
+/// The unique index behind "a ledger row is reversed once".
+pub const REVERSES_INDEX: &str = "ux_inventory_transaction_reverses";
+
+/// One reversal per ledger row: a unique index on the filter column of `reversesId`, partial,
+/// so the rows that reverse nothing (nearly all) cost it nothing.
+fn unique_reversals(tx: &mut dyn Tx) -> StoreResult<()> {
+    let table = prodops_core::registry::ResourceId::InventoryTransaction
+        .kind()
+        .desc()
+        .table;
+    let column = filter_column("reversesId");
+    tx.execute(
+        &format!(
+            "CREATE UNIQUE INDEX IF NOT EXISTS {REVERSES_INDEX} ON {table} (organization_id, {column}) \
+             WHERE {column} IS NOT NULL"
+        ),
+        &[],
+    )?;
+    Ok(())
+}
 
 pub fn run(tx: &mut dyn Tx) -> StoreResult<()> {
     let dialect = tx.dialect();
@@ -856,6 +879,10 @@ pub fn has_organizations(tx: &mut dyn Tx) -> StoreResult<bool> {
 pub fn conflict_message(name: &str) -> String {
     if name == "primary_key" {
         return "a record with this id already exists".into();
+    }
+    // SQLite names a column index by its columns.
+    if name == REVERSES_INDEX || name.contains(&filter_column("reversesId")) {
+        return "this ledger row was reversed already; a posting is reversed once".into();
     }
     for kind in registry::resources() {
         for key in kind.desc().unique {

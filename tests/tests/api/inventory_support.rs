@@ -124,6 +124,8 @@ pub fn ledger_sums(rows: &[Value]) -> BTreeMap<(String, String), i64> {
     for row in rows {
         let item = row["itemId"].as_str().unwrap().to_string();
         let q = micros(row["quantity"].as_f64().unwrap());
+        // A reversal does the opposite of its type (`reversesId` names the row it reverses).
+        let q = if row["reversesId"].is_string() { -q } else { q };
         let from = row["fromLocationId"].as_str().map(str::to_string);
         let to = row["toLocationId"].as_str().map(str::to_string);
         let mut add = |loc: Option<String>, d: i64| {
