@@ -778,7 +778,7 @@ async fn bulk_put(
         ));
     }
     // One context for both steps: the records are stamped with its time when prepared.
-    let ctx = Ctx::new(call.state.resources.clone(), call.auth, call.idempotency);
+    let ctx = call.ctx();
     // Outside the write transaction, so that requests prepare while another one writes.
     let prepared = {
         let filled = call.state.store.filter_fields_written(res.table());
