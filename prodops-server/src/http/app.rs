@@ -217,6 +217,10 @@ fn take_dry_run(uri: &axum::http::Uri) -> ApiResult<Option<(bool, axum::http::Ur
     let Some(query) = uri.query() else {
         return Ok(None);
     };
+    // Most writes have no query, or one without the name written either way: nothing to read.
+    if !query.contains(prodops_core::dry_run::PARAM) && !query.contains('%') {
+        return Ok(None);
+    }
     let mut flag = None;
     let mut kept: Vec<&str> = Vec::new();
     for pair in query.split('&') {
@@ -727,4 +731,44 @@ pub fn router(state: Arc<AppState>, routes: Router<Arc<AppState>>) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Uri;
+
+    fn taken(uri: &str) -> ApiResult<Option<(bool, String)>> {
+        let uri: Uri = uri.parse().expect("a URI");
+        take_dry_run(&uri).map(|t| t.map(|(flag, rest)| (flag, rest.to_string())))
+    }
+
+    #[test]
+    fn dry_run_is_taken_off_the_query_and_the_rest_kept_as_sent() {
+        assert_eq!(
+            taken("/api/v2/worker/bulk?name=a%20b&dryRun=true&x=1").unwrap(),
+            Some((true, "/api/v2/worker/bulk?name=a%20b&x=1".to_string()))
+        );
+        assert_eq!(
+            taken("/api/v2/worker?dryRun=true").unwrap(),
+            Some((true, "/api/v2/worker".to_string()))
+        );
+        // Percent-encoded, it is still the parameter.
+        assert_eq!(
+            taken("/api/v2/worker?dry%52un=false&a=1").unwrap(),
+            Some((false, "/api/v2/worker?a=1".to_string()))
+        );
+        assert_eq!(taken("/api/v2/worker?name=x").unwrap(), None);
+        assert_eq!(taken("/api/v2/worker").unwrap(), None);
+        assert_eq!(taken("/api/v2/worker?dryRunx=true").unwrap(), None);
+        for bad in [
+            "/api/v2/worker?dryRun=maybe",
+            "/api/v2/worker?dryRun",
+            "/api/v2/worker?dryRun=true&dryRun=false",
+        ] {
+            let e = taken(bad).unwrap_err();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(e.details[0].field.as_deref(), Some("dryRun"), "{bad}");
+        }
+    }
 }
