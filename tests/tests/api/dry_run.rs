@@ -592,3 +592,71 @@ async fn the_document_declares_the_parameter_on_every_write() {
     );
     assert!(doc["components"]["schemas"]["PendingEvent"].is_object());
 }
+
+/// Every declared action: one that writes answers a dry run (whatever it makes of an empty
+/// body and of these records) with the header, never a 5xx, and leaves every row of the
+/// organization and the feed as they were; one that does not write refuses `dryRun`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_declared_action_answers_a_dry_run_and_writes_nothing() {
+    use prodops_core::api::{ACTIONS, HttpMethod, RequestBody};
+    let server = TestServer::start().await;
+    let api = server
+        .org_with_flags("dry actions", &["documentsHubEnabled"])
+        .await;
+    let order = api
+        .create(
+            "deliverable",
+            json!({"name": "O", "type": "order", "quantity": 2}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let delivery = api
+        .post("/delivery/outbound", json!({"name": "T"}))
+        .await
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = state(&server, &api).await;
+    let mut ran = 0;
+    for desc in ACTIONS {
+        if desc.method == HttpMethod::Get {
+            continue;
+        }
+        let segments: Vec<String> = desc
+            .path_params()
+            .iter()
+            .map(|name| match (desc.tag, *name) {
+                ("delivery", "id") => delivery.clone(),
+                (_, "rootId") => order.clone(),
+                ("deliverable" | "bom-line" | "production", "id") => order.clone(),
+                _ => Uuid::now_v7().to_string(),
+            })
+            .collect();
+        let path = format!("{}?dryRun=true", desc.fill(&segments));
+        let method = Method::from_bytes(desc.method.as_str().as_bytes()).unwrap();
+        let req = api.req(method, &path);
+        let req = match desc.request {
+            RequestBody::None => req,
+            RequestBody::Json { .. } => req.json(json!({})),
+            RequestBody::Bytes => req.header("Content-Type", "text/plain").raw(b"x".to_vec()),
+        };
+        let resp = req.send().await;
+        if desc.takes_dry_run() {
+            assert_eq!(resp.header("prodops-dry-run"), Some("true"), "{resp}");
+            if resp.status < 300 {
+                assert_eq!(resp.body["dryRun"], json!(true), "{resp}");
+                ran += 1;
+            }
+        } else if desc.access != prodops_core::api::Access::Open {
+            assert_validation_names(&resp, "dryRun");
+        }
+    }
+    assert!(ran >= 5, "{ran} actions ran their dry run to the end");
+    assert!(
+        before == state(&server, &api).await,
+        "the dry runs of every action changed nothing"
+    );
+}
