@@ -190,3 +190,48 @@ async fn import_dry_run_prints_the_servers_counts() {
         "Renamed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliverable_import_dry_run_counts_a_tree_and_writes_nothing() {
+    let server = TestServer::start().await;
+    let api = server.org("CliDryTree").await;
+    let dir = tempfile::tempdir().unwrap();
+    let [order, phase, step, bad] = [(); 4].map(|()| uuid::Uuid::now_v7());
+    // Children before their parents; line 5 is refused here (a negative quantity).
+    let file = dir.path().join("tree.csv");
+    std::fs::write(
+        &file,
+        format!(
+            "id,identifier,name,type,parentId,quantity\n\
+             {step},S-1,Drill,step,{phase},4\n\
+             {phase},P-1,Frame,phase,{order},2\n\
+             {order},O-1,Order one,order,,10\n\
+             {bad},B-1,Bad,phase,{order},-2\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        prodops_in(&server, &api, dir.path(), Duration::from_secs(120)),
+        &[
+            "deliverable",
+            "import",
+            file.to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 5, "{out}");
+    let summary = out.json();
+    assert_eq!(summary["created"], 3, "{out}");
+    assert_eq!(summary["updated"], 0, "{out}");
+    assert_eq!(summary["unchanged"], 0, "{out}");
+    assert_eq!(summary["rejected"], 1, "{out}");
+    assert!(out.stderr.contains("line 5:"), "{out}");
+    assert_eq!(
+        api.total("deliverable").await,
+        0,
+        "a dry run writes nothing"
+    );
+}
