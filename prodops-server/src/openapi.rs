@@ -472,9 +472,12 @@ fn declare_dry_run(op: &mut Op) {
         if !status.starts_with('2') {
             continue;
         }
-        match response["content"]["application/json"]["schema"].take() {
-            Value::Null => bodiless = true,
-            schema => {
+        match response
+            .pointer_mut("/content/application~1json/schema")
+            .map(Value::take)
+        {
+            None => bodiless = true,
+            Some(schema) => {
                 response["content"]["application/json"]["schema"] =
                     json!({ "anyOf": [schema, envelope] });
                 response["headers"] = header.clone();

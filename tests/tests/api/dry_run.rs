@@ -591,6 +591,11 @@ async fn the_document_declares_the_parameter_on_every_write() {
         json!("#/components/schemas/DryRun")
     );
     assert!(doc["components"]["schemas"]["PendingEvent"].is_object());
+    // The write's own 204 stays bodiless.
+    assert_eq!(
+        doc["paths"]["/api/v2/shop/{id}"]["delete"]["responses"]["204"].get("content"),
+        None
+    );
 }
 
 /// Every declared action: one that writes answers a dry run (whatever it makes of an empty
