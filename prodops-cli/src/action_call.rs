@@ -181,6 +181,12 @@ pub async fn send_action(
     if desc.operation_id == "event_list" {
         events_list_since(ctx, &mut query).await?;
     }
+    // `--dry-run`: the server's dry run; its answer is the `{dryRun, answer, ledger, events}`
+    // it sends, printed as it came.
+    if crate::context::dry_run(args) && desc.takes_dry_run() {
+        query.push((prodops_core::dry_run::PARAM.to_string(), "true".to_string()));
+        shape.select.clear();
+    }
     let answer = ctx
         .client
         .call_described(desc, &call.segments, &query, call.body)

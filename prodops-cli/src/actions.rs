@@ -118,6 +118,7 @@ const PROPERTY_COUNTS: ActionDesc = ActionDesc {
     outcome: "The groups and their counts",
     summary: "Counts deliverables by the exact stored value of a field",
     description: "",
+    no_dry_run: None,
     cli: Cli {
         command: "deliverable",
         verb: "property-counts",

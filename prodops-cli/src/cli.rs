@@ -36,11 +36,16 @@ fn bulk_brake_args() -> [Arg; 2] {
             .short('y')
             .action(ArgAction::SetTrue)
             .help("Do not ask for confirmation on a terminal"),
-        Arg::new("dry-run")
-            .long("dry-run")
-            .action(ArgAction::SetTrue)
-            .help("Print how many records the filter matches; change nothing"),
+        dry_run_arg(),
     ]
+}
+
+/// `--dry-run` of a write: the server runs it and rolls it back (docs/cli.md).
+pub fn dry_run_arg() -> Arg {
+    Arg::new("dry-run")
+        .long("dry-run")
+        .action(ArgAction::SetTrue)
+        .help("Run the write on the server and roll it back: print what it would write (its answer, ledger rows and events); change nothing")
 }
 
 fn select_arg() -> Arg {
@@ -160,6 +165,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
             Command::new("create")
                 .about("Creates a record")
                 .arg(data_arg(false))
+                .arg(dry_run_arg())
                 .args(set_args())
                 .arg(select_arg())
                 .args(shape_args())
@@ -174,6 +180,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 .about("Changes fields of a record")
                 .arg(id_arg())
                 .arg(data_arg(false))
+                .arg(dry_run_arg())
                 .args(set_args())
                 .arg(select_arg())
                 .args(shape_args())
@@ -192,6 +199,8 @@ fn resource_command(d: &ResourceDesc) -> Command {
             Command::new("delete")
                 .about(what)
                 .arg(id_arg())
+                .arg(dry_run_arg())
+                .args(shape_args())
                 .after_help(example(format!("prodops {name} delete ID"))),
         );
     }
@@ -200,6 +209,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
             Command::new("bulk-put")
                 .about("Upserts a JSON array of records, all or nothing (with id: update; without: create)")
                 .arg(data_arg(true))
+                .arg(dry_run_arg())
                 .args(shape_args())
                 .after_help(example(format!("prodops {name} bulk-put --data @records.json"))),
         );
@@ -234,6 +244,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 Command::new("archive")
                     .about("Archives a record")
                     .arg(id_arg())
+                    .arg(dry_run_arg())
                     .arg(select_arg())
                     .args(shape_args())
                     .after_help(example(format!("prodops {name} archive ID"))),
@@ -242,6 +253,7 @@ fn resource_command(d: &ResourceDesc) -> Command {
                 Command::new("restore")
                     .about("Restores an archived record")
                     .arg(id_arg())
+                    .arg(dry_run_arg())
                     .arg(select_arg())
                     .args(shape_args())
                     .after_help(example(format!("prodops {name} restore ID"))),
@@ -320,6 +332,16 @@ fn action_command(c: &ActionCommand) -> Command {
     }
     if a.takes_json() {
         cmd = cmd.arg(data_arg(false));
+    }
+    // A write's dry run on the server, unless a flag of its own is already `--dry-run` (the
+    // stock count's `dryRun` field).
+    if a.takes_dry_run()
+        && !c
+            .flags
+            .iter()
+            .any(|f| f.name == "dry-run" || f.id == "dry-run")
+    {
+        cmd = cmd.arg(dry_run_arg());
     }
     if matches!(a.answer, AnswerBody::Bytes) {
         // A file's bytes: nothing to select or shape.
@@ -721,6 +743,8 @@ mod tests {
             "timeout",
             "max-attempts",
             "idempotency-key",
+            // The server's dry run of a write (`ActionDesc::takes_dry_run`).
+            "dry-run",
         ];
         for a in prodops_core::api::ACTIONS {
             let what = format!("{} {} ({})", a.cli.command, a.cli.verb, a.operation_id);

@@ -20,6 +20,12 @@ pub struct CommandContext {
     pub client: Client,
 }
 
+/// Whether a write command was given `--dry-run` (the server's dry run: docs/cli.md). A
+/// command whose `dry-run` is something else (a body field's flag) or that has none: false.
+pub fn dry_run(args: &ArgMatches) -> bool {
+    matches!(args.try_get_one::<bool>("dry-run"), Ok(Some(true)))
+}
+
 /// The fields `--select` names, trimmed, empty ones left out.
 pub fn select(args: &ArgMatches) -> Vec<String> {
     args.try_get_many::<String>("select")

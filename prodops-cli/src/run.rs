@@ -310,6 +310,9 @@ async fn resource_verb(
         fields: None,
         ..shape.clone()
     };
+    if crate::context::dry_run(args) && WRITE_VERBS.contains(&verb) {
+        return dry_run_verb(ctx, kind.desc(), verb, args, &plain).await;
+    }
     if !matches!(verb, "group-count" | "count" | "bulk-put") {
         shape.fields.as_ref().expect("set").check_select(&sel)?;
     }
@@ -417,14 +420,14 @@ async fn resource_verb(
         "bulk-update" => {
             let params = require_filter(args)?;
             let body = body_from(args, path, true)?;
-            if !bulk_brake(ctx, &r, path, "update", &params, args).await? {
+            if !bulk_brake(&r, path, "update", &params, args).await? {
                 return Ok(());
             }
             json!({ "count": r.bulk_update(&params, &body).await? })
         }
         "bulk-delete" => {
             let params = require_filter(args)?;
-            if !bulk_brake(ctx, &r, path, "delete", &params, args).await? {
+            if !bulk_brake(&r, path, "delete", &params, args).await? {
                 return Ok(());
             }
             json!({ "count": r.bulk_delete(&params).await? })
@@ -454,6 +457,79 @@ fn thousands(n: u64) -> String {
     out
 }
 
+/// The verbs of a resource command that write: `--dry-run` sends them as a dry run.
+const WRITE_VERBS: [&str; 8] = [
+    "create",
+    "update",
+    "delete",
+    "archive",
+    "restore",
+    "bulk-put",
+    "bulk-update",
+    "bulk-delete",
+];
+
+/// A write verb with `--dry-run`: the request the verb sends, as a dry run on the server
+/// (`Client::dry_run`). Prints what it would have written (`{dryRun, answer, ledger,
+/// events}`); nothing is written.
+async fn dry_run_verb(
+    ctx: &CommandContext,
+    desc: &prodops_core::ResourceDesc,
+    verb: &str,
+    args: &ArgMatches,
+    plain: &Shape,
+) -> CmdResult {
+    let (method, template) = crate::args::standard_route(desc, verb)
+        .ok_or_else(|| Fail::usage(format!("{} has no verb {verb}", desc.path)))?;
+    let id = args
+        .try_get_one::<String>("id")
+        .ok()
+        .flatten()
+        .cloned()
+        .unwrap_or_default();
+    let mut path = template.replace("{id}", &prodops_client::paths::encode(&id));
+    let mut method = Method::from_name(method).expect("a standard method");
+    let body = match verb {
+        "create" => Some(body_from(args, desc.path, false)?),
+        "update" => Some(body_from(args, desc.path, true)?),
+        "bulk-put" => {
+            let body = body_from(args, desc.path, true)?;
+            if !body.is_array() {
+                return Err(Fail::usage(
+                    "bulk-put: --data must be a JSON array of records",
+                ));
+            }
+            Some(body)
+        }
+        "bulk-update" => {
+            let params = require_filter(args)?;
+            path = format!("{path}?{}", params.query_string(false));
+            Some(body_from(args, desc.path, true)?)
+        }
+        "bulk-delete" => {
+            let params = require_filter(args)?;
+            path = format!("{path}?{}", params.query_string(false));
+            None
+        }
+        // Archive and restore as `Resource::archive` and `restore` send them.
+        "archive" | "restore" if method == Method::PATCH => {
+            Some(json!({ "isArchived": verb == "archive" }))
+        }
+        "archive" | "restore" if method == Method::DELETE && verb == "restore" => {
+            method = Method::PATCH;
+            Some(json!({ "isArchived": false }))
+        }
+        _ => None,
+    };
+    let body = body
+        .map(|b| serde_json::to_vec(&b).map(bytes::Bytes::from))
+        .transpose()
+        .map_err(|e| Fail::usage(format!("the request body: {e}")))?;
+    let report = ctx.client.dry_run(method, &path, body).await?;
+    let value = serde_json::to_value(report).expect("json");
+    write_shaped(plain, &value)
+}
+
 fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
     let params = list_params(args)?;
     if params.filters.is_empty() && params.search.is_none() {
@@ -466,9 +542,9 @@ fn require_filter(args: &ArgMatches) -> CmdResult<ListParams> {
 
 /// The brake of a bulk change: says on stderr how many records the filter matches, then, on a
 /// terminal (stdin and stdout both), asks before changing them unless `--yes` was given. A
-/// pipe is never asked. `--dry-run` prints the count and stops. True: go on.
+/// pipe is never asked. True: go on. (`--dry-run` never gets here: the server's dry run
+/// asks nothing, `dry_run_verb`.)
 async fn bulk_brake(
-    ctx: &CommandContext,
     records: &prodops_client::Resource<Value>,
     path: &str,
     what: &str,
@@ -479,14 +555,6 @@ async fn bulk_brake(
     Post::from_args(args)?;
     let matched = records.count(params).await?;
     eprintln!("{matched} {path} record(s) match the filter");
-    if args.get_flag("dry-run") {
-        crate::output::write_answer(
-            ctx.format,
-            &json!({ "count": matched, "dryRun": true }),
-            args,
-        )?;
-        return Ok(false);
-    }
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if matched == 0 || args.get_flag("yes") || !interactive {
         return Ok(true);

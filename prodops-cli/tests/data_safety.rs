@@ -494,15 +494,16 @@ async fn a_bulk_change_shows_its_count_and_asks_on_a_terminal_only() {
     assert!(shown.contains("declined; nothing was changed"), "{shown}");
     assert_eq!(statuses(&api).await, ["active", "inactive", "inactive"]);
 
-    // --dry-run: the count, no question, no change.
+    // --dry-run: the server's dry run, no question, no change.
     let out = run(
         cmd(&server, &api, dir.path()),
         &[&update[..], &["--dry-run"]].concat(),
     )
     .await;
     assert_eq!(out.code, 0, "{out}");
-    assert_eq!(out.json()["count"], 2, "{out}");
+    assert_eq!(out.json()["answer"]["count"], 2, "{out}");
     assert_eq!(out.json()["dryRun"], true, "{out}");
+    assert_eq!(out.json()["events"].as_array().unwrap().len(), 2, "{out}");
     assert_eq!(statuses(&api).await, ["active", "inactive", "inactive"]);
 
     // Confirmed at the prompt.

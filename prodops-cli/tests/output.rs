@@ -449,7 +449,7 @@ async fn jq_shapes_summaries_the_feed_and_auth_status() {
             "status=active",
             "--dry-run",
             "--jq",
-            ".count",
+            ".answer.count",
         ])
         .await;
     ok(&out);

@@ -69,7 +69,7 @@ pub use stream::{Framer, ValuesStream};
 // records are in [`webhook`] beside `verify`.
 pub use prodops_core::{
     Record, ResourceDesc, Violation, api, bom_actions, catalog, contact, custom_property,
-    deliverable, delivery, document, event, explain, inventory, lot, lot_rules, minimal,
+    deliverable, delivery, document, dry_run, event, explain, inventory, lot, lot_rules, minimal,
     notification, organization, production, production_actions, progress, qc, registry, schedule,
     stock_count, template, timesheet, units, vendor, work_session, worker,
 };
@@ -81,6 +81,7 @@ pub use prodops_core::custom_property::CustomPropertyDefinition;
 pub use prodops_core::deliverable::Deliverable;
 pub use prodops_core::delivery::{CargoSpan, Delivery, Leg, ManifestLine, Stop};
 pub use prodops_core::document::{Document, DocumentVersion};
+pub use prodops_core::dry_run::{DryRun, PendingEvent, Tally};
 pub use prodops_core::event::{Event, EventPage};
 pub use prodops_core::inventory::{InventoryTransaction, Stock};
 pub use prodops_core::lot::Lot;
@@ -616,6 +617,86 @@ impl Client {
         }
     }
 
+    /// A dry run of a write (docs/api.md, "Dry runs"): `method path` (relative to `/api/v2`,
+    /// may carry a query string) with `dryRun=true` added. The server runs the write, hooks and
+    /// rules included, rolls it back, and answers what it would have written: the write's own
+    /// answer (`answer`, as JSON), the ledger rows and the events. Nothing is written and no
+    /// idempotency key is used. A write the server would refuse is the same [`Error::Api`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// use prodops_client::Method;
+    /// let report = client
+    ///     .dry_run(Method::POST, "/worker", Some(bytes::Bytes::from_static(br#"{"name":"Ann"}"#)))
+    ///     .await?;
+    /// assert_eq!(report.events[0].event_type, "worker.created");
+    /// # Ok(()) }
+    /// ```
+    pub async fn dry_run(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<DryRun<serde_json::Value>> {
+        let path = with_dry_run(path);
+        let bytes = self.send_as(method, &path, body, JSON).await?;
+        decode(&bytes)
+    }
+
+    /// [`Client::call`] as a dry run ([`Client::dry_run`]): the action's answer, as it would
+    /// have been, read as `E::Answer` says, with the ledger rows and events it would have
+    /// written.
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client, req: prodops_client::production_actions::ProduceRequest) -> prodops_client::Result<()> {
+    /// use prodops_core::api::production::Produce;
+    /// let report = client.dry_run_call::<Produce>((), &(), &req).await?;
+    /// println!("{} ledger rows", report.ledger.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn dry_run_call<E>(
+        &self,
+        path: E::Path,
+        query: &E::Query,
+        body: &<E::Body as BodyKind>::Send,
+    ) -> Result<DryRun<<E::Answer as AnswerKind>::Out>>
+    where
+        E: Endpoint,
+        E::Body: SendBody,
+    {
+        let desc = &E::DESC;
+        if !desc.takes_dry_run() {
+            return Err(Error::Config(format!(
+                "{} {} has no dry run",
+                desc.method.as_str(),
+                desc.path
+            )));
+        }
+        let url = with_dry_run(&action_path(desc, &path.segments(), &query.pairs()));
+        let bytes = match <E::Body as SendBody>::encode(body)? {
+            Encoded::None => self.send_as(method_of(desc), &url, None, JSON).await?,
+            Encoded::Json(bytes) => {
+                self.send_as(method_of(desc), &url, Some(bytes), JSON)
+                    .await?
+            }
+            Encoded::Raw(bytes, content_type) => {
+                self.send_as(method_of(desc), &url, Some(bytes), &content_type)
+                    .await?
+            }
+        };
+        let report: DryRun<serde_json::Value> = decode(&bytes)?;
+        let answer_bytes = serde_json::to_vec(&report.answer)
+            .map_err(|e| Error::Decode(format!("the dry run's answer: {e}")))?;
+        let answer = <E::Answer as AnswerKind>::decode_with::<compat::Reader>(&answer_bytes)
+            .map_err(|e| decode_error(e, &answer_bytes))?;
+        Ok(DryRun {
+            dry_run: report.dry_run,
+            answer,
+            ledger: report.ledger,
+            events: report.events,
+        })
+    }
+
     /// The standard endpoints of a core record type: `client.resource::<Worker>()`.
     ///
     /// ```
@@ -787,6 +868,12 @@ fn decode_error(e: serde_json::Error, bytes: &[u8]) -> Error {
 }
 
 /// Reads a JSON answer; an empty body reads as `null`.
+/// `path` with `dryRun=true` added to its query string.
+fn with_dry_run(path: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}{}=true", prodops_core::dry_run::PARAM)
+}
+
 pub(crate) fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R> {
     let text = if bytes.iter().all(u8::is_ascii_whitespace) {
         &b"null"[..]

@@ -13,6 +13,7 @@ pub mod deliverable;
 pub mod delivery;
 pub mod dependency_graph;
 pub mod document;
+pub mod dry_run;
 pub mod event;
 pub mod explain;
 #[cfg(feature = "openapi")]

@@ -91,6 +91,7 @@ fn action_ops(schemas: &mut api::Schemas, ops: &mut Vec<Op>) {
             .query
             .iter()
             .any(|q| q.required && matches!(q.kind, ParamKind::Uuid | ParamKind::UuidList));
+        o.dry_run = desc.takes_dry_run();
         if !desc.description.is_empty() {
             o = o.describe(desc.description);
         }
@@ -310,7 +311,16 @@ pub fn document_value() -> Value {
         resource_components(&res, &mut components);
         standard_ops(&res, &mut ops);
     }
+    // Every standard write takes a dry run; the actions say which of them do.
+    for op in &mut ops {
+        op.dry_run = !op.read && !op.forbidden;
+    }
     action_ops(&mut schemas, &mut ops);
+    <prodops_core::dry_run::PendingEvent as utoipa::ToSchema>::schemas(&mut schemas);
+    schemas.push((
+        "PendingEvent".into(),
+        <prodops_core::dry_run::PendingEvent as utoipa::PartialSchema>::schema(),
+    ));
     for (name, schema) in schemas {
         components.entry(name).or_insert_with(|| to_value(&schema));
     }
@@ -340,9 +350,13 @@ pub fn document_value() -> Value {
         }),
     );
     webhook_components(&mut components);
+    components.insert("DryRun".into(), dry_run_schema());
 
     let mut paths = Map::new();
     for mut op in ops {
+        if op.dry_run {
+            declare_dry_run(&mut op);
+        }
         add_errors(&mut op);
         let item = paths
             .entry(op.path)
@@ -403,6 +417,83 @@ pub fn document_value() -> Value {
     exact_patterns(&mut doc);
     doc["webhooks"] = webhook_requests();
     doc
+}
+
+/// The answer to a dry run (`prodops_core::dry_run::DryRun`).
+fn dry_run_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "What a write asked with `dryRun=true` would have done; nothing of it was written (docs/api.md, \"Dry runs\").",
+        "required": ["dryRun", "answer", "ledger", "events"],
+        "properties": {
+            "dryRun": { "type": "boolean", "const": true },
+            "answer": { "description": "The write's own answer as it would have been; `null` for a write answered with 204." },
+            "ledger": {
+                "type": "array",
+                "description": "The ledger rows (`/inventory-transaction` records) the write would have posted.",
+                "items": { "type": "object" }
+            },
+            "events": {
+                "type": "array",
+                "description": "The events the write would have appended to the feed, in order.",
+                "items": schema_ref("PendingEvent")
+            }
+        }
+    })
+}
+
+/// A write's `dryRun` parameter, and its success answers as a dry run gives them: the
+/// [`dry_run_schema`] envelope beside the write's own answer (a write answered with 204 is
+/// answered 200 with the envelope), with the `Prodops-Dry-Run` header.
+fn declare_dry_run(op: &mut Op) {
+    let param = query_param(
+        prodops_core::dry_run::PARAM,
+        "`true`: run the write, hooks and rules included, roll it back, and answer what it \
+         would have written (`DryRun`), with the header `Prodops-Dry-Run: true`. Nothing is \
+         written and no idempotency key is used.",
+        json!({ "type": "boolean" }),
+    );
+    match op.value["parameters"].as_array_mut() {
+        Some(list) => list.push(param),
+        None => op.value["parameters"] = json!([param]),
+    }
+    let header = json!({
+        prodops_core::dry_run::HEADER: {
+            "description": "`true` on the answer to a dry run",
+            "schema": { "type": "string", "enum": ["true"] }
+        }
+    });
+    let envelope = schema_ref("DryRun");
+    let Some(responses) = op.value["responses"].as_object_mut() else {
+        return;
+    };
+    let mut bodiless = false;
+    for (status, response) in responses.iter_mut() {
+        if !status.starts_with('2') {
+            continue;
+        }
+        match response
+            .pointer_mut("/content/application~1json/schema")
+            .map(Value::take)
+        {
+            None => bodiless = true,
+            Some(schema) => {
+                response["content"]["application/json"]["schema"] =
+                    json!({ "anyOf": [schema, envelope] });
+                response["headers"] = header.clone();
+            }
+        }
+    }
+    if bodiless && !responses.contains_key("200") {
+        responses.insert(
+            "200".into(),
+            json!({
+                "description": "The dry run's answer (`dryRun=true`)",
+                "headers": header,
+                "content": { "application/json": { "schema": envelope } }
+            }),
+        );
+    }
 }
 
 /// What a webhook receiver is sent (docs/events.md, "Webhooks"): the body is an `Event` as

@@ -46,6 +46,8 @@ mod delivery;
 mod delivery_manifest;
 #[path = "api/document.rs"]
 mod document;
+#[path = "api/dry_run.rs"]
+mod dry_run;
 #[path = "api/errors.rs"]
 mod errors;
 #[path = "api/events.rs"]

@@ -64,7 +64,7 @@ pub fn import_command_with(
         Arg::new("dry-run")
             .long("dry-run")
             .action(ArgAction::SetTrue)
-            .help("Check every row, write nothing"),
+            .help("Check every row here, then send each batch as the server's dry run: print what it would create, update and leave unchanged, and the rows it would refuse; write nothing"),
     )
     .args(crate::args::shape_args())
     .arg(

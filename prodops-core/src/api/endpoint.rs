@@ -259,6 +259,10 @@ pub struct ActionDesc {
     pub summary: &'static str,
     /// Rules the schemas cannot say; empty when there are none.
     pub description: &'static str,
+    /// `Some(why)`: the action takes no `dryRun` (what it does is not a write that can be
+    /// rolled back, such as sending a test delivery); `None`: a write takes it
+    /// ([`ActionDesc::takes_dry_run`]).
+    pub no_dry_run: Option<&'static str>,
     pub cli: Cli,
 }
 
@@ -271,6 +275,28 @@ impl ActionDesc {
     /// ```
     pub fn path_params(&self) -> Vec<&'static str> {
         path_params(self.path)
+    }
+
+    /// Whether the action takes `?dryRun=true` (docs/api.md, "Dry runs"): every action that
+    /// writes, that is, every one but a `GET`, one that a key with read permissions alone may
+    /// call, one without a key, one answering a file, and one that declares `no_dry_run`.
+    ///
+    /// ```
+    /// use prodops_core::api::{Endpoint, production::Produce, webhook::Test, deliverable::Groups};
+    /// assert!(Produce::DESC.takes_dry_run());
+    /// assert!(!Test::DESC.takes_dry_run());
+    /// assert!(!Groups::DESC.takes_dry_run());
+    /// ```
+    pub fn takes_dry_run(&self) -> bool {
+        let reads = match self.access {
+            Access::Key(perms) => perms.iter().all(|(_, p)| *p == Perm::Read),
+            Access::Open => true,
+            Access::KeyChecked | Access::Admin => false,
+        };
+        self.method != HttpMethod::Get
+            && !reads
+            && !matches!(self.answer, AnswerBody::Bytes)
+            && self.no_dry_run.is_none()
     }
 
     /// The path with its parameters filled in (each percent-encoded as a path segment).
@@ -720,6 +746,14 @@ pub const fn other_answers(given: &[&'static [OtherAnswer]]) -> &'static [OtherA
 
 /// Declares one action endpoint: a unit type implementing [`Endpoint`], its `DESC` built from
 /// the types it names, so the description and the types cannot disagree.
+/// The reason an `action!` gives for taking no `dryRun`, if it gives one.
+pub const fn no_dry_run(given: &[&'static str]) -> Option<&'static str> {
+    match given {
+        [why] => Some(why),
+        _ => None,
+    }
+}
+
 macro_rules! action {
     (
         $(#[$doc:meta])*
@@ -737,6 +771,7 @@ macro_rules! action {
             description: $description:expr,
             $(body_schema: $body_schema:expr,)?
             $(other_answers: $other_answers:expr,)?
+            $(no_dry_run: $no_dry_run:literal,)?
             cli: $cli:expr $(,)?
         }
     ) => {
@@ -766,6 +801,7 @@ macro_rules! action {
                 outcome: $outcome,
                 summary: $summary,
                 description: $description,
+                no_dry_run: $crate::api::endpoint::no_dry_run(&[$($no_dry_run)?]),
                 cli: $cli,
             };
         }

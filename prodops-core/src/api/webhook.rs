@@ -102,6 +102,7 @@ action! {
         summary: "Send a signed `webhook.ping` event now (admin keys only)",
         description: "One attempt, not retried and not logged, under the same signature, \
              address guard and time-out as deliveries; answered whatever the receiver said.",
+        no_dry_run: "it sends a request to the receiver and writes nothing",
         cli: Cli {
             command: "webhook",
             verb: "test",

@@ -151,12 +151,17 @@ impl Files {
 
     /// Stores bytes under a fresh key of the organization; returns the key.
     pub async fn put(&self, org: Uuid, bytes: Bytes) -> ApiResult<String> {
-        let key = Uuid::now_v7().to_string();
+        let key = Self::new_key();
         self.store
             .put(&Self::location(org, &key), bytes.into())
             .await
             .map_err(ApiError::internal)?;
         Ok(key)
+    }
+
+    /// A fresh key for a file's bytes (a UUIDv7).
+    pub fn new_key() -> String {
+        Uuid::now_v7().to_string()
     }
 
     /// The bytes under an organization's key; `None` when there are none.

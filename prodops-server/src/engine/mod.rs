@@ -778,7 +778,7 @@ async fn bulk_put(
         ));
     }
     // One context for both steps: the records are stamped with its time when prepared.
-    let ctx = Ctx::new(call.state.resources.clone(), call.auth, call.idempotency);
+    let ctx = call.ctx();
     // Outside the write transaction, so that requests prepare while another one writes.
     let prepared = {
         let filled = call.state.store.filter_fields_written(res.table());
@@ -787,7 +787,7 @@ async fn bulk_put(
             .await
             .map_err(ApiError::internal)??
     };
-    let (rows, table, org) = (prepared.len(), res.table(), ctx.org());
+    let (rows, table, org, dry_run) = (prepared.len(), res.table(), ctx.org(), ctx.dry_run);
     let reply = write_reply(&call.state, ctx, move |tx, ctx| {
         let ctx = &ctx.deferring();
         // One count update for the call, not one per updated record (store/value_counts.rs).
@@ -802,6 +802,9 @@ async fn bulk_put(
         ))
     })
     .await?;
-    call.state.store.after_bulk_write(table, org, rows);
+    // A dry run wrote nothing: the table's statistics are as they were.
+    if !dry_run {
+        call.state.store.after_bulk_write(table, org, rows);
+    }
     Ok(reply)
 }

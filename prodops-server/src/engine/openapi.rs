@@ -104,6 +104,9 @@ pub struct Op {
     pub names_record: bool,
     /// Refused with 403 on every call (the resource forbids it, decisions.md 4).
     pub forbidden: bool,
+    /// Takes `dryRun` (a write; docs/api.md, "Dry runs"): set where the operations are
+    /// assembled (`openapi.rs`).
+    pub dry_run: bool,
 }
 
 impl Op {
@@ -115,6 +118,7 @@ impl Op {
             value: json!({ "operationId": id, "tags": [tag], "summary": summary, "responses": {} }),
             read: method == "get",
             forbidden: false,
+            dry_run: false,
         }
     }
     pub fn describe(mut self, description: impl Into<String>) -> Op {

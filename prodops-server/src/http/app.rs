@@ -94,10 +94,15 @@ impl PrefetchedPage {
 /// Runs a write in one transaction. With an `Idempotency-Key`, a repeat of the same request is
 /// answered from the stored reply without running `f`, and the first reply is stored in the same
 /// transaction as the work it describes, so a retried call can never apply twice.
+///
+/// A dry run ([`Ctx::dry_run`]) runs the same work and rolls it back: see [`dry_run_reply`].
 pub async fn write_reply<F>(state: &AppState, ctx: Ctx, mut f: F) -> ApiResult<Response>
 where
     F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
 {
+    if ctx.dry_run {
+        return dry_run_reply(state, ctx, f).await;
+    }
     let (reply, events) = state
         .store
         .write(move |tx| {
@@ -125,6 +130,140 @@ where
         state.events.notify_waiters();
     }
     Ok(reply.into_response())
+}
+
+/// The answer header of a dry run, parsed once.
+pub const DRY_RUN_HEADER: HeaderName = HeaderName::from_static("prodops-dry-run");
+
+/// A dry run of a write (docs/api.md, "Dry runs"): `f` runs in a write transaction as it
+/// would for the write, hooks and rules included, and the events it would append are taken
+/// from it; then the transaction is rolled back, so nothing of it stays on the database: no
+/// record, ledger row, event (so no webhook delivery), or idempotency key, which is neither
+/// looked up nor stored. The answer is a `DryRun` envelope (`prodops_core::dry_run`) of the
+/// reply `f` made, its status (200 for a write answered with 204), the ledger rows and the
+/// events, with the header `Prodops-Dry-Run: true`. A refusal is answered as the write's.
+async fn dry_run_reply<F>(state: &AppState, ctx: Ctx, mut f: F) -> ApiResult<Response>
+where
+    F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
+{
+    type Kept = (Reply, Vec<prodops_core::dry_run::PendingEvent>);
+    let kept: Arc<std::sync::Mutex<Option<Kept>>> = Arc::default();
+    let slot = kept.clone();
+    let rolled_back = state
+        .store
+        .write(move |tx| {
+            ctx.take_events();
+            let reply = f(tx, &ctx)?;
+            let origin = ctx.event_origin();
+            let events = ctx
+                .take_events()
+                .iter()
+                .map(|e| pending_event(&origin, e))
+                .collect::<ApiResult<Vec<_>>>()?;
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((reply, events));
+            // An error rolls the transaction back; the answer was kept above.
+            Err::<(), _>(ApiError::internal("a dry run is rolled back"))
+        })
+        .await;
+    let taken = kept.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let Some((reply, events)) = taken else {
+        return Err(match rolled_back {
+            Err(e) => e,
+            Ok(()) => ApiError::internal("a dry run was not rolled back"),
+        });
+    };
+    let answer: Value = match &reply.body {
+        Some(body) => serde_json::from_str(body).map_err(ApiError::internal)?,
+        None => Value::Null,
+    };
+    let status = match reply.status {
+        StatusCode::NO_CONTENT => StatusCode::OK,
+        status => status,
+    };
+    let envelope = prodops_core::dry_run::DryRun::new(answer, events);
+    let mut response = Reply::json(status, &envelope).into_response();
+    response
+        .headers_mut()
+        .insert(DRY_RUN_HEADER, HeaderValue::from_static("true"));
+    Ok(response)
+}
+
+/// An event a dry run would have appended, as its envelope lists it.
+fn pending_event(
+    origin: &crate::store::events::Origin,
+    e: &crate::store::events::NewEvent,
+) -> ApiResult<prodops_core::dry_run::PendingEvent> {
+    Ok(prodops_core::dry_run::PendingEvent {
+        event_type: e.event_type.clone(),
+        resource: e.resource.to_string(),
+        record_id: uuid::Uuid::parse_str(&e.record_id).map_err(ApiError::internal)?,
+        key_id: origin.key_id,
+        request_id: origin.request_id.clone(),
+        occurred_at: origin.occurred_at.clone(),
+        data: serde_json::from_str(&e.data).map_err(ApiError::internal)?,
+        changed: e
+            .changed
+            .as_deref()
+            .map(serde_json::from_str::<Vec<String>>)
+            .transpose()
+            .map_err(ApiError::internal)?,
+    })
+}
+
+/// Takes `dryRun` off a write's query string (each other parameter kept as it was sent):
+/// `Some(true)` for `dryRun=true`, `Some(false)` for `dryRun=false`, `None` without it; 400
+/// naming `dryRun` for another value or a repeated one.
+fn take_dry_run(uri: &axum::http::Uri) -> ApiResult<Option<(bool, axum::http::Uri)>> {
+    let Some(query) = uri.query() else {
+        return Ok(None);
+    };
+    // Most writes have no query, or one without the name written either way: nothing to read.
+    if !query.contains(prodops_core::dry_run::PARAM) && !query.contains('%') {
+        return Ok(None);
+    }
+    let mut flag = None;
+    let mut kept: Vec<&str> = Vec::new();
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key: String = form_urlencoded::parse(key.as_bytes())
+            .map(|(k, _)| k.into_owned())
+            .next()
+            .unwrap_or_default();
+        if key != prodops_core::dry_run::PARAM {
+            kept.push(pair);
+            continue;
+        }
+        let value: String = form_urlencoded::parse(format!("v={value}").as_bytes())
+            .map(|(_, v)| v.into_owned())
+            .next()
+            .unwrap_or_default();
+        if flag.is_some() {
+            return Err(ApiError::field(
+                prodops_core::dry_run::PARAM,
+                "is given more than once",
+            ));
+        }
+        flag = Some(
+            prodops_core::dry_run::parse_flag(&value).map_err(|v| ApiError::violations(vec![v]))?,
+        );
+    }
+    let Some(flag) = flag else {
+        return Ok(None);
+    };
+    let path_and_query = if kept.is_empty() {
+        uri.path().to_string()
+    } else {
+        format!("{}?{}", uri.path(), kept.join("&"))
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(
+        path_and_query
+            .parse()
+            .map_err(|_| ApiError::validation("the query string could not be read"))?,
+    );
+    let uri = axum::http::Uri::from_parts(parts)
+        .map_err(|_| ApiError::validation("the query string could not be read"))?;
+    Ok(Some((flag, uri)))
 }
 
 /// Reads a whole body, refusing more than [`BODY_LIMIT`] bytes with 413.
@@ -418,6 +557,24 @@ async fn admit(
     if let Err(e) = crate::http::text::check_uri(req.uri()) {
         return (e.into_response(), Some(standing));
     }
+    // `?dryRun=` on a write: taken off the query, marked on the request (docs/api.md).
+    let mut dry_run = false;
+    if matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) {
+        match take_dry_run(req.uri()) {
+            Ok(None) => {}
+            Ok(Some((flag, uri))) => {
+                *req.uri_mut() = uri;
+                if flag {
+                    dry_run = true;
+                    req.extensions_mut().insert(crate::http::context::DryRun);
+                }
+            }
+            Err(e) => return (e.into_response(), Some(standing)),
+        }
+    }
     if matches!(
         *req.method(),
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
@@ -436,7 +593,32 @@ async fn admit(
             Err(e) => return (e.into_response(), Some(standing)),
         }
     }
-    (next.run(req).await, Some(standing))
+    let response = next.run(req).await;
+    if dry_run {
+        return (dry_run_answered(response), Some(standing));
+    }
+    (response, Some(standing))
+}
+
+/// The answer to a request asked as a dry run. A write answered it through [`dry_run_reply`]
+/// (the header is set). A refusal carries the header too. A success without it came from an
+/// endpoint that writes nothing (a query sent by POST): `dryRun` is refused there, as the
+/// document declares it on writes only; what such an endpoint did was only a read.
+fn dry_run_answered(mut response: Response) -> Response {
+    if response.headers().contains_key(DRY_RUN_HEADER) {
+        return response;
+    }
+    if response.status().is_success() {
+        return ApiError::field(
+            prodops_core::dry_run::PARAM,
+            "this endpoint writes nothing; only writes take dryRun",
+        )
+        .into_response();
+    }
+    response
+        .headers_mut()
+        .insert(DRY_RUN_HEADER, HeaderValue::from_static("true"));
+    response
 }
 
 /// Turns a bodyless error (axum's own 404 and 405) into the error shape.
@@ -549,4 +731,44 @@ pub fn router(state: Arc<AppState>, routes: Router<Arc<AppState>>) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), gateway))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Uri;
+
+    fn taken(uri: &str) -> ApiResult<Option<(bool, String)>> {
+        let uri: Uri = uri.parse().expect("a URI");
+        take_dry_run(&uri).map(|t| t.map(|(flag, rest)| (flag, rest.to_string())))
+    }
+
+    #[test]
+    fn dry_run_is_taken_off_the_query_and_the_rest_kept_as_sent() {
+        assert_eq!(
+            taken("/api/v2/worker/bulk?name=a%20b&dryRun=true&x=1").unwrap(),
+            Some((true, "/api/v2/worker/bulk?name=a%20b&x=1".to_string()))
+        );
+        assert_eq!(
+            taken("/api/v2/worker?dryRun=true").unwrap(),
+            Some((true, "/api/v2/worker".to_string()))
+        );
+        // Percent-encoded, it is still the parameter.
+        assert_eq!(
+            taken("/api/v2/worker?dry%52un=false&a=1").unwrap(),
+            Some((false, "/api/v2/worker?a=1".to_string()))
+        );
+        assert_eq!(taken("/api/v2/worker?name=x").unwrap(), None);
+        assert_eq!(taken("/api/v2/worker").unwrap(), None);
+        assert_eq!(taken("/api/v2/worker?dryRunx=true").unwrap(), None);
+        for bad in [
+            "/api/v2/worker?dryRun=maybe",
+            "/api/v2/worker?dryRun",
+            "/api/v2/worker?dryRun=true&dryRun=false",
+        ] {
+            let e = taken(bad).unwrap_err();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(e.details[0].field.as_deref(), Some("dryRun"), "{bad}");
+        }
+    }
 }

@@ -18,7 +18,7 @@ use axum::response::Response;
 use uuid::Uuid;
 
 use crate::http::app::{AppState, Reply, write_reply};
-use crate::http::context::{Action, Auth, Ctx, Idempotency};
+use crate::http::context::{Action, Auth, Ctx, DryRun, Idempotency};
 use crate::http::error::{ApiError, ApiResult};
 
 use crate::http::typed::{AnswerOf, Answered, Served, parse_id, write_answer};
@@ -29,6 +29,8 @@ pub struct Call {
     pub state: Arc<AppState>,
     pub auth: Auth,
     pub idempotency: Option<Idempotency>,
+    /// The request asked for a dry run (`?dryRun=true`): its writes are rolled back.
+    pub dry_run: bool,
 }
 
 impl FromRequestParts<Arc<AppState>> for Call {
@@ -47,6 +49,7 @@ impl FromRequestParts<Arc<AppState>> for Call {
             state: state.clone(),
             auth,
             idempotency: parts.extensions.get::<Idempotency>().cloned(),
+            dry_run: parts.extensions.get::<DryRun>().is_some(),
         })
     }
 }
@@ -62,6 +65,16 @@ impl Call {
         self.auth.flag(name)
     }
 
+    /// The context of the request's transaction: its key, idempotency key and dry run.
+    pub fn ctx(&self) -> Ctx {
+        Ctx::new(
+            self.state.resources.clone(),
+            self.auth.clone(),
+            self.idempotency.clone(),
+        )
+        .dry_running(self.dry_run)
+    }
+
     /// The organization of the key.
     pub fn org(&self) -> Uuid {
         self.auth.org
@@ -75,7 +88,7 @@ impl Call {
         E: Served,
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<AnswerOf<E>> + Send + 'static,
     {
-        let ctx = Ctx::new(self.state.resources.clone(), self.auth, self.idempotency);
+        let ctx = self.ctx();
         write_answer(&self.state, ctx, f).await
     }
 
@@ -86,7 +99,7 @@ impl Call {
     where
         F: FnMut(&mut dyn Tx, &Ctx) -> ApiResult<Reply> + Send + 'static,
     {
-        let ctx = Ctx::new(self.state.resources.clone(), self.auth, self.idempotency);
+        let ctx = self.ctx();
         write_reply(&self.state, ctx, f).await
     }
 

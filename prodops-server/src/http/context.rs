@@ -84,7 +84,15 @@ pub struct Ctx {
     /// The events of the writes made so far in this transaction, appended to the feed when
     /// the transaction's work is done (`http::app::write_reply`; docs/events.md).
     pub events: Arc<Mutex<Vec<NewEvent>>>,
+    /// The request asked for a dry run ([`DryRun`]): its write transaction is rolled back
+    /// and answered as what it would have written (`http::app::write_reply`).
+    pub dry_run: bool,
 }
+
+/// The mark the gateway puts on a write asked with `?dryRun=true` (the parameter itself is
+/// taken off the query string; docs/api.md, "Dry runs").
+#[derive(Debug, Clone, Copy)]
+pub struct DryRun;
 
 impl Ctx {
     pub fn new(resources: ResourceTable, auth: Auth, idempotency: Option<Idempotency>) -> Self {
@@ -98,7 +106,14 @@ impl Ctx {
             deferred: None,
             request_id: crate::store::REQUEST_ID.try_with(Arc::clone).ok(),
             events: Arc::default(),
+            dry_run: false,
         }
+    }
+
+    /// The same request, run as a dry run when `dry_run`.
+    pub fn dry_running(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
     }
 
     /// The same request, for the records of one bulk write: hooks may defer work to its end.
@@ -161,6 +176,7 @@ impl std::fmt::Debug for Ctx {
             .field("deferred", &self.deferred)
             .field("request_id", &self.request_id)
             .field("events", &self.events)
+            .field("dry_run", &self.dry_run)
             .finish_non_exhaustive()
     }
 }

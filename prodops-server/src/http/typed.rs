@@ -532,6 +532,19 @@ where
     H: ActionHandler<E, C>,
 {
     let (mut parts, body) = req.into_parts();
+    if parts
+        .extensions
+        .get::<crate::http::context::DryRun>()
+        .is_some()
+        && !E::DESC.takes_dry_run()
+    {
+        return Err(ApiError::field(
+            prodops_core::dry_run::PARAM,
+            E::DESC
+                .no_dry_run
+                .unwrap_or("this action writes nothing; only writes take dryRun"),
+        ));
+    }
     let path = E::Path::from_path(&mut parts).await.map_err(refuse_path)?;
     let query = <E::Query as ServedQuery>::from_query(parts.uri.query())?;
     let read = <E::Body as ServedBody>::read(&parts.headers, body).await?;

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use prodops_client::{Error, Query};
+use prodops_client::{Error, Query, Tally};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -229,14 +229,39 @@ async fn bulk_put(ctx: &CommandContext, path: &str, body: bytes::Bytes) -> Resul
         })
 }
 
-/// Sends a batch; rows the server rejects are taken out and the rest sent again.
-/// Returns (written, rejected rows in line order).
+/// `PUT /r/bulk?dryRun=true` of a body: how many records the server would write, and what it
+/// says it would do to each ([`Tally`], from the events it would append).
+async fn bulk_put_dry(
+    ctx: &CommandContext,
+    resource: &str,
+    path: &str,
+    body: bytes::Bytes,
+    rows: usize,
+) -> Result<(u64, Tally), Error> {
+    let report = ctx
+        .client
+        .dry_run(prodops_client::Method::PUT, path, Some(body))
+        .await?;
+    let count = report.answer["count"].as_u64().ok_or_else(|| {
+        Error::Decode(format!(
+            "a bulk PUT's dry run answered without a count: {}",
+            report.answer
+        ))
+    })?;
+    Ok((count, Tally::of(resource, rows, &report.events)))
+}
+
+/// Sends a batch; rows the server rejects are taken out and the rest sent again. With
+/// `dry_run`, every request is the server's dry run: nothing is written, and the server says
+/// what it would do with each row that it takes.
+/// Returns (written, rejected rows in line order, what a dry run would do).
 pub(super) async fn send_batch(
     ctx: &CommandContext,
     spec: &Spec,
     mut batch: Batch,
     key_mode: bool,
-) -> CmdResult<(u64, Vec<(u64, String)>)> {
+    dry_run: bool,
+) -> CmdResult<(u64, Vec<(u64, String)>, Tally)> {
     if key_mode {
         resolve_keys(ctx, spec, &mut batch).await?;
     }
@@ -248,14 +273,25 @@ pub(super) async fn send_batch(
         ..
     } = batch;
     let mut written = 0u64;
+    let mut tally = Tally::default();
     // Each body with its rows (their ranges point into it); the first is the batch's own.
     let mut pending: Vec<(bytes::Bytes, Vec<Row>)> = vec![(body.into(), rows)];
     while let Some((body, rows)) = pending.pop() {
         if rows.is_empty() {
             continue;
         }
-        match bulk_put(ctx, &path, body.clone()).await {
-            Ok(count) => written += count,
+        let sent = if dry_run {
+            bulk_put_dry(ctx, spec.path, &path, body.clone(), rows.len()).await
+        } else {
+            bulk_put(ctx, &path, body.clone())
+                .await
+                .map(|count| (count, Tally::default()))
+        };
+        match sent {
+            Ok((count, would)) => {
+                written += count;
+                tally = tally + would;
+            }
             Err(Error::Api { status: 413, .. }) if rows.len() > 1 => {
                 // Halves keep their order: the first goes first (parents before children).
                 let mut rows = rows;
@@ -322,89 +358,5 @@ pub(super) async fn send_batch(
         }
     }
     rejected.sort_by_key(|(line, _)| *line);
-    Ok((written, rejected))
-}
-
-/// What a dry run found for a batch's rows: created, updated, unchanged, and the rows refused
-/// (line, reason).
-#[derive(Default)]
-pub(super) struct DryCounts {
-    pub(super) created: u64,
-    pub(super) updated: u64,
-    pub(super) unchanged: u64,
-    pub(super) rejected: Vec<(u64, String)>,
-}
-
-/// A dry run of a batch: nothing is written. Its `--key` values are resolved as a real import
-/// resolves them, the records its rows name are read (`POST /r/query` by id, archived ones
-/// included), and each row is counted as a create (no record), an unchanged row (every field
-/// it gives already holds that value: the server would write nothing) or an update.
-pub(super) async fn dry_run_batch(
-    ctx: &CommandContext,
-    spec: &Spec,
-    mut batch: Batch,
-    key_mode: bool,
-) -> CmdResult<DryCounts> {
-    if key_mode {
-        resolve_keys(ctx, spec, &mut batch).await?;
-    }
-    let mut counts = DryCounts {
-        rejected: std::mem::take(&mut batch.rejected),
-        ..DryCounts::default()
-    };
-    let rows: Vec<(u64, serde_json::Map<String, Value>)> = batch
-        .rows
-        .iter()
-        .filter_map(|r| {
-            serde_json::from_slice::<Value>(&batch.body[r.json.clone()])
-                .ok()
-                .and_then(|v| match v {
-                    Value::Object(map) => Some((r.line, map)),
-                    _ => None,
-                })
-        })
-        .collect();
-    let ids: Vec<String> = rows
-        .iter()
-        .filter_map(|(_, row)| row.get("id").and_then(Value::as_str).map(str::to_string))
-        .collect();
-    let mut stored: HashMap<String, Value> = HashMap::new();
-    if !ids.is_empty() {
-        let mut q = Query::new().page_size(10_000);
-        q.id = Some(ids);
-        let page = ctx.client.resource_at(spec.path).query_values(&q).await?;
-        for record in page.values {
-            if let Some(id) = record.get("id").and_then(Value::as_str) {
-                stored.insert(id.to_string(), record.clone());
-            }
-        }
-    }
-    for (_, row) in &rows {
-        let record = row
-            .get("id")
-            .and_then(Value::as_str)
-            .and_then(|id| stored.get(id));
-        match record {
-            None => counts.created += 1,
-            Some(record) if holds(record, row) => counts.unchanged += 1,
-            Some(_) => counts.updated += 1,
-        }
-    }
-    Ok(counts)
-}
-
-/// Whether `record` already holds every field `given` sets (a bulk PUT merges: fields it does
-/// not name are kept), objects compared field by field, numbers by value.
-fn holds(record: &Value, given: &serde_json::Map<String, Value>) -> bool {
-    given
-        .iter()
-        .all(|(k, v)| same(record.get(k).unwrap_or(&Value::Null), v))
-}
-
-fn same(stored: &Value, given: &Value) -> bool {
-    match (stored, given) {
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::Object(_), Value::Object(g)) => holds(stored, g),
-        (a, b) => a == b,
-    }
+    Ok((written, rejected, tally))
 }

@@ -14,7 +14,7 @@ use clap::ArgMatches;
 use futures::StreamExt;
 use serde_json::json;
 
-use self::batches::{Batch, dry_run_batch, send_batch};
+use self::batches::{Batch, send_batch};
 use self::reader::{TextFormat, open_input, reader_thread};
 #[cfg(test)]
 pub use self::rows::row_record;
@@ -109,24 +109,24 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
     let mut written = 0u64;
     let mut rejected = 0u64;
     let mut warned = false;
-    let mut would = batches::DryCounts::default();
+    let mut would = prodops_client::Tally::default();
     let mut results = batches
         .map(|batch| async move {
             let batch = batch?;
             let n = (batch.rows.len() + batch.rejected.len()) as u64;
             if dry_run {
+                // The server's dry run of the batch, against the records as they are now
+                // (nothing is written, so no batch waits for another).
                 let without_id = batch.creates;
-                let mut counts = dry_run_batch(ctx, spec, batch, key_mode).await?;
-                let mut rej = std::mem::take(&mut counts.rejected);
-                rej.sort_by_key(|(l, _)| *l);
-                return Ok((n, 0, rej, without_id, Some(counts)));
+                let (_, rej, tally) = send_batch(ctx, spec, batch, key_mode, true).await?;
+                return Ok((n, 0, rej, without_id, Some(tally)));
             }
             let without_id = batch.creates;
             if let Some(after) = batch.after {
                 written_batches.wait_through(after).await;
             }
             let index = batch.index;
-            let (w, rej) = send_batch(ctx, spec, batch, key_mode).await?;
+            let (w, rej, _) = send_batch(ctx, spec, batch, key_mode, false).await?;
             written_batches.finish(index);
             Ok::<_, Fail>((n, w, rej, without_id, None))
         })
@@ -137,9 +137,7 @@ pub async fn import(ctx: &CommandContext, spec: &'static Spec, args: &ArgMatches
         match result {
             Ok((n, w, rej, without_id, dry)) => {
                 if let Some(d) = dry {
-                    would.created += d.created;
-                    would.updated += d.updated;
-                    would.unchanged += d.unchanged;
+                    would = would + d;
                 }
                 rows_total += n;
                 written += w;
