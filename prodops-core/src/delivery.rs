@@ -426,15 +426,15 @@ pub struct ReceivedLot {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// The rules of a received line's lots that need no database (`field` is the line's path,
-/// `lines[i]`): at least one, codes nonempty and named once, quantities positive, adding up to
+/// The rules of the lots a posting names by code that need no database (`field` is the path
+/// of what they are lots of: a receipt's `lines[i]`, a produce's `outputs[i]`): at least one, codes nonempty and named once, quantities positive, adding up to
 /// the line's `quantity` (to the ledger's six decimals).
 pub fn check_received_lots(field: &str, quantity: f64, lots: &[ReceivedLot]) -> Vec<Violation> {
     let mut v = Vec::new();
     if lots.is_empty() {
         v.push(Violation::field(
             format!("{field}.lots"),
-            "a received line names at least one lot when it names lots",
+            "a line names at least one lot when it names lots",
         ));
         return v;
     }
@@ -466,7 +466,7 @@ pub fn check_received_lots(field: &str, quantity: f64, lots: &[ReceivedLot]) -> 
         v.push(Violation::field(
             format!("{field}.lots"),
             format!(
-                "the lots add up to {}, the line receives {quantity}",
+                "the lots add up to {}, the line posts {quantity}",
                 crate::inventory::from_micros(total)
             ),
         ));

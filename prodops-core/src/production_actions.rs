@@ -47,6 +47,12 @@ pub struct OutputEntry {
     /// Where this output goes; overrides `outputLocationId`.
     #[serde(default)]
     pub location_id: Option<Uuid>,
+    /// For an item tracked by lot or serial: the lots of this output, as a receipt names them
+    /// (`[{code, quantity, expiresAt?}]`, quantities in the output's unit adding up to its
+    /// quantity; a code the item has no lot of yet creates the lot). Without them the server
+    /// generates codes (docs/inventory.md). An untracked item takes none.
+    #[serde(default)]
+    pub lots: Option<Vec<crate::delivery::ReceivedLot>>,
 }
 
 /// `POST /production/consume`.
@@ -79,6 +85,23 @@ pub struct LineEntry {
     /// Where to draw from; overrides the request's `fromLocationId`.
     #[serde(default)]
     pub from_location_id: Option<Uuid>,
+    /// For an item tracked by lot or serial: the lots to take, in this order (each all it
+    /// holds up to what is still needed, or its `quantity`); without them the organization's
+    /// picking order (`lotPicking`: FIFO, or FEFO) chooses. An untracked item takes none.
+    #[serde(default)]
+    pub lots: Option<Vec<ConsumedLot>>,
+}
+
+/// A lot a consume entry names (`lines[i].lots[j]`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsumedLot {
+    /// The lot: one of the item's.
+    pub lot_id: Uuid,
+    /// How much of it, in the item's base unit; omitted: what it holds, up to what is still
+    /// needed.
+    #[serde(default)]
+    pub quantity: Option<f64>,
 }
 
 /// What `adjust-actual` corrects.
@@ -113,6 +136,10 @@ pub struct ProduceResult {
     pub transactions: Vec<InventoryTransaction>,
     /// The declarations credited (ad-hoc ones included), with their new `quantityActual`.
     pub outputs: Vec<ProductionOutput>,
+    /// The lots the tracked outputs went into (named or generated), one per posted row of a
+    /// tracked item, quantities in the item's base unit; empty when nothing produced is tracked.
+    #[serde(default)]
+    pub lots: Vec<crate::lot_rules::LotTaken>,
 }
 
 /// A `lines` entry consume did not use, and why.
@@ -139,6 +166,10 @@ pub struct ConsumeResult {
     pub lines: Vec<BomLine>,
     /// `lines` entries outside the node's BOM, ignored (spec 4.4 rule 6).
     pub ignored: Vec<IgnoredEntry>,
+    /// The lots taken of tracked items, one per posted row of such an item, in the order of
+    /// `transactions`; `expired` flags a lot taken after its expiry (allowed, and said).
+    #[serde(default)]
+    pub lots: Vec<crate::lot_rules::LotTaken>,
 }
 
 /// The `value` of an adjust-actual answer.
@@ -305,6 +336,8 @@ pub struct PlannedOutput {
     pub quantity: f64,
     /// From the entry, the request or the declaration; `None`: the item's default location.
     pub location_id: Option<Uuid>,
+    /// The `outputs` entry it comes from (`None`: a declaration's default, or `outputItemId`).
+    pub entry: Option<usize>,
 }
 
 /// Decides what a produce call posts (spec 4.4 rules 2 to 5), given the order's active
@@ -341,6 +374,7 @@ pub fn plan_produce(
             item_id: id,
             quantity: None,
             location_id: None,
+            lots: None,
         }]
     }));
     let field = |i: usize, f: &str| {
@@ -365,6 +399,7 @@ pub fn plan_produce(
                     item_id: decl.item_id,
                     quantity: default_output(decl, req.quantity_produced),
                     location_id: output_location(None, req, Some(decl)),
+                    entry: None,
                 });
             }
         }
@@ -385,6 +420,7 @@ pub fn plan_produce(
                         item_id: entry.item_id,
                         quantity: round_quantity(entry.quantity.unwrap_or(req.quantity_produced)),
                         location_id: output_location(Some(entry), req, None),
+                        entry: req.outputs.is_some().then_some(i),
                     });
                     continue;
                 }
@@ -397,6 +433,7 @@ pub fn plan_produce(
                             None => default_output(&decls[d], req.quantity_produced),
                         },
                         location_id: output_location(Some(entry), req, Some(&decls[d])),
+                        entry: req.outputs.is_some().then_some(i),
                     }),
                     None => v.push(Violation::field(
                         field(i, "itemId"),
@@ -430,6 +467,8 @@ pub struct PlannedDraw {
     pub quantity: f64,
     /// From the entry or the request; `None`: the item's default location.
     pub location_id: Option<Uuid>,
+    /// The `lines` entry it comes from (`None`: the full recipe).
+    pub entry: Option<usize>,
 }
 
 /// Which of an order's BOM lines a consume on `node` draws (spec 2.3 rule 2, 4.4 rule 6): on
@@ -481,6 +520,7 @@ pub fn plan_consume(
                     item_id: line.item_id,
                     quantity: planned_for_order(line, order_quantity),
                     location_id: req.from_location_id,
+                    entry: None,
                 });
             }
         }
@@ -511,6 +551,7 @@ pub fn plan_consume(
                         item_id: lines[l].item_id,
                         quantity: round_quantity(entry.quantity),
                         location_id: entry.from_location_id.or(req.from_location_id),
+                        entry: Some(i),
                     }),
                     None => ignored.push(IgnoredEntry {
                         index: i,
@@ -677,6 +718,7 @@ mod tests {
             item_id: item(1),
             quantity: None,
             location_id: loc(3),
+            lots: None,
         };
         assert_eq!(output_location(Some(&entry), &req, Some(&d)), loc(3));
         assert_eq!(output_location(None, &req, Some(&d)), loc(2));

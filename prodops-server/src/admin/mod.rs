@@ -19,10 +19,16 @@ pub const FLAGS: &[&str] = &["documentsHubEnabled", "deliveryComponentCargoEnabl
 /// The organization settings an operator can set that are values, not on/off flags: each name
 /// with what it takes. They are kept beside the flags (`organizations.flags`), so every request
 /// reads them with its key, and the next request of every server sees a change.
-pub const SETTINGS: &[(&str, &str)] = &[(
-    "stockFrozenUntil",
-    "a day YYYY-MM-DD (no stock posting on or before it), or null",
-)];
+pub const SETTINGS: &[(&str, &str)] = &[
+    (
+        "stockFrozenUntil",
+        "a day YYYY-MM-DD (no stock posting on or before it), or null",
+    ),
+    (
+        "lotPicking",
+        "fifo (a consume that names no lots takes the lot made first; the default) or fefo (the lot that expires first)",
+    ),
+];
 
 /// Parses `NAME=VALUE` of a [`SETTINGS`] entry into its stored value (`null` or an empty value
 /// clears it).
@@ -50,6 +56,11 @@ pub fn parse_setting(text: &str) -> Result<(String, Value), Error> {
         "stockFrozenUntil" => chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d")
             .ok()
             .map(|d| Value::String(d.format("%Y-%m-%d").to_string())),
+        "lotPicking" => serde_json::from_value::<prodops_core::lot_rules::LotPicking>(
+            Value::String(value.to_ascii_lowercase()),
+        )
+        .ok()
+        .and_then(|p| serde_json::to_value(p).ok()),
         _ => None,
     };
     parsed

@@ -6,22 +6,18 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use prodops_core::delivery::{ManifestLine, ReceiveRequest, check_received_lots};
-use prodops_core::inventory::{InventoryTransaction, TransactionType};
-use prodops_core::lot::Lot;
+use prodops_core::delivery::{ManifestLine, PostingMetadata, ReceiveRequest, check_received_lots};
+use prodops_core::inventory::{InventoryTransaction, TransactionSource, TransactionType};
 use prodops_core::receiving::ReceivePlan;
-use prodops_core::registry::ResourceId;
 use prodops_core::violation::Violation;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::engine;
+use crate::engine::record_body;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::inventory::lots::trackings;
-use crate::store::records;
-use crate::store::sql::FieldPath;
-use crate::store::{SqlValue, Tx};
+use crate::store::Tx;
 
 /// The `receipt` rows of a receive plan, one per received lot of a tracked item's line (one per
 /// line otherwise), and for each row the request path it comes from (`lines[i]` or
@@ -57,7 +53,7 @@ pub fn receipt_rows(
         let tracked = tracking.get(&line.item_id).copied().unwrap_or_default();
         let lots = asked.and_then(|a| a.lots.as_deref());
         let receipt_row = |quantity: f64| {
-            super::posting(
+            posting(
                 ctx,
                 delivery,
                 line,
@@ -95,24 +91,12 @@ pub fn receipt_rows(
                 }
                 for (j, received) in lots.iter().enumerate() {
                     let at = format!("{field}.lots[{j}]");
-                    let lot = match lot_of_code(tx, ctx, line.item_id, received.code.trim())? {
-                        Some(lot) => {
-                            if received.expires_at.is_some() && received.expires_at != lot.expires_at
-                            {
-                                violations.push(Violation::field(
-                                    format!("{at}.expiresAt"),
-                                    format!(
-                                        "lot {:?} exists and expires at {}; a receipt does not change it (PATCH the lot)",
-                                        lot.code,
-                                        lot.expires_at
-                                            .map_or("no date".to_string(), |d| d.to_rfc3339())
-                                    ),
-                                ));
-                                continue;
-                            }
-                            lot
+                    let lot = match crate::lots::lot_named(tx, ctx, line.item_id, received, &at)? {
+                        Ok(lot) => lot,
+                        Err(violation) => {
+                            violations.push(violation);
+                            continue;
                         }
-                        None => new_lot(tx, ctx, line.item_id, received, &at)?,
                     };
                     let mut row = receipt_row(received.quantity)?;
                     row.lot_id = Some(lot.id);
@@ -128,54 +112,6 @@ pub fn receipt_rows(
     Ok((rows, origins))
 }
 
-/// The item's lot of this code, if it has one.
-fn lot_of_code(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid, code: &str) -> ApiResult<Option<Lot>> {
-    let table = ResourceId::Lot.kind().desc().table;
-    let path = FieldPath::parse("code").ok_or_else(|| ApiError::internal("lot code path"))?;
-    for text in records::texts_where(tx, table, ctx.org(), &path, SqlValue::from(code))? {
-        let lot: Lot = serde_json::from_str(&text).map_err(ApiError::internal)?;
-        if lot.item_id == item {
-            return Ok(Some(lot));
-        }
-    }
-    Ok(None)
-}
-
-/// Creates the lot a receipt names, through the lot's own pipeline (its rules, events).
-fn new_lot(
-    tx: &mut dyn Tx,
-    ctx: &Ctx,
-    item: Uuid,
-    received: &prodops_core::delivery::ReceivedLot,
-    at: &str,
-) -> ApiResult<Lot> {
-    let mut body = Map::new();
-    body.insert("itemId".into(), json!(item));
-    body.insert("code".into(), json!(received.code.trim()));
-    if received.expires_at.is_some() {
-        let written = serde_json::to_value(received).map_err(ApiError::internal)?;
-        body.insert("expiresAt".into(), written["expiresAt"].clone());
-    }
-    let created = engine::create_record(tx, ctx, ctx.resource(ResourceId::Lot), body)
-        .map_err(|e| prefixed(e, |_| Some(at.to_string())))?;
-    serde_json::from_value(created).map_err(ApiError::internal)
-}
-
-/// An error whose details get `prefix(index)` before their field (a detail with an `index`
-/// names that row; the index is dropped once named).
-pub fn prefixed(mut e: ApiError, prefix: impl Fn(Option<usize>) -> Option<String>) -> ApiError {
-    for d in &mut e.details {
-        if let Some(p) = prefix(d.index) {
-            d.index = None;
-            d.field = Some(match d.field.as_deref() {
-                Some(f) => format!("{p}.{f}"),
-                None => p,
-            });
-        }
-    }
-    e
-}
-
 /// Posts a receive's or a completion's rows, a refused row named by the path it comes from.
 pub fn post_named(
     tx: &mut dyn Tx,
@@ -184,11 +120,61 @@ pub fn post_named(
     origins: &[String],
 ) -> ApiResult<()> {
     let by_row: HashMap<usize, &String> = origins.iter().enumerate().collect();
-    super::post(tx, ctx, rows).map_err(|e| {
-        prefixed(e, |index| match (index, rows.len()) {
+    post(tx, ctx, rows).map_err(|e| {
+        e.prefixed(|index| match (index, rows.len()) {
             (Some(i), _) => by_row.get(&i).map(|s| s.to_string()),
             (None, 1) => origins.first().cloned(),
             _ => None,
         })
     })
+}
+
+/// A ledger row a delivery posts for one of its manifest lines: `quantity` in the line's unit
+/// (the ledger converts it to the item's base unit), between `(from, to)`, with the line named in
+/// `metadata`. The server fields are the ledger's to set (`shopId`, the entered quantity).
+pub(super) fn posting(
+    ctx: &Ctx,
+    delivery: Uuid,
+    line: &ManifestLine,
+    kind: TransactionType,
+    quantity: f64,
+    (from, to): (Option<Uuid>, Option<Uuid>),
+) -> ApiResult<InventoryTransaction> {
+    Ok(InventoryTransaction {
+        id: Uuid::now_v7(),
+        organization_id: ctx.org(),
+        item_id: line.item_id,
+        shop_id: Uuid::nil(),
+        kind,
+        quantity,
+        unit_measure_id: line.unit_measure_id,
+        entered_quantity: None,
+        entered_unit_measure_id: None,
+        unit_cost: None,
+        from_location_id: from,
+        to_location_id: to,
+        deliverable_id: None,
+        delivery_id: Some(delivery),
+        pick_line_id: None,
+        source: TransactionSource::default(),
+        reason: None,
+        app_user_id: None,
+        metadata: record_body(&PostingMetadata {
+            manifest_line_id: line.id,
+        })?,
+        created_at: ctx.now,
+        updated_at: ctx.now,
+        // Set by the caller for a lot (deliveries/lots.rs, `post_completion`).
+        lot_id: None,
+        reverses_id: None,
+    })
+}
+
+/// Posts a delivery's ledger rows in one call (the ledger checks stock once for all of them).
+pub(super) fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: &[InventoryTransaction]) -> ApiResult<()> {
+    if !rows.is_empty() {
+        let bodies = rows.iter().map(record_body).collect::<ApiResult<_>>()?;
+        crate::inventory::post(tx, ctx, bodies)?;
+    }
+    Ok(())
 }

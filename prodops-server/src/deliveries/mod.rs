@@ -14,10 +14,9 @@ use prodops_core::deliverable::{Computed, Deliverable, DeliverableType, Schedule
 use prodops_core::delivery::{
     CargoFacts, CargoSpan, Delivery, DeliveryAction, DeliveryDirection, DeliveryStatus, GroupData,
     Leg, LifecycleRequest, LineQuantities, ManifestLine, OutboundCreate, OutboundPatch,
-    PostingMetadata, ReceiveRequest, Stop, can_archive, cargo_violations, is_partial, next_status,
+    ReceiveRequest, Stop, can_archive, cargo_violations, is_partial, next_status,
     planned_violation, span_status,
 };
-use prodops_core::inventory::{InventoryTransaction, TransactionSource, TransactionType};
 use prodops_core::manifest as manifest_rules;
 use prodops_core::receiving::{self, ManifestState, OVER_RECEIPT_TOLERANCE};
 use prodops_core::shipping::{ShipLine, completion_postings};
@@ -39,7 +38,7 @@ use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath, Sort};
 use prodops_core::api::Endpoint;
 
-mod lots;
+pub(crate) mod lots;
 
 pub const COMPONENT_CARGO_FLAG: &str = "deliveryComponentCargoEnabled";
 
@@ -534,7 +533,7 @@ fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult
     .map(|p| {
         let (line, lot, origin) = &parts[p.line];
         origins.push(origin.clone());
-        let mut row = posting(
+        let mut row = lots::posting(
             ctx,
             delivery.id,
             &lines[*line].1,
@@ -547,56 +546,6 @@ fn post_completion(tx: &mut dyn Tx, ctx: &Ctx, delivery: &Delivery) -> ApiResult
     })
     .collect::<ApiResult<Vec<_>>>()?;
     lots::post_named(tx, ctx, &rows, &origins)
-}
-
-/// A ledger row a delivery posts for one of its manifest lines: `quantity` in the line's unit
-/// (the ledger converts it to the item's base unit), between `(from, to)`, with the line named in
-/// `metadata`. The server fields are the ledger's to set (`shopId`, the entered quantity).
-fn posting(
-    ctx: &Ctx,
-    delivery: Uuid,
-    line: &ManifestLine,
-    kind: TransactionType,
-    quantity: f64,
-    (from, to): (Option<Uuid>, Option<Uuid>),
-) -> ApiResult<InventoryTransaction> {
-    Ok(InventoryTransaction {
-        id: Uuid::now_v7(),
-        organization_id: ctx.org(),
-        item_id: line.item_id,
-        shop_id: Uuid::nil(),
-        kind,
-        quantity,
-        unit_measure_id: line.unit_measure_id,
-        entered_quantity: None,
-        entered_unit_measure_id: None,
-        unit_cost: None,
-        from_location_id: from,
-        to_location_id: to,
-        deliverable_id: None,
-        delivery_id: Some(delivery),
-        pick_line_id: None,
-        source: TransactionSource::default(),
-        reason: None,
-        app_user_id: None,
-        metadata: record_body(&PostingMetadata {
-            manifest_line_id: line.id,
-        })?,
-        created_at: ctx.now,
-        updated_at: ctx.now,
-        // Set by the caller for a lot (deliveries/lots.rs, `post_completion`).
-        lot_id: None,
-        reverses_id: None,
-    })
-}
-
-/// Posts a delivery's ledger rows in one call (the ledger checks stock once for all of them).
-fn post(tx: &mut dyn Tx, ctx: &Ctx, rows: &[InventoryTransaction]) -> ApiResult<()> {
-    if !rows.is_empty() {
-        let bodies = rows.iter().map(record_body).collect::<ApiResult<_>>()?;
-        crate::inventory::post(tx, ctx, bodies)?;
-    }
-    Ok(())
 }
 
 macro_rules! lifecycle_handler {
@@ -1019,6 +968,7 @@ impl Hooks for ManifestHooks {
 mod tests {
     use super::*;
     use crate::http::context::Auth;
+    use prodops_core::inventory::TransactionType;
     use prodops_core::resource::COMMON_READ_ONLY;
     use serde_json::Map;
 
@@ -1083,7 +1033,7 @@ mod tests {
         }))
         .unwrap();
         let (delivery, location) = (Uuid::now_v7(), Uuid::now_v7());
-        let ship = posting(
+        let ship = lots::posting(
             &ctx,
             delivery,
             &line,
@@ -1092,7 +1042,7 @@ mod tests {
             (Some(location), None),
         )
         .unwrap();
-        let receipt = posting(
+        let receipt = lots::posting(
             &ctx,
             delivery,
             &line,

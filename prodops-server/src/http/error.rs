@@ -293,6 +293,25 @@ pub fn code_for(status: StatusCode) -> &'static str {
     }
 }
 
+impl ApiError {
+    /// The error with `prefix(index)` put before each detail's field (a detail with an
+    /// `index` names that row of a multi-row request; the index is dropped once named): how a
+    /// path that posts rows built from its request names the request's own field
+    /// (`lines[2].lots[0]`).
+    pub fn prefixed(mut self, prefix: impl Fn(Option<usize>) -> Option<String>) -> ApiError {
+        for d in &mut self.details {
+            if let Some(p) = prefix(d.index) {
+                d.index = None;
+                d.field = Some(match d.field.as_deref() {
+                    Some(f) => format!("{p}.{f}"),
+                    None => p,
+                });
+            }
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod transient_tests {
     use super::*;

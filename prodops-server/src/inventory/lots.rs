@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::records;
-use crate::store::{Dialect, SqlValue, Tx};
+use crate::store::{SqlValue, Tx};
 
 /// The tracking of each item among `items` that exists in the organization (absent: none).
 pub fn trackings(tx: &mut dyn Tx, org: Uuid, items: &[Uuid]) -> ApiResult<HashMap<Uuid, Tracking>> {
@@ -59,7 +59,7 @@ pub fn lots_by_id(tx: &mut dyn Tx, org: Uuid, ids: &[Uuid]) -> ApiResult<HashMap
 pub fn refusal_error(refusal: Refusal) -> ApiError {
     match refusal {
         Refusal::Invalid(v) => ApiError::violations(v),
-        Refusal::Conflict(v) => super::stock_conflict(v),
+        Refusal::Conflict(v) => super::stock::stock_conflict(v),
     }
 }
 
@@ -133,15 +133,7 @@ fn serial_totals(tx: &mut dyn Tx, org: Uuid, serials: &[Uuid]) -> ApiResult<Hash
         let mut params: Vec<SqlValue> = Vec::with_capacity(1 + chunk.len());
         params.push(org.into());
         params.extend(chunk.iter().map(|id| SqlValue::from(*id)));
-        if tx.dialect() == Dialect::Postgres {
-            tx.query(
-                &format!(
-                    "SELECT id FROM {table} WHERE organization_id = ? AND id IN ({marks}) \
-                     ORDER BY id FOR UPDATE"
-                ),
-                &params,
-            )?;
-        }
+        records::lock_rows(tx, table, org, chunk)?;
         let rows = tx.query(
             &format!(
                 "SELECT lot_id, CAST(SUM(on_hand) AS BIGINT) FROM stock_lot \
@@ -228,7 +220,7 @@ fn apply_lot_stock(
         Err(refusal) => Err(refusal_error(refusal)),
         // The statement refused what the rule allows: only if the row changed between the two
         // statements, which the transaction rules out; refused all the same.
-        Ok(_) => Err(super::stock_conflict(
+        Ok(_) => Err(super::stock::stock_conflict(
             refused
                 .keys()
                 .map(|k| {
@@ -246,7 +238,7 @@ fn apply_lot_stock(
 /// Stock on hand (micros) of one item, location and lot; 0 when it never had any.
 pub fn lot_on_hand(tx: &mut dyn Tx, org: Uuid, key: &StockKey) -> ApiResult<i64> {
     let Some(lot) = key.lot_id else {
-        return super::on_hand(tx, org, key.item_id, key.location_id);
+        return super::stock::on_hand(tx, org, key.item_id, key.location_id);
     };
     let rows = tx.query(
         "SELECT on_hand FROM stock_lot \

@@ -22,6 +22,9 @@ use uuid::Uuid;
 
 pub mod corrections;
 pub mod lots;
+mod stock;
+use stock::stock_conflict;
+pub use stock::{on_hand, on_hand_many};
 pub mod reservations;
 pub mod units;
 
@@ -161,70 +164,6 @@ fn apply_stock(
     } else {
         Err(stock_conflict(refused))
     }
-}
-
-/// 409 for postings the stock policy refuses, with every refused item and location in `details`.
-fn stock_conflict(details: Vec<Violation>) -> ApiError {
-    let first = details
-        .first()
-        .map(|d| d.message.clone())
-        .unwrap_or_default();
-    let mut err = ApiError::conflict(format!(
-        "the posting was refused and nothing was written: {first}"
-    ));
-    err.details = details;
-    err
-}
-
-/// Stock on hand (micros) of many items at locations, read in chunks (a key without a stock
-/// row is left out: 0).
-pub fn on_hand_many(
-    tx: &mut dyn Tx,
-    org: Uuid,
-    keys: &[(Uuid, Uuid)],
-) -> ApiResult<HashMap<(Uuid, Uuid), i64>> {
-    let mut out = HashMap::with_capacity(keys.len());
-    for chunk in keys.chunks(400) {
-        let pairs = vec!["(?, ?)"; chunk.len()].join(", ");
-        let mut params: Vec<SqlValue> = Vec::with_capacity(1 + 2 * chunk.len());
-        params.push(org.into());
-        for (item, location) in chunk {
-            params.push((*item).into());
-            params.push((*location).into());
-        }
-        let rows = tx.query(
-            &format!(
-                "SELECT item_id, location_id, on_hand FROM stock \
-                 WHERE organization_id = ? AND (item_id, location_id) IN ({pairs})"
-            ),
-            &params,
-        )?;
-        for r in rows {
-            let id = |i: usize| {
-                r.get(i)
-                    .and_then(SqlValue::as_str)
-                    .and_then(|s| Uuid::parse_str(s).ok())
-            };
-            if let (Some(item), Some(location)) = (id(0), id(1)) {
-                let micros = r.get(2).and_then(SqlValue::as_i64).unwrap_or(0);
-                out.insert((item, location), micros);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Stock on hand (micros) of an item at a location; 0 when it never had any.
-pub fn on_hand(tx: &mut dyn Tx, org: Uuid, item: Uuid, location: Uuid) -> ApiResult<i64> {
-    let rows = tx.query(
-        "SELECT on_hand FROM stock WHERE organization_id = ? AND item_id = ? AND location_id = ?",
-        &[org.into(), item.into(), location.into()],
-    )?;
-    Ok(rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::as_i64)
-        .unwrap_or(0))
 }
 
 fn uuid_of(map: &Map<String, Value>, field: &str) -> Option<Uuid> {
@@ -401,20 +340,6 @@ crate::http::action::handle! {
     api::inventory::PostTransaction => post_transaction;
     api::inventory::StockList => list_stock;
     api::inventory::Count => count;
-    api::inventory::Reverse => reverse;
-}
-
-/// `POST /inventory/reverse`: the opposite of ledger rows, linked to them, once
-/// ([`corrections::reverse_in`]). Needs `Item.Update`. 201 with the reversal rows.
-async fn reverse(
-    call: Call,
-    (): (),
-    (): (),
-    req: api::inventory::ReverseRequest,
-) -> ApiResult<Answered<api::inventory::Reverse>> {
-    corrections::check_request(&req).map_err(ApiError::violations)?;
-    call.write(move |tx, ctx| Ok(corrections::reverse_in(tx, ctx, &req)?.into()))
-        .await
 }
 
 /// `POST /inventory-transaction`: one adjust, transfer or return row (spec 4.6). Needs

@@ -4,12 +4,15 @@
 //! a code unique per item (the registry's unique key; archived lots keep theirs). Its custom
 //! properties are the definitions scoped to lots (`deliverableTypes: ["lot"]`), checked and
 //! canonicalized by core's `properties` rules as an order's are. The posting rules of lots are
-//! core's (`prodops_core::lot_rules`), applied by `inventory::post` (inventory/lots.rs).
+//! core's (`prodops_core::lot_rules`), applied by `inventory::post` (inventory/lots.rs). The
+//! lots a posting names by code are found or made here ([`lot_named`], [`generated_codes`]).
 
 use prodops_core::custom_property::CustomPropertyDefinition;
-use prodops_core::lot::{PROPERTY_SCOPE, Tracking};
+use prodops_core::delivery::ReceivedLot;
+use prodops_core::lot::{Lot, PROPERTY_SCOPE, Tracking};
 use prodops_core::properties::apply_scoped_properties;
 use prodops_core::registry::ResourceId;
+use prodops_core::violation::Violation;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -17,8 +20,9 @@ use crate::engine::ServedResource;
 use crate::engine::hooks::Hooks;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
-use crate::store::Tx;
 use crate::store::records::{self, Select};
+use crate::store::sql::{Cond, FieldPath};
+use crate::store::{SqlValue, Tx};
 
 /// The hooks of `/lot`.
 pub struct LotHooks;
@@ -156,4 +160,87 @@ fn write_properties(
         }
     }
     Ok(())
+}
+
+/// The item's lot of this code, if it has one (codes are unique per item; the lookup goes
+/// through the code's index and keeps the lot of `item`).
+pub fn lot_of_code(tx: &mut dyn Tx, ctx: &Ctx, item: Uuid, code: &str) -> ApiResult<Option<Lot>> {
+    let table = ResourceId::Lot.kind().desc().table;
+    let path = FieldPath::parse("code").ok_or_else(|| ApiError::internal("lot code path"))?;
+    for text in records::texts_where(tx, table, ctx.org(), &path, SqlValue::from(code))? {
+        let lot: Lot = serde_json::from_str(&text).map_err(ApiError::internal)?;
+        if lot.item_id == item {
+            return Ok(Some(lot));
+        }
+    }
+    Ok(None)
+}
+
+/// The lot a posting names by code (a receipt's line or a produced output, at request path
+/// `at`): the item's lot of that code, whose expiry a posting does not change (a violation
+/// naming `{at}.expiresAt` when the posting gives another), or a new lot, created through the
+/// lot's own pipeline (its rules and events) in the posting's transaction.
+pub fn lot_named(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    item: Uuid,
+    named: &ReceivedLot,
+    at: &str,
+) -> ApiResult<Result<Lot, Violation>> {
+    let code = named.code.trim();
+    if let Some(lot) = lot_of_code(tx, ctx, item, code)? {
+        if named.expires_at.is_some() && named.expires_at != lot.expires_at {
+            return Ok(Err(Violation::field(
+                format!("{at}.expiresAt"),
+                format!(
+                    "lot {:?} exists and expires at {}; a posting does not change it (PATCH the lot)",
+                    lot.code,
+                    lot.expires_at
+                        .map_or("no date".to_string(), |d| d.to_rfc3339())
+                ),
+            )));
+        }
+        return Ok(Ok(lot));
+    }
+    let mut body = Map::new();
+    body.insert("itemId".into(), json!(item));
+    body.insert("code".into(), json!(code));
+    if named.expires_at.is_some() {
+        let written = serde_json::to_value(named).map_err(ApiError::internal)?;
+        body.insert("expiresAt".into(), written["expiresAt"].clone());
+    }
+    let created = crate::engine::create_record(tx, ctx, ctx.resource(ResourceId::Lot), body)
+        .map_err(|e| e.prefixed(|_| Some(at.to_string())))?;
+    Ok(Ok(
+        serde_json::from_value(created).map_err(ApiError::internal)?
+    ))
+}
+
+/// The next `count` codes `{prefix}-{n}` the item has no lot of, `n` counting on from the
+/// number of lots the item has (so a shop's produced serials read 1, 2, 3, ... per item and
+/// prefix); a code taken already (made by hand, or by another prefix's count) is skipped.
+pub fn generated_codes(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    item: Uuid,
+    prefix: &str,
+    count: usize,
+) -> ApiResult<Vec<String>> {
+    let table = ResourceId::Lot.kind().desc().table;
+    let existing = records::count(
+        tx,
+        table,
+        ctx.org(),
+        &[Cond::field_equals("itemId", item.to_string())],
+    )?;
+    let mut codes = Vec::with_capacity(count);
+    let mut n = existing + 1;
+    while codes.len() < count {
+        let code = format!("{prefix}-{n}");
+        if lot_of_code(tx, ctx, item, &code)?.is_none() {
+            codes.push(code);
+        }
+        n += 1;
+    }
+    Ok(codes)
 }

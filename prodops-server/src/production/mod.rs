@@ -7,6 +7,8 @@
 //! `quantityActual` equal to the sum of the order's production postings.
 
 mod apply;
+mod lots;
+mod reversal;
 
 use prodops_core::api;
 use prodops_core::registry::ResourceId;
@@ -36,6 +38,7 @@ use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult, read_stored};
 use crate::http::typed::{Answered, ServedQuery, Shaped};
+use crate::inventory::units::Converter;
 use crate::plans::{
     deliverable, deliverable_type, lock_owner, order_by_path, order_quantity, owned, uuid_field,
 };
@@ -346,6 +349,21 @@ crate::http::action::handle! {
     api::production::OrderStatus => order_status;
     api::production::OrderEntries => order_entries;
     api::production::ApplyTemplate => apply::apply_template;
+    // Served here, not by inventory: a production row's reversal takes its actual back too.
+    api::inventory::Reverse => reverse;
+}
+
+/// `POST /inventory/reverse`: the opposite of ledger rows, linked to them, once
+/// ([`reversal::reverse_in`]). Needs `Item.Update`. 201 with the reversal rows.
+async fn reverse(
+    call: Call,
+    (): (),
+    (): (),
+    req: api::inventory::ReverseRequest,
+) -> ApiResult<Answered<api::inventory::Reverse>> {
+    reversal::check_request(&req).map_err(ApiError::violations)?;
+    call.write(move |tx, ctx| Ok(reversal::reverse_in(tx, ctx, &req, reverse_actuals)?.into()))
+        .await
 }
 
 /// Posts ledger rows and returns them as stored.
@@ -408,11 +426,22 @@ fn ledger_row(
         metadata: meta,
         created_at: ctx.now,
         updated_at: ctx.now,
-        // Produce and consume take no lots yet: the ledger refuses a tracked item's row (400
-        // naming lotId; docs/inventory.md, "Lots and serials").
+        // A tracked item's row is split per lot by `lots::output_rows` and `lots::draw_rows`.
         lot_id: None,
         reverses_id: None,
     }
+}
+
+/// The tracking of each item among `items` (one read for all of them).
+fn trackings_of(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    items: impl Iterator<Item = Uuid>,
+) -> ApiResult<HashMap<Uuid, prodops_core::lot::Tracking>> {
+    let mut items: Vec<Uuid> = items.collect();
+    items.sort_unstable();
+    items.dedup();
+    crate::inventory::lots::trackings(tx, ctx.org(), &items)
 }
 
 fn meta(order: Uuid, record_key: &str, record: Uuid, kind: ActualKind) -> Map<String, Value> {
@@ -496,6 +525,15 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
         };
         credits.push(index);
     }
+    let tracking = trackings_of(tx, ctx, plan.iter().map(|p| p.item_id))?;
+    let order_identifier = order
+        .get("identifier")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut units = Converter::default();
+    let mut produced_lots = Vec::new();
+    let mut refused = Vec::new();
     let mut rows = Vec::with_capacity(plan.len());
     for (p, &index) in plan.iter().zip(&credits) {
         let location = match p.location_id {
@@ -503,7 +541,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             None => default_location(tx, ctx, "outputLocationId", p.item_id)?,
         };
         let decl_id = uuid_field(&decls[index], "id").unwrap_or_default();
-        rows.push(ledger_row(
+        let row = ledger_row(
             ctx,
             TransactionType::Produce,
             p.item_id,
@@ -512,7 +550,25 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
             At::To(location),
             node_id,
             meta(order_id, keys::OUTPUT, decl_id, ActualKind::Produce),
-        ));
+        );
+        let tracked = tracking.get(&p.item_id).copied().unwrap_or_default();
+        match lots::output_rows(
+            tx,
+            ctx,
+            req,
+            p,
+            tracked,
+            row,
+            &order_identifier,
+            &mut units,
+            &mut produced_lots,
+        )? {
+            Ok(r) => rows.extend(r),
+            Err(v) => refused.extend(v),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(ApiError::violations(refused));
     }
     let transactions = post_rows(tx, ctx, &rows)?;
     let mut added: Vec<(usize, f64)> = Vec::new();
@@ -534,6 +590,7 @@ pub fn produce_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ProduceRequest) -> ApiResult
     Ok(ProduceResult {
         transactions,
         outputs,
+        lots: produced_lots,
     })
 }
 
@@ -570,13 +627,17 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
     let typed_lines: Vec<BomLine> = drawn.iter().map(|&i| all_typed[i].clone()).collect();
     let (draws, ignored) =
         plan_consume(req, &typed_lines, order_quantity(&order)).map_err(ApiError::violations)?;
+    let tracking = trackings_of(tx, ctx, draws.iter().map(|d| d.item_id))?;
+    let picking = crate::inventory::corrections::stock_settings(&ctx.auth).lot_picking;
+    let mut units = Converter::default();
+    let mut taken = Vec::new();
     let mut rows = Vec::with_capacity(draws.len());
     for d in &draws {
         let location = match d.location_id {
             Some(l) => l,
             None => default_location(tx, ctx, "fromLocationId", d.item_id)?,
         };
-        rows.push(ledger_row(
+        let row = ledger_row(
             ctx,
             TransactionType::Consume,
             d.item_id,
@@ -590,7 +651,11 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
                 typed_lines[d.line].id,
                 ActualKind::Consume,
             ),
-        ));
+        );
+        let tracked = tracking.get(&d.item_id).copied().unwrap_or_default();
+        rows.extend(lots::draw_rows(
+            tx, ctx, req, d, tracked, location, row, picking, &mut units, &mut taken,
+        )??);
     }
     let transactions = post_rows(tx, ctx, &rows)?;
     let mut added: Vec<(usize, f64)> = Vec::new();
@@ -621,6 +686,7 @@ pub fn consume_in(tx: &mut dyn Tx, ctx: &Ctx, req: &ConsumeRequest) -> ApiResult
         transactions,
         lines: updated,
         ignored,
+        lots: taken,
     })
 }
 

@@ -586,6 +586,8 @@ fn filter_names(op: &Value) -> Vec<String> {
         "cursor",
         "select",
         "isArchived",
+        // How `/stock` shapes its rows (per lot or not), not a field of them.
+        "groupBy",
     ];
     op["parameters"]
         .as_array()
@@ -683,6 +685,19 @@ async fn every_documented_filter_matches_exactly_the_records_holding_its_value()
                     .filter(|r| matches(at(r, &fpath), &wanted))
                     .map(identity)
                     .collect();
+                // A filter whose values are ids may refuse `null` with a 400 naming it
+                // (issue 35 item 3: a filter works or is refused, never a wrong page).
+                if wanted.is_null() {
+                    let resp = api.get(&format!("{list}?{query}")).await;
+                    let names_it = resp.status == 400
+                        && resp.body["error"]["details"].as_array().is_some_and(|d| {
+                            d.iter()
+                                .any(|d| d["field"].as_str() == Some(fpath.as_str()))
+                        });
+                    if names_it {
+                        continue;
+                    }
+                }
                 cov.0 |= !expected.is_empty();
                 cov.1 |= expected.len() < base.len();
                 match ids_of_list(&api, list, &query).await {
@@ -723,10 +738,17 @@ async fn every_documented_filter_matches_exactly_the_records_holding_its_value()
         ("/qc-set", "answers"),
         ("/qc-template", "questions"),
         ("/timesheet", "deliverables"),
+        ("/delivery-manifest-line", "lots"),
     ];
+    // Filters whose values the plain list never shows: `/stock` answers per lot (and so with
+    // `lotId`) only under `groupBy=lot`; lot_postings.rs asks `lotId` of lots on hand.
+    const SHOWN_ONLY_GROUPED: &[(&str, &str)] = &[("/stock", "lotId")];
     let unasked: Vec<String> = coverage
         .iter()
-        .filter(|((l, f), (hit, _))| !*hit && !LISTS_OF_OBJECTS.contains(&(l.as_str(), f.as_str())))
+        .filter(|((l, f), (hit, _))| {
+            let key = (l.as_str(), f.as_str());
+            !*hit && !LISTS_OF_OBJECTS.contains(&key) && !SHOWN_ONLY_GROUPED.contains(&key)
+        })
         .map(|((l, f), _)| format!("{l} {f}"))
         .collect();
     assert!(

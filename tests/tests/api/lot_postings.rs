@@ -687,3 +687,336 @@ async fn completion_ships_and_receives_the_lots_of_each_line() {
     }
     assert_lot_stock_is_ledger(api).await;
 }
+
+/// A refusal with `status` whose details name a field ending in `field` (a whole path, or
+/// its last part).
+fn assert_refusal_names(resp: &Resp, status: u16, field: &str) {
+    assert_eq!(resp.status, status, "{resp}");
+    let named = resp.body["error"]["details"].as_array().is_some_and(|d| {
+        d.iter()
+            .any(|d| d["field"].as_str().is_some_and(|f| f.ends_with(field)))
+    });
+    assert!(named, "details name {field}: {resp}");
+}
+
+/// Puts `quantity` of `lot` of `item` on hand at `location`.
+async fn adjust_lot(api: &Api, item: &str, location: &str, lot: &str, quantity: f64) {
+    let resp = post(
+        api,
+        json!({"itemId": item, "type": "adjust", "quantity": quantity, "toLocationId": location, "lotId": lot}),
+    )
+    .await;
+    assert_eq!(resp.status, 201, "{resp}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produce_puts_each_output_into_its_named_or_made_lots() {
+    let server = TestServer::start().await;
+    let plant = crate::production::Plant::new(server.org("Produce lots").await).await;
+    let floor = &plant.floor;
+    let api = &floor.api;
+    let bread = tracked(floor, "Bread", "lot").await;
+    let engine = tracked(floor, "Engine", "serial").await;
+    let crumbs = floor.item("Crumbs", Some(&floor.a)).await;
+    for item in [&bread, &engine, &crumbs] {
+        api.create(
+            "production-output",
+            json!({"itemId": item, "orderDeliverableId": plant.order, "quantity": 100}),
+        )
+        .await;
+    }
+    let produce = |outputs: Value| json!({"deliverableId": plant.order, "outputs": outputs, "outputLocationId": floor.a});
+
+    // Named lots: found or made by code, one row each.
+    let value = plant
+        .ok(
+            "/production/produce",
+            produce(json!([{"itemId": bread, "quantity": 5, "lots": [
+                {"code": "B-1", "quantity": 3},
+                {"code": "B-2", "quantity": 2, "expiresAt": "2030-01-01T00:00:00Z"}
+            ]}])),
+        )
+        .await;
+    let rows = value["transactions"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{value}");
+    let codes: Vec<&str> = value["lots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["B-1", "B-2"]);
+    for (row, lot) in rows.iter().zip(value["lots"].as_array().unwrap()) {
+        assert_eq!(row["lotId"], lot["lotId"]);
+        assert_eq!(row["quantity"], lot["quantity"]);
+        assert_eq!(lot["expired"], false);
+    }
+    let b2 = api.list("lot", &format!("itemId={bread}&code=B-2")).await;
+    assert_eq!(b2.len(), 1);
+    assert_eq!(b2[0]["expiresAt"], "2030-01-01T00:00:00Z");
+
+    // Nothing named: one lot for the whole output, coded after the order.
+    let order = api.read("deliverable", &plant.order).await;
+    let prefix = format!("{}-", order["identifier"].as_str().unwrap());
+    let value = plant
+        .ok(
+            "/production/produce",
+            produce(json!([{"itemId": bread, "quantity": 4}])),
+        )
+        .await;
+    assert_eq!(value["lots"].as_array().unwrap().len(), 1, "{value}");
+    let made = value["lots"][0]["code"].as_str().unwrap();
+    assert!(made.starts_with(&prefix), "{made} starts with {prefix}");
+    assert_eq!(value["transactions"][0]["quantity"], 4.0);
+
+    // A serial item: one serial per unit, each on hand once.
+    let value = plant
+        .ok(
+            "/production/produce",
+            produce(json!([{"itemId": engine, "quantity": 3}])),
+        )
+        .await;
+    let serials = value["lots"].as_array().unwrap();
+    assert_eq!(serials.len(), 3, "{value}");
+    let mut distinct: Vec<&str> = serials
+        .iter()
+        .map(|l| l["code"].as_str().unwrap())
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{distinct:?}");
+    for serial in serials {
+        assert_eq!(serial["quantity"], 1.0);
+    }
+
+    // Refused, writing nothing: a part of a serial, a serial of 2, lots that do not add up,
+    // lots of an untracked item.
+    let before = ledger(api).await.len();
+    for (outputs, field) in [
+        (
+            json!([{"itemId": engine, "quantity": 1.5}]),
+            "outputs[0].quantity",
+        ),
+        (
+            json!([{"itemId": engine, "quantity": 2, "lots": [{"code": "SN-9", "quantity": 2}]}]),
+            "quantity",
+        ),
+        (
+            json!([{"itemId": bread, "quantity": 2, "lots": [{"code": "B-3", "quantity": 1}]}]),
+            "outputs[0].lots",
+        ),
+        (
+            json!([{"itemId": crumbs, "quantity": 1, "lots": [{"code": "C-1", "quantity": 1}]}]),
+            "outputs[0].lots",
+        ),
+    ] {
+        let resp = plant.action("/production/produce", produce(outputs)).await;
+        assert_refusal_names(&resp, 400, field);
+    }
+    assert_eq!(ledger(api).await.len(), before, "nothing posted");
+    assert!(
+        api.list("lot", "code=SN-9").await.is_empty(),
+        "a refused produce leaves no lot behind"
+    );
+    // Untracked outputs post as before: one row, no lot.
+    let value = plant
+        .ok(
+            "/production/produce",
+            produce(json!([{"itemId": crumbs, "quantity": 2}])),
+        )
+        .await;
+    assert_eq!(value["transactions"][0]["lotId"], Value::Null);
+    assert_eq!(value["lots"], json!([]));
+    assert_lot_stock_is_ledger(api).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_takes_the_lots_named_or_the_first_in() {
+    let server = TestServer::start().await;
+    let plant = crate::production::Plant::new(server.org("Consume lots").await).await;
+    let floor = &plant.floor;
+    let api = &floor.api;
+    let flour = tracked(floor, "Flour", "lot").await;
+    let salt = floor.item("Salt", Some(&floor.a)).await;
+    let old = lot(api, &flour, "F-OLD").await;
+    let new = lot(api, &flour, "F-NEW").await;
+    let expired = id(&api
+        .create(
+            "lot",
+            json!({"itemId": flour, "code": "F-EXP", "expiresAt": "2020-01-01T00:00:00Z"}),
+        )
+        .await);
+    adjust_lot(api, &flour, &floor.a, &old, 4.0).await;
+    adjust_lot(api, &flour, &floor.a, &new, 10.0).await;
+    adjust_lot(api, &flour, &floor.a, &expired, 2.0).await;
+    floor.adjust(&salt, &floor.a, 10.0).await;
+    api.create(
+        "bom-line",
+        json!({"itemId": flour, "orderDeliverableId": plant.order, "quantity": 20}),
+    )
+    .await;
+    api.create(
+        "bom-line",
+        json!({"itemId": salt, "orderDeliverableId": plant.order, "quantity": 1}),
+    )
+    .await;
+    let consume = |lines: Value| json!({"deliverableId": plant.order, "lines": lines, "fromLocationId": floor.a});
+
+    // Named lots, in the request's order: all of the first, the rest from the second.
+    let value = plant
+        .ok(
+            "/production/consume",
+            consume(
+                json!([{"itemId": flour, "quantity": 5, "lots": [{"lotId": old}, {"lotId": new}]}]),
+            ),
+        )
+        .await;
+    let taken: Vec<(String, f64)> = value["lots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["code"].as_str().unwrap().to_string(),
+                l["quantity"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        [("F-OLD".to_string(), 4.0), ("F-NEW".to_string(), 1.0)]
+    );
+    assert_eq!(value["transactions"].as_array().unwrap().len(), 2);
+    assert_eq!(value["lines"][0]["quantityActual"], 5.0);
+
+    // An expired lot may be taken, and the answer says so.
+    let value = plant
+        .ok(
+            "/production/consume",
+            consume(json!([{"itemId": flour, "quantity": 1, "lots": [{"lotId": expired}]}])),
+        )
+        .await;
+    assert_eq!(value["lots"][0]["expired"], true, "{value}");
+
+    // None named: first in, first out (F-OLD is empty; F-NEW, then F-EXP, by creation).
+    let value = plant
+        .ok(
+            "/production/consume",
+            consume(json!([{"itemId": flour, "quantity": 10}])),
+        )
+        .await;
+    let taken: Vec<(String, f64)> = value["lots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["code"].as_str().unwrap().to_string(),
+                l["quantity"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        [("F-NEW".to_string(), 9.0), ("F-EXP".to_string(), 1.0)]
+    );
+
+    // Refused, writing nothing: more than the lots hold (409), another item's lot, another
+    // organization's lot, lots on an untracked item (400).
+    let other = server.org("Other bakery").await;
+    let other_item = id(&other
+        .create("item", json!({"name": "Their flour", "tracking": "lot"}))
+        .await);
+    let theirs = lot(&other, &other_item, "T-1").await;
+    let before = ledger(api).await.len();
+    let resp = plant
+        .action(
+            "/production/consume",
+            consume(json!([{"itemId": flour, "quantity": 1}])),
+        )
+        .await;
+    assert_eq!(resp.status, 409, "everything is used up: {resp}");
+    for (lines, field) in [
+        (
+            json!([{"itemId": flour, "quantity": 1, "lots": [{"lotId": theirs}]}]),
+            "lines[0].lots[0].lotId",
+        ),
+        (
+            json!([{"itemId": salt, "quantity": 1, "lots": [{"lotId": old}]}]),
+            "lines[0].lots",
+        ),
+    ] {
+        let resp = plant.action("/production/consume", consume(lines)).await;
+        assert_refusal_names(&resp, 400, field);
+    }
+    assert_eq!(ledger(api).await.len(), before, "nothing posted");
+    // An untracked line draws as before.
+    let value = plant
+        .ok(
+            "/production/consume",
+            consume(json!([{"itemId": salt, "quantity": 1}])),
+        )
+        .await;
+    assert_eq!(value["transactions"][0]["lotId"], Value::Null);
+    assert_eq!(value["lots"], json!([]));
+    assert_lot_stock_is_ledger(api).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_takes_the_first_to_expire_when_the_organization_picks_fefo() {
+    let server = TestServer::start().await;
+    let plant = crate::production::Plant::new(server.org("FEFO").await).await;
+    let floor = &plant.floor;
+    let api = &floor.api;
+    let milk = tracked(floor, "Milk", "lot").await;
+    let mut lots = Vec::new();
+    // Made first, expiring last; then one without an expiry; then the first to expire.
+    for (code, expires) in [
+        ("M-LATE", json!("2031-01-01T00:00:00Z")),
+        ("M-NONE", Value::Null),
+        ("M-SOON", json!("2030-01-01T00:00:00Z")),
+    ] {
+        let lot = id(&api
+            .create(
+                "lot",
+                json!({"itemId": milk, "code": code, "expiresAt": expires}),
+            )
+            .await);
+        adjust_lot(api, &milk, &floor.a, &lot, 2.0).await;
+        lots.push(lot);
+    }
+    api.create(
+        "bom-line",
+        json!({"itemId": milk, "orderDeliverableId": plant.order, "quantity": 5}),
+    )
+    .await;
+    let consume = |q: f64| json!({"deliverableId": plant.order, "lines": [{"itemId": milk, "quantity": q}], "fromLocationId": floor.a});
+    let codes = |value: &Value| -> Vec<String> {
+        value["lots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // FIFO by default: the lot made first.
+    let value = plant.ok("/production/consume", consume(1.0)).await;
+    assert_eq!(codes(&value), ["M-LATE"]);
+    server
+        .running()
+        .set_setting(api.org_id, "lotPicking=fefo")
+        .await
+        .expect("the setting is set");
+    // FEFO: the first to expire, then the next, lots without an expiry last.
+    let value = plant.ok("/production/consume", consume(4.0)).await;
+    assert_eq!(codes(&value), ["M-SOON", "M-LATE", "M-NONE"]);
+    assert!(
+        server
+            .running()
+            .set_setting(api.org_id, "lotPicking=lifo")
+            .await
+            .is_err(),
+        "an unknown picking order is refused"
+    );
+    assert_lot_stock_is_ledger(api).await;
+}

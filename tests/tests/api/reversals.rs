@@ -31,7 +31,8 @@ async fn freeze(server: &TestServer, api: &Api, until: &str) {
         .expect("the setting is set");
 }
 
-/// A 409 whose message and details name the freeze date, under `createdAt`.
+/// A 409 whose message and details name the freeze date, under `createdAt` (the row's, or a
+/// request line's where a path names the line its rows come from: `lines[0].createdAt`).
 fn assert_frozen(resp: &Resp, until: &str) {
     let details = assert_error_details(resp, 409, "CONFLICT");
     assert!(
@@ -42,9 +43,10 @@ fn assert_frozen(resp: &Resp, until: &str) {
         "the message names the date: {resp}"
     );
     assert!(
-        details
-            .iter()
-            .any(|d| d["field"] == "createdAt" && d["message"].as_str().unwrap().contains(until)),
+        details.iter().any(|d| d["field"]
+            .as_str()
+            .is_some_and(|f| f == "createdAt" || f.ends_with(".createdAt"))
+            && d["message"].as_str().unwrap().contains(until)),
         "details name createdAt and the date: {resp}"
     );
 }
