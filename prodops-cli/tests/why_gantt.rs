@@ -173,32 +173,40 @@ async fn gantt_fits_the_terminal_it_draws_on() {
     let api = server.org("CliGanttPty").await;
     let dir = tempfile::tempdir().unwrap();
     let (o, _, _) = order(&api).await;
-    let home = dir.path().to_path_buf();
-    let (base, key) = (
-        server.base_url().to_string(),
-        api.key().unwrap().to_string(),
-    );
-    let (shown, code) = tokio::task::spawn_blocking(move || {
-        let mut command = CommandBuilder::new(assert_cmd::cargo::cargo_bin("prodops"));
-        command.args([D, "gantt", &o]);
-        command.env("PRODOPS_CONFIG_DIR", home.join("config"));
-        command.env("PRODOPS_CREDENTIAL_STORE", "file");
-        command.env("HOME", home.join("home"));
-        command.env("PRODOPS_BASE_URL", base);
-        command.env("PRODOPS_API_KEY", key);
-        command.env_remove("COLUMNS");
-        command.cwd(&home);
-        let mut t = Terminal::spawn(command, 120);
-        let drawn = t.expect("after row n");
-        let (_, code) = t.finish();
-        (drawn, code)
-    })
-    .await
-    .unwrap();
-    assert_eq!(code, 0, "{shown}");
-    let widest = shown.lines().map(UnicodeWidthStr::width).max().unwrap();
-    assert!(widest <= 120, "{widest} columns: {shown}");
-    assert!(widest > 80, "the terminal's 120 columns are used: {shown}");
+    // A planner's wide terminal, the classic 80 columns, and a narrow split pane.
+    for columns in [120u16, 80, 40] {
+        let home = dir.path().to_path_buf();
+        let (base, key) = (
+            server.base_url().to_string(),
+            api.key().unwrap().to_string(),
+        );
+        let o = o.clone();
+        let (shown, code) = tokio::task::spawn_blocking(move || {
+            let mut command = CommandBuilder::new(assert_cmd::cargo::cargo_bin("prodops"));
+            command.args([D, "gantt", &o]);
+            command.env("PRODOPS_CONFIG_DIR", home.join("config"));
+            command.env("PRODOPS_CREDENTIAL_STORE", "file");
+            command.env("HOME", home.join("home"));
+            command.env("PRODOPS_BASE_URL", base);
+            command.env("PRODOPS_API_KEY", key);
+            command.env_remove("COLUMNS");
+            command.cwd(&home);
+            // Everything the terminal showed until the command ended (the legend's end is
+            // cut on narrow terminals, so no text of it is waited for).
+            Terminal::spawn(command, columns).finish()
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, 0, "{columns} columns: {shown}");
+        let widest = shown.lines().map(UnicodeWidthStr::width).max().unwrap();
+        assert!(
+            widest <= usize::from(columns),
+            "{widest} columns on a terminal of {columns}: {shown}"
+        );
+        if columns == 120 {
+            assert!(widest > 80, "the terminal's 120 columns are used: {shown}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

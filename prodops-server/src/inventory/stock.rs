@@ -73,3 +73,12 @@ pub fn on_hand(tx: &mut dyn Tx, org: Uuid, item: Uuid, location: Uuid) -> ApiRes
         .and_then(SqlValue::as_i64)
         .unwrap_or(0))
 }
+
+/// Whether the item has stock (other than zero) at any location.
+pub(super) fn has_stock(tx: &mut dyn Tx, org: Uuid, item: Uuid) -> ApiResult<bool> {
+    let rows = tx.query(
+        "SELECT 1 FROM stock WHERE organization_id = ? AND item_id = ? AND on_hand <> 0 LIMIT 1",
+        &[org.into(), item.into()],
+    )?;
+    Ok(!rows.is_empty())
+}

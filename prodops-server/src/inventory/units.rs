@@ -232,6 +232,9 @@ impl Hooks for ItemHooks {
         old: Option<&Value>,
         new: &Value,
     ) -> ApiResult<()> {
+        if let Some(old) = old {
+            check_tracking_change(tx, ctx, old, new)?;
+        }
         let (_, conversions) = Converter::item_units(new);
         let before = old.map(|o| Converter::item_units(o).1).unwrap_or_default();
         let mut converter = Converter::default();
@@ -259,4 +262,36 @@ impl Hooks for ItemHooks {
             Err(ApiError::violations(violations))
         }
     }
+}
+
+/// An item's `tracking` changes only while it has no stock anywhere: stock posted untracked
+/// has no lots to name, and a tracked item's lots would lose their meaning (409 naming
+/// `tracking`; post the stock out, change it, post it in again).
+fn check_tracking_change(tx: &mut dyn Tx, ctx: &Ctx, old: &Value, new: &Value) -> ApiResult<()> {
+    let tracking = |v: &Value| {
+        v.get("tracking")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string()
+    };
+    let (was, is) = (tracking(old), tracking(new));
+    if was == is {
+        return Ok(());
+    }
+    let Some(item) = new
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| uuid::Uuid::parse_str(s).ok())
+    else {
+        return Ok(());
+    };
+    if super::stock::has_stock(tx, ctx.org(), item)? {
+        let message = format!(
+            "item {item} has stock on hand: its tracking changes from {was} to {is} only while it has none (post its stock out, change the tracking, post it in again with lots)"
+        );
+        let mut err = ApiError::conflict(message.clone());
+        err.details = vec![Violation::field("tracking", message)];
+        return Err(err);
+    }
+    Ok(())
 }

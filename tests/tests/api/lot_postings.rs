@@ -71,6 +71,9 @@ async fn assert_lot_stock_is_ledger(api: &Api) {
         };
         let item = row["itemId"].as_str().unwrap().to_string();
         let q = micros(row["quantity"].as_f64().unwrap());
+        // A reversal keeps its original's type, locations and quantity, and has the opposite
+        // effect (docs/inventory.md, "Corrections").
+        let q = if row["reversesId"].is_string() { -q } else { q };
         let loc = |f: &str| row[f].as_str().map(str::to_string);
         let mut add = |l: Option<String>, d: i64| {
             *sums
@@ -1017,6 +1020,56 @@ async fn consume_takes_the_first_to_expire_when_the_organization_picks_fefo() {
             .await
             .is_err(),
         "an unknown picking order is refused"
+    );
+    assert_lot_stock_is_ledger(api).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracking_changes_only_while_the_item_has_no_stock() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Tracking change").await).await;
+    let api = &floor.api;
+    let bolts = floor.item("Bolts", Some(&floor.a)).await;
+    floor.adjust(&bolts, &floor.a, 5.0).await;
+    let resp = api
+        .patch(&format!("/item/{bolts}"), json!({"tracking": "lot"}))
+        .await;
+    assert_refusal_names(&resp, 409, "tracking");
+    assert_eq!(api.read("item", &bolts).await["tracking"], "none");
+    // Once its stock is posted out, the tracking changes.
+    floor.adjust(&bolts, &floor.a, -5.0).await;
+    let resp = api
+        .patch(&format!("/item/{bolts}"), json!({"tracking": "lot"}))
+        .await;
+    assert_eq!(resp.status, 200, "{resp}");
+    assert_eq!(resp.body["tracking"], "lot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reversal_takes_the_same_lot_back() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Lot reversal").await).await;
+    let api = &floor.api;
+    let resin = tracked(&floor, "Resin", "lot").await;
+    let r1 = lot(api, &resin, "R-1").await;
+    let resp = post(
+        api,
+        json!({"itemId": resin, "type": "adjust", "quantity": 5, "toLocationId": floor.a, "lotId": r1}),
+    )
+    .await;
+    assert_eq!(resp.status, 201, "{resp}");
+    let row = resp.id();
+    let resp = api
+        .post("/inventory/reverse", json!({"transactionIds": [row]}))
+        .await;
+    assert_eq!(resp.status, 201, "{resp}");
+    let reversal = &resp.body["transactions"][0];
+    assert_eq!(reversal["lotId"], json!(r1), "{resp}");
+    assert_eq!(reversal["reversesId"], json!(row));
+    let stock = lot_stock(api, &format!("lotId={r1}")).await;
+    assert!(
+        stock.values().all(|q| *q == 0.0),
+        "the lot is back to nothing: {stock:?}"
     );
     assert_lot_stock_is_ledger(api).await;
 }
