@@ -702,6 +702,21 @@ fn assert_refusal_names(resp: &Resp, status: u16, field: &str) {
     assert!(named, "details name {field}: {resp}");
 }
 
+/// The lots an answer names (`lots`: code and quantity), in its order.
+fn lots_taken(value: &Value) -> Vec<(String, f64)> {
+    value["lots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["code"].as_str().unwrap().to_string(),
+                l["quantity"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Puts `quantity` of `lot` of `item` on hand at `location`.
 async fn adjust_lot(api: &Api, item: &str, location: &str, lot: &str, quantity: f64) {
     let resp = post(
@@ -874,17 +889,7 @@ async fn consume_takes_the_lots_named_or_the_first_in() {
             ),
         )
         .await;
-    let taken: Vec<(String, f64)> = value["lots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            (
-                l["code"].as_str().unwrap().to_string(),
-                l["quantity"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let taken = lots_taken(&value);
     assert_eq!(
         taken,
         [("F-OLD".to_string(), 4.0), ("F-NEW".to_string(), 1.0)]
@@ -908,17 +913,7 @@ async fn consume_takes_the_lots_named_or_the_first_in() {
             consume(json!([{"itemId": flour, "quantity": 10}])),
         )
         .await;
-    let taken: Vec<(String, f64)> = value["lots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            (
-                l["code"].as_str().unwrap().to_string(),
-                l["quantity"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let taken = lots_taken(&value);
     assert_eq!(
         taken,
         [("F-NEW".to_string(), 9.0), ("F-EXP".to_string(), 1.0)]
@@ -995,11 +990,9 @@ async fn consume_takes_the_first_to_expire_when_the_organization_picks_fefo() {
     .await;
     let consume = |q: f64| json!({"deliverableId": plant.order, "lines": [{"itemId": milk, "quantity": q}], "fromLocationId": floor.a});
     let codes = |value: &Value| -> Vec<String> {
-        value["lots"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["code"].as_str().unwrap().to_string())
+        lots_taken(value)
+            .into_iter()
+            .map(|(code, _)| code)
             .collect()
     };
     // FIFO by default: the lot made first.
