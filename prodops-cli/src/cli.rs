@@ -419,6 +419,11 @@ pub fn command() -> Command {
                 })
         });
     }
+    // `lot trace ID --format tree|dot`: the declared trace, drawn.
+    if let Some(cmd) = groups.iter_mut().find(|c| c.get_name() == "lot") {
+        let taken = std::mem::replace(cmd, Command::new("placeholder"));
+        *cmd = taken.mut_subcommand("trace", |trace| trace.arg(crate::trace::format_arg()));
+    }
     // A group of actions is described by its verbs (`produce, consume, ...`).
     for cmd in groups.iter_mut() {
         if prodops_core::registry::resources()
@@ -796,6 +801,10 @@ mod tests {
             for arg in cmd.get_arguments().filter(|x| !x.is_positional()) {
                 let id = arg.get_id().as_str();
                 if common.contains(&id) {
+                    continue;
+                }
+                // The drawing of a trace (tree or dot) is the CLI's, not the server's.
+                if a.operation_id == "lot_trace" && id == crate::trace::FORMAT_ARG {
                     continue;
                 }
                 let f = derived

@@ -24,6 +24,7 @@ mod output;
 mod run;
 mod shape;
 mod table;
+mod trace;
 mod why;
 
 use std::io::Write;

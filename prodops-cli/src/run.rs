@@ -109,6 +109,12 @@ pub fn run(m: ArgMatches) -> CmdResult {
         // The tree view of a hierarchy is not the action's answer (see `dispatch`), nor are
         // the sentences of `why`.
         Some(("hierarchy" | "why", _)) if name == "deliverable" && format == Format::Table => None,
+        // Nor is the tree or the Graphviz graph of a lot's trace.
+        Some(("trace", args))
+            if name == "lot" && crate::trace::drawn(args, format == Format::Table) =>
+        {
+            None
+        }
         // A count's lines may come from its CSV file (see `dispatch`).
         Some(("count", args))
             if name == "inventory" && args.contains_id(crate::count::FILE_ARG) =>
@@ -154,6 +160,12 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     }
     if name == "deliverable" && verb == "why" && ctx.format == crate::output::Format::Table {
         return crate::why::why(ctx, args).await;
+    }
+    if name == "lot"
+        && verb == "trace"
+        && crate::trace::drawn(args, ctx.format == crate::output::Format::Table)
+    {
+        return crate::trace::trace(ctx, args).await;
     }
     if name == "deliverable" && verb == "gantt" {
         return crate::gantt::gantt(ctx, args).await;

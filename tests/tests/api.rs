@@ -76,6 +76,8 @@ mod keyset;
 mod list_along;
 #[path = "api/lot_postings.rs"]
 mod lot_postings;
+#[path = "api/lot_trace.rs"]
+mod lot_trace;
 #[path = "api/lots.rs"]
 mod lots;
 #[path = "api/member.rs"]

@@ -36,6 +36,7 @@ pub mod delivery;
 pub mod document;
 pub mod event;
 pub mod inventory;
+pub mod lot;
 pub mod member;
 pub mod notification;
 pub mod production;
@@ -78,6 +79,7 @@ macro_rules! for_each_action {
             $crate::api::inventory::StockList,
             $crate::api::inventory::Count,
             $crate::api::inventory::Reverse,
+            $crate::api::lot::Trace,
             $crate::api::document::Upload,
             $crate::api::document::Download,
             $crate::api::document::CreateVersion,

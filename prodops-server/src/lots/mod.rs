@@ -7,6 +7,8 @@
 //! core's (`prodops_core::lot_rules`), applied by `inventory::post` (inventory/lots.rs). The
 //! lots a posting names by code are found or made here ([`lot_named`], [`generated_codes`]).
 
+pub mod trace;
+
 use prodops_core::custom_property::CustomPropertyDefinition;
 use prodops_core::delivery::ReceivedLot;
 use prodops_core::lot::{Lot, PROPERTY_SCOPE, Tracking};

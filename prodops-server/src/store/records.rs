@@ -78,6 +78,35 @@ pub fn texts_where_in(
         .collect())
 }
 
+/// The stored JSON text of the records whose filter-indexed `field`
+/// (`prodops_core::filter_fields`) is one of `values` (texts, as the field's filter column
+/// holds them), through that column and its index; at most 500 values a statement.
+pub fn texts_where_indexed_in(
+    tx: &mut dyn Tx,
+    table: &str,
+    org: Uuid,
+    field: &str,
+    values: &[String],
+) -> StoreResult<Vec<String>> {
+    let column = tx.dialect().indexed_expr(field);
+    let mut out = Vec::new();
+    for chunk in values.chunks(500) {
+        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
+        params.push(org.into());
+        params.extend(chunk.iter().map(|v| SqlValue::Text(v.clone())));
+        let rows = tx.query(
+            &format!(
+                "SELECT data FROM {table} WHERE organization_id = ? AND {column} IS NOT NULL \
+                 AND {column} IN ({})",
+                vec!["?"; chunk.len()].join(", ")
+            ),
+            &params,
+        )?;
+        out.extend(text_rows(rows));
+    }
+    Ok(out)
+}
+
 /// One record by id.
 pub fn get(tx: &mut dyn Tx, table: &str, org: Uuid, id: Uuid) -> StoreResult<Option<Value>> {
     let rows = tx.query(
