@@ -34,7 +34,10 @@ impl QueryArgs for TraceQuery {
             kind: ParamKind::Integer,
             required: false,
             description: "How many lot generations to follow, 1 to 32 (default 32)",
-            values: ParamValues::Any,
+            values: ParamValues::Range {
+                min: 1,
+                max: crate::lot_rules::MAX_TRACE_DEPTH as u64,
+            },
         },
     ];
     fn pairs(&self) -> Vec<(String, String)> {
