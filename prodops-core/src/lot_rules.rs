@@ -398,13 +398,9 @@ pub struct LotTaken {
 /// The order a consume takes lots in when the request names none.
 pub fn picking_order(lots: &mut [LotStock<'_>], picking: LotPicking) {
     match picking {
-        LotPicking::Fifo => lots.sort_by(|a, b| {
-            (a.lot.created_at, &a.lot.code, a.lot.id).cmp(&(
-                b.lot.created_at,
-                &b.lot.code,
-                b.lot.id,
-            ))
-        }),
+        // `createdAt` is kept to the millisecond; within one, the id (a UUIDv7, ordered by
+        // creation within a server process) tells which lot came first.
+        LotPicking::Fifo => lots.sort_by_key(|s| (s.lot.created_at, s.lot.id)),
         LotPicking::Fefo => lots.sort_by(|a, b| {
             let key = |l: &Lot| {
                 (
