@@ -5,7 +5,7 @@
 //! properties are the definitions scoped to lots (`deliverableTypes: ["lot"]`), checked and
 //! canonicalized by core's `properties` rules as an order's are. The posting rules of lots are
 //! core's (`prodops_core::lot_rules`), applied by `inventory::post` (inventory/lots.rs). The
-//! lots a posting names by code are found or made here ([`lot_named`], [`generated_codes`]).
+//! lots a posting names by code are found or made here ([`lot_named`], [`make_lots`]).
 
 pub mod trace;
 
@@ -204,30 +204,47 @@ pub fn lot_named(
         }
         return Ok(Ok(lot));
     }
+    let expires_at = match named.expires_at {
+        Some(_) => {
+            Some(serde_json::to_value(named).map_err(ApiError::internal)?["expiresAt"].take())
+        }
+        None => None,
+    };
+    Ok(Ok(create_lot(tx, ctx, item, code, expires_at, at)?))
+}
+
+/// Creates a lot of `item` through the lot's own pipeline (its rules, its events), a refusal
+/// named under the request path `at`.
+fn create_lot(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    item: Uuid,
+    code: &str,
+    expires_at: Option<Value>,
+    at: &str,
+) -> ApiResult<Lot> {
     let mut body = Map::new();
     body.insert("itemId".into(), json!(item));
     body.insert("code".into(), json!(code));
-    if named.expires_at.is_some() {
-        let written = serde_json::to_value(named).map_err(ApiError::internal)?;
-        body.insert("expiresAt".into(), written["expiresAt"].clone());
+    if let Some(expires_at) = expires_at {
+        body.insert("expiresAt".into(), expires_at);
     }
     let created = crate::engine::create_record(tx, ctx, ctx.resource(ResourceId::Lot), body)
         .map_err(|e| e.prefixed(|_| Some(at.to_string())))?;
-    Ok(Ok(
-        serde_json::from_value(created).map_err(ApiError::internal)?
-    ))
+    serde_json::from_value(created).map_err(ApiError::internal)
 }
 
-/// The next `count` codes `{prefix}-{n}` the item has no lot of, `n` counting on from the
-/// number of lots the item has (so a shop's produced serials read 1, 2, 3, ... per item and
-/// prefix); a code taken already (made by hand, or by another prefix's count) is skipped.
-pub fn generated_codes(
+/// `count` new lots of `item` coded `{prefix}-{n}`, `n` counting on from the number of lots the
+/// item has (so a shop's produced serials read 1, 2, 3, ... per item and prefix); a code taken
+/// already (made by hand, or by another prefix's count) is skipped. A refusal is named `at`.
+pub fn make_lots(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     item: Uuid,
     prefix: &str,
     count: usize,
-) -> ApiResult<Vec<String>> {
+    at: &str,
+) -> ApiResult<Vec<Lot>> {
     let table = ResourceId::Lot.kind().desc().table;
     let existing = records::count(
         tx,
@@ -235,14 +252,14 @@ pub fn generated_codes(
         ctx.org(),
         &[Cond::field_equals("itemId", item.to_string())],
     )?;
-    let mut codes = Vec::with_capacity(count);
+    let mut lots = Vec::with_capacity(count);
     let mut n = existing + 1;
-    while codes.len() < count {
+    while lots.len() < count {
         let code = format!("{prefix}-{n}");
         if lot_of_code(tx, ctx, item, &code)?.is_none() {
-            codes.push(code);
+            lots.push(create_lot(tx, ctx, item, &code, None, at)?);
         }
         n += 1;
     }
-    Ok(codes)
+    Ok(lots)
 }

@@ -1,7 +1,7 @@
 //! The lots of produce and consume (issue 37). An output of an item tracked by lot or serial
 //! goes into the lots its entry names (`outputs[i].lots`, found or made by code, as a receipt's
 //! are) or into lots made for it: one lot of the whole output, or one serial per unit, coded
-//! `{order identifier}-{n}` ([`crate::lots::generated_codes`]). A draw of a tracked item takes
+//! `{order identifier}-{n}` ([`crate::lots::make_lots`]). A draw of a tracked item takes
 //! the lots its entry names (`lines[i].lots`, in that order) or, without them, those the
 //! organization's picking order (`lotPicking`: FIFO or FEFO) chooses among the lots on hand
 //! where it draws from (core's `pick_lots`). Either way each lot is one ledger row, and the
@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use prodops_core::delivery::{ReceivedLot, check_received_lots};
+use prodops_core::delivery::check_received_lots;
 use prodops_core::inventory::{InventoryTransaction, from_micros, to_micros};
 use prodops_core::lot::{Lot, Tracking};
 use prodops_core::lot_rules::{LotPicking, LotRequest, LotStock, LotTaken, pick_lots};
@@ -114,17 +114,8 @@ pub(super) fn output_rows(
     } else {
         order_identifier.trim()
     };
-    let made = |code: String| ReceivedLot {
-        code,
-        quantity: 0.0,
-        expires_at: None,
-    };
     if tracking == Tracking::Lot {
-        let code = crate::lots::generated_codes(tx, ctx, p.item_id, prefix, 1)?.remove(0);
-        let lot = match crate::lots::lot_named(tx, ctx, p.item_id, &made(code), &path)? {
-            Ok(lot) => lot,
-            Err(v) => return Ok(Err(vec![v])),
-        };
+        let lot = crate::lots::make_lots(tx, ctx, p.item_id, prefix, 1, &path)?.remove(0);
         let mut r = row;
         r.lot_id = Some(lot.id);
         lots.push(produced(&lot, &r, ctx));
@@ -155,13 +146,9 @@ pub(super) fn output_rows(
             ),
         )]));
     }
-    let codes = crate::lots::generated_codes(tx, ctx, p.item_id, prefix, count as usize)?;
-    let mut rows = Vec::with_capacity(codes.len());
-    for code in codes {
-        let lot = match crate::lots::lot_named(tx, ctx, p.item_id, &made(code), &path)? {
-            Ok(lot) => lot,
-            Err(v) => return Ok(Err(vec![v])),
-        };
+    let serials = crate::lots::make_lots(tx, ctx, p.item_id, prefix, count as usize, &path)?;
+    let mut rows = Vec::with_capacity(serials.len());
+    for lot in serials {
         let mut r = row.clone();
         r.id = Uuid::now_v7();
         r.quantity = 1.0;
