@@ -148,6 +148,7 @@ async fn production_bom_inventory_and_deliverable_actions() {
             kind: ActualKind::Produce,
             item_id: frame,
             delta: -1.0,
+            lot_id: None,
         })
         .await
         .unwrap();

@@ -126,6 +126,10 @@ pub struct AdjustActualRequest {
     pub item_id: Uuid,
     /// Nonzero signed change of the actual quantity.
     pub delta: f64,
+    /// The lot (or serial) the correction's ledger row moves: required when the item is
+    /// tracked by lot or serial (400 naming `lotId` without it), refused for an untracked item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lot_id: Option<Uuid>,
 }
 
 /// The `value` of a produce answer.
@@ -795,6 +799,7 @@ mod tests {
             kind: ActualKind::Produce,
             item_id: item(2),
             delta: d,
+            lot_id: None,
         };
         assert!(check_adjust_actual(&ok(0.0)).is_err());
         assert!(check_adjust_actual(&ok(1e-9)).is_err());

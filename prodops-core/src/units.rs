@@ -104,6 +104,14 @@ impl Factor {
         })
     }
 
+    /// The conversion the other way: from the base unit to the entered one.
+    pub fn inverse(self) -> Factor {
+        Factor {
+            num: self.den,
+            den: self.num,
+        }
+    }
+
     /// Whether this is the identity.
     pub fn is_one(&self) -> bool {
         self.num == self.den
@@ -328,6 +336,32 @@ mod tests {
         assert_eq!(convert(3.0, 6, Some(2), &[]), Ok(3.0));
         assert_eq!(convert(0.1, 5, Some(4), &[]), Ok(100.0));
         assert_eq!(convert(250.0, 4, Some(5), &[]), Ok(0.25));
+    }
+
+    #[test]
+    fn the_inverse_takes_a_base_quantity_back_to_the_entered_unit() {
+        let units = org();
+        let box_to_each =
+            factor_to_base(Some(u(2)), Some(u(1)), &[], &|id| units.get(&id).copied()).unwrap();
+        assert_eq!(box_to_each.apply(2.0), Some(24.0));
+        assert_eq!(box_to_each.inverse().apply(24.0), Some(2.0));
+        // One serial of a box of 12: a twelfth, rounded once.
+        assert_eq!(box_to_each.inverse().apply(1.0), Some(0.083333));
+        assert_eq!(Factor::ONE.inverse(), Factor::ONE);
+    }
+
+    proptest! {
+        #[test]
+        fn the_inverse_undoes_the_factor_within_rounding(micros in 0i64..1_000_000_000_000) {
+            let units = org();
+            let q = micros as f64 / 1e6;
+            let pallet_to_each = factor_to_base(Some(u(3)), Some(u(1)), &[], &|id| units.get(&id).copied())
+                .unwrap();
+            // Base quantities are whole micro-units of "each"; a pallet (480 each) back and forth.
+            let there = pallet_to_each.apply(q).unwrap();
+            let back = pallet_to_each.inverse().apply(there).unwrap();
+            prop_assert!((back - q).abs() <= 1e-6 + 1e-12 * q.abs(), "{q} -> {there} -> {back}");
+        }
     }
 
     #[test]

@@ -791,6 +791,11 @@ pub fn adjust_actual_in(
         uuid_field(&node, "id").unwrap_or_default(),
         meta(order_id, record_key, record_id, req.kind),
     );
+    // The ledger checks the lot against the item's tracking (400 naming `lotId`).
+    let row = InventoryTransaction {
+        lot_id: req.lot_id,
+        ..row
+    };
     let transaction = post_rows(tx, ctx, &[row])?.remove(0);
     let (output, line) = match req.kind {
         ActualKind::Produce => (Some(set_actual(tx, ctx, res, &record, new_actual)?), None),
@@ -931,9 +936,11 @@ fn actual_change(t: &InventoryTransaction, kind: ActualKind, quantity: f64) -> f
 
 /// The reversal of production rows (`POST /inventory/reverse`, `reversal` being the rows it
 /// posts): under each order's lock, each declaration's or line's `quantityActual` takes back
-/// the change its reversed rows made (as entered, in its unit), so the actuals stay the sums of
-/// the order's entries. Reservations a consume used up are not restored. Rows that are not
-/// production rows are left alone.
+/// the change its reversed rows made, in its unit, so the actuals stay the sums of the order's
+/// entries. A row entered in the record's unit counts as entered; a row posted in the item's
+/// base unit while the record is in another (a tracked item's rows, one per lot or serial,
+/// [`lots`]) is converted back to the record's unit. Reservations a consume used up are not
+/// restored. Rows that are not production rows are left alone.
 pub(crate) fn reverse_actuals(
     tx: &mut dyn Tx,
     ctx: &Ctx,
@@ -945,8 +952,11 @@ pub(crate) fn reverse_actuals(
             .and_then(Value::as_str)
             .and_then(|s| Uuid::parse_str(s).ok())
     };
-    // (order, record, kind) -> the change of its actual; in order, so locks are taken in order.
-    let mut changes: std::collections::BTreeMap<(Uuid, Uuid, bool), f64> = Default::default();
+    // (order, record, kind) -> the rows changing its actual; in order, so locks are taken in
+    // order.
+    let mut changes: std::collections::BTreeMap<(Uuid, Uuid, bool), Vec<&InventoryTransaction>> =
+        Default::default();
+    let mut units = Converter::default();
     for t in reversal {
         let Some(order) = meta_id(t, keys::ORDER) else {
             continue;
@@ -959,13 +969,13 @@ pub(crate) fn reverse_actuals(
         let Some(record) = meta_id(t, key) else {
             continue;
         };
-        let entered = t.entered_quantity.unwrap_or(t.quantity);
-        *changes
+        changes
             .entry((order, record, kind == ActualKind::Produce))
-            .or_default() += actual_change(t, kind, entered);
+            .or_default()
+            .push(t);
     }
     let mut locked = None;
-    for ((order, record_id, produce), change) in changes {
+    for ((order, record_id, produce), rows) in changes {
         if locked != Some(order) {
             lock_owner(tx, ctx, order)?;
             locked = Some(order);
@@ -980,6 +990,12 @@ pub(crate) fn reverse_actuals(
                 "the production record {record_id} the rows were posted against is gone"
             )));
         };
+        let unit = uuid_field(&record, "unitMeasureId");
+        let mut change = 0.0;
+        for t in rows {
+            let kind = actual_kind_of(t);
+            change += actual_change(t, kind, in_record_unit(tx, ctx, &mut units, t, unit)?);
+        }
         let actual = record
             .get("quantityActual")
             .and_then(Value::as_f64)
@@ -999,17 +1015,54 @@ pub(crate) fn reverse_actuals(
     Ok(())
 }
 
-/// A ledger row of the production trace as an entry.
-fn entry_of(row: &Value) -> ApiResult<OrderEntry> {
+/// A production row's quantity in the unit of the declaration or line it counts toward
+/// (`unit`): as entered when it was entered in that unit; else (a tracked item's row, posted
+/// per lot or serial in the item's base unit) its base quantity converted back, rounded once.
+fn in_record_unit(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    units: &mut Converter,
+    t: &InventoryTransaction,
+    unit: Option<Uuid>,
+) -> ApiResult<f64> {
+    match t.entered_quantity {
+        Some(entered) if t.entered_unit_measure_id == unit => Ok(entered),
+        _ => units
+            .factor(tx, ctx, t.item_id, unit, "unitMeasureId")?
+            .inverse()
+            .apply(t.quantity)
+            .ok_or_else(|| {
+                ApiError::conflict(format!(
+                    "row {} does not convert to the unit its production record counts in",
+                    t.id
+                ))
+            }),
+    }
+}
+
+/// A ledger row of the production trace as an entry, its quantity in the unit of its
+/// declaration or line (`units`: each record's unit, by id).
+fn entry_of(
+    tx: &mut dyn Tx,
+    ctx: &Ctx,
+    converter: &mut Converter,
+    units: &HashMap<Uuid, Option<Uuid>>,
+    row: &Value,
+) -> ApiResult<OrderEntry> {
     let t: InventoryTransaction = read_stored(row)?;
     let kind = actual_kind_of(&t);
-    let quantity = actual_change(&t, kind, t.quantity);
     let meta_id = |k: &str| {
         t.metadata
             .get(k)
             .and_then(Value::as_str)
             .and_then(|s| Uuid::parse_str(s).ok())
     };
+    let record = meta_id(keys::OUTPUT).or(meta_id(keys::LINE));
+    let quantity = match record.and_then(|r| units.get(&r)) {
+        Some(unit) => in_record_unit(tx, ctx, converter, &t, *unit)?,
+        None => t.entered_quantity.unwrap_or(t.quantity),
+    };
+    let quantity = actual_change(&t, kind, quantity);
     Ok(OrderEntry {
         transaction_id: t.id,
         kind: t.kind.as_str().to_string(),
@@ -1036,9 +1089,19 @@ async fn order_entries(
             order_by_path(tx, ctx, id)?;
             let (rows, total) =
                 order_postings(tx, ctx, id, page_size, (page - 1).saturating_mul(page_size))?;
+            // The unit each declaration and line of the order counts in.
+            let mut units = HashMap::new();
+            for res in [ResourceId::ProductionOutput, ResourceId::BomLine] {
+                for r in owned(tx, ctx, ctx.resource(res), "orderDeliverableId", id)? {
+                    if let Some(record) = uuid_field(&r, "id") {
+                        units.insert(record, uuid_field(&r, "unitMeasureId"));
+                    }
+                }
+            }
+            let mut converter = Converter::default();
             let values = rows
                 .iter()
-                .map(|r| entry_of(r).map(Shaped::from))
+                .map(|r| entry_of(tx, ctx, &mut converter, &units, r).map(Shaped::from))
                 .collect::<ApiResult<Vec<_>>>()?;
             Ok::<_, ApiError>(Page {
                 values,

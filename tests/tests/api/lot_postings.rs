@@ -1066,3 +1066,73 @@ async fn a_reversal_takes_the_same_lot_back() {
     );
     assert_lot_stock_is_ledger(api).await;
 }
+
+/// `POST /production/adjust-actual` names the lot its correction moves: required for a tracked
+/// item (400 naming `lotId`, nothing posted), refused for an untracked one, and the lot's stock
+/// and the actual move together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adjust_actual_names_the_lot_of_a_tracked_item() {
+    let server = TestServer::start().await;
+    let plant = crate::production::Plant::new(server.org("Adjust lots").await).await;
+    let floor = &plant.floor;
+    let api = &floor.api;
+    let flour = tracked(floor, "Flour", "lot").await;
+    let salt = floor.item("Salt", Some(&floor.a)).await;
+    let sack = lot(api, &flour, "F-1").await;
+    adjust_lot(api, &flour, &floor.a, &sack, 10.0).await;
+    floor.adjust(&salt, &floor.a, 10.0).await;
+    for item in [&flour, &salt] {
+        api.create(
+            "bom-line",
+            json!({"itemId": item, "orderDeliverableId": plant.order, "quantity": 1}),
+        )
+        .await;
+    }
+    plant
+        .ok(
+            "/production/consume",
+            json!({"deliverableId": plant.order, "fromLocationId": floor.a, "lines": [
+                {"itemId": flour, "quantity": 2}, {"itemId": salt, "quantity": 2}]}),
+        )
+        .await;
+    let before = ledger(api).await.len();
+    let adjust = |item: &str, lot: Option<&str>| {
+        let mut body = json!({"stampDeliverableId": plant.order, "kind": "consume", "itemId": item, "delta": 1});
+        if let Some(lot) = lot {
+            body["lotId"] = json!(lot);
+        }
+        body
+    };
+    let resp = plant
+        .action("/production/adjust-actual", adjust(&flour, None))
+        .await;
+    assert_refusal_names(&resp, 400, "lotId");
+    let other = server.org("Other mill").await;
+    let their_item = id(&other
+        .create("item", json!({"name": "Their flour", "tracking": "lot"}))
+        .await);
+    let theirs = lot(&other, &their_item, "T-1").await;
+    for (item, lot) in [(&flour, &theirs), (&salt, &sack)] {
+        let resp = plant
+            .action("/production/adjust-actual", adjust(item, Some(lot)))
+            .await;
+        assert_refusal_names(&resp, 400, "lotId");
+    }
+    assert_eq!(ledger(api).await.len(), before, "nothing posted");
+
+    let value = plant
+        .ok("/production/adjust-actual", adjust(&flour, Some(&sack)))
+        .await;
+    assert_eq!(value["transaction"]["lotId"], sack.as_str(), "{value}");
+    assert_eq!(value["line"]["quantityActual"], 3.0);
+    let stock = lot_stock(api, &format!("itemId={flour}")).await;
+    assert_eq!(
+        stock.get(&(flour.clone(), floor.a.clone(), sack.clone())),
+        Some(&7.0)
+    );
+    let value = plant
+        .ok("/production/adjust-actual", adjust(&salt, None))
+        .await;
+    assert_eq!(value["transaction"]["lotId"], Value::Null);
+    assert_lot_stock_is_ledger(api).await;
+}

@@ -600,6 +600,91 @@ async fn a_production_reversal_takes_back_the_actual() {
     assert_stock_is_ledger(&api).await;
 }
 
+/// A tracked item's consumption is posted one row per lot in the item's base unit, while its
+/// BOM line counts in its own unit: reversing those rows takes the line's actual back by each
+/// row's share in the line's unit (5 and 7 each of a box of 12), not by the base quantity.
+#[tokio::test]
+async fn a_tracked_consumption_in_another_unit_is_taken_back_in_the_line_s_unit() {
+    let server = TestServer::start().await;
+    let api = server.org("ProdReverseUnits").await;
+    let plant = Plant::new(api.clone()).await;
+    let f = &plant.floor;
+    let boxed = id(&api
+        .create(
+            "unit-measure",
+            json!({"name": "Box", "baseUnitMeasureId": f.unit, "factor": 12}),
+        )
+        .await);
+    let steel = id(&api
+        .create(
+            "item",
+            json!({"name": "Steel", "tracking": "lot", "unitMeasureId": f.unit, "defaultLocationId": f.a}),
+        )
+        .await);
+    let mut lots = Vec::new();
+    for (code, quantity) in [("S-1", 5.0), ("S-2", 20.0)] {
+        let lot = id(&api
+            .create("lot", json!({"itemId": steel, "code": code}))
+            .await);
+        let resp = api
+            .post(
+                "/inventory-transaction",
+                json!({"itemId": steel, "type": "adjust", "quantity": quantity, "toLocationId": f.a, "lotId": lot}),
+            )
+            .await;
+        assert_eq!(resp.status, 201, "{resp}");
+        lots.push(lot);
+    }
+    let line = id(&api
+        .create(
+            "bom-line",
+            json!({"itemId": steel, "orderDeliverableId": plant.order, "quantity": 1, "unitMeasureId": boxed}),
+        )
+        .await);
+    let consumed = plant
+        .ok(
+            "/production/consume",
+            json!({"deliverableId": plant.order, "fromLocationId": f.a, "lines": [
+                {"itemId": steel, "quantity": 1, "lots": [{"lotId": lots[0]}, {"lotId": lots[1]}]}]}),
+        )
+        .await;
+    let rows = consumed["transactions"].as_array().unwrap();
+    let quantities: Vec<f64> = rows
+        .iter()
+        .map(|r| r["quantity"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        quantities,
+        [5.0, 7.0],
+        "one row per lot, in each: {consumed}"
+    );
+    assert_eq!(api.read("bom-line", &line).await["quantityActual"], 1.0);
+    // The order's entries count in the line's unit: their sum is the line's actual.
+    let entries = api
+        .get(&format!("/production/order/{}/entries", plant.order))
+        .await;
+    let shares: Vec<f64> = entries.body["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["quantity"].as_f64().unwrap())
+        .collect();
+    assert_eq!(shares, [0.416667, 0.583333], "{entries}");
+
+    let resp = reverse(&api, &[&id(&rows[0])]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    // 5 each of a box of 12: 0.416667 box back, rounded once.
+    assert_eq!(
+        api.read("bom-line", &line).await["quantityActual"],
+        0.583333
+    );
+    let resp = reverse(&api, &[&id(&rows[1])]).await;
+    assert_eq!(resp.status, 201, "{resp}");
+    assert_eq!(api.read("bom-line", &line).await["quantityActual"], 0.0);
+    assert_eq!(f.on_hand(&steel, &f.a).await, 25.0);
+    assert_stock_is_ledger(&api).await;
+}
+
 /// A reversal puts stock where its original took it from: an archived location takes no stock,
 /// so the reversal of what left it is refused (400 naming the location); the reversal of what
 /// arrived there takes stock away, which an archived location allows.
