@@ -264,6 +264,11 @@ fn resource_command(d: &ResourceDesc) -> Command {
             .subcommand(crate::csvio::worker::import_command())
             .subcommand(crate::csvio::worker::export_command());
     }
+    if d.path == "lot" {
+        cmd = cmd
+            .subcommand(crate::csvio::lot::import_command())
+            .subcommand(crate::csvio::lot::export_command());
+    }
     if d.path == "deliverable" {
         cmd = cmd
             .subcommand(crate::csvio::deliverable::import_command())
@@ -410,13 +415,24 @@ pub fn command() -> Command {
                 .arg(
                     Arg::new(crate::count::FILE_ARG)
                         .value_name("FILE.csv")
-                        .help("The count: a CSV file with the columns itemId, locationId, quantity and optionally unitMeasureId and lotId (- for stdin); refusals name its line numbers"),
+                        .help("The count: a CSV file with the columns itemId, locationId, quantity and optionally unitMeasureId and lotId or lot (the lot's code) (- for stdin); refusals name its line numbers"),
                 )
                 .mut_arg("dry-run", |a| {
                     a.num_args(0..=1)
                         .require_equals(true)
                         .default_missing_value("true")
                 })
+        });
+    }
+    // `delivery receive ID FILE.csv`: the declared receive, its lines read from a CSV file.
+    if let Some(cmd) = groups.iter_mut().find(|c| c.get_name() == "delivery") {
+        let taken = std::mem::replace(cmd, Command::new("placeholder"));
+        *cmd = taken.mut_subcommand("receive", |receive| {
+            receive.arg(
+                Arg::new(crate::receive::FILE_ARG)
+                    .value_name("FILE.csv")
+                    .help("What arrived: a CSV file with the columns manifestLineId or itemId, quantity, and optionally locationId, and lot (with expiresAt) or lots (CODE:QTY;CODE:QTY) for items tracked by lot or serial (- for stdin); refusals name its line numbers"),
+            )
         });
     }
     // `lot trace ID --format tree|dot`: the declared trace, drawn.
@@ -790,6 +806,7 @@ mod tests {
             let mut expected: Vec<String> = a.path_params().iter().map(|p| p.to_string()).collect();
             if matches!(a.request, prodops_core::api::RequestBody::Bytes)
                 || a.operation_id == "inventory_count"
+                || a.operation_id == "post_delivery_id_receive"
             {
                 expected.push("file".into());
             }

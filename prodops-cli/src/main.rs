@@ -21,6 +21,7 @@ mod fields;
 mod gantt;
 mod hidden_prompt;
 mod output;
+mod receive;
 mod run;
 mod shape;
 mod table;

@@ -121,6 +121,12 @@ pub fn run(m: ArgMatches) -> CmdResult {
         {
             None
         }
+        // So may a receive's (see `dispatch`).
+        Some(("receive", args))
+            if name == "delivery" && args.contains_id(crate::receive::FILE_ARG) =>
+        {
+            None
+        }
         Some((verb, args)) => match actions::find(name, verb) {
             Some(command) => Some((action_call(&command, args, None)?, command, args)),
             None => None,
@@ -179,6 +185,13 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     {
         return crate::count::count(ctx, &command, args).await;
     }
+    if name == "delivery"
+        && verb == "receive"
+        && args.contains_id(crate::receive::FILE_ARG)
+        && let Some(command) = actions::find(name, verb)
+    {
+        return crate::receive::receive(ctx, &command, args).await;
+    }
     if let Some(command) = actions::find(name, verb) {
         return action(ctx, &command, args).await;
     }
@@ -196,6 +209,8 @@ async fn dispatch(ctx: &CommandContext, name: &str, sub: &ArgMatches) -> CmdResu
     match (desc.path, verb) {
         ("worker", "import") => return crate::csvio::worker::import(ctx, args).await,
         ("worker", "export") => return crate::csvio::worker::export(ctx, args).await,
+        ("lot", "import") => return crate::csvio::lot::import(ctx, args).await,
+        ("lot", "export") => return crate::csvio::lot::export(ctx, args).await,
         ("deliverable", "import") => return crate::csvio::deliverable::import(ctx, args).await,
         ("deliverable", "export") => return crate::csvio::deliverable::export(ctx, args).await,
         _ => {}

@@ -65,6 +65,13 @@ impl Cell<'_> {
 
 /// Reads one cell of a column of `kind`.
 pub(super) fn read_cell<'a>(kind: CellKind, name: &str, raw: &'a str) -> Result<Cell<'a>, String> {
+    // The server refuses NUL in any text (PostgreSQL cannot store it), and a key holding one
+    // would make the lookup of a whole batch's keys fail: the row is refused here.
+    if raw.contains('\0') && kind != CellKind::ReadOnly {
+        return Err(format!(
+            "{name}: text must not contain the NUL character (U+0000)"
+        ));
+    }
     let t = raw.trim();
     let uuid = |t: &str| Uuid::parse_str(t).map_err(|_| format!("{name}: {t:?} is not a UUID"));
     Ok(match kind {

@@ -86,6 +86,7 @@ pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
         columns,
         ignored: &["organizationId", "rootParentId"],
         key: Some("identifier"),
+        key_scope: None,
         tree: true,
         update_placeholders: &[("name", "-"), ("type", "order")],
         create_needs: "name",

@@ -28,8 +28,10 @@
 //!   ids, rejected rows cut out and the rest resent.
 //! - `export.rs`: a record's JSON text read straight into its cells' texts by serde visitors
 //!   (`RecordCells`, [`Layout`](export::Layout)) and written by the [`RowWriter`](export::RowWriter).
-//! - `worker.rs` and `deliverable.rs`: the two resources' specs and commands (the worker's spec
-//!   in `worker_spec.rs`).
+//! - `worker.rs`, `deliverable.rs` and `lot.rs`: the resources' specs and commands (the worker's
+//!   spec in `worker_spec.rs`). A lot's code is unique per item: its spec's key is scoped
+//!   (`Spec::key_scope`), and rows are matched by item and code.
+//! - `export.rs` also streams a standard list page by page (`export_list`: workers, lots).
 //!
 //! This file only declares the parts: each names the others' items by their own module, so
 //! that no part depends on this file while it depends on the parts.
@@ -42,4 +44,5 @@ mod spec;
 mod worker_spec;
 
 pub mod deliverable;
+pub mod lot;
 pub mod worker;

@@ -60,6 +60,9 @@ pub struct Spec {
     pub ignored: &'static [&'static str],
     /// The field `--key` matches rows without an id by.
     pub key: Option<&'static str>,
+    /// The field within whose values `key` is unique (a lot's `code` is unique per `itemId`):
+    /// rows are then matched by both, and `None` for a key unique in the organization.
+    pub key_scope: Option<&'static str>,
     /// Rows form a tree through `parentId`: parents are written before children.
     pub tree: bool,
     /// Placeholders for required fields an update may leave out, so that core can check the
@@ -100,6 +103,29 @@ impl Spec {
             .filter(|(score, _)| *score > 0.85)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, c)| c.name.as_str())
+    }
+
+    /// A row's key as messages name it: `identifier "D-1"`, or for a scoped key (held as
+    /// `{scope's UUID} {key}`) `code "L-1" of itemId 0191...`.
+    pub(super) fn describe_key(&self, key: &str) -> String {
+        let name = self.key.unwrap_or("key");
+        match (self.key_scope, key.split_at_checked(36)) {
+            (Some(scope), Some((uuid, code))) => {
+                format!(
+                    "{name} {:?} of {scope} {uuid}",
+                    code.trim_start_matches(' ')
+                )
+            }
+            _ => format!("{name} {key:?}"),
+        }
+    }
+
+    /// The key text of a row: the key itself, or with a scope `{scope's UUID} {key}`.
+    pub(super) fn key_text(scope: Option<uuid::Uuid>, key: &str) -> String {
+        match scope {
+            Some(s) => format!("{s} {key}"),
+            None => key.to_string(),
+        }
     }
 
     pub fn headers(&self) -> Vec<&str> {

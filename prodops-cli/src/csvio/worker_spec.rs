@@ -24,6 +24,7 @@ pub static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec {
     ],
     ignored: &["organizationId"],
     key: Some("customerIdentifier"),
+    key_scope: None,
     tree: false,
     update_placeholders: &[("name", "-")],
     create_needs: "name",

@@ -119,16 +119,26 @@ fn body_of(from: &[u8], mut rows: Vec<Row>) -> (bytes::Bytes, Vec<Row>) {
     (body.into(), rows)
 }
 
-/// Finds the ids of the records carrying the batch's keys (active and archived ones).
+/// Finds the ids of the records carrying the batch's keys (active and archived ones). A scoped
+/// key (a lot's code, per item) is looked up by the key alone and matched with its scope.
 async fn resolve_keys(ctx: &CommandContext, spec: &Spec, batch: &mut Batch) -> CmdResult {
     let Some(key_field) = spec.key else {
         return Ok(());
     };
-    let keys: Vec<Value> = batch
+    // A scoped row's key is `{scope's UUID} {key}` (`Spec::key_text`): the key is what follows.
+    let bare = |k: &str| -> String {
+        match spec.key_scope {
+            Some(_) => k.get(37..).unwrap_or("").to_string(),
+            None => k.to_string(),
+        }
+    };
+    let mut keys: Vec<Value> = batch
         .rows
         .iter()
-        .filter_map(|r| r.key().map(|k| Value::String(k.to_string())))
+        .filter_map(|r| r.key().map(|k| Value::String(bare(k))))
         .collect();
+    keys.sort_unstable_by(|a, b| a.as_str().cmp(&b.as_str()));
+    keys.dedup();
     if keys.is_empty() {
         return Ok(());
     }
@@ -140,17 +150,31 @@ async fn resolve_keys(ctx: &CommandContext, spec: &Spec, batch: &mut Batch) -> C
             let mut q = Query::new()
                 .filter(key_field, Value::Array(keys.clone()))
                 .filter("isArchived", json!(archived))
-                .select([key_field])
+                .select(std::iter::once(key_field).chain(spec.key_scope))
                 .page_size(10_000);
             q.page = Some(page);
             let answer = records.query_values(&q).await?;
             let n = answer.values.len();
             for v in answer.values {
+                let scope = match spec.key_scope {
+                    Some(s) => match v
+                        .get(s)
+                        .and_then(Value::as_str)
+                        .and_then(|s| Uuid::parse_str(s).ok())
+                    {
+                        Some(u) => Some(u),
+                        None => continue,
+                    },
+                    None => None,
+                };
                 if let (Some(id), Some(k)) = (
                     v.get("id").and_then(Value::as_str),
                     v.get(key_field).and_then(Value::as_str),
                 ) {
-                    found.entry(k.to_string()).or_default().push(id.to_string());
+                    found
+                        .entry(Spec::key_text(scope, k))
+                        .or_default()
+                        .push(id.to_string());
                 }
             }
             if n < 10_000 {
@@ -171,8 +195,8 @@ async fn resolve_keys(ctx: &CommandContext, spec: &Spec, batch: &mut Batch) -> C
             batch.rejected.push((
                 row.line,
                 format!(
-                    "{key_field} {:?} matches {} {}s; give the id instead",
-                    row.key().unwrap_or(""),
+                    "{} matches {} {}s; give the id instead",
+                    spec.describe_key(row.key().unwrap_or("")),
                     ids.len(),
                     spec.noun
                 ),

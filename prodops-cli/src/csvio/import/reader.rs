@@ -125,17 +125,27 @@ fn unreadable(e: &csv::Error) -> String {
 struct KeyCells {
     key: usize,
     id: Option<usize>,
+    /// The key's scope column (`Spec::key_scope`), for a scoped key.
+    scope: Option<usize>,
 }
 
 impl KeyCells {
-    /// The row's key as the import matches it (trimmed, not empty), when it has no id.
-    fn of<'r>(&self, record: &'r csv::StringRecord) -> Option<&'r str> {
+    /// The row's key as the import matches it (trimmed, not empty; with its scope's UUID
+    /// before it for a scoped key, as `Checked::key` holds it), when it has no id.
+    fn of<'r>(&self, record: &'r csv::StringRecord) -> Option<std::borrow::Cow<'r, str>> {
         if let Some(id) = self.id
             && !record.get(id).unwrap_or("").trim().is_empty()
         {
             return None;
         }
-        Some(record.get(self.key)?.trim()).filter(|k| !k.is_empty())
+        let key = Some(record.get(self.key)?.trim()).filter(|k| !k.is_empty())?;
+        match self.scope {
+            None => Some(std::borrow::Cow::Borrowed(key)),
+            Some(scope) => {
+                let scope = Uuid::parse_str(record.get(scope)?.trim()).ok()?;
+                Some(std::borrow::Cow::Owned(Spec::key_text(Some(scope), key)))
+            }
+        }
     }
 }
 
@@ -169,7 +179,7 @@ fn repeated_key_hashes<R: Read>(
             Err(_) => continue,
         }
         if let Some(key) = cells.of(&record) {
-            hashes.push(key_hash(key));
+            hashes.push(key_hash(&key));
         }
     }
     hashes.sort_unstable();
@@ -203,7 +213,8 @@ impl Repeated {
     }
 
     /// The rejections of the keys given more than once, and the lines to read again.
-    fn finish(self, key_name: &str) -> (Vec<(u64, String)>, HashSet<u64>) {
+    fn finish(self, spec: &Spec) -> (Vec<(u64, String)>, HashSet<u64>) {
+        let key_name = spec.key.unwrap_or("key");
         let mut rejected = Vec::new();
         let mut again = HashSet::new();
         for (key, lines) in self.lines {
@@ -216,7 +227,8 @@ impl Repeated {
                 rejected.push((
                     line,
                     format!(
-                        "{key_name} {key:?} appears on lines {listed}; no row of it was written (give each row its own {key_name}, or an id)"
+                        "{} appears on lines {listed}; no row of it was written (give each row its own {key_name}, or an id)",
+                        spec.describe_key(&key)
                     ),
                 ));
             }
@@ -267,7 +279,6 @@ struct Placer {
     ready: HashMap<Option<Uuid>, VecDeque<(Checked, Vec<u8>)>>,
     /// How many rows `ready` holds.
     ready_rows: usize,
-    key_name: &'static str,
     tx: tokio::sync::mpsc::Sender<Result<Batch, Fail>>,
     /// The channel's place for the batch being filled, taken before its first row.
     permit: Option<tokio::sync::mpsc::OwnedPermit<Result<Batch, Fail>>>,
@@ -505,7 +516,6 @@ pub(super) fn reader_thread(
             waiting: HashMap::new(),
             ready: HashMap::new(),
             ready_rows: 0,
-            key_name: spec.key.unwrap_or(""),
             tx: tx.clone(),
             permit: None,
         };
@@ -592,11 +602,32 @@ fn read_file(
         )));
     }
     let key_cells = match spec.key.filter(|_| key_mode) {
-        Some(k) => Some(KeyCells {
-            key: position(k)
-                .ok_or_else(|| Fail::rejected(format!("--key {k}: the file has no {k} column")))?,
-            id: position("id"),
-        }),
+        Some(k) => match (position(k), spec.key_scope.map(position)) {
+            (Some(key), None) => Some(KeyCells {
+                key,
+                id: position("id"),
+                scope: None,
+            }),
+            (Some(key), Some(Some(scope))) => Some(KeyCells {
+                key,
+                id: position("id"),
+                scope: Some(scope),
+            }),
+            // A scoped key is the default key (lots): a file without its columns but with ids
+            // is matched by id alone.
+            (_, Some(_)) if position("id").is_some() => None,
+            (None, _) => {
+                return Err(Fail::rejected(format!(
+                    "--key {k}: the file has no {k} column"
+                )));
+            }
+            (Some(_), Some(None)) => {
+                let s = spec.key_scope.unwrap_or_default();
+                return Err(Fail::rejected(format!(
+                    "line 1: the file has no {s} column: rows are matched by {s} and {k} ({k} is unique per {s}), or by id"
+                )));
+            }
+        },
         None => None,
     };
     let mut repeated = Repeated::default();
@@ -634,7 +665,7 @@ fn read_file(
         {
             pb.set_position(record.position().map(|p| p.byte()).unwrap_or(0));
         }
-        if repeated.holds(key_cells.and_then(|c| c.of(&record)), line) {
+        if repeated.holds(key_cells.and_then(|c| c.of(&record)).as_deref(), line) {
             continue;
         }
         if !place_row(spec, &cols, &record, line, key_mode, &mut buffers, placer) {
@@ -642,7 +673,7 @@ fn read_file(
         }
     }
     drop(reader);
-    let (rejected, again) = repeated.finish(placer.key_name);
+    let (rejected, again) = repeated.finish(spec);
     placer.batch.rejected.extend(rejected);
     if again.is_empty() {
         return Ok(());
@@ -722,7 +753,6 @@ mod tests {
             waiting: HashMap::new(),
             ready: HashMap::new(),
             ready_rows: 0,
-            key_name: "",
             tx,
             permit: None,
         };

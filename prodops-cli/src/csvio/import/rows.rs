@@ -49,6 +49,8 @@ struct Given<'a> {
     parent: Option<Uuid>,
     /// The `--key` field's text, when it is a string.
     key: Option<&'a str>,
+    /// The key's scope field (`Spec::key_scope`), when it is a UUID.
+    scope: Option<Uuid>,
 }
 
 impl Given<'_> {
@@ -97,6 +99,12 @@ pub(super) fn row_json(
         Some(_) if key_mode => given.key.map(str::trim).filter(|k| !k.is_empty()),
         _ => None,
     };
+    // A scoped key (a lot's code, per item) names a record only with its scope.
+    let key = match (key, spec.key_scope) {
+        (Some(k), None) => Some(Spec::key_text(None, k)),
+        (Some(k), Some(_)) => given.scope.map(|s| Spec::key_text(Some(s), k)),
+        (None, _) => None,
+    };
     let update = given.has("id") || key.is_some();
     let kind = prodops_core::registry::by_path(spec.path).expect("a registered resource");
     let server_fields = ["organizationId", "createdAt", "updatedAt"];
@@ -117,11 +125,7 @@ pub(super) fn row_json(
             line,
             id: given.id,
             parent: if spec.tree { given.parent } else { None },
-            key: if given.id.is_none() {
-                key.map(str::to_string)
-            } else {
-                None
-            },
+            key: if given.id.is_none() { key } else { None },
         }),
         Err(violations) => Err(violations
             .into_iter()
@@ -154,10 +158,11 @@ fn gather_by_map<'m>(
         }
     }
     // A nested field whose cells are all empty (`progress.*` of a node without progress) is
-    // left out rather than written as an object of nulls; `data` keeps its nulls (they clear
-    // custom property values).
+    // left out rather than written as an object of nulls; `data` and a lot's `properties` keep
+    // their nulls (they clear custom property values).
     map.retain(|k, v| {
         k == "data"
+            || k == "properties"
             || !v
                 .as_object()
                 .is_some_and(|o| o.values().all(Value::is_null))
@@ -174,6 +179,7 @@ fn gather_by_map<'m>(
         id: uuid("id"),
         parent: uuid("parentId"),
         key: spec.key.and_then(|k| map.get(k)).and_then(Value::as_str),
+        scope: spec.key_scope.and_then(uuid),
     }
 }
 
@@ -213,6 +219,7 @@ fn gather_flat<'a>(
             (Cell::Uuid(id), "id") => given.id = Some(*id),
             (Cell::Uuid(id), "parentId") => given.parent = Some(*id),
             (Cell::Str(s), _) if Some(name) == spec.key => given.key = Some(s),
+            (Cell::Uuid(id), _) if Some(name) == spec.key_scope => given.scope = Some(*id),
             _ => {}
         }
     }
