@@ -116,6 +116,18 @@ pub fn progress(len: u64, template: &str) -> Option<ProgressBar> {
     Some(pb)
 }
 
+/// A spinner with a count, for work of unknown length (the worker export).
+pub fn spinner(template: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    Some(pb)
+}
+
 pub(super) fn report(pb: &Option<ProgressBar>, line: String) {
     match pb {
         Some(pb) => pb.println(line),

@@ -1,6 +1,6 @@
-//! Export: a record's JSON text read straight into its cells' texts (the serde visitors
-//! [`RecordCells`] and [`PageRows`] for records of top-level fields; [`Layout`] and [`Fields`]
-//! for nested ones) and written as a CSV row by the [`RowWriter`].
+//! Export: a record's JSON text read straight into its cells' texts (the serde visitor
+//! [`RecordCells`] for records of top-level fields; [`Layout`] and [`Fields`] for nested ones)
+//! and written as a CSV row by the [`RowWriter`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,84 +47,6 @@ impl<'de> serde::de::Visitor<'de> for RecordCells<'_> {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
-        }
-        Ok(())
-    }
-}
-
-/// Where [`PageRows`] writes a page's records.
-struct PageSink<'a> {
-    columns: &'a [Column],
-    cells: &'a mut [String],
-    out: &'a mut csv::Writer<Box<dyn Write + Send>>,
-    count: &'a mut u64,
-    /// A failure to write, which ends the reading.
-    failure: Option<Fail>,
-}
-
-/// Writes the records of a page's answer (`{"values": [...], ...}`) as CSV rows, each read
-/// with [`RecordCells`] and written before the next is read.
-struct PageRows<'s, 'a>(&'s mut PageSink<'a>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for PageRows<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for PageRows<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a page of records")
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        use serde::de::Error as _;
-        let mut values = false;
-        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
-            if key != "values" {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            } else if values {
-                return Err(A::Error::duplicate_field("values"));
-            } else {
-                values = true;
-                map.next_value_seed(ValueRows(&mut *self.0))?;
-            }
-        }
-        if !values {
-            return Err(A::Error::missing_field("values"));
-        }
-        Ok(())
-    }
-}
-
-/// The `values` array of [`PageRows`].
-struct ValueRows<'s, 'a>(&'s mut PageSink<'a>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for ValueRows<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for ValueRows<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of records")
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        use serde::de::Error as _;
-        let sink = self.0;
-        while let Some(()) = seq.next_element_seed(RecordCells {
-            columns: sink.columns,
-            cells: &mut *sink.cells,
-        })? {
-            if let Err(e) = sink.out.write_record(&*sink.cells) {
-                sink.failure = Some(csv_fail(e));
-                return Err(A::Error::custom("writing the CSV failed"));
-            }
-            *sink.count += 1;
         }
         Ok(())
     }
@@ -372,28 +294,25 @@ impl RowWriter {
         })
     }
 
-    /// Writes the records of a page's answer (`{"values": [...], ...}`, records of top-level
-    /// fields only) as rows of `spec`, the writer's spec: each record is read straight from
-    /// the answer's text into the writer's cells and written, none is kept.
-    pub fn write_page(&mut self, spec: &Spec, page: &[u8]) -> CmdResult {
-        let mut sink = PageSink {
-            columns: &spec.columns,
-            cells: &mut self.cells,
-            out: &mut self.out,
-            count: &mut self.count,
-            failure: None,
-        };
-        let mut de = serde_json::Deserializer::from_slice(page);
-        let read = serde::de::DeserializeSeed::deserialize(PageRows(&mut sink), &mut de)
-            .and_then(|()| de.end());
-        if let Some(f) = sink.failure {
-            return Err(f);
-        }
-        read.map_err(|e| {
-            // As the client reports an answer it cannot read.
-            let sample: String = String::from_utf8_lossy(page).chars().take(200).collect();
-            Error::Decode(format!("{e} in {sample}")).into()
-        })
+    /// Writes the record whose JSON text is `text` (a record of top-level fields only) as a
+    /// row of `spec`, the writer's spec, read straight into the writer's cells.
+    pub fn write_record_text(&mut self, spec: &Spec, text: &[u8]) -> CmdResult {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        serde::de::DeserializeSeed::deserialize(
+            RecordCells {
+                columns: &spec.columns,
+                cells: &mut self.cells,
+            },
+            &mut de,
+        )
+        .and_then(|()| de.end())
+        .map_err(|e| {
+            let sample: String = String::from_utf8_lossy(text).chars().take(200).collect();
+            Fail::from(Error::Decode(format!("{e} in {sample}")))
+        })?;
+        self.out.write_record(&self.cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
     }
 
     /// Writes the record whose JSON text is `text`, parsing only the fields `layout` (made

@@ -1,6 +1,8 @@
 //! `prodops worker import FILE.csv` and `prodops worker export`, with the worker [`Spec`]
 //! (`worker_spec.rs`).
 
+use std::path::PathBuf;
+
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use super::export::RowWriter;
@@ -48,112 +50,62 @@ pub fn export_command() -> Command {
                     .long("search")
                     .value_name("TEXT")
                     .help("Substring of name or customerIdentifier"),
+            )
+            .arg(
+                Arg::new("cursor-file")
+                    .long("cursor-file")
+                    .value_name("FILE")
+                    .help("Write the feed cursor the export is consistent with to FILE once it succeeded: `prodops events tail --since $(cat FILE)` continues exactly after it"),
             ),
     )
-    .after_help("Example:\n  prodops worker export --filter isArchived=true -o archived.csv")
+    .mut_arg("page-size", |a| {
+        a.hide(true)
+            .help("No effect, kept for scripts: the export is one streamed request")
+    })
+    .after_help(
+        "The export is read in one snapshot of the database (one request, streamed).\n\n\
+         Examples:\n  prodops worker export --filter isArchived=true -o archived.csv\n  \
+         prodops worker export -o workers.csv --cursor-file cursor && prodops events tail --resource worker --since $(cat cursor)",
+    )
 }
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     super::import::import(ctx, &SPEC, args).await
 }
 
-/// One page's answer of `GET /worker`, read past its records: how many it holds, the count
-/// in all and the cursor of the next page.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PageHead {
-    values: Vec<serde::de::IgnoredAny>,
-    total_count: u64,
-    #[serde(default)]
-    next_cursor: Option<String>,
-}
-
-/// Asks for a page of `GET /worker?{query}{paging}` (`query` empty or ending in `&`) on a task
-/// of its own, so that the answer arrives while a page is written.
-fn fetch_page(
-    ctx: &CommandContext,
-    query: &str,
-    paging: String,
-) -> tokio::task::JoinHandle<prodops_client::Result<bytes::Bytes>> {
-    let client = ctx.client.clone();
-    let path = format!("/worker?{query}{paging}");
-    tokio::spawn(async move { client.send(prodops_client::Method::GET, &path, None).await })
-}
-
-/// Exports the list page by page: the requests of the client's `Resource::pages` (the first
-/// page, then by keyset, or by number where the first page gives no cursor), each asked for
-/// as soon as the page before is in. While a page's records are written on a blocking thread,
-/// straight from the answer's text into the CSV writer, the next page arrives: two pages are
-/// held at most. (Through `pages`, up to three more pages' texts waited while a page was read
-/// into records: 50 MiB of a million workers' export.)
+/// Exports the workers through `GET /worker/export`: one request, read by the server in one
+/// snapshot and streamed, each record written as a CSV row as it arrives (none is kept). With
+/// `--cursor-file`, the feed cursor of that snapshot (the answer's `Prodops-Feed-Cursor`) is
+/// written to the file once the export succeeded: the events after it are exactly the changes
+/// the file does not hold (docs/cli.md, "Exports you can continue from").
 pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let params = crate::context::list_params(args)?;
-    let size = args
-        .get_one::<u64>("page-size")
-        .copied()
-        .unwrap_or(ctx.client.config().page_size);
-    let mut query = params.query_string(true);
-    if !query.is_empty() {
-        query.push('&');
-    }
+    let cursor_file = args.get_one::<String>("cursor-file").map(PathBuf::from);
     let mut out = RowWriter::open(&SPEC, args)?;
-    let mut next = Some(fetch_page(ctx, &query, format!("page=1&pageSize={size}")));
-    let mut pb = None;
-    // By number: the last page's number, and the number of the page in hand.
-    let mut numbered: Option<(u64, u64)> = None;
-    let mut first = true;
-    while let Some(fetching) = next.take() {
-        let page = fetching
-            .await
-            .map_err(|e| Fail::io("reading a page", std::io::Error::other(e.to_string())))??;
-        let head: PageHead = serde_json::from_slice(&page).map_err(|e| {
-            let sample: String = String::from_utf8_lossy(&page).chars().take(200).collect();
-            Fail::from(prodops_client::Error::Decode(format!("{e} in {sample}")))
-        })?;
-        if first {
-            first = false;
-            pb = super::command::progress(
-                head.total_count,
-                "{spinner} exporting [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
-            );
-            if head.next_cursor.is_none() && head.values.len() as u64 >= size {
-                numbered = Some((head.total_count.div_ceil(size), 1));
-            }
-        }
-        if head.values.is_empty() {
-            break;
-        }
-        next = match (&mut numbered, head.next_cursor) {
-            (Some((last, page)), _) => (*page < *last).then(|| {
-                *page += 1;
-                fetch_page(ctx, &query, format!("page={page}&pageSize={size}"))
-            }),
-            (None, Some(cursor)) => Some(fetch_page(
-                ctx,
-                &query,
-                format!(
-                    "cursor={}&pageSize={size}",
-                    prodops_client::paths::encode(&cursor)
-                ),
-            )),
-            (None, None) => None,
-        };
-        let (back, written) = tokio::task::spawn_blocking(move || {
-            let written = out.write_page(&SPEC, &page);
-            (out, written)
-        })
-        .await
-        .map_err(|e| Fail::io("writing the CSV", std::io::Error::other(e.to_string())))?;
-        out = back;
-        written?;
-        if let Some(pb) = &pb {
+    let mut values = ctx.client.resource_at("worker").export(&params).await?;
+    let cursor = values.feed_cursor().map(str::to_string);
+    if cursor_file.is_some() && cursor.is_none() {
+        return Err(Fail::usage(
+            "the server's export names no feed cursor (Prodops-Feed-Cursor); --cursor-file needs a newer server",
+        ));
+    }
+    let pb = super::command::spinner("{spinner} exporting {pos} {elapsed}");
+    while let Some(text) = values.next_value().await? {
+        out.write_record_text(&SPEC, &text)?;
+        if let Some(pb) = &pb
+            && out.count % 1_000 == 0
+        {
             pb.set_position(out.count);
         }
     }
     if let Some(pb) = &pb {
         pb.finish_and_clear();
     }
-    out.finish(&SPEC)
+    out.finish(&SPEC)?;
+    if let (Some(file), Some(cursor)) = (cursor_file, cursor) {
+        crate::events::write_cursor(&file, &cursor)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
