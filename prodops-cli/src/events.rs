@@ -131,8 +131,9 @@ fn read_cursor(path: &Path) -> CmdResult<Option<String>> {
 }
 
 /// Replaces the file's content with `cursor` (written beside it, then renamed over it, so a
-/// reader or a crash never sees half a cursor).
-fn write_cursor(path: &Path, cursor: &str) -> CmdResult {
+/// reader or a crash never sees half a cursor). Also what an export's `--cursor-file` writes
+/// (csvio/worker.rs), so that `events tail --cursor-file` continues from it.
+pub fn write_cursor(path: &Path, cursor: &str) -> CmdResult {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);

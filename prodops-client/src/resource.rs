@@ -430,6 +430,32 @@ where
         decode(&bytes)
     }
 
+    /// `GET /r/export`: every record the filters and search of `params` match (its paging and
+    /// sort are not sent: the export has none), read by the server in one snapshot and streamed,
+    /// each record's JSON text in turn. [`ValuesStream::feed_cursor`](crate::ValuesStream::feed_cursor)
+    /// is the feed cursor of that snapshot: the events after it are exactly the changes the
+    /// export does not hold (docs/events.md, "Exports").
+    ///
+    /// ```no_run
+    /// # async fn run(client: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let mut export = client.resource_at("worker").export(&prodops_client::ListParams::new()).await?;
+    /// let cursor = export.feed_cursor().map(str::to_string);
+    /// while let Some(text) = export.next_value().await? {
+    ///     let _record: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    /// }
+    /// // then: the events after `cursor` (`client.event_stream`)
+    /// # Ok(()) }
+    /// ```
+    pub async fn export(&self, params: &ListParams) -> Result<crate::ValuesStream> {
+        let query = params.query_string(false);
+        let path = if query.is_empty() {
+            self.url("/export")
+        } else {
+            self.url(&format!("/export?{query}"))
+        };
+        self.client.values_stream(&path).await
+    }
+
     /// One page of `GET /r` (the page `params.page`, default 1).
     ///
     /// ```no_run

@@ -249,6 +249,16 @@ impl ValuesStream {
     pub fn total_count(&self) -> Option<u64> {
         self.framer.total_count()
     }
+
+    /// The feed cursor the answer is consistent with, from its `Prodops-Feed-Cursor` header
+    /// (an export, `GET /r/export`): `GET /event?after=` it continues exactly where the answer
+    /// ends (docs/events.md, "Exports").
+    pub fn feed_cursor(&self) -> Option<&str> {
+        self.response
+            .headers()
+            .get(prodops_core::event::FEED_CURSOR_HEADER)
+            .and_then(|v| v.to_str().ok())
+    }
 }
 
 #[cfg(test)]

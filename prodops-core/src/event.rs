@@ -29,6 +29,12 @@ pub const LEDGER: &str = "inventory-transaction";
 /// announced as its own update before it), with the renamed entry as it is then.
 pub const CODE_RENAMED: &str = "catalog-entry.renamed";
 
+/// The response header of a read (a list page, a query, an export) that names the feed cursor
+/// the answer is consistent with: the answer holds the effects of exactly the organization's
+/// events up to it, and none after it (docs/events.md, "Reads that name their cursor").
+/// Lowercase, as HTTP/2 writes header names; HTTP reads it in any case.
+pub const FEED_CURSOR_HEADER: &str = "prodops-feed-cursor";
+
 /// The event type of a change to a record of the resource served at `/<resource>`:
 ///
 /// - a creation: `<resource>.created` (a ledger row: `inventory.posted`);

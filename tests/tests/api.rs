@@ -54,6 +54,8 @@ mod errors;
 mod events;
 #[path = "api/explain.rs"]
 mod explain;
+#[path = "api/export_cursor.rs"]
+mod export_cursor;
 #[path = "api/filter_scale.rs"]
 mod filter_scale;
 #[path = "api/filters_all.rs"]

@@ -105,6 +105,24 @@ pub fn export_args(cmd: Command) -> Command {
     )
 }
 
+/// The flags of an export that is one streamed request (`GET /r/export`, read in one
+/// snapshot): those of [`export_args`], `--cursor-file FILE`, and `--page-size`, kept for the
+/// scripts that give it but hidden and without effect.
+pub fn streamed_export_args(cmd: Command) -> Command {
+    export_args(
+        cmd.arg(
+            Arg::new("cursor-file")
+                .long("cursor-file")
+                .value_name("FILE")
+                .help("Write the feed cursor the export is consistent with to FILE once it succeeded: `prodops events tail --since $(cat FILE)` continues exactly after it"),
+        ),
+    )
+    .mut_arg("page-size", |a| {
+        a.hide(true)
+            .help("No effect, kept for scripts: the export is one streamed request")
+    })
+}
+
 pub fn progress(len: u64, template: &str) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -112,6 +130,18 @@ pub fn progress(len: u64, template: &str) -> Option<ProgressBar> {
     let pb = ProgressBar::new(len);
     pb.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(pb)
+}
+
+/// A spinner with a count, for work of unknown length (the worker export).
+pub fn spinner(template: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     Some(pb)
 }

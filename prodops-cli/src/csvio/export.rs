@@ -1,6 +1,6 @@
-//! Export: a record's JSON text read straight into its cells' texts (the serde visitors
-//! [`RecordCells`] and [`PageRows`] for records of top-level fields; [`Layout`] and [`Fields`]
-//! for nested ones) and written as a CSV row by the [`RowWriter`].
+//! Export: a record's JSON text read straight into its cells' texts (the serde visitor
+//! [`RecordCells`] for records of top-level fields; [`Layout`] and [`Fields`] for nested ones)
+//! and written as a CSV row by the [`RowWriter`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,105 +49,6 @@ impl<'de> serde::de::Visitor<'de> for RecordCells<'_> {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
-        }
-        Ok(())
-    }
-}
-
-/// Where [`PageRows`] writes a page's records.
-struct PageSink<'a> {
-    columns: &'a [Column],
-    /// For a spec with nested columns: each record's fields are read by the layout, then its
-    /// cells taken from them.
-    layout: Option<&'a Layout>,
-    cells: &'a mut [String],
-    out: &'a mut csv::Writer<Box<dyn Write + Send>>,
-    count: &'a mut u64,
-    /// A failure to write, which ends the reading.
-    failure: Option<Fail>,
-}
-
-/// Writes the records of a page's answer (`{"values": [...], ...}`) as CSV rows, each read
-/// with [`RecordCells`] and written before the next is read.
-struct PageRows<'s, 'a>(&'s mut PageSink<'a>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for PageRows<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for PageRows<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a page of records")
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        use serde::de::Error as _;
-        let mut values = false;
-        while let Some(FieldName(key)) = map.next_key::<FieldName<'de>>()? {
-            if key != "values" {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            } else if values {
-                return Err(A::Error::duplicate_field("values"));
-            } else {
-                values = true;
-                map.next_value_seed(ValueRows(&mut *self.0))?;
-            }
-        }
-        if !values {
-            return Err(A::Error::missing_field("values"));
-        }
-        Ok(())
-    }
-}
-
-/// The `values` array of [`PageRows`].
-struct ValueRows<'s, 'a>(&'s mut PageSink<'a>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for ValueRows<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for ValueRows<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of records")
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        use serde::de::Error as _;
-        let sink = self.0;
-        let mut slots: Vec<Option<Value>> = vec![None; sink.layout.map_or(0, |l| l.tops.len())];
-        loop {
-            let more = match sink.layout {
-                None => seq.next_element_seed(RecordCells {
-                    columns: sink.columns,
-                    cells: &mut *sink.cells,
-                })?,
-                Some(layout) => {
-                    slots.iter_mut().for_each(|s| *s = None);
-                    let more = seq.next_element_seed(Fields {
-                        layout,
-                        slots: &mut slots,
-                    })?;
-                    if more.is_some() {
-                        layout.cells(sink.columns, &slots, sink.cells);
-                    }
-                    more
-                }
-            };
-            if more.is_none() {
-                break;
-            }
-            if let Err(e) = sink.out.write_record(&*sink.cells) {
-                sink.failure = Some(csv_fail(e));
-                return Err(A::Error::custom("writing the CSV failed"));
-            }
-            *sink.count += 1;
         }
         Ok(())
     }
@@ -411,30 +312,25 @@ impl RowWriter {
         })
     }
 
-    /// Writes the records of a page's answer (`{"values": [...], ...}`) as rows of `spec`,
-    /// the writer's spec: each record is read straight from the answer's text into the
-    /// writer's cells (through `layout`, made from the same spec, when a column is nested) and
-    /// written, none is kept.
-    pub fn write_page(&mut self, spec: &Spec, layout: &Layout, page: &[u8]) -> CmdResult {
-        let mut sink = PageSink {
-            columns: &spec.columns,
-            layout: (!layout.is_flat()).then_some(layout),
-            cells: &mut self.cells,
-            out: &mut self.out,
-            count: &mut self.count,
-            failure: None,
-        };
-        let mut de = serde_json::Deserializer::from_slice(page);
-        let read = serde::de::DeserializeSeed::deserialize(PageRows(&mut sink), &mut de)
-            .and_then(|()| de.end());
-        if let Some(f) = sink.failure {
-            return Err(f);
-        }
-        read.map_err(|e| {
-            // As the client reports an answer it cannot read.
-            let sample: String = String::from_utf8_lossy(page).chars().take(200).collect();
-            Error::Decode(format!("{e} in {sample}")).into()
-        })
+    /// Writes the record whose JSON text is `text` (a record of top-level fields only) as a
+    /// row of `spec`, the writer's spec, read straight into the writer's cells.
+    pub fn write_record_text(&mut self, spec: &Spec, text: &[u8]) -> CmdResult {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        serde::de::DeserializeSeed::deserialize(
+            RecordCells {
+                columns: &spec.columns,
+                cells: &mut self.cells,
+            },
+            &mut de,
+        )
+        .and_then(|()| de.end())
+        .map_err(|e| {
+            let sample: String = String::from_utf8_lossy(text).chars().take(200).collect();
+            Fail::from(Error::Decode(format!("{e} in {sample}")))
+        })?;
+        self.out.write_record(&self.cells).map_err(csv_fail)?;
+        self.count += 1;
+        Ok(())
     }
 
     /// Writes the record whose JSON text is `text`, parsing only the fields `layout` (made
@@ -482,115 +378,49 @@ impl RowWriter {
 
 // ---- the export of a standard list ------------------------------------------------------------
 
-/// One page's answer of `GET /{path}`, read past its records: how many it holds, the count
-/// in all and the cursor of the next page.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PageHead {
-    values: Vec<serde::de::IgnoredAny>,
-    total_count: u64,
-    #[serde(default)]
-    next_cursor: Option<String>,
-}
-
-/// Asks for a page of `GET /{path}?{query}{paging}` (`query` empty or ending in `&`) on a task
-/// of its own, so that the answer arrives while a page is written.
-fn fetch_page(
-    ctx: &CommandContext,
-    spec: &Spec,
-    query: &str,
-    paging: String,
-) -> tokio::task::JoinHandle<prodops_client::Result<bytes::Bytes>> {
-    let client = ctx.client.clone();
-    let path = format!("/{}?{query}{paging}", spec.path);
-    tokio::spawn(async move { client.send(prodops_client::Method::GET, &path, None).await })
-}
-
-/// Exports the list page by page: the requests of the client's `Resource::pages` (the first
-/// page, then by keyset, or by number where the first page gives no cursor), each asked for
-/// as soon as the page before is in. While a page's records are written on a blocking thread,
-/// straight from the answer's text into the CSV writer, the next page arrives: two pages are
-/// held at most. (Through `pages`, up to three more pages' texts waited while a page was read
-/// into records: 50 MiB of a million workers' export.) For the standard list of `spec`'s
-/// resource, with the `--filter`/`--search` and export flags of the command.
+/// Exports the standard list of `spec`'s resource through `GET /{path}/export`: one request,
+/// read by the server in one snapshot and streamed, each record written as a CSV row as it
+/// arrives (none is kept): straight into the cells for a spec of top-level columns, through
+/// the layout's fields for one with nested columns (a lot's `properties.*`). With
+/// `--cursor-file`, the feed cursor of that snapshot (the answer's `Prodops-Feed-Cursor`) is
+/// written to the file once the export succeeded: the events after it are exactly the changes
+/// the file does not hold (docs/cli.md, "Exports you can continue from"). The flags are
+/// [`super::command::streamed_export_args`]'.
 pub async fn export_list(
     ctx: &CommandContext,
     spec: &'static Spec,
     args: &ArgMatches,
 ) -> CmdResult {
     let params = crate::context::list_params(args)?;
-    let size = args
-        .get_one::<u64>("page-size")
-        .copied()
-        .unwrap_or(ctx.client.config().page_size);
-    let mut query = params.query_string(true);
-    if !query.is_empty() {
-        query.push('&');
-    }
+    let cursor_file = args.get_one::<String>("cursor-file").map(PathBuf::from);
     let mut out = RowWriter::open(spec, args)?;
-    let mut layout = Layout::new(spec);
-    let mut next = Some(fetch_page(
-        ctx,
-        spec,
-        &query,
-        format!("page=1&pageSize={size}"),
-    ));
-    let mut pb = None;
-    // By number: the last page's number, and the number of the page in hand.
-    let mut numbered: Option<(u64, u64)> = None;
-    let mut first = true;
-    while let Some(fetching) = next.take() {
-        let page = fetching
-            .await
-            .map_err(|e| Fail::io("reading a page", std::io::Error::other(e.to_string())))??;
-        let head: PageHead = serde_json::from_slice(&page).map_err(|e| {
-            let sample: String = String::from_utf8_lossy(&page).chars().take(200).collect();
-            Fail::from(prodops_client::Error::Decode(format!("{e} in {sample}")))
-        })?;
-        if first {
-            first = false;
-            pb = super::command::progress(
-                head.total_count,
-                "{spinner} exporting [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
-            );
-            if head.next_cursor.is_none() && head.values.len() as u64 >= size {
-                numbered = Some((head.total_count.div_ceil(size), 1));
-            }
+    let layout = Layout::new(spec);
+    let mut values = ctx.client.resource_at(spec.path).export(&params).await?;
+    let cursor = values.feed_cursor().map(str::to_string);
+    if cursor_file.is_some() && cursor.is_none() {
+        return Err(Fail::usage(
+            "the server's export names no feed cursor (Prodops-Feed-Cursor); --cursor-file needs a newer server",
+        ));
+    }
+    let pb = super::command::spinner("{spinner} exporting {pos} {elapsed}");
+    while let Some(text) = values.next_value().await? {
+        if layout.is_flat() {
+            out.write_record_text(spec, &text)?;
+        } else {
+            out.write_json(spec, &layout, &text)?;
         }
-        if head.values.is_empty() {
-            break;
-        }
-        next = match (&mut numbered, head.next_cursor) {
-            (Some((last, page)), _) => (*page < *last).then(|| {
-                *page += 1;
-                fetch_page(ctx, spec, &query, format!("page={page}&pageSize={size}"))
-            }),
-            (None, Some(cursor)) => Some(fetch_page(
-                ctx,
-                spec,
-                &query,
-                format!(
-                    "cursor={}&pageSize={size}",
-                    prodops_client::paths::encode(&cursor)
-                ),
-            )),
-            (None, None) => None,
-        };
-        let (back, back_layout, written) = tokio::task::spawn_blocking(move || {
-            let written = out.write_page(spec, &layout, &page);
-            (out, layout, written)
-        })
-        .await
-        .map_err(|e| Fail::io("writing the CSV", std::io::Error::other(e.to_string())))?;
-        out = back;
-        layout = back_layout;
-        written?;
-        if let Some(pb) = &pb {
+        if let Some(pb) = &pb
+            && out.count % 1_000 == 0
+        {
             pb.set_position(out.count);
         }
     }
     if let Some(pb) = &pb {
         pb.finish_and_clear();
     }
-    out.finish(spec)
+    out.finish(spec)?;
+    if let (Some(file), Some(cursor)) = (cursor_file, cursor) {
+        crate::events::write_cursor(&file, &cursor)?;
+    }
+    Ok(())
 }

@@ -104,7 +104,7 @@ pub fn import_command() -> Command {
 }
 
 pub fn export_command() -> Command {
-    super::command::export_args(
+    super::command::streamed_export_args(
         Command::new("export")
             .about("Exports lots and serials as CSV (streams: memory stays flat)")
             .arg(
@@ -122,7 +122,10 @@ pub fn export_command() -> Command {
                     .help("Substring of code or vendorLotCode"),
             ),
     )
-    .after_help("Example:\n  prodops lot export --filter itemId=0191c3a8-... --out lots.csv")
+    .after_help(
+        "The export is read in one snapshot of the database (one request, streamed).\n\n\
+         Example:\n  prodops lot export --filter itemId=0191c3a8-... --out lots.csv --cursor-file cursor",
+    )
 }
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {

@@ -31,7 +31,7 @@ pub fn import_command() -> Command {
 }
 
 pub fn export_command() -> Command {
-    super::command::export_args(
+    super::command::streamed_export_args(
         Command::new("export")
             .about("Exports workers as CSV (streams: memory stays flat)")
             .arg(
@@ -49,7 +49,11 @@ pub fn export_command() -> Command {
                     .help("Substring of name or customerIdentifier"),
             ),
     )
-    .after_help("Example:\n  prodops worker export --filter isArchived=true -o archived.csv")
+    .after_help(
+        "The export is read in one snapshot of the database (one request, streamed).\n\n\
+         Examples:\n  prodops worker export --filter isArchived=true -o archived.csv\n  \
+         prodops worker export -o workers.csv --cursor-file cursor && prodops events tail --resource worker --since $(cat cursor)",
+    )
 }
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {

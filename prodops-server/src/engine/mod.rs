@@ -21,6 +21,7 @@ use crate::http::app::{
 use crate::http::call::Call;
 use crate::http::context::{Action, Auth, Ctx};
 use crate::http::error::{ApiError, ApiResult};
+use crate::store::events as events_store;
 use crate::store::records::{self, Select};
 use crate::store::sql::{Cond, FieldPath};
 use crate::store::{PageRead, Tx};
@@ -266,6 +267,7 @@ pub fn resource_routes(res: Arc<ServedResource>) -> Router<Arc<AppState>> {
     let mut router = Router::new()
         .route(&base, collection)
         .route(&format!("{base}/query"), post(query))
+        .route(&format!("{base}/export"), get(export))
         .route(&format!("{base}/count"), get(count_get).post(count_post))
         .route(&format!("{base}/group-and-count"), post(group_and_count))
         .route(&format!("{base}/{{id}}"), item);
@@ -311,6 +313,27 @@ fn json_response(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// A read's answer with the feed cursor it is consistent with, in the
+/// [`FEED_CURSOR_HEADER`](prodops_core::event::FEED_CURSOR_HEADER) header (docs/events.md,
+/// "Reads that name their cursor").
+fn json_response_at(body: String, feed: i64) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (
+                header::HeaderName::from_static(FEED_CURSOR),
+                feed.to_string(),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The feed cursor header's name.
+const FEED_CURSOR: &str = prodops_core::event::FEED_CURSOR_HEADER;
+
 // ----- reads -----------------------------------------------------------------------------------
 
 async fn list(
@@ -333,41 +356,219 @@ async fn list(
         let along = prefetched
             .filter(|Extension(p)| p.table == res.table() && p.query == query)
             .and_then(|Extension(p)| p.take());
-        let (records::KeysetPage { mut values, last }, total) = match along {
+        let read = match along {
             Some(read) => read,
-            None => records::read_keyset_and_count(&state.store, org, page).await?,
+            None => records::read_keyset_and_count(&state.store, org, page.clone()).await?,
+        };
+        // The page's statement names the feed cursor of its snapshot where it can (SQLite
+        // always; PostgreSQL when the page has a row to carry it); otherwise the page is read
+        // again with the cursor in one snapshot.
+        let (
+            records::KeysetPage {
+                mut values,
+                last,
+                feed,
+            },
+            total,
+        ) = match read.0.feed {
+            Some(_) => read,
+            None => {
+                state
+                    .store
+                    .read_snapshot(move |tx| {
+                        let feed = events_store::feed_cursor(tx, org)?;
+                        let (mut rows, total) = records::select_keyset_and_count(tx, org, &page)?;
+                        rows.feed = Some(feed);
+                        Ok::<_, ApiError>((rows, total))
+                    })
+                    .await?
+            }
         };
         let next = (values.len() as u64 == limit)
             .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
             .flatten();
         hooks::as_of_now(&res, &state.clock.as_of(), &mut values);
         let body = page_json(values, total, Some(next.as_deref()));
-        return Ok(json_response(StatusCode::OK, body));
+        return Ok(json_response_at(body, feed.unwrap_or(0)));
     }
     let st = state.clone();
-    let body = state
+    let (body, feed) = state
         .store
-        .read(move |tx| {
+        .read_snapshot(move |tx| {
+            // First: on both databases the snapshot is taken by the first statement.
+            let feed = events_store::feed_cursor(tx, org)?;
             if !params.sort.is_empty() {
                 let mut values = records::select_raw(tx, res.table(), org, &params.select())?;
                 hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
                 let total = records::count(tx, res.table(), org, &params.conds)?;
-                return Ok::<_, ApiError>(page_json(values, total, None));
+                return Ok::<_, ApiError>((page_json(values, total, None), feed));
             }
             // The default order (creation order) pages by keyset: `nextCursor` names the last
             // row, and a `cursor` call starts after it without skipping rows.
             let page = page_of(&res, &params);
-            let (records::KeysetPage { mut values, last }, total) =
-                records::select_keyset_and_count(tx, org, &page)?;
+            let (
+                records::KeysetPage {
+                    mut values, last, ..
+                },
+                total,
+            ) = records::select_keyset_and_count(tx, org, &page)?;
             let next = (values.len() as u64 == page.limit)
                 .then(|| last.map(|(c, id)| params::encode_cursor(&c, &id)))
                 .flatten();
             hooks::present_raw(&res, &st, tx, &auth, &mut values)?;
             let body = page_json(values, total, Some(next.as_deref()));
-            Ok::<_, ApiError>(body)
+            Ok::<_, ApiError>((body, feed))
         })
         .await?;
-    Ok(json_response(StatusCode::OK, body))
+    Ok(json_response_at(body, feed))
+}
+
+/// Records one statement of an export reads.
+const EXPORT_BATCH: u64 = 1_000;
+/// An export's body is sent in parts of about this size as it is read.
+const EXPORT_PART_BYTES: usize = 256 << 10;
+
+/// What the read of an export hands to its response: first the feed cursor, then the body.
+enum ExportPart {
+    Cursor(i64),
+    More(bytes::Bytes),
+    Last(bytes::Bytes),
+}
+
+/// `GET /r/export?<filters>`: every record the list's filters, `search` and `isArchived` match,
+/// in the default order, as one `{"values": [...], "totalCount": N}` answer read in one
+/// snapshot, with the feed cursor of that snapshot in the `Prodops-Feed-Cursor` header. The
+/// records are read a thousand at a time in one read transaction (`Store::read_snapshot`: on
+/// PostgreSQL `REPEATABLE READ`, on SQLite a read transaction), and the body is sent in parts
+/// as they are read: memory does not grow with the export, and writers are not held back
+/// (neither database makes a writer wait for a reader). The events after the cursor are
+/// exactly the changes the export does not contain (docs/events.md, "Exports").
+async fn export(
+    State(state): State<Arc<AppState>>,
+    Extension(res): Extension<Arc<ServedResource>>,
+    Extension(auth): Extension<Auth>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Response> {
+    res.hooks.authorize(&auth, &res, Action::Read)?;
+    let params = parse_list_params(&res, query.as_deref(), false, &state.clock.as_of())?;
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<ExportPart>>(4);
+    let st = state.clone();
+    tokio::spawn(async move {
+        let parts = sender.clone();
+        let store = st.store.clone();
+        let read = store
+            .read_snapshot(move |tx| {
+                let mut sent = false;
+                match write_export(tx, &st, &res, &auth, &params.conds, &parts, &mut sent) {
+                    // Part of the answer is out: the read cannot be run again.
+                    Err(e) if sent => Err(ApiError::internal(format!(
+                        "an export failed while sending: {}",
+                        e.message
+                    ))),
+                    r => r,
+                }
+            })
+            .await;
+        if let Err(e) = read {
+            let _ = sender.send(Err(e)).await;
+        }
+    });
+    let ended = || ApiError::internal("the export ended without an answer");
+    let feed = match receiver.recv().await {
+        Some(Ok(ExportPart::Cursor(feed))) => feed,
+        Some(Err(e)) => return Err(e),
+        _ => return Err(ended()),
+    };
+    // The first part too before the answer starts, so that a failure of the first read is an
+    // error answer rather than a body cut short.
+    let first = match receiver.recv().await {
+        Some(Ok(ExportPart::More(b) | ExportPart::Last(b))) => b,
+        Some(Err(e)) => return Err(e),
+        _ => return Err(ended()),
+    };
+    let rest = futures::stream::unfold(receiver, |mut r| async move {
+        let item = match r.recv().await? {
+            Ok(ExportPart::More(b) | ExportPart::Last(b)) => Ok(b),
+            Ok(ExportPart::Cursor(_)) => Err(std::io::Error::other("a second cursor")),
+            // A failure now can only cut the body short (the client sees it unfinished).
+            Err(e) => Err(std::io::Error::other(e.message)),
+        };
+        Some((item, r))
+    });
+    let body = futures::StreamExt::chain(
+        futures::stream::once(async move { Ok::<_, std::io::Error>(first) }),
+        rest,
+    );
+    let mut response = json_response_at(String::new(), feed);
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    *response.body_mut() = axum::body::Body::from_stream(body);
+    Ok(response)
+}
+
+/// Reads an export in the transaction `tx` and hands its cursor, then its body, to `parts` (see
+/// [`export`]); `sent` tells whether any of the body went out. A closed channel (the client
+/// left) ends the read.
+fn write_export(
+    tx: &mut dyn Tx,
+    state: &AppState,
+    res: &ServedResource,
+    auth: &Auth,
+    conds: &[Cond],
+    parts: &tokio::sync::mpsc::Sender<ApiResult<ExportPart>>,
+    sent: &mut bool,
+) -> ApiResult<()> {
+    let org = auth.org;
+    // The first statement takes the snapshot; the cursor is read in it.
+    let feed = events_store::feed_cursor(tx, org)?;
+    if parts.blocking_send(Ok(ExportPart::Cursor(feed))).is_err() {
+        return Ok(());
+    }
+    let mut body: Vec<u8> = Vec::with_capacity(EXPORT_PART_BYTES + (64 << 10));
+    body.extend_from_slice(b"{\"values\":[");
+    let mut count: u64 = 0;
+    let mut after = None;
+    loop {
+        let page = PageRead {
+            table: res.table(),
+            conds: conds.to_vec(),
+            after,
+            limit: EXPORT_BATCH,
+            offset: 0,
+        };
+        let records::KeysetPage {
+            mut values, last, ..
+        } = records::select_keyset(tx, org, &page)?;
+        hooks::present_raw(res, state, tx, auth, &mut values)?;
+        for value in &values {
+            if count > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(value.as_bytes());
+            count += 1;
+        }
+        if (values.len() as u64) < EXPORT_BATCH {
+            break;
+        }
+        after = last;
+        if body.len() >= EXPORT_PART_BYTES {
+            let full = std::mem::replace(
+                &mut body,
+                Vec::with_capacity(EXPORT_PART_BYTES + (64 << 10)),
+            );
+            if parts
+                .blocking_send(Ok(ExportPart::More(bytes::Bytes::from(full))))
+                .is_err()
+            {
+                return Ok(());
+            }
+            *sent = true;
+        }
+    }
+    body.extend_from_slice(b"],\"totalCount\":");
+    body.extend_from_slice(count.to_string().as_bytes());
+    body.push(b'}');
+    let _ = parts.blocking_send(Ok(ExportPart::Last(bytes::Bytes::from(body))));
+    Ok(())
 }
 
 async fn get_one(
@@ -470,9 +671,11 @@ async fn query(
         offset: (page - 1).saturating_mul(page_size),
     };
     let st = state.clone();
-    let body = state
+    let (body, feed) = state
         .store
-        .read(move |tx| {
+        .read_snapshot(move |tx| {
+            // First: on both databases the snapshot is taken by the first statement.
+            let feed = events_store::feed_cursor(tx, org)?;
             let mut raw = records::select_raw(tx, res.table(), org, &select)?;
             hooks::present_raw(&res, &st, tx, &auth, &mut raw)?;
             let total = records::count(tx, res.table(), org, &select.conds)?;
@@ -498,10 +701,10 @@ async fn query(
                     })
                     .collect::<ApiResult<Vec<_>>>()?,
             };
-            Ok::<_, ApiError>(page_json(values, total, None))
+            Ok::<_, ApiError>((page_json(values, total, None), feed))
         })
         .await?;
-    Ok(json_response(StatusCode::OK, body))
+    Ok(json_response_at(body, feed))
 }
 
 async fn count_conds(

@@ -147,6 +147,19 @@ impl Op {
         self.value["responses"][status] = r;
         self
     }
+    /// Declares the [`FEED_CURSOR_HEADER`](prodops_core::event::FEED_CURSOR_HEADER) on the
+    /// answer of `status`: the one mechanism behind every read that names its feed cursor
+    /// (the standard list, query and export of every resource).
+    pub fn names_feed_cursor(mut self, status: &str) -> Op {
+        self.value["responses"][status]["headers"]["Prodops-Feed-Cursor"] = json!({
+            "required": true,
+            "description": "The feed cursor this answer is consistent with: it holds the effects \
+                of exactly the organization's events up to this cursor, read in one snapshot \
+                (`GET /event?after=<it>` continues from it; docs/events.md).",
+            "schema": { "type": "string", "pattern": "^(0|[1-9][0-9]*)$" }
+        });
+        self
+    }
     fn reads_by_post(mut self) -> Op {
         self.read = true;
         self
@@ -523,7 +536,29 @@ pub fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
                 "200",
                 "A page of records",
                 Some(page_schema(record.clone(), true)),
-            ),
+            )
+            .names_feed_cursor("200"),
+    );
+    ops.push(
+        mk(
+            "get",
+            format!("{base}/export"),
+            "export",
+            format!("Export every matching {what} record, from one snapshot"),
+        )
+        .describe(
+            "Every record the filters, `search` and `isArchived` match (as the list takes them), \
+             in the default order, read in one snapshot and sent in parts as it is read \
+             (chunked; no paging). `Prodops-Feed-Cursor` names the feed cursor of that \
+             snapshot: the events after it are exactly the changes the answer does not hold.",
+        )
+        .params(filter_params(res, true))
+        .answer(
+            "200",
+            "Every matching record",
+            Some(page_schema(record.clone(), false)),
+        )
+        .names_feed_cursor("200"),
     );
     if routed(desc.ops.create) {
         ops.push(
@@ -602,7 +637,8 @@ pub fn standard_ops(res: &Res, ops: &mut Vec<Op>) {
             "200",
             "A page of records",
             Some(page_schema(json!({ "type": "object" }), false)),
-        ),
+        )
+        .names_feed_cursor("200"),
     );
     ops.push(
         mk(

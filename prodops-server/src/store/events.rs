@@ -456,6 +456,24 @@ pub fn read(tx: &mut dyn Tx, org: Uuid, filter: &EventFilter) -> StoreResult<Vec
         .collect()
 }
 
+/// The statement of [`feed_cursor`] (one `?`: the organization), also written as a column of
+/// a list page's one statement on PostgreSQL (`records::keyset_page_statement`). NULL for an
+/// organization that never wrote.
+pub const FEED_CURSOR_SQL: &str = "SELECT last_seq FROM event_counters WHERE organization_id = ?";
+
+/// The cursor of the organization's newest event as the transaction sees it (0 before its first
+/// event): read in the snapshot of a read, it names the events whose effects that read sees,
+/// exactly the ones up to it, since cursors follow commit order and the counter moves in the
+/// writes' own transactions (docs/events.md, "Reads that name their cursor"). One index probe.
+pub fn feed_cursor(tx: &mut dyn Tx, org: Uuid) -> StoreResult<i64> {
+    let rows = tx.query(FEED_CURSOR_SQL, &[org.into()])?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::as_i64)
+        .unwrap_or(0))
+}
+
 /// The cursor of the oldest event the organization's feed keeps; when it keeps none, the
 /// cursor its next event will get. Pruning removes a prefix of the feed and cursors have no
 /// gaps, so the events after a cursor below this one less are (partly) gone. Two index probes.

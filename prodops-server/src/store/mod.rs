@@ -410,6 +410,18 @@ pub struct KeyLookup {
     pub page: Option<(records::KeysetPage, u64)>,
 }
 
+/// How a transaction reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Reads: on SQLite one snapshot; on PostgreSQL one per statement, without a transaction
+    /// block ([`Store::read`]).
+    Read,
+    /// Reads in one snapshot on both databases ([`Store::read_snapshot`]).
+    Snapshot,
+    /// A write transaction.
+    Write,
+}
+
 /// The database: SQLite or PostgreSQL.
 #[derive(Clone)]
 pub enum Store {
@@ -514,6 +526,20 @@ impl Store {
         self.transaction(false, true, f).await
     }
 
+    /// Runs `f` read-only on a blocking thread in one snapshot for all its statements: on
+    /// SQLite a read transaction (as [`Store::read`]); on PostgreSQL a `REPEATABLE READ READ
+    /// ONLY` transaction. For a read that names the feed cursor it is consistent with
+    /// (`events::feed_cursor`) beside what it read in several statements, or streams a long
+    /// answer from one state (`GET /r/export`). It holds no lock: writers go on meanwhile.
+    pub async fn read_snapshot<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: TxError + Send + 'static,
+        F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        self.transaction_in(Mode::Snapshot, true, f).await
+    }
+
     /// Runs `f` in a transaction on a blocking thread, under the statement timeout when
     /// `limited`. The future holds a [`limits::CancelOnDrop`]: dropped before the transaction
     /// ends (the client went away and hyper dropped the handler), it stops the transaction's
@@ -524,6 +550,18 @@ impl Store {
         E: TxError + Send + 'static,
         F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
     {
+        let mode = if write { Mode::Write } else { Mode::Read };
+        self.transaction_in(mode, limited, f).await
+    }
+
+    /// [`Store::transaction`] in a [`Mode`].
+    async fn transaction_in<T, E, F>(&self, mode: Mode, limited: bool, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: TxError + Send + 'static,
+        F: FnMut(&mut dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        let write = mode == Mode::Write;
         let store = self.clone();
         let handle = tokio::runtime::Handle::current();
         let cancel = Arc::new(limits::Cancel::default());
@@ -533,7 +571,7 @@ impl Store {
             let _in_flight = limits::InFlight::enter(request_id);
             match store {
                 Store::Sqlite(s) => s.transaction(write, limited, &cancel, f),
-                Store::Postgres(p) => p.transaction(&handle, write, &cancel, f),
+                Store::Postgres(p) => p.transaction(&handle, mode, &cancel, f),
             }
         })
         .await;

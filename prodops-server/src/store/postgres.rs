@@ -334,7 +334,7 @@ impl PgStore {
     pub fn transaction<T, E, F>(
         &self,
         handle: &Handle,
-        write: bool,
+        mode: super::Mode,
         cancel: &Cancel,
         f: F,
     ) -> Result<T, E>
@@ -353,7 +353,7 @@ impl PgStore {
         if !armed {
             return Err(E::from(StoreError::Cancelled));
         }
-        let result = attempts(&client, handle, write, cancel, f);
+        let result = attempts(&client, handle, mode, cancel, f);
         if cancel.disarm() {
             drop(Object::take(client));
         }
@@ -713,12 +713,12 @@ impl Drop for CancelIfDropped {
 }
 
 /// Runs `f` on `client`, again after a serialization failure (a few times, while the request
-/// is there): a write in one transaction, a read statement by statement (see
-/// [`PgStore::transaction`]).
+/// is there): a write, or a snapshot read, in one transaction; a read statement by statement
+/// (see [`PgStore::transaction`]).
 fn attempts<T, E, F>(
     client: &Object,
     handle: &Handle,
-    write: bool,
+    mode: super::Mode,
     cancel: &Cancel,
     mut f: F,
 ) -> Result<T, E>
@@ -726,6 +726,14 @@ where
     E: TxError,
     F: FnMut(&mut dyn Tx) -> Result<T, E>,
 {
+    // A snapshot read is a transaction block too: `REPEATABLE READ` takes one snapshot at its
+    // first statement for all of them, and takes no lock a writer waits for.
+    let begin = match mode {
+        super::Mode::Write => Some("BEGIN READ WRITE"),
+        super::Mode::Snapshot => Some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+        super::Mode::Read => None,
+    };
+    let block = begin.is_some();
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -733,10 +741,10 @@ where
             client,
             handle,
             cancel,
-            pending_begin: write.then_some("BEGIN READ WRITE"),
+            pending_begin: begin,
         };
         let result = f(&mut tx);
-        let began = write && tx.pending_begin.is_none();
+        let began = block && tx.pending_begin.is_none();
         let finish = |sql: &'static str| -> StoreResult<()> {
             if began {
                 handle.block_on(client.batch_execute(sql)).map_err(map_err)
@@ -746,7 +754,7 @@ where
         };
         let again = attempt < 5 && !cancel.is_cancelled();
         match result {
-            Ok(v) if !write => return Ok(v),
+            Ok(v) if !block => return Ok(v),
             Ok(v) => match finish("COMMIT") {
                 Ok(()) => return Ok(v),
                 Err(err) => {

@@ -179,7 +179,14 @@ pub fn select_keyset_and_count(
     page: &PageRead,
 ) -> StoreResult<(KeysetPage, u64)> {
     if tx.dialect() == Dialect::Sqlite || page.limit == 0 {
-        let rows = select_keyset(tx, org, page)?;
+        // On SQLite the read is one transaction, one snapshot: the cursor read in it names
+        // the feed position of the page (docs/events.md, "Reads that name their cursor").
+        let feed = match tx.dialect() {
+            Dialect::Sqlite => Some(super::events::feed_cursor(tx, org)?),
+            Dialect::Postgres => None,
+        };
+        let mut rows = select_keyset(tx, org, page)?;
+        rows.feed = feed;
         return Ok((rows, count(tx, page.table, org, &page.conds)?));
     }
     let (sql, params) = keyset_page_statement(page, org);
@@ -218,9 +225,20 @@ pub async fn read_keyset_and_count(
 
 /// The one statement of a keyset page and its total on PostgreSQL ([`select_keyset_and_count`]),
 /// with its parameters (`?` placeholders).
+///
+/// A fifth column names the organization's feed cursor (`store::events::FEED_CURSOR_SQL`): the
+/// statement's one snapshot holds the page, its total and the cursor they are consistent with
+/// (docs/events.md, "Reads that name their cursor"). An empty page has no row to carry it.
 pub(super) fn keyset_page_statement(page: &PageRead, org: Uuid) -> (String, Vec<SqlValue>) {
     let dialect = Dialect::Postgres;
-    let total = (page.limit > 0).then(|| count_statement(dialect, page.table, org, &page.conds));
+    let total = (page.limit > 0).then(|| {
+        let (sql, mut params) = count_statement(dialect, page.table, org, &page.conds);
+        params.push(org.into());
+        (
+            format!(", ({sql}), ({})", super::events::FEED_CURSOR_SQL),
+            params,
+        )
+    });
     keyset_sql_selecting(dialect, org, page, total)
 }
 
@@ -245,6 +263,7 @@ pub(super) struct KeysetRows {
     created: Vec<u8>,
     id: Vec<u8>,
     total: Option<u64>,
+    feed: Option<i64>,
 }
 
 impl KeysetRows {
@@ -254,6 +273,7 @@ impl KeysetRows {
             created: Vec::new(),
             id: Vec::new(),
             total: None,
+            feed: None,
         }
     }
 
@@ -266,8 +286,11 @@ impl KeysetRows {
             self.created.extend_from_slice(c);
             self.id.clear();
             self.id.extend_from_slice(i);
-            if let [CellRef::Int(n), ..] = rest {
+            if let [CellRef::Int(n), feed @ ..] = rest {
                 self.total = Some((*n).max(0) as u64);
+                if let [feed, ..] = feed {
+                    self.feed = Some(feed.as_i64().unwrap_or(0));
+                }
             }
         }
         Ok(())
@@ -284,6 +307,7 @@ impl KeysetRows {
             KeysetPage {
                 values: self.values,
                 last,
+                feed: self.feed,
             },
             self.total,
         )
@@ -296,6 +320,10 @@ impl KeysetRows {
 pub struct KeysetPage {
     pub values: Vec<String>,
     pub last: Option<(String, String)>,
+    /// The feed cursor the page is consistent with, when it was read in the page's snapshot
+    /// (`store::events::feed_cursor`): always on SQLite; on PostgreSQL when the page's one
+    /// statement returned a row to carry it.
+    pub feed: Option<i64>,
 }
 
 /// The statement of [`select_keyset`] and its parameters (also for plan tests).
@@ -309,6 +337,7 @@ fn keyset_sql_selecting(
     dialect: Dialect,
     org: Uuid,
     page: &PageRead,
+    // Extra columns after `data` (each `, (subquery)`), with their parameters.
     total: Option<(String, Vec<SqlValue>)>,
 ) -> (String, Vec<SqlValue>) {
     let PageRead {
@@ -319,11 +348,8 @@ fn keyset_sql_selecting(
         offset,
     } = page;
     let (after, limit, offset) = (after.as_ref(), *limit, *offset);
-    // The total's parameters come first: it stands in the select list, before the rest.
-    let (total_column, mut params) = match total {
-        Some((sql, params)) => (format!(", ({sql})"), params),
-        None => (String::new(), Vec::new()),
-    };
+    // The extra columns' parameters come first: they stand in the select list, before the rest.
+    let (total_column, mut params) = total.unwrap_or_default();
     if let Some((Answered::Property { key, lookup }, archived)) = answered_alone(table, conds) {
         let page = PropertyPage {
             key,
