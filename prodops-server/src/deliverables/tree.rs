@@ -343,7 +343,29 @@ fn record_update_event(ctx: &Ctx, old: &Deliverable, new: &Deliverable) -> ApiRe
     );
     let data = serde_json::to_string(new).map_err(ApiError::internal)?;
     let changed = Value::from(changed_fields(old, new)).to_string();
-    crate::engine::events::updated_text(ctx, res, event_type, new.id.to_string(), data, changed);
+    // Only waiting and todo matter to the announcements.
+    let status = |d: &Deliverable| {
+        d.progress.as_ref().map(|p| match p.status {
+            prodops_core::deliverable::ProgressStatus::Waiting => "waiting",
+            prodops_core::deliverable::ProgressStatus::Todo => "todo",
+            _ => "other",
+        })
+    };
+    let transitions = crate::engine::events::Transitions {
+        old_status: status(old),
+        new_status: status(new),
+        old_at_risk_until: old.computed.at_risk_until.as_deref(),
+        new_at_risk_until: new.computed.at_risk_until.as_deref(),
+    };
+    crate::engine::events::updated_text(
+        ctx,
+        res,
+        event_type,
+        new.id.to_string(),
+        data,
+        changed,
+        Some(transitions),
+    );
     Ok(())
 }
 
