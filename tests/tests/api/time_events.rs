@@ -248,10 +248,15 @@ async fn at_risk_and_ready_are_announced_by_the_writes_that_cause_them() {
         .await;
     assert_eq!(r.status, 204, "{r}");
     let risky = events(&api, "deliverable.became-at-risk").await;
+    let announced: Vec<&str> = risky
+        .iter()
+        .map(|e| e["recordId"].as_str().unwrap())
+        .collect();
     assert!(
-        risky.iter().any(|e| e["recordId"] == part.as_str()),
-        "the scheduled part: {risky:?}"
+        announced.contains(&part.as_str()) && announced.contains(&id.as_str()),
+        "the scheduled part and its order, by the roll-up, once each: {risky:?}"
     );
+    assert_eq!(announced.len(), 2, "{risky:?}");
     assert!(
         risky
             .iter()
