@@ -10,33 +10,38 @@
 # /production/produce, one produce row per lot). A chain is 11 x LOTS rows; the defaults (4
 # chains of 2,300 lots) make 101,200. The trace down from one received lot reaches every lot of
 # its chain's five later levels (about 11,500 lots and edges); up from one lot of the last
-# level, every lot before it and every receipt.
+# level, every lot before it and every receipt. Beside the wall times, the CPU time the traces
+# cost the server and its PostgreSQL backends (from /proc), steadier on a shared machine.
 #
 # Usage: bash bench/lot-trace.sh [--sqlite-only] [--server PATH]
 #
 # Environment (all optional):
-#   PRODOPS_BENCH_PG_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test)
+#   PRODOPS_BENCH_PG_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test); the
+#                          bench creates a throwaway database beside it, dropped at the end
 #   BENCH_CHAINS           chains (default 4)
 #   BENCH_LOTS             lots per level of a chain (default 2300)
 #   BENCH_BATCH            lots per receive, consume or produce call (default 500)
 #   BENCH_TRACES           traces timed each way (default 5; the median is reported)
+#   BENCH_SERVER           a prodops-server binary to measure instead of building this checkout
+#                          (as --server PATH; to measure another commit)
 #   CARGO_TARGET_DIR       where cargo puts the binaries (default ./target)
+#
+# The build, the server, its throwaway databases and the organizations come from
+# bench/import-common.sh.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
 
 SQLITE_ONLY=0
-SERVER=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --sqlite-only) SQLITE_ONLY=1 ;;
         --server)
-            SERVER="$2"
+            BENCH_SERVER="$2"
             shift
             ;;
         -h | --help)
-            sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -47,13 +52,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
-CHAINS="${BENCH_CHAINS:-4}"
-LOTS="${BENCH_LOTS:-2300}"
-BATCH="${BENCH_BATCH:-500}"
-TRACES="${BENCH_TRACES:-5}"
-RATE_LIMIT=100000000
-
 log() { echo "[bench] $*" >&2; }
 die() {
     echo "[bench] error: $*" >&2
@@ -61,74 +59,32 @@ die() {
 }
 
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to seed the data"
-if [ -z "$SERVER" ]; then
+if [[ -n "${BENCH_SERVER:-}" ]]; then
+    BENCH_BIN_DIR="$(dirname "$BENCH_SERVER")"
+else
     log "building (release): prodops-server"
-    cargo build --release -p prodops-server >&2
-    TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-    case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
-    SERVER="$TARGET_DIR/release/prodops-server"
 fi
-[ -x "$SERVER" ] || die "no binary at $SERVER"
+BENCH_OWN_ARGS=1
+BENCH_PACKAGES="-p prodops-server"
+HELP_LINES=2,30
+source "$ROOT/bench/import-common.sh"
+SERVER="${BENCH_SERVER:-$SERVER}"
+[[ -x "$SERVER" ]] || die "no binary at $SERVER"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/prodops-bench-trace.XXXXXX")"
-PIDS=()
-PG_BENCH_DB=""
+CHAINS="${BENCH_CHAINS:-4}"
+LOTS="${BENCH_LOTS:-2300}"
+BATCH="${BENCH_BATCH:-500}"
+TRACES="${BENCH_TRACES:-5}"
 
-stop_pid() {
-    local pid="$1"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local status=$?
-    for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-    if [ -n "$PG_BENCH_DB" ]; then
-        psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$PG_BENCH_DB\"" >/dev/null 2>&1 ||
-            log "could not drop the database $PG_BENCH_DB; drop it by hand"
-    fi
-    if [ "$status" -ne 0 ]; then
-        log "failed; logs kept in $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-start_server() {
-    local name="$1"
-    shift
-    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    STARTED_PID=$!
-    PIDS+=("$STARTED_PID")
-    STARTED_URL=""
-    for _ in $(seq 1 300); do
-        STARTED_URL="$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$WORK/$name.out" | head -n 1)"
-        [ -n "$STARTED_URL" ] && return 0
-        kill -0 "$STARTED_PID" 2>/dev/null || {
-            cat "$WORK/$name.err" >&2
-            die "$name exited before listening"
-        }
-        sleep 0.1
-    done
-    die "$name did not print its 'listening on' line within 30 s"
-}
-
-# Seeds the chains through the API, then times the traces. Prints:
-# rows seconds-to-seed down-median-ms down-max-ms down-lots up-median-ms up-max-ms up-lots
+# Seeds the chains through the API, then times the traces. Prints: rows seconds-to-seed, then
+# each way median-ms max-ms cpu-ms lots (cpu: the server's and, on PostgreSQL, its backends'
+# user + system time over the timed traces, per trace).
 cat >"$WORK/helper.py" <<'PY'
-import json, statistics, sys, time, urllib.request
+import json, os, statistics, subprocess, sys, time, urllib.request
 
 base, key = sys.argv[1], sys.argv[2]
 chains, lots, batch, traces = (int(a) for a in sys.argv[3:7])
+server_pid, pg_db = int(sys.argv[7]), sys.argv[8]
 
 def call(method, path, body=None):
     data = None if body is None else json.dumps(body).encode()
@@ -181,70 +137,78 @@ for c in range(chains):
 seeded = time.perf_counter() - t0
 rows = call("GET", "/inventory-transaction?pageSize=1")["totalCount"]
 
+def cpu_ms():
+    """User + system time of the server and of its PostgreSQL backends, in ms."""
+    pids = [server_pid]
+    if pg_db:
+        out = subprocess.run(["psql", "-Atq", pg_db, "-c",
+                              "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND pid <> pg_backend_pid()"], capture_output=True, text=True, check=True)
+        pids += [int(p) for p in out.stdout.split()]
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total * 1000 / os.sysconf("SC_CLK_TCK")
+
 def timed(lot, direction):
+    call("GET", f"/lot/{lot}/trace?direction={direction}")  # warm-up
     times, size = [], 0
+    before = cpu_ms()
     for _ in range(traces):
         t = time.perf_counter()
         v = call("GET", f"/lot/{lot}/trace?direction={direction}")
         times.append((time.perf_counter() - t) * 1000)
         size = sum(1 for n in v["nodes"] if n["kind"] == "lot")
-    return statistics.median(times), max(times), size
+    cpu = (cpu_ms() - before) / traces
+    return statistics.median(times), max(times), cpu, size
 
 d = timed(starts[0], "down")
 u = timed(ends[0], "up")
-print(rows, "%.0f" % seeded, "%.1f %.1f %d" % d, "%.1f %.1f %d" % u)
+print(rows, "%.0f" % seeded, "%.1f %.1f %.0f %d" % d, "%.1f %.1f %.0f %d" % u)
 PY
 
 ROWS=()
 
+# bench_backend BACKEND: a fresh database of BACKEND, seeded and traced.
 bench_backend() {
-    local backend="$1" db="$2" created key url
-    created="$("$SERVER" org create --name bench --database "$db" 2>>"$WORK/$backend-admin.err")" ||
-        die "org create failed on $backend: $(cat "$WORK/$backend-admin.err")"
-    key="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["apiKey"])' "$created")"
-    start_server "$backend" "$SERVER" serve --bind 127.0.0.1:0 --database "$db" --rate-limit "$RATE_LIMIT"
-    url="$STARTED_URL"
-    local pid="$STARTED_PID"
-    log "$backend: seeding $CHAINS chains of 6 levels x $LOTS lots through the API, then $TRACES traces each way"
-    ROWS+=("$backend $(python3 "$WORK/helper.py" "$url" "$key" "$CHAINS" "$LOTS" "$BATCH" "$TRACES")")
-    stop_pid "$pid"
+    BACKEND="$1"
+    start_server
+    local key pg_db=""
+    read -r key _ < <(new_key bench)
+    [[ "$BACKEND" == postgres ]] && pg_db="$DB"
+    log "$BACKEND: seeding $CHAINS chains of 6 levels x $LOTS lots through the API, then $TRACES traces each way"
+    ROWS+=("$BACKEND $(python3 "$WORK/helper.py" "$BASE" "$key" "$CHAINS" "$LOTS" "$BATCH" "$TRACES" "$SERVER_PID" "$pg_db")")
+    stop_server
 }
 
 START_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-mkdir -p "$WORK/sqlite"
-bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
-PG_NOTE=""
+LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
+bench_backend sqlite
 if [ "$SQLITE_ONLY" -eq 1 ]; then
     PG_NOTE="postgres: skipped (--sqlite-only)"
 else
     psql -q "$PG_URL" -c 'SELECT 1' >/dev/null 2>&1 ||
         die "PostgreSQL does not answer at $PG_URL (set PRODOPS_BENCH_PG_URL, or pass --sqlite-only)"
-    name="prodops_bench_trace_$$"
-    pg_db="$PG_URL"
-    if psql -q "$PG_URL" -c "CREATE DATABASE \"$name\"" >/dev/null 2>&1; then
-        PG_BENCH_DB="$name"
-        pg_db="$(python3 -c '
-import sys, urllib.parse
-u = urllib.parse.urlsplit(sys.argv[1])
-print(urllib.parse.urlunsplit(u._replace(path="/" + sys.argv[2])))' "$PG_URL" "$name")"
-        PG_NOTE="postgres: throwaway database $name (dropped at the end)"
-    else
-        PG_NOTE="postgres: a fresh organization in the given database"
-    fi
-    bench_backend postgres "$pg_db"
+    PG_NOTE="postgres: a throwaway database beside $PG_URL (dropped at the end)"
+    bench_backend postgres
 fi
 
 report() {
     echo "prodops lot trace benchmark, $START_DATE"
-    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) CPUs; $CHAINS chains x 6 levels x $LOTS lots; median of $TRACES traces each way (target < 1000 ms)"
-    [ -n "$PG_NOTE" ] && echo "$PG_NOTE"
-    printf '%-9s %12s %9s %14s %12s %9s %12s %12s %9s\n' backend 'ledger rows' 'seed s' 'down median ms' 'down max ms' 'down lots' 'up median ms' 'up max ms' 'up lots'
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); server $SERVER; $(nproc) CPUs, load average at the start $LOAD, at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$CHAINS chains x 6 levels x $LOTS lots; median of $TRACES traces each way (target < 1000 ms); cpu ms: server + PostgreSQL backends, per trace"
+    echo "$PG_NOTE"
+    printf '%-9s %12s %7s %12s %9s %8s %9s %10s %7s %8s %9s\n' backend 'ledger rows' 'seed s' 'down med ms' 'max ms' 'cpu ms' 'lots' 'up med ms' 'max ms' 'cpu ms' 'lots'
     local row
     for row in "${ROWS[@]}"; do
         # shellcheck disable=SC2086
-        printf '%-9s %12s %9s %14s %12s %9s %12s %12s %9s\n' $row
+        printf '%-9s %12s %7s %12s %9s %8s %9s %10s %7s %8s %9s\n' $row
     done
 }
 
-mkdir -p "$ROOT/bench/results"
 report | tee "$ROOT/bench/results/lot-trace-$(date -u +%Y%m%d-%H%M%S).txt"

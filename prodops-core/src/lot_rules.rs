@@ -7,7 +7,7 @@
 //! policy ([`crate::inventory::next_on_hand`]) applies to each such key, and to each key at
 //! every later moment when a posting is backdated.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -669,7 +669,9 @@ pub fn check_depth(depth: u32) -> Result<u32, Violation> {
     }
 }
 
-/// The ledger rows a trace reads, indexed by lot and by order.
+/// The ledger rows a trace reads, indexed by lot and by order: the whole trace at once, over
+/// rows held in memory (the ledger [`LotLedger`] keeps). The server reads a trace a generation
+/// at a time instead, through [`TraceWalk`], which this drives the same way.
 pub struct TraceIndex<'a> {
     by_lot: HashMap<Uuid, Vec<&'a InventoryTransaction>>,
     by_order: HashMap<Uuid, Vec<&'a InventoryTransaction>>,
@@ -687,9 +689,7 @@ impl<'a> TraceIndex<'a> {
                 continue;
             }
             by_lot.entry(lot).or_default().push(row);
-            if let Some(order) = row.deliverable_id
-                && matches!(row.kind, Consume | Produce)
-            {
+            if let Some(order) = trace_order(row) {
                 by_order.entry(order).or_default().push(row);
             }
         }
@@ -698,11 +698,116 @@ impl<'a> TraceIndex<'a> {
 
     /// The trace of `start` in `direction`, following lots up to `depth` generations away.
     pub fn trace(&self, start: Uuid, direction: TraceDirection, depth: u32) -> Trace {
-        let mut graph = Graph::default();
-        graph.node(TraceNodeKind::Lot, start, 0);
-        let mut queue = VecDeque::from([(start, 0u32)]);
-        let mut expanded = HashSet::new();
-        let (to_order, from_order, outside) = match direction {
+        let mut walk = TraceWalk::new(start, direction, depth);
+        let mut edges = Vec::new();
+        let no_rows = Vec::new();
+        while !walk.is_done() {
+            let lot_rows: Vec<&InventoryTransaction> = walk
+                .lots()
+                .iter()
+                .flat_map(|lot| self.by_lot.get(lot).unwrap_or(&no_rows))
+                .copied()
+                .collect();
+            edges.extend(walk.lot_rows(lot_rows));
+            let order_rows: Vec<&InventoryTransaction> = walk
+                .orders()
+                .iter()
+                .flat_map(|order| self.by_order.get(order).unwrap_or(&no_rows))
+                .copied()
+                .collect();
+            edges.extend(walk.order_rows(order_rows));
+        }
+        let (nodes, truncated) = walk.finish();
+        Trace {
+            nodes,
+            edges,
+            truncated,
+        }
+    }
+}
+
+/// The order a trace takes a production row to belong to: the order it names
+/// (`metadata.orderDeliverableId`, as production posts it on the order or a node under it),
+/// else the node it was posted on. `None` for rows of other types.
+pub fn trace_order(row: &InventoryTransaction) -> Option<Uuid> {
+    if !matches!(
+        row.kind,
+        TransactionType::Consume | TransactionType::Produce
+    ) {
+        return None;
+    }
+    row.metadata
+        .get(crate::production_actions::keys::ORDER)
+        .and_then(serde_json::Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .or(row.deliverable_id)
+}
+
+/// A trace walked one lot generation at a time, so that a reader holds the rows of one
+/// generation, not of the whole trace, and can send each generation's edges as they are
+/// found. Each step is in two halves:
+///
+/// 1. [`TraceWalk::lots`] names the lots of the generation; [`TraceWalk::lot_rows`] takes
+///    their ledger rows (any rows: the others are ignored) and answers the generation's edges
+///    between those lots and deliveries and orders;
+/// 2. [`TraceWalk::orders`] names the orders those edges reach, not walked before;
+///    [`TraceWalk::order_rows`] takes their production rows (a row belongs to the order
+///    [`trace_order`] says) and answers the edges from the orders to the next generation's
+///    lots, which become [`TraceWalk::lots`].
+///
+/// Until [`TraceWalk::is_done`]; then [`TraceWalk::finish`] gives the nodes. Every edge is
+/// answered whole, once: its rows are all among the rows of one half step. An edge whose rows
+/// cancel out (reversals) is left out, and so is a node that only such edges reached.
+pub struct TraceWalk {
+    direction: TraceDirection,
+    depth: u32,
+    level: u32,
+    lots: Vec<Uuid>,
+    orders: Vec<Uuid>,
+    nodes: Vec<TraceNode>,
+    /// Each node's place in `nodes`, and whether a kept edge touches it.
+    node_index: HashMap<Uuid, (usize, bool)>,
+    orders_done: HashSet<Uuid>,
+    truncated: bool,
+}
+
+impl TraceWalk {
+    /// A walk from `start`, following lots up to `depth` generations away.
+    pub fn new(start: Uuid, direction: TraceDirection, depth: u32) -> Self {
+        let mut walk = TraceWalk {
+            direction,
+            depth,
+            level: 0,
+            lots: vec![start],
+            orders: Vec::new(),
+            nodes: Vec::new(),
+            node_index: HashMap::new(),
+            orders_done: HashSet::new(),
+            truncated: false,
+        };
+        walk.node(TraceNodeKind::Lot, start, 0);
+        walk
+    }
+
+    /// Whether the walk is over (no lots left to read).
+    pub fn is_done(&self) -> bool {
+        self.lots.is_empty()
+    }
+
+    /// The lots of the generation being walked, whose rows [`TraceWalk::lot_rows`] takes.
+    pub fn lots(&self) -> &[Uuid] {
+        &self.lots
+    }
+
+    /// The orders whose production rows [`TraceWalk::order_rows`] takes.
+    pub fn orders(&self) -> &[Uuid] {
+        &self.orders
+    }
+
+    /// `(to the order, from the order, to or from outside)`: the movement types the walk
+    /// follows from a lot to its orders, from an order to the next lots, and to deliveries.
+    fn kinds(&self) -> (TransactionType, TransactionType, TransactionType) {
+        match self.direction {
             TraceDirection::Down => (
                 TransactionType::Consume,
                 TransactionType::Produce,
@@ -713,64 +818,173 @@ impl<'a> TraceIndex<'a> {
                 TransactionType::Consume,
                 TransactionType::Receipt,
             ),
-        };
-        let mut orders_done = HashSet::new();
-        while let Some((lot, level)) = queue.pop_front() {
-            if !expanded.insert(lot) {
-                continue;
+        }
+    }
+
+    /// The first half of a step: the rows of [`TraceWalk::lots`]; answers the edges between
+    /// those lots and their deliveries and orders, and sets [`TraceWalk::orders`].
+    pub fn lot_rows<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = &'r InventoryTransaction>,
+    ) -> Vec<TraceEdge> {
+        let (to_order, _, outside) = self.kinds();
+        let wanted: HashSet<Uuid> = self.lots.iter().copied().collect();
+        let mut by_lot: HashMap<Uuid, Vec<&InventoryTransaction>> = HashMap::new();
+        for row in rows {
+            if let Some(lot) = row.lot_id
+                && (row.kind == to_order || row.kind == outside)
+                && wanted.contains(&lot)
+            {
+                by_lot.entry(lot).or_default().push(row);
             }
-            let rows = self.by_lot.get(&lot).map(Vec::as_slice).unwrap_or_default();
+        }
+        let level = self.level;
+        let mut edges = Edges::default();
+        for lot in std::mem::take(&mut self.lots) {
+            let Some(rows) = by_lot.get_mut(&lot) else {
+                continue;
+            };
+            rows.sort_by(|a, b| ledger_order(a, b));
             // The lot's deliveries (shipped down, received up).
             for row in rows.iter().filter(|r| r.kind == outside) {
                 if let Some(delivery) = row.delivery_id {
-                    graph.node(TraceNodeKind::Delivery, delivery, level);
-                    let (from, to) = orient(direction, lot, delivery);
-                    graph.edge(from, to, row);
+                    self.node(TraceNodeKind::Delivery, delivery, level);
+                    let (from, to) = orient(self.direction, lot, delivery);
+                    edges.add(from, to, row);
                 }
             }
-            // The orders on the lot's side, and the lots on their other side.
+            // The orders on the lot's side.
             for row in rows.iter().filter(|r| r.kind == to_order) {
-                let Some(order) = row.deliverable_id else {
+                let Some(order) = trace_order(row) else {
                     continue;
                 };
-                graph.node(TraceNodeKind::Order, order, level);
-                let (from, to) = orient(direction, lot, order);
-                graph.edge(from, to, row);
+                self.node(TraceNodeKind::Order, order, level);
+                let (from, to) = orient(self.direction, lot, order);
+                edges.add(from, to, row);
             }
-            for order in graph.orders_of(lot, direction) {
-                if !orders_done.insert(order) {
+        }
+        // The orders reached with a net quantity (a fully reversed consumption reaches none),
+        // each walked once.
+        for e in edges.list.iter().filter(|e| e.2 == to_order && e.3 > 0) {
+            let order = match self.direction {
+                TraceDirection::Down => e.1,
+                TraceDirection::Up => e.0,
+            };
+            if self.orders_done.insert(order) {
+                self.orders.push(order);
+            }
+        }
+        self.kept(edges)
+    }
+
+    /// The second half of a step: the production rows of [`TraceWalk::orders`]; answers the
+    /// edges from those orders to the next generation's lots, which become
+    /// [`TraceWalk::lots`] (none past the depth: then `truncated` says whether there were).
+    pub fn order_rows<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = &'r InventoryTransaction>,
+    ) -> Vec<TraceEdge> {
+        let (_, from_order, _) = self.kinds();
+        let wanted: HashSet<Uuid> = self.orders.iter().copied().collect();
+        let mut by_order: HashMap<Uuid, Vec<&InventoryTransaction>> = HashMap::new();
+        for row in rows {
+            if row.kind == from_order
+                && row.lot_id.is_some()
+                && let Some(order) = trace_order(row)
+                && wanted.contains(&order)
+            {
+                by_order.entry(order).or_default().push(row);
+            }
+        }
+        let level = self.level;
+        let mut edges = Edges::default();
+        let mut next = Vec::new();
+        for order in std::mem::take(&mut self.orders) {
+            let Some(rows) = by_order.get_mut(&order) else {
+                continue;
+            };
+            rows.sort_by(|a, b| ledger_order(a, b));
+            let mut net: HashMap<Uuid, i128> = HashMap::new();
+            for row in rows.iter() {
+                if let Some(lot) = row.lot_id {
+                    *net.entry(lot).or_default() += signed(row);
+                }
+            }
+            for row in rows.iter() {
+                let Some(lot) = row.lot_id else { continue };
+                if net.get(&lot).is_none_or(|n| *n <= 0) {
                     continue;
                 }
-                let other = self
-                    .by_order
-                    .get(&order)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                let mut net: BTreeMap<Uuid, i128> = BTreeMap::new();
-                for row in other.iter().filter(|r| r.kind == from_order) {
-                    if let Some(next) = row.lot_id {
-                        *net.entry(next).or_default() += signed(row);
-                    }
+                if level >= self.depth {
+                    self.truncated |= !self.node_index.contains_key(&lot);
+                    continue;
                 }
-                for row in other.iter().filter(|r| r.kind == from_order) {
-                    let Some(next) = row.lot_id else { continue };
-                    if net.get(&next).is_none_or(|n| *n <= 0) {
-                        continue;
-                    }
-                    if level >= depth {
-                        graph.truncated |= !graph.has(next);
-                        continue;
-                    }
-                    let (from, to) = orient(direction, order, next);
-                    graph.edge(from, to, row);
-                    if graph.node(TraceNodeKind::Lot, next, level + 1) {
-                        queue.push_back((next, level + 1));
-                    }
+                let (from, to) = orient(self.direction, order, lot);
+                edges.add(from, to, row);
+                if self.node(TraceNodeKind::Lot, lot, level + 1) {
+                    next.push(lot);
                 }
             }
         }
-        graph.finish()
+        self.lots = next;
+        self.level += 1;
+        self.kept(edges)
     }
+
+    /// The nodes (the start, and those a kept edge touches, in the order they were found)
+    /// and whether lots at the depth limit had further edges.
+    pub fn finish(self) -> (Vec<TraceNode>, bool) {
+        let index = &self.node_index;
+        let nodes = self
+            .nodes
+            .into_iter()
+            .enumerate()
+            .filter(|(i, n)| *i == 0 || index.get(&n.id).is_some_and(|(_, linked)| *linked))
+            .map(|(_, n)| n)
+            .collect();
+        (nodes, self.truncated)
+    }
+
+    /// Adds a node; true when it is new.
+    fn node(&mut self, kind: TraceNodeKind, id: Uuid, depth: u32) -> bool {
+        if self.node_index.contains_key(&id) {
+            return false;
+        }
+        self.node_index.insert(id, (self.nodes.len(), false));
+        self.nodes.push(TraceNode { kind, id, depth });
+        true
+    }
+
+    /// The edges whose rows do not cancel out, their nodes marked as linked.
+    fn kept(&mut self, edges: Edges) -> Vec<TraceEdge> {
+        let kept: Vec<TraceEdge> = edges
+            .list
+            .into_iter()
+            .filter(|e| e.3 > 0)
+            .map(|(from, to, kind, micros, first_at, last_at)| TraceEdge {
+                from,
+                to,
+                kind,
+                quantity: micros as f64 / SERIAL_UNIT as f64,
+                first_at,
+                last_at,
+            })
+            .collect();
+        for e in &kept {
+            for id in [e.from, e.to] {
+                if let Some(entry) = self.node_index.get_mut(&id) {
+                    entry.1 = true;
+                }
+            }
+        }
+        kept
+    }
+}
+
+/// Rows as the ledger reads: oldest first, then by id, so that a trace does not depend on the
+/// order rows were read in.
+fn ledger_order(a: &InventoryTransaction, b: &InventoryTransaction) -> std::cmp::Ordering {
+    a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id))
 }
 
 /// `(from, to)` of an edge between the traced side `near` and the other side `far`, in the
@@ -803,92 +1017,28 @@ type PendingEdge = (
     DateTime<Utc>,
 );
 
+/// The edges of one half step, as their rows add to them.
 #[derive(Default)]
-struct Graph {
-    nodes: Vec<TraceNode>,
-    node_index: HashMap<Uuid, usize>,
-    edges: Vec<PendingEdge>,
-    edge_index: HashMap<(Uuid, Uuid, &'static str), usize>,
-    truncated: bool,
+struct Edges {
+    list: Vec<PendingEdge>,
+    index: HashMap<(Uuid, Uuid, &'static str), usize>,
 }
 
-impl Graph {
-    /// Adds a node; true when it is new.
-    fn node(&mut self, kind: TraceNodeKind, id: Uuid, depth: u32) -> bool {
-        if self.node_index.contains_key(&id) {
-            return false;
-        }
-        self.node_index.insert(id, self.nodes.len());
-        self.nodes.push(TraceNode { kind, id, depth });
-        true
-    }
-
-    fn has(&self, id: Uuid) -> bool {
-        self.node_index.contains_key(&id)
-    }
-
-    fn edge(&mut self, from: Uuid, to: Uuid, row: &InventoryTransaction) {
+impl Edges {
+    fn add(&mut self, from: Uuid, to: Uuid, row: &InventoryTransaction) {
         let key = (from, to, row.kind.as_str());
         let at = row.created_at;
-        match self.edge_index.get(&key) {
+        match self.index.get(&key) {
             Some(&i) => {
-                let e = &mut self.edges[i];
+                let e = &mut self.list[i];
                 e.3 += signed(row);
                 e.4 = e.4.min(at);
                 e.5 = e.5.max(at);
             }
             None => {
-                self.edge_index.insert(key, self.edges.len());
-                self.edges.push((from, to, row.kind, signed(row), at, at));
+                self.index.insert(key, self.list.len());
+                self.list.push((from, to, row.kind, signed(row), at, at));
             }
-        }
-    }
-
-    /// The orders the lot's edges reach with a net quantity (fully reversed ones are not).
-    fn orders_of(&self, lot: Uuid, direction: TraceDirection) -> Vec<Uuid> {
-        let kind = match direction {
-            TraceDirection::Down => TransactionType::Consume,
-            TraceDirection::Up => TransactionType::Produce,
-        };
-        let mut out: Vec<Uuid> = self
-            .edges
-            .iter()
-            .filter(|e| e.2 == kind && e.3 > 0)
-            .filter_map(|e| match direction {
-                TraceDirection::Down => (e.0 == lot).then_some(e.1),
-                TraceDirection::Up => (e.1 == lot).then_some(e.0),
-            })
-            .collect();
-        out.dedup();
-        out
-    }
-
-    /// The graph, without the edges a reversal cancelled and the nodes only they reached.
-    fn finish(self) -> Trace {
-        let edges: Vec<TraceEdge> = self
-            .edges
-            .into_iter()
-            .filter(|e| e.3 > 0)
-            .map(|(from, to, kind, micros, first_at, last_at)| TraceEdge {
-                from,
-                to,
-                kind,
-                quantity: micros as f64 / SERIAL_UNIT as f64,
-                first_at,
-                last_at,
-            })
-            .collect();
-        let start = self.nodes.first().map(|n| n.id);
-        let linked: HashSet<Uuid> = edges.iter().flat_map(|e| [e.from, e.to]).collect();
-        let nodes = self
-            .nodes
-            .into_iter()
-            .filter(|n| Some(n.id) == start || linked.contains(&n.id))
-            .collect();
-        Trace {
-            nodes,
-            edges,
-            truncated: self.truncated,
         }
     }
 }

@@ -357,7 +357,7 @@ pub trait Endpoint {
     /// The request body: [`NoBody`], [`Json<T>`], [`OptionalJson<T>`], [`FreeJson`] or [`RawFile`].
     type Body: BodyKind;
     /// The answer: [`Empty`], [`Json<T>`], [`ValueOf<T>`], [`PageOf<T>`], [`FreeJson`], or
-    /// one sent as it is produced: [`RawFile`], [`StreamedPage`].
+    /// one sent as it is produced: [`RawFile`], [`StreamedPage`], [`StreamedJson<T>`].
     type Answer: AnswerKind;
     /// The declaration.
     const DESC: ActionDesc;
@@ -674,6 +674,18 @@ impl AnswerKind for StreamedPage {
     fn decode_with<R: JsonReader>(
         body: &[u8],
     ) -> Result<Page<serde_json::Value>, serde_json::Error> {
+        R::read(body)
+    }
+}
+
+/// A JSON value of shape `T` that the server writes while it reads, sent in parts: documented
+/// and decoded as [`Json<T>`]; only how the server sends it differs.
+pub struct StreamedJson<T>(std::marker::PhantomData<T>);
+
+impl<T: ToSchema + DeserializeOwned> AnswerKind for StreamedJson<T> {
+    type Out = T;
+    const ANSWER: AnswerBody = AnswerBody::Json(Some(schema_of::<T>));
+    fn decode_with<R: JsonReader>(body: &[u8]) -> Result<T, serde_json::Error> {
         R::read(body)
     }
 }

@@ -1,7 +1,8 @@
 //! Lots (issue 37): the trace of a lot, down (where it went) or up (where it came from).
 
 use super::endpoint::{
-    Access, Cli, Json, NoBody, ParamKind, ParamValues, Perm, QueryArgs, QueryParam, action, push,
+    Access, Cli, NoBody, ParamKind, ParamValues, Perm, QueryArgs, QueryParam, StreamedJson, action,
+    push,
 };
 use crate::lot_rules::Trace as LotTrace;
 
@@ -58,7 +59,7 @@ action! {
         path: uuid::Uuid,
         query: TraceQuery,
         body: NoBody,
-        answer: Json<LotTrace>,
+        answer: StreamedJson<LotTrace>,
         status: 200,
         outcome: "The trace: nodes (lots, orders, deliveries) and edges with quantities and times",
         summary: "Where a lot went (down) or came from (up), through orders, the lots they made or used, and deliveries",

@@ -3,10 +3,6 @@
 use prodops_core::registry::ResourceId;
 use std::collections::BTreeMap;
 
-use axum::body::Body;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use futures::StreamExt;
 use prodops_core::tree::hierarchy_order_of_paths;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -17,6 +13,7 @@ use crate::engine::rawjson::{Projection, Selected};
 use crate::engine::{Resources, ServedResource, filter_conds, flattened_name, parse_list_params};
 use crate::http::call::Call;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::parts::{self, PART_BYTES, Part, PartSender};
 use crate::http::typed::{Answered, ServedQuery, Shaped, Streamed};
 use crate::store::SqlValue;
 use crate::store::Tx;
@@ -29,14 +26,6 @@ use prodops_core::api::{
 
 /// Nodes whose records one query of a hierarchy read fetches.
 const FETCH_NODES: usize = 512;
-/// A hierarchy body is sent in parts of about this size as it is read.
-const PART_BYTES: usize = 256 << 10;
-
-/// One part of a hierarchy body; `Last` when the body is complete.
-enum Part {
-    More(bytes::Bytes),
-    Last(bytes::Bytes),
-}
 
 /// The query string of a hierarchy read, read by the handler ([`hierarchy_select`]), which
 /// checks the selected fields against the deliverable resource of its table.
@@ -91,7 +80,7 @@ pub async fn hierarchy(
     let projection = hierarchy_select(deliverables, query.as_deref())?;
     let now = state.clock.as_of();
     let org = call.auth.org;
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<ApiResult<Part>>(4);
+    let (sender, receiver) = parts::channel();
     let store = state.store.clone();
     tokio::spawn(async move {
         let parts = sender.clone();
@@ -113,30 +102,9 @@ pub async fn hierarchy(
             let _ = sender.send(Err(e)).await;
         }
     });
-    let json = [(header::CONTENT_TYPE, "application/json")];
-    match receiver.recv().await {
-        None => Err(ApiError::internal(
-            "the hierarchy read ended without an answer",
-        )),
-        Some(Err(e)) => Err(e),
-        Some(Ok(Part::Last(body))) => Ok(Answered::new(Streamed(
-            (StatusCode::OK, json, Body::from(body)).into_response(),
-        ))),
-        Some(Ok(Part::More(first))) => {
-            // The rest as it comes; a failure now can only cut the body short.
-            let rest = futures::stream::unfold(receiver, |mut r| async move {
-                let item = match r.recv().await? {
-                    Ok(Part::More(b) | Part::Last(b)) => Ok(b),
-                    Err(e) => Err(std::io::Error::other(e.message)),
-                };
-                Some((item, r))
-            });
-            let body = futures::stream::once(async move { Ok(first) }).chain(rest);
-            Ok(Answered::new(Streamed(
-                (StatusCode::OK, json, Body::from_stream(body)).into_response(),
-            )))
-        }
-    }
+    Ok(Answered::new(Streamed(
+        parts::answer(receiver, "hierarchy").await?,
+    )))
 }
 
 /// Reads a hierarchy and hands its body to `parts` as it is written (see [`hierarchy`]);
@@ -147,7 +115,7 @@ fn write_hierarchy(
     id: Uuid,
     projection: Option<&Projection>,
     now: &AsOf,
-    parts: &tokio::sync::mpsc::Sender<ApiResult<Part>>,
+    parts: &PartSender,
     sent: &mut bool,
 ) -> ApiResult<()> {
     let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
@@ -237,7 +205,7 @@ fn write_hierarchy(
 struct Parts<'a> {
     body: Vec<u8>,
     count: usize,
-    parts: &'a tokio::sync::mpsc::Sender<ApiResult<Part>>,
+    parts: &'a PartSender,
     /// Whether a part went out.
     sent: bool,
     /// Whether the client left (the channel is closed): the read stops.

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::http::app::{AppState, Reply, write_reply};
 use crate::http::context::{Action, Auth, Ctx, DryRun, Idempotency};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::parts::{self, PartWriter};
 
 use crate::http::typed::{AnswerOf, Answered, Served, parse_id, write_answer};
 use crate::store::Tx;
@@ -111,6 +112,46 @@ impl Call {
     {
         let ctx = Ctx::new(self.state.resources.clone(), self.auth, None);
         self.state.store.read(move |tx| f(tx, &ctx)).await
+    }
+}
+
+impl Call {
+    /// Runs `f` in one read-only transaction with the request's context, `f` writing the
+    /// `200 application/json` answer's body as it reads; the body goes out in parts while the
+    /// read goes on ([`parts`](crate::http::parts)). An error `f` answers before any part
+    /// went out is the answer; after, it cuts the body short. A client that leaves closes the
+    /// channel: [`PartWriter::send_if_full`] answers false and `f` should stop.
+    pub async fn read_streamed<F>(self, what: &'static str, mut f: F) -> ApiResult<Response>
+    where
+        F: FnMut(&mut dyn Tx, &Ctx, &mut PartWriter<'_>) -> ApiResult<()> + Send + 'static,
+    {
+        let ctx = Ctx::new(self.state.resources.clone(), self.auth, None);
+        let (sender, receiver) = parts::channel();
+        let store = self.state.store.clone();
+        tokio::spawn(async move {
+            let parts = sender.clone();
+            let read = store
+                .read(move |tx| {
+                    let mut out = PartWriter::new(&parts);
+                    match f(tx, &ctx, &mut out) {
+                        // Part of the answer is out: the read cannot be run again.
+                        Err(e) if out.sent() => Err(ApiError::internal(format!(
+                            "a {what} read failed while sending: {}",
+                            e.message
+                        ))),
+                        Err(e) => Err(e),
+                        Ok(()) => {
+                            out.finish();
+                            Ok(())
+                        }
+                    }
+                })
+                .await;
+            if let Err(e) = read {
+                let _ = sender.send(Err(e)).await;
+            }
+        });
+        parts::answer(receiver, what).await
     }
 }
 

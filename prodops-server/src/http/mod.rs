@@ -10,6 +10,7 @@ pub mod clock;
 pub mod context;
 pub mod error;
 pub mod idempotency;
+pub mod parts;
 pub mod ratelimit;
 pub mod reply;
 pub mod text;

@@ -19,7 +19,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use prodops_core::api::{
     ActionDesc, Empty, Endpoint, FreeJson, FreePage, Json, JsonList, NoBody, NoFields,
-    OptionalJson, Page, PageOf, RawFile, RecordJson, StreamedPage, ValueAnswer, ValueList, ValueOf,
+    OptionalJson, Page, PageOf, RawFile, RecordJson, StreamedJson, StreamedPage, ValueAnswer,
+    ValueList, ValueOf,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -399,6 +400,13 @@ impl ServedAnswer for RawFile {
 }
 
 impl ServedAnswer for StreamedPage {
+    type Value = Streamed;
+    fn reply(value: Streamed, _: StatusCode) -> Answer {
+        Answer::Streamed(value.0)
+    }
+}
+
+impl<T: Send + 'static> ServedAnswer for StreamedJson<T> {
     type Value = Streamed;
     fn reply(value: Streamed, _: StatusCode) -> Answer {
         Answer::Streamed(value.0)

@@ -1,34 +1,38 @@
 //! `GET /lot/{id}/trace` (issue 37, docs/inventory.md "Lots and serials"): the ledger rows a
-//! lot's genealogy needs, read level by level, handed to core's `TraceIndex`, whose graph is
-//! the answer. The rules of the trace are core's (`prodops_core::lot_rules`); this module only
-//! reads.
+//! lot's genealogy needs, read a lot generation at a time and handed to core's `TraceWalk`,
+//! whose edges are written into the answer's body as each generation is walked; the body goes
+//! out in parts while the next generation is read (`http::parts`). The rules of the trace are
+//! core's (`prodops_core::lot_rules`); this module only reads and writes.
 //!
-//! What it reads, per lot generation: the rows of the lots reached (by `lotId`, its filter
-//! column and index), then the rows of the orders those rows reach (by `deliverableId`, its
-//! filter column and index, for every node of each order's subtree, as production is posted
-//! on the order or a node under it), whose other side names the next generation's lots. Down from a
-//! lot: its consume rows, their orders, the orders' produce rows (the lots made), and the ship
-//! rows of those lots. Up: its produce rows, their order, the order's consume rows (the lots
-//! used), and the receipt rows of those lots. Never the whole ledger.
+//! What it reads, per lot generation: the rows of the generation's lots (by `lotId`, its filter
+//! column and index, one statement), then the rows of the orders those rows reach (by
+//! `deliverableId`, its filter column and index, one statement for the nodes of every order's
+//! subtree, as production is posted on the order or a node under it), whose other side names
+//! the next generation's lots. Down from a lot: its consume rows, their orders, the orders'
+//! produce rows (the lots made), and the ship rows of those lots. Up: its produce rows, their
+//! order, the order's consume rows (the lots used), and the receipt rows of those lots. Never
+//! the whole ledger, and never more than one generation's rows at a time.
 //!
-//! A production row names the node it was posted on (`deliverableId`) and its order
-//! (`metadata.orderDeliverableId`); the trace's order node is the order, so a row's
-//! `deliverableId` is taken as its order before core reads it.
+//! The body is `{"edges":[...],"nodes":[...],"truncated":...}`: the edges as each generation
+//! gives them, then the nodes, known whole only at the end (a node that only cancelled edges
+//! reached is left out), which the walk keeps anyway to visit each lot once. What is held is
+//! one generation's rows and the nodes, never the edges of the whole trace. Errors found
+//! before the first part goes out (a lot not in the organization: 404) are answered as
+//! errors; a failure after it cuts the body short.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use prodops_core::api;
-use prodops_core::inventory::{InventoryTransaction, TransactionType};
-use prodops_core::lot_rules::{MAX_TRACE_DEPTH, TraceDirection, TraceIndex, check_depth};
-use prodops_core::production_actions::keys;
+use prodops_core::inventory::InventoryTransaction;
+use prodops_core::lot_rules::{MAX_TRACE_DEPTH, TraceDirection, TraceWalk, check_depth};
 use prodops_core::registry::ResourceId;
-use serde_json::Value;
 use uuid::Uuid;
 
 use crate::http::call::Call;
 use crate::http::context::Ctx;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::typed::{Answered, ServedQuery};
+use crate::http::parts::PartWriter;
+use crate::http::typed::{Answered, ServedQuery, Streamed};
 use crate::store::Tx;
 use crate::store::{deliverables, records};
 
@@ -96,78 +100,70 @@ async fn trace(
     (): (),
 ) -> ApiResult<Answered<api::lot::Trace>> {
     let answer = call
-        .read(move |tx, ctx| {
-            // Scoped by the key's organization: another organization's lot is a 404.
-            let lots = ResourceId::Lot.kind().desc().table;
-            if records::get(tx, lots, ctx.org(), id)?.is_none() {
-                return Err(ApiError::not_found());
-            }
-            let rows = rows_of_trace(tx, ctx, id, args.direction, args.depth)?;
-            Ok(TraceIndex::new(&rows).trace(id, args.direction, args.depth))
+        .read_streamed("lot trace", move |tx, ctx, out| {
+            write_trace(tx, ctx, id, args, out)
         })
         .await?;
-    Ok(Answered::new(answer.into()))
+    Ok(Answered::new(Streamed(answer)))
 }
 
-/// The ledger rows the trace of `start` reads, level by level, each row once, with a
-/// production row's `deliverableId` taken as its order.
-fn rows_of_trace(
+/// Walks the trace of `start` a generation at a time, writing each generation's edges into
+/// `out` as it goes, then the nodes and `truncated`.
+fn write_trace(
     tx: &mut dyn Tx,
     ctx: &Ctx,
     start: Uuid,
-    direction: TraceDirection,
-    depth: u32,
-) -> ApiResult<Vec<InventoryTransaction>> {
-    let (to_order, from_order) = match direction {
-        TraceDirection::Down => (TransactionType::Consume, TransactionType::Produce),
-        TraceDirection::Up => (TransactionType::Produce, TransactionType::Consume),
+    args: TraceArgs,
+    out: &mut PartWriter<'_>,
+) -> ApiResult<()> {
+    // Scoped by the key's organization: another organization's lot is a 404.
+    let lots = ResourceId::Lot.kind().desc().table;
+    if records::get(tx, lots, ctx.org(), start)?.is_none() {
+        return Err(ApiError::not_found());
+    }
+    let mut walk = TraceWalk::new(start, args.direction, args.depth);
+    out.body.extend_from_slice(b"{\"edges\":[");
+    let mut first = true;
+    let mut write = |edges: Vec<prodops_core::lot_rules::TraceEdge>, out: &mut PartWriter<'_>| {
+        for edge in edges {
+            if !std::mem::take(&mut first) {
+                out.body.push(b',');
+            }
+            serde_json::to_writer(&mut out.body, &edge).map_err(ApiError::internal)?;
+            if !out.send_if_full() {
+                // The client left.
+                return Ok(false);
+            }
+        }
+        Ok::<bool, ApiError>(true)
     };
-    let mut rows: HashMap<Uuid, InventoryTransaction> = HashMap::new();
-    let mut lots_read: HashSet<Uuid> = HashSet::from([start]);
-    let mut orders_read: HashSet<Uuid> = HashSet::new();
-    let mut frontier = vec![start];
-    // Core follows lots up to `depth` generations and looks one further to say `truncated`:
-    // the lots of levels 0 to `depth` and their orders' rows.
-    for _ in 0..=depth {
-        if frontier.is_empty() {
-            break;
+    while !walk.is_done() {
+        let rows = read_by(tx, ctx, "lotId", walk.lots())?;
+        if !write(walk.lot_rows(&rows), out)? {
+            return Ok(());
         }
-        let lot_rows = read_by(tx, ctx, "lotId", &frontier)?;
-        let mut orders = Vec::new();
-        for row in lot_rows.iter().filter(|r| r.kind == to_order) {
-            for order in [row.deliverable_id, order_of(row)].into_iter().flatten() {
-                if orders_read.insert(order) {
-                    orders.push(order);
-                }
-            }
-        }
-        let nodes = nodes_of(tx, ctx, &orders)?;
-        let order_rows = read_by(tx, ctx, "deliverableId", &nodes)?;
-        frontier = Vec::new();
-        for row in order_rows.iter().filter(|r| r.kind == from_order) {
-            if let Some(lot) = row.lot_id
-                && lots_read.insert(lot)
-            {
-                frontier.push(lot);
-            }
-        }
-        for row in lot_rows.into_iter().chain(order_rows) {
-            rows.entry(row.id).or_insert(row);
+        drop(rows);
+        let nodes = nodes_of(tx, ctx, walk.orders())?;
+        let rows = read_by(tx, ctx, "deliverableId", &nodes)?;
+        if !write(walk.order_rows(&rows), out)? {
+            return Ok(());
         }
     }
-    let mut rows: Vec<InventoryTransaction> = rows
-        .into_values()
-        .map(|mut row| {
-            if let Some(order) = order_of(&row) {
-                row.deliverable_id = Some(order);
-            }
-            row
-        })
-        .collect();
-    // Oldest first, as the ledger reads, so that the graph's order does not depend on the
-    // order rows came back in.
-    rows.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-    Ok(rows)
+    let (nodes, truncated) = walk.finish();
+    out.body.extend_from_slice(b"],\"nodes\":[");
+    for (i, node) in nodes.iter().enumerate() {
+        if i > 0 {
+            out.body.push(b',');
+        }
+        serde_json::to_writer(&mut out.body, node).map_err(ApiError::internal)?;
+        if !out.send_if_full() {
+            return Ok(());
+        }
+    }
+    out.body.push(b']');
+    out.body
+        .extend_from_slice(format!(",\"truncated\":{truncated}}}").as_bytes());
+    Ok(())
 }
 
 /// The nodes the production rows of `orders` are posted on: each order's subtree (an order
@@ -188,20 +184,6 @@ fn nodes_of(tx: &mut dyn Tx, ctx: &Ctx, orders: &[Uuid]) -> ApiResult<Vec<Uuid>>
         nodes.extend(ids.into_iter().filter(|id| seen.insert(*id)));
     }
     Ok(nodes)
-}
-
-/// The order of a production row (`metadata.orderDeliverableId`).
-fn order_of(row: &InventoryTransaction) -> Option<Uuid> {
-    if !matches!(
-        row.kind,
-        TransactionType::Consume | TransactionType::Produce
-    ) {
-        return None;
-    }
-    row.metadata
-        .get(keys::ORDER)
-        .and_then(Value::as_str)
-        .and_then(|s| Uuid::parse_str(s).ok())
 }
 
 /// The organization's ledger rows whose `field` (a filter-indexed field of

@@ -80,7 +80,12 @@ pub fn texts_where_in(
 
 /// The stored JSON text of the records whose filter-indexed `field`
 /// (`prodops_core::filter_fields`) is one of `values` (texts, as the field's filter column
-/// holds them), through that column and its index; at most 500 values a statement.
+/// holds them), through that column and its index, in one statement however many values
+/// there are: on PostgreSQL `= ANY` of one array parameter, planned once with the array in
+/// hand, rather than a list of one parameter each (a trace binds thousands of lot ids; a
+/// statement of 500 parameters costs more to parse, plan and bind than to run); on SQLite an
+/// `IN` list, or `json_each` of one parameter past a few dozen values
+/// ([`Dialect::distinct_text_in`](super::Dialect::distinct_text_in)).
 pub fn texts_where_indexed_in(
     tx: &mut dyn Tx,
     table: &str,
@@ -88,23 +93,16 @@ pub fn texts_where_indexed_in(
     field: &str,
     values: &[String],
 ) -> StoreResult<Vec<String>> {
-    let column = tx.dialect().indexed_expr(field);
-    let mut out = Vec::new();
-    for chunk in values.chunks(500) {
-        let mut params: Vec<SqlValue> = Vec::with_capacity(chunk.len() + 1);
-        params.push(org.into());
-        params.extend(chunk.iter().map(|v| SqlValue::Text(v.clone())));
-        let rows = tx.query(
-            &format!(
-                "SELECT data FROM {table} WHERE organization_id = ? AND {column} IS NOT NULL \
-                 AND {column} IN ({})",
-                vec!["?"; chunk.len()].join(", ")
-            ),
-            &params,
-        )?;
-        out.extend(text_rows(rows));
+    if values.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let column = tx.dialect().indexed_expr(field);
+    let mut params: Vec<SqlValue> = vec![org.into()];
+    let mut sql =
+        format!("SELECT data FROM {table} WHERE organization_id = ? AND {column} IS NOT NULL AND ");
+    tx.dialect()
+        .distinct_text_in(&column, values, &mut sql, &mut params);
+    Ok(text_rows(tx.query(&sql, &params)?))
 }
 
 /// One record by id.

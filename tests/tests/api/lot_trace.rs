@@ -374,3 +374,134 @@ async fn every_lot_down_from_a_lot_finds_it_up_again() {
         assert!(node_ids(&down).contains(&c.cake_lot), "{down}");
     }
 }
+
+/// A trace larger than one part of the body (256 KiB): 1,500 lots received, all consumed by one
+/// order, which made 1,500 lots. Down from a received lot: the order and its 1,500 lots; up
+/// from a lot made: the order, the 1,500 lots it used and their receipt. The body is sent as it
+/// is written (chunked, without a length) and is the whole graph all the same: every edge
+/// between nodes of the answer, every node but the start on an edge, each node once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_trace_is_streamed_whole() {
+    const LOTS: usize = 1500;
+    const BATCH: usize = 500;
+    let server = TestServer::start().await;
+    let plant = Plant::new(server.org("Trace streamed").await).await;
+    let floor = &plant.floor;
+    let api = &floor.api;
+    let grain = tracked(floor, "Grain").await;
+    let meal = tracked(floor, "Meal").await;
+    let received_in = id(&api
+        .create("delivery", json!({"name": format!("PO {}", unique())}))
+        .await);
+    let line = id(&api
+        .create(
+            "delivery-manifest-line",
+            json!({"deliveryId": received_in, "itemId": grain, "quantityExpected": LOTS, "locationId": floor.a}),
+        )
+        .await);
+    for start in (0..LOTS).step_by(BATCH) {
+        let lots: Vec<Value> = (start..start + BATCH)
+            .map(|i| json!({"code": format!("G-{i}"), "quantity": 1}))
+            .collect();
+        let resp = api
+            .post(
+                &format!("/delivery/{received_in}/receive"),
+                json!({"lines": [{"manifestLineId": line, "quantity": BATCH, "lots": lots}]}),
+            )
+            .await;
+        assert_eq!(resp.status, 200, "{resp}");
+    }
+    api.create(
+        "bom-line",
+        json!({"itemId": grain, "orderDeliverableId": plant.order, "quantity": LOTS}),
+    )
+    .await;
+    api.create(
+        "production-output",
+        json!({"itemId": meal, "orderDeliverableId": plant.order, "quantity": LOTS}),
+    )
+    .await;
+    let mut made = Vec::new();
+    for start in (0..LOTS).step_by(BATCH) {
+        plant
+            .ok(
+                "/production/consume",
+                json!({"deliverableId": plant.order, "fromLocationId": floor.a,
+                       "lines": [{"itemId": grain, "quantity": BATCH}]}),
+            )
+            .await;
+        let lots: Vec<Value> = (start..start + BATCH)
+            .map(|i| json!({"code": format!("M-{i}"), "quantity": 1}))
+            .collect();
+        let value = plant
+            .ok(
+                "/production/produce",
+                json!({"deliverableId": plant.order, "outputLocationId": floor.a,
+                       "outputs": [{"itemId": meal, "quantity": BATCH, "lots": lots}]}),
+            )
+            .await;
+        made.extend(
+            value["lots"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["lotId"].as_str().unwrap().to_string()),
+        );
+    }
+    let grain_lot = id(&api.list("lot", "code=G-0").await[0]);
+
+    let whole = |trace: &Value, start: &str| {
+        let nodes = trace["nodes"].as_array().unwrap();
+        let ids = node_ids(trace);
+        assert_eq!(ids.len(), nodes.len(), "each node once");
+        assert_eq!(nodes[0]["id"], json!(start), "the start first");
+        let mut linked = BTreeSet::from([start.to_string()]);
+        for e in trace["edges"].as_array().unwrap() {
+            for end in ["from", "to"] {
+                let end = e[end].as_str().unwrap();
+                assert!(ids.contains(end), "an edge to a node of the answer: {e}");
+                linked.insert(end.to_string());
+            }
+        }
+        assert_eq!(linked, ids, "every node on an edge");
+        assert_eq!(trace["truncated"], false);
+    };
+    let streamed = |resp: &Resp| {
+        assert_eq!(resp.status, 200, "{resp}");
+        assert_eq!(resp.header("content-type"), Some("application/json"));
+        assert!(resp.text.len() > 256 << 10, "{} bytes", resp.text.len());
+        assert_eq!(resp.header("content-length"), None, "sent as it is written");
+    };
+
+    let resp = api.get(&format!("/lot/{grain_lot}/trace")).await;
+    streamed(&resp);
+    let down = &resp.body;
+    whole(down, &grain_lot);
+    assert_eq!(
+        lot_ids(down).len(),
+        1 + LOTS,
+        "the start and every lot made"
+    );
+    assert_eq!(down["edges"].as_array().unwrap().len(), 1 + LOTS);
+    assert_eq!(
+        edge(down, &grain_lot, &plant.order),
+        Some(("consume".into(), 1.0))
+    );
+    for lot in &made {
+        assert_eq!(edge(down, &plant.order, lot), Some(("produce".into(), 1.0)));
+    }
+
+    let last = made.last().unwrap();
+    let resp = api.get(&format!("/lot/{last}/trace?direction=up")).await;
+    streamed(&resp);
+    let up = &resp.body;
+    whole(up, last);
+    assert_eq!(lot_ids(up).len(), 1 + LOTS, "the start and every lot used");
+    // Made, consumed 1,500 times, received 1,500 times.
+    assert_eq!(up["edges"].as_array().unwrap().len(), 1 + 2 * LOTS);
+    assert!(node_ids(up).contains(&received_in));
+    assert_eq!(
+        edge(up, &received_in, &grain_lot),
+        Some(("receipt".into(), 1.0))
+    );
+}
