@@ -438,5 +438,13 @@ pub struct Stock {
     pub lot_id: Option<Uuid>,
 }
 
+/// The metadata keys production postings carry, linking a ledger row to its order and record.
+pub mod production_keys {
+    pub const ORDER: &str = "orderDeliverableId";
+    pub const OUTPUT: &str = "productionOutputId";
+    pub const LINE: &str = "bomLineId";
+    pub const ACTUAL_KIND: &str = "actualKind";
+}
+
 #[cfg(test)]
 mod tests;

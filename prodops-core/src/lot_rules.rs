@@ -737,7 +737,7 @@ pub fn trace_order(row: &InventoryTransaction) -> Option<Uuid> {
         return None;
     }
     row.metadata
-        .get(crate::production_actions::keys::ORDER)
+        .get(crate::inventory::production_keys::ORDER)
         .and_then(serde_json::Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok())
         .or(row.deliverable_id)

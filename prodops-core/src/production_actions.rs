@@ -268,13 +268,9 @@ pub struct OrderEntry {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
-/// The metadata keys production postings carry, linking a ledger row to its order and record.
-pub mod keys {
-    pub const ORDER: &str = "orderDeliverableId";
-    pub const OUTPUT: &str = "productionOutputId";
-    pub const LINE: &str = "bomLineId";
-    pub const ACTUAL_KIND: &str = "actualKind";
-}
+/// The metadata keys of production postings (kept with the ledger's own types, which the
+/// lot rules read too).
+pub use crate::inventory::production_keys as keys;
 
 /// Rule 2 of 4.4: what a declaration posts when `outputs` is omitted: `producedPerUnit` x
 /// `quantityProduced`, else its remaining planned quantity (0 when it has neither).
