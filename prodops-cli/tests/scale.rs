@@ -59,9 +59,22 @@ fn assert_unchanged(first: &HashMap<String, Value>, second: &HashMap<String, Val
         .map(|(id, _)| id)
         .take(5)
         .collect();
+    // What changed of the first one: each top-level field whose value differs.
+    let fields: Vec<String> = moved
+        .first()
+        .map(|id| {
+            let (a, b) = (&first[*id], &second.get(*id).cloned().unwrap_or_default());
+            a.as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, v)| b.get(k.as_str()) != Some(*v))
+                .map(|(k, v)| format!("{k}: {v} -> {}", b.get(k.as_str()).unwrap_or(&Value::Null)))
+                .collect()
+        })
+        .unwrap_or_default();
     assert!(
         moved.is_empty(),
-        "records changed by the re-import: {moved:?}"
+        "records changed by the re-import: {moved:?}; the first one's changed fields: {fields:?}"
     );
 }
 

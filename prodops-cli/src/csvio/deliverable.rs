@@ -12,7 +12,6 @@ use std::io::Write;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use futures::TryStreamExt;
-use prodops_client::ListParams;
 use prodops_core::custom_property::CustomPropertyDefinition;
 use serde_json::Value;
 use uuid::Uuid;
@@ -69,17 +68,11 @@ pub fn fixed_columns() -> Vec<Column> {
 /// give columns; a definition scoped to lots has no place on a deliverable).
 pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
     let mut columns = fixed_columns();
-    let mut defs: Vec<&CustomPropertyDefinition> = defs
-        .iter()
-        .filter(|d| !d.is_archived && d.applies_to("order"))
-        .collect();
-    defs.sort_by(|a, b| a.sort_order.cmp(&b.sort_order).then(a.key.cmp(&b.key)));
-    for d in defs {
-        columns.push(Column::new(
-            format!("data.properties.{}", d.key),
-            CellKind::Property(d.data_type),
-        ));
-    }
+    columns.extend(super::spec::property_columns(
+        defs,
+        "order",
+        "data.properties.",
+    ));
     Spec {
         path: "deliverable",
         noun: "deliverable",
@@ -93,20 +86,8 @@ pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
     }
 }
 
-/// The organization's active custom property definitions.
-async fn active_definitions(ctx: &CommandContext) -> CmdResult<Vec<CustomPropertyDefinition>> {
-    let params = ListParams::new().page_size(10_000);
-    let defs: Vec<CustomPropertyDefinition> = ctx
-        .client
-        .resource::<CustomPropertyDefinition>()
-        .list(params)
-        .try_collect()
-        .await?;
-    Ok(defs)
-}
-
 async fn org_spec(ctx: &CommandContext) -> CmdResult<&'static Spec> {
-    let defs = active_definitions(ctx).await?;
+    let defs = super::spec::definitions(ctx).await?;
     // One spec per run of the command.
     Ok(Box::leak(Box::new(spec(&defs))))
 }

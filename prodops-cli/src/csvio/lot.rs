@@ -9,8 +9,6 @@
 //! `parentId`): an item's `sku` and `name` are not unique, so neither names one item.
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use futures::TryStreamExt;
-use prodops_client::ListParams;
 use prodops_core::custom_property::CustomPropertyDefinition;
 
 use super::spec::{CellKind, Column, Spec};
@@ -42,17 +40,11 @@ pub fn fixed_columns() -> Vec<Column> {
 /// scoped to lots give columns).
 pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
     let mut columns = fixed_columns();
-    let mut defs: Vec<&CustomPropertyDefinition> = defs
-        .iter()
-        .filter(|d| !d.is_archived && d.applies_to(prodops_core::lot::PROPERTY_SCOPE))
-        .collect();
-    defs.sort_by(|a, b| a.sort_order.cmp(&b.sort_order).then(a.key.cmp(&b.key)));
-    for d in defs {
-        columns.push(Column::new(
-            format!("properties.{}", d.key),
-            CellKind::Property(d.data_type),
-        ));
-    }
+    columns.extend(super::spec::property_columns(
+        defs,
+        prodops_core::lot::PROPERTY_SCOPE,
+        "properties.",
+    ));
     Spec {
         path: "lot",
         noun: "lot",
@@ -70,13 +62,7 @@ pub fn spec(defs: &[CustomPropertyDefinition]) -> Spec {
 }
 
 async fn org_spec(ctx: &CommandContext) -> CmdResult<&'static Spec> {
-    let params = ListParams::new().page_size(10_000);
-    let defs: Vec<CustomPropertyDefinition> = ctx
-        .client
-        .resource::<CustomPropertyDefinition>()
-        .list(params)
-        .try_collect()
-        .await?;
+    let defs = super::spec::definitions(ctx).await?;
     // One spec per run of the command.
     Ok(Box::leak(Box::new(spec(&defs))))
 }

@@ -1,7 +1,12 @@
 //! The description of a resource's CSV: its [`Spec`], the [`Column`]s in export order and the
 //! [`CellKind`] of each column's cells.
 
-use prodops_core::custom_property::DataType;
+use futures::TryStreamExt;
+use prodops_client::ListParams;
+use prodops_core::custom_property::{CustomPropertyDefinition, DataType};
+
+use crate::context::CommandContext;
+use crate::fail::CmdResult;
 
 /// How a cell is read and written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,4 +136,39 @@ impl Spec {
     pub fn headers(&self) -> Vec<&str> {
         self.columns.iter().map(|c| c.name.as_str()).collect()
     }
+}
+
+/// One column per active custom property definition that applies to `scope` (in the
+/// definitions' sort order, then by key), named `{prefix}{key}` and typed by the definition:
+/// the property columns of a resource's spec.
+pub fn property_columns(
+    defs: &[CustomPropertyDefinition],
+    scope: &str,
+    prefix: &str,
+) -> Vec<Column> {
+    let mut defs: Vec<&CustomPropertyDefinition> = defs
+        .iter()
+        .filter(|d| !d.is_archived && d.applies_to(scope))
+        .collect();
+    defs.sort_by(|a, b| a.sort_order.cmp(&b.sort_order).then(a.key.cmp(&b.key)));
+    defs.into_iter()
+        .map(|d| {
+            Column::new(
+                format!("{prefix}{}", d.key),
+                CellKind::Property(d.data_type),
+            )
+        })
+        .collect()
+}
+
+/// The organization's custom property definitions, which a spec with property columns is made
+/// from once per run of a command.
+pub async fn definitions(ctx: &CommandContext) -> CmdResult<Vec<CustomPropertyDefinition>> {
+    let params = ListParams::new().page_size(10_000);
+    Ok(ctx
+        .client
+        .resource::<CustomPropertyDefinition>()
+        .list(params)
+        .try_collect()
+        .await?)
 }
