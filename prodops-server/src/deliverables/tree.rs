@@ -53,6 +53,16 @@ fn too_deep(level: usize) -> ApiError {
     )
 }
 
+/// The organization's tree lock, taken before a write's first read of the tree (a new node's
+/// parent and sort key, a move, [`TxTree`]'s reads): on PostgreSQL two writers under one
+/// parent would otherwise each take the next sort key and recompute the parent's computed
+/// fields from what they saw before the other committed (a parent of 1,000 children left
+/// listing the 80 of the last batch, and siblings sharing sort keys). Re-entrant within the
+/// transaction, released at its end (docs/deliverables.md, "Concurrent writers").
+fn lock_trees(tx: &mut dyn Tx, org: Uuid) -> ApiResult<()> {
+    Ok(crate::store::deliverables::lock_trees(tx, org)?)
+}
+
 /// Adds a new node to the index, last among its siblings. Within a bulk call (`ctx.deferred`)
 /// the row waits in [`NewRows`] and is written with the call's other new rows.
 pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> ApiResult<()> {
@@ -68,6 +78,7 @@ pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> Api
             if let Some(known) = deferred.with(|n: &mut NewRows| n.known.get(&p).cloned()) {
                 return Ok(Some(known));
             }
+            lock_trees(tx, org)?;
             let row = tree_row(tx, org, p)?;
             if let Some(row) = &row {
                 deferred.with(|n: &mut NewRows| n.known.insert(p, row.clone()));
@@ -76,7 +87,10 @@ pub fn insert(tx: &mut dyn Tx, ctx: &Ctx, id: Uuid, parent: Option<Uuid>) -> Api
         },
         |tx, p| match deferred.with(|n: &mut NewRows| n.next_sort.get(&p).copied()) {
             Some(next) => Ok(next),
-            None => Ok(next_sort_key(tx, org, p)?),
+            None => {
+                lock_trees(tx, org)?;
+                Ok(next_sort_key(tx, org, p)?)
+            }
         },
     )?;
     deferred.with(|n: &mut NewRows| {
@@ -122,6 +136,7 @@ struct NewRows {
 
 /// Adds a new node's row to the index at once.
 fn insert_now(tx: &mut dyn Tx, org: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResult<()> {
+    lock_trees(tx, org)?;
     let row = new_row(
         tx,
         id,
@@ -200,6 +215,7 @@ fn subtree_height(tx: &mut dyn Tx, org: Uuid, top: &TreeRow) -> ApiResult<usize>
 
 /// Moves a node (and its subtree) under `new_parent`, last among its new siblings.
 pub fn move_node(tx: &mut dyn Tx, org: Uuid, id: Uuid, new_parent: Option<Uuid>) -> ApiResult<()> {
+    lock_trees(tx, org)?;
     let Some(row) = tree_row(tx, org, id)? else {
         return insert_now(tx, org, id, new_parent);
     };
@@ -436,6 +452,9 @@ pub struct TxTree<'a> {
     /// With deferred writes, `save` and `write` only update the cache; `flush` writes every
     /// changed record once.
     deferred: Option<std::collections::BTreeSet<Uuid>>,
+    /// Whether this store took the organization's tree lock ([`lock_trees`]) before its first
+    /// read of the tree.
+    locked: bool,
 }
 
 impl<'a> TxTree<'a> {
@@ -449,7 +468,18 @@ impl<'a> TxTree<'a> {
             kids: HashMap::new(),
             saved: Vec::new(),
             deferred: None,
+            locked: false,
         }
+    }
+
+    /// Takes the organization's tree lock ([`lock_trees`]) once per store, before its first
+    /// read of the tree: what it reads, it may write back.
+    fn lock(&mut self) -> ApiResult<()> {
+        if !self.locked {
+            lock_trees(self.tx, self.ctx.org())?;
+            self.locked = true;
+        }
+        Ok(())
     }
 
     /// A store whose writes wait for [`TxTree::flush`], so that a record changed several
@@ -712,6 +742,7 @@ impl TreeStore for TxTree<'_> {
     type Error = ApiError;
 
     fn node(&mut self, id: Uuid) -> ApiResult<Deliverable> {
+        self.lock()?;
         if let Some(n) = self.nodes.get(&id) {
             return Ok((**n).clone());
         }
@@ -723,6 +754,7 @@ impl TreeStore for TxTree<'_> {
     }
 
     fn children(&mut self, id: Uuid) -> ApiResult<Vec<Arc<Deliverable>>> {
+        self.lock()?;
         if !self.kids.contains_key(&id) {
             self.read_children(&[id])?;
         }
@@ -731,6 +763,7 @@ impl TreeStore for TxTree<'_> {
     }
 
     fn descendants(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
+        self.lock()?;
         flush_new_rows(self.tx, self.ctx)?;
         let org = self.ctx.org();
         let Some(top) = tree_row(self.tx, org, id)? else {
@@ -802,12 +835,14 @@ impl TreeStore for TxTree<'_> {
     /// bulk PUT of 5,000 deliverables refreshed each written record with its own round trips.
     /// What this store already holds is kept (its copy is the newer).
     fn prefetch_nodes(&mut self, ids: &[Uuid]) -> ApiResult<()> {
+        self.lock()?;
         self.prefetch_session_workers(ids)?;
         self.read_nodes(ids)?;
         self.read_children(&not_held(ids, &self.kids))
     }
 
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
+        self.lock()?;
         // The refresh of computed fields (an action's node and its ancestors' roll-up) is
         // where a deliverable turns at risk: announced here (docs/events.md).
         let before = self.nodes.get(&node.id).cloned();

@@ -335,10 +335,19 @@ pub fn number_of(identifier: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
+/// Serializes the transactions that write the organization's work trees, until they end
+/// (`deliverables::tree`, docs/deliverables.md "Concurrent writers"): a transaction-scoped
+/// advisory lock on PostgreSQL, nothing on SQLite, whose writers are serialized anyway.
+pub fn lock_trees(tx: &mut dyn Tx, org: Uuid) -> StoreResult<()> {
+    super::lock_scope(tx, &format!("deliverable-trees:{org}"))
+}
+
 /// Takes `count` numbers of the organization's deliverable identifier counter, none below
 /// `at_least`; answers the first. `count` 0 only moves the counter to at least `at_least` (and
-/// locks its row).
+/// locks its row). The tree lock ([`lock_trees`]) is taken first: a create takes both, and
+/// always in this order, so two creates never wait for each other's second lock.
 pub fn take_numbers(tx: &mut dyn Tx, org: Uuid, count: i64, at_least: i64) -> StoreResult<i64> {
+    lock_trees(tx, org)?;
     let greatest = tx.dialect().greatest();
     let start = at_least.max(1);
     let rows = tx.query(

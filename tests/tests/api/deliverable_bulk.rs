@@ -639,3 +639,77 @@ async fn bulk_updates_that_read_ahead_leave_what_updates_one_by_one_leave() {
     assert_eq!(r.status, 200, "{r}");
     assert_eq!(stored(&bulk).await, before, "an unchanged PUT wrote");
 }
+
+/// Bulk calls that create children under the same parents at the same time, through two
+/// server processes' worth of connections (on PostgreSQL each call is its own transaction):
+/// every child is listed under its parent once, siblings keep each call's order with no sort
+/// key shared, and each parent's `computed.currentChildren` names every child. Before the tree
+/// lock, a parent written by two calls at once kept the children of the last one only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_bulk_calls_under_one_parent_lose_no_child() {
+    let server = TestServer::start().await;
+    let api = server.org("Concurrent tree").await;
+    let other = server.another().await;
+    let api_b = api.on(&other);
+    let order = api
+        .create("deliverable", json!({"name": "Order", "type": "order"}))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let phases = api
+        .bulk_put(
+            "deliverable",
+            (0..2)
+                .map(|p| json!({"name": format!("Phase {p}"), "type": "phase", "parentId": order}))
+                .collect(),
+        )
+        .await;
+    // 8 calls of 150 stages, each spread over both phases, 4 at a time per server.
+    let mut calls = Vec::new();
+    for call in 0..8 {
+        let api = if call % 2 == 0 {
+            api.clone()
+        } else {
+            api_b.clone()
+        };
+        let phases = phases.clone();
+        calls.push(tokio::spawn(async move {
+            let rows: Vec<Value> = (0..150)
+                .map(|i| {
+                    json!({"name": format!("Stage {call}.{i:03}"), "type": "stage",
+                           "parentId": phases[i % 2]})
+                })
+                .collect();
+            api.bulk_put("deliverable", rows).await
+        }));
+    }
+    for c in calls {
+        c.await.unwrap();
+    }
+    for phase in &phases {
+        let node = api.read("deliverable", phase).await;
+        let listed: Vec<String> = node["computed"]["currentChildren"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(listed.len(), 600, "every child listed under its parent");
+        // Each call's children stay together, in the call's order: no sort key is shared.
+        let mut runs = 0;
+        let mut last_call = None;
+        for name in &listed {
+            let call = name.split('.').next().unwrap().to_string();
+            if last_call.as_ref() != Some(&call) {
+                runs += 1;
+                last_call = Some(call);
+            }
+        }
+        assert_eq!(runs, 8, "each call's children in one run: {listed:?}");
+        let children = api
+            .list("deliverable", &format!("parentId={phase}&pageSize=1000"))
+            .await;
+        assert_eq!(children.len(), 600);
+    }
+}
