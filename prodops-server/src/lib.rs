@@ -91,11 +91,6 @@ pub struct Config {
     /// How long events of the change feed are kept (docs/events.md); older ones are pruned
     /// every hour by a durable job (`jobs::EVENT_PRUNE`), run by whichever process claims it.
     pub event_retention: Duration,
-    /// How often the recurring job that announces what time changes runs
-    /// (`jobs::ALERT_EVENTS`, `deliverable.became-late`; docs/events.md), at least once a
-    /// second; `None`: this process leaves that job to the others sharing the database (test
-    /// servers, unless a test turns it on).
-    pub alert_events: Option<Duration>,
     /// How webhook deliveries are made (docs/events.md, "Webhooks"): the SSRF guard's allowed
     /// hosts, attempts, backoff, time-out, lease.
     pub webhooks: webhooks::WebhookConfig,
@@ -115,7 +110,6 @@ impl Config {
             clock: http::clock::Clock::system(),
             statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
             event_retention: DEFAULT_EVENT_RETENTION,
-            alert_events: Some(DEFAULT_ALERT_EVENTS_POLL),
             webhooks: webhooks::WebhookConfig::default(),
         }
     }
@@ -123,9 +117,6 @@ impl Config {
 
 /// How long events are kept unless configured: 30 days.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// How often the job that announces what time changes runs unless configured: every 10 s.
-pub const DEFAULT_ALERT_EVENTS_POLL: Duration = Duration::from_secs(10);
 
 /// A server serving in the background.
 pub struct RunningServer {
@@ -188,7 +179,6 @@ pub async fn serve_on(
             state.clone(),
             jobs::Settings {
                 event_retention: config.event_retention,
-                alert_events: config.alert_events,
             },
         )),
         tokio::spawn(purge_idempotency(state.clone())),

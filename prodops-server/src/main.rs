@@ -80,10 +80,6 @@ enum Command {
         /// are pruned every hour.
         #[arg(long, env = "PRODOPS_EVENT_RETENTION_DAYS", default_value_t = 30)]
         event_retention_days: u64,
-        /// Seconds between two looks of the job that announces what time changes
-        /// (`deliverable.became-late`; docs/events.md); 1 at least.
-        #[arg(long, env = "PRODOPS_ALERT_EVENTS_POLL_SECS", default_value_t = 10)]
-        alert_events_poll_secs: u64,
         #[command(flatten)]
         files: FilesArgs,
     },
@@ -228,20 +224,6 @@ fn client_url(addr: SocketAddr) -> String {
     format!("http://{ip}:{}", addr.port())
 }
 
-/// The system clock, or for tests that spawn server processes, the clock they move: the whole
-/// seconds written in the file `PRODOPS_TEST_CLOCK_FILE` names (docs/operations.md). Never
-/// set it in production: alerts, document links and rate-limit windows then follow the file.
-fn test_clock() -> prodops_server::clock::Clock {
-    match std::env::var_os("PRODOPS_TEST_CLOCK_FILE") {
-        Some(path) if !path.is_empty() => {
-            tracing::warn!("running on the test clock of {}", path.to_string_lossy());
-            prodops_server::clock::Clock::following_file(path.into())
-        }
-        _ => prodops_server::clock::Clock::system(),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
 async fn serve(
     bind: SocketAddr,
     database: String,
@@ -249,7 +231,6 @@ async fn serve(
     window: u64,
     statement_timeout: u64,
     event_retention_days: u64,
-    alert_events_poll_secs: u64,
     files: FilesArgs,
 ) -> Result<(), Error> {
     let statement_timeout = Duration::from_secs(statement_timeout);
@@ -281,10 +262,9 @@ async fn serve(
             .transpose()?,
         document_link_ttl: Duration::from_secs(files.document_link_ttl.max(1)),
         public_url: files.public_url,
-        clock: test_clock(),
+        clock: prodops_server::clock::Clock::system(),
         statement_timeout,
         event_retention: Duration::from_secs(event_retention_days.max(1) * 24 * 3600),
-        alert_events: Some(Duration::from_secs(alert_events_poll_secs.max(1))),
         webhooks: prodops_server::webhooks::WebhookConfig::from_env().map_err(Error::Invalid)?,
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
@@ -305,7 +285,6 @@ async fn run(cli: Cli) -> Result<(), Error> {
             rate_limit_window,
             statement_timeout,
             event_retention_days,
-            alert_events_poll_secs,
             files,
         } => {
             serve(
@@ -315,7 +294,6 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 rate_limit_window,
                 statement_timeout,
                 event_retention_days,
-                alert_events_poll_secs,
                 files,
             )
             .await

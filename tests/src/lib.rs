@@ -128,10 +128,6 @@ impl TestServer {
         // Test servers make no webhook deliveries unless a test turns them on: on a shared
         // PostgreSQL database only the webhook tests' servers claim deliveries.
         config.webhooks.deliver = false;
-        // Nor do they run the job that announces what time changes: its watermark is one for
-        // the whole database, and a server whose manual clock a test moved days ahead would
-        // move it past the due dates of every other test (`alert_events_now`).
-        config.alert_events = None;
         adjust(&mut config);
         let database_url = config.database_url.clone();
         let server = {
@@ -281,81 +277,6 @@ pub async fn prune_events_now(server: &TestServer) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// The advisory lock the tests of the job that announces what time changes hold on a shared
-/// PostgreSQL database (the process test of `prodops-server/tests/alert_events_kill.rs` too).
-pub const ALERT_EVENTS_LOCK: i64 = 0x7072_6f64_616c_7274;
-
-/// A turn of a test that runs the job announcing what time changes (`jobs::ALERT_EVENTS`,
-/// docs/events.md): held for the test's length.
-pub struct AlertEventsTurn {
-    _lock: Option<tokio_postgres::Client>,
-}
-
-/// Takes the turn of a test that runs the job announcing what time changes on `server`'s
-/// database, and starts the job's watermark anew there: its next run starts from its clock's
-/// now. The watermark is one for the whole database, so on a shared PostgreSQL database these
-/// tests run one at a time (a session advisory lock); a SQLite file is the test's own.
-pub async fn alert_events_turn(server: &TestServer) -> AlertEventsTurn {
-    use prodops_server::store::{SqlValue, Tx};
-    let lock = if on_postgres() {
-        let (client, connection) =
-            tokio_postgres::connect(server.database_url(), tokio_postgres::NoTls)
-                .await
-                .expect("a connection for the advisory lock");
-        tokio::spawn(connection);
-        client
-            .execute("SELECT pg_advisory_lock($1)", &[&ALERT_EVENTS_LOCK])
-            .await
-            .expect("the alert events' turn");
-        Some(client)
-    } else {
-        None
-    };
-    server
-        .running()
-        .store()
-        .write(|tx: &mut dyn Tx| {
-            prodops_server::jobs::ensure_recurring(tx)?;
-            tx.execute(
-                "UPDATE jobs SET payload = '{}', run_after = 0 WHERE id = ?",
-                &[SqlValue::from(prodops_server::jobs::ALERT_EVENTS_ID)],
-            )
-        })
-        .await
-        .expect("the alert events' watermark starts anew");
-    // Its first run sets the watermark at its clock's now: wait for it, so that what the
-    // test moves the clock past afterwards is announced.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let rows = server
-            .running()
-            .store()
-            .read(|tx: &mut dyn Tx| {
-                tx.query(
-                    "SELECT payload FROM jobs WHERE id = ?",
-                    &[SqlValue::from(prodops_server::jobs::ALERT_EVENTS_ID)],
-                )
-            })
-            .await
-            .expect("the alert events' job");
-        let payload = rows
-            .first()
-            .and_then(|r| r.first())
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string();
-        if payload.contains("watermark") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the alert events' job never ran: {payload}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    AlertEventsTurn { _lock: lock }
 }
 
 /// A client of `/api/v2` bound to one organization's key.

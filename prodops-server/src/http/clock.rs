@@ -35,34 +35,6 @@ impl Clock {
         }
     }
 
-    /// A test clock for a server *process*: a manual clock that follows the whole seconds
-    /// written in the file at `path` (read every 50 ms by a thread of its own; text that is not
-    /// a number is ignored), so that a test can move the clock of servers it spawned. Only
-    /// `prodops-server serve` with `PRODOPS_TEST_CLOCK_FILE` set makes one (docs/operations.md);
-    /// nothing over the API reaches it. Starts at the file's time, or the system time when the
-    /// file cannot be read yet.
-    pub fn following_file(path: std::path::PathBuf) -> Clock {
-        let read =
-            move || -> Option<i64> { std::fs::read_to_string(&path).ok()?.trim().parse().ok() };
-        let clock = Clock::manual();
-        if let Some(at) = read() {
-            clock.set_secs(at);
-        }
-        let at = clock.manual.clone().expect("manual");
-        std::thread::Builder::new()
-            .name("test-clock".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(50));
-                    if let Some(secs) = read() {
-                        at.store(secs, Ordering::SeqCst);
-                    }
-                }
-            })
-            .expect("the test clock's thread starts");
-        clock
-    }
-
     /// Whether this clock moves only by hand.
     pub fn is_manual(&self) -> bool {
         self.manual.is_some()

@@ -1,10 +1,5 @@
 //! Durable background jobs: rows in the `jobs` table, claimed by any server process sharing the
 //! database, retried with backoff, never lost with a process.
-//!
-//! Some jobs recur ([`RECURRING`]): one row each for the whole database, which every process
-//! makes sure of at start, claimed like any job and due again a while after each run.
-
-mod alert_events;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,87 +28,38 @@ pub const CATALOG_CODE_RENAME: &str = "catalog_code_rename";
 pub const EVENT_PRUNE: &str = "event_prune";
 /// The id of the one [`EVENT_PRUNE`] job.
 pub const EVENT_PRUNE_ID: &str = "event-prune";
-/// How often the prune job runs.
+/// How often the recurring jobs run.
 const EVENT_PRUNE_EVERY_SECS: i64 = 3600;
-
-/// Announces what time changes: `deliverable.became-late` when a deliverable's `lateAt`
-/// passes (docs/events.md, "Events for what time changes"). One row for the whole database
-/// ([`ALERT_EVENTS_ID`]), recurring every poll interval (`Settings::alert_events`); its
-/// payload is the watermark of what it has announced (jobs/alert_events.rs).
-pub const ALERT_EVENTS: &str = "alert_events";
-/// The id of the one [`ALERT_EVENTS`] job.
-pub const ALERT_EVENTS_ID: &str = "alert-events";
-/// How long a claim of [`ALERT_EVENTS`] is reserved: each batch renews it, so a process that
-/// dies leaves the job to another within this time.
-const ALERT_EVENTS_LEASE_SECS: i64 = 10;
-
-/// The recurring jobs: (id, kind). Each is one row, inserted once by whichever process starts
-/// first; when it has run it is due again after [`recurs_after`].
-pub const RECURRING: &[(&str, &str)] = &[
-    (EVENT_PRUNE_ID, EVENT_PRUNE),
-    (ALERT_EVENTS_ID, ALERT_EVENTS),
-];
 
 /// What a process's jobs need of its configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// How long events are kept; the process that runs the prune job applies its own.
     pub event_retention: Duration,
-    /// How often [`ALERT_EVENTS`] runs; `None`: this process never claims it.
-    pub alert_events: Option<Duration>,
-}
-
-impl Settings {
-    /// The kinds this process leaves to others.
-    fn skipped(&self) -> Vec<&'static str> {
-        if self.alert_events.is_none() {
-            vec![ALERT_EVENTS]
-        } else {
-            Vec::new()
-        }
-    }
 }
 
 /// Makes sure the recurring jobs exist (due at once when new). Every process does it at start;
-/// each row is inserted once.
+/// the row is inserted once.
 pub fn ensure_recurring(tx: &mut dyn Tx) -> Result<(), StoreError> {
     let now = format_time(chrono::Utc::now());
-    for (id, kind) in RECURRING {
-        tx.execute(
-            "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
-             VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
-            &[
-                (*id).into(),
-                Uuid::nil().into(),
-                (*kind).into(),
-                now.clone().into(),
-                now.clone().into(),
-            ],
-        )?;
-    }
+    tx.execute(
+        "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
+         VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
+        &[
+            EVENT_PRUNE_ID.into(),
+            Uuid::nil().into(),
+            EVENT_PRUNE.into(),
+            now.clone().into(),
+            now.into(),
+        ],
+    )?;
     Ok(())
 }
 
 /// How a job of `kind` is rescheduled once it has run: `None` for a one-off job (done), or the
 /// seconds until it is due again.
-fn recurs_after(kind: &str, settings: &Settings) -> Option<i64> {
-    match kind {
-        EVENT_PRUNE => Some(EVENT_PRUNE_EVERY_SECS),
-        ALERT_EVENTS => Some(
-            settings
-                .alert_events
-                .map_or(1, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX).max(1)),
-        ),
-        _ => None,
-    }
-}
-
-/// How long a claimed job of `kind` is reserved before another process may take it over.
-fn lease_secs(kind: &str) -> i64 {
-    match kind {
-        ALERT_EVENTS => ALERT_EVENTS_LEASE_SECS,
-        _ => LEASE_SECS,
-    }
+fn recurs_after(kind: &str) -> Option<i64> {
+    (kind == EVENT_PRUNE).then_some(EVENT_PRUNE_EVERY_SECS)
 }
 
 /// How long a claimed job is reserved before another process may take it over.
@@ -168,30 +114,23 @@ fn now_secs() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-/// Takes the oldest job that is due, or one whose lease ran out, of a kind not in `skipped`.
-fn claim(tx: &mut dyn Tx, skipped: &[&'static str]) -> Result<Option<Job>, StoreError> {
+/// Takes the oldest job that is due, or one whose lease ran out.
+fn claim(tx: &mut dyn Tx) -> Result<Option<Job>, StoreError> {
     let now = now_secs();
     let due =
         "((status = 'pending' AND run_after <= ?) OR (status = 'running' AND locked_until < ?))";
-    let mut params = vec![SqlValue::Int(now), SqlValue::Int(now)];
-    let mut kinds = String::new();
-    for kind in skipped {
-        kinds.push_str(" AND kind <> ?");
-        params.push((*kind).into());
-    }
     let rows = tx.query(
-        &format!("SELECT id, organization_id, kind, payload, attempts FROM jobs WHERE {due}{kinds} ORDER BY created_at, id LIMIT 1"),
-        &params,
+        &format!("SELECT id, organization_id, kind, payload, attempts FROM jobs WHERE {due} ORDER BY created_at, id LIMIT 1"),
+        &[SqlValue::Int(now), SqlValue::Int(now)],
     )?;
     let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
     let id = row[0].as_str().unwrap_or_default().to_string();
-    let lease = lease_secs(row[2].as_str().unwrap_or_default());
     // The condition is repeated so that of two processes racing for a job, one wins.
     let claimed = tx.execute(
         &format!("UPDATE jobs SET status = 'running', locked_until = ?, attempts = attempts + 1 WHERE id = ? AND {due}"),
-        &[SqlValue::Int(now + lease), id.clone().into(), SqlValue::Int(now), SqlValue::Int(now)],
+        &[SqlValue::Int(now + LEASE_SECS), id.clone().into(), SqlValue::Int(now), SqlValue::Int(now)],
     )?;
     if claimed == 0 {
         return Ok(None);
@@ -303,7 +242,6 @@ async fn run_job(state: &AppState, settings: &Settings, job: &Job) -> ApiResult<
             tracing::debug!(pruned, "events older than the retention pruned");
             Ok(())
         }
-        ALERT_EVENTS => alert_events::run(state, &job.id, lease_secs(ALERT_EVENTS)).await,
         CATALOG_CODE_RENAME => {
             let rename: CodeRename =
                 serde_json::from_value(job.payload.clone()).map_err(ApiError::internal)?;
@@ -326,15 +264,10 @@ async fn run_job(state: &AppState, settings: &Settings, job: &Job) -> ApiResult<
     }
 }
 
-async fn finish(
-    state: &AppState,
-    settings: &Settings,
-    job: &Job,
-    outcome: ApiResult<()>,
-) -> Result<(), StoreError> {
+async fn finish(state: &AppState, job: &Job, outcome: ApiResult<()>) -> Result<(), StoreError> {
     let id = job.id.clone();
     let now = format_time(chrono::Utc::now());
-    let recurs = recurs_after(&job.kind, settings);
+    let recurs = recurs_after(&job.kind);
     let next_turn = outcome.is_ok() && recurs.is_some();
     let (status, error, run_after) = match (outcome, recurs) {
         (Ok(()), Some(secs)) => ("pending", None, now_secs() + secs),
@@ -373,15 +306,14 @@ pub async fn run(state: Arc<AppState>, settings: Settings) {
     }
     loop {
         loop {
-            let skipped = settings.skipped();
-            let claimed = state.store.write(move |tx| claim(tx, &skipped)).await;
+            let claimed = state.store.write(claim).await;
             match claimed {
                 Ok(Some(job)) => {
                     let outcome = run_job(&state, &settings, &job).await;
                     if let Err(e) = &outcome {
                         tracing::warn!(job = %job.id, kind = %job.kind, "job failed: {}", e.message);
                     }
-                    if let Err(e) = finish(&state, &settings, &job, outcome).await {
+                    if let Err(e) = finish(&state, &job, outcome).await {
                         tracing::warn!(job = %job.id, "could not record a job's outcome: {e}");
                     }
                 }
