@@ -31,7 +31,8 @@
 //! - `worker.rs`, `deliverable.rs` and `lot.rs`: the resources' specs and commands (the worker's
 //!   spec in `worker_spec.rs`). A lot's code is unique per item: its spec's key is scoped
 //!   (`Spec::key_scope`), and rows are matched by item and code.
-//! - `export.rs` also streams a standard list page by page (`export_list`: workers, lots).
+//! - `export.rs` also exports a standard list in one streamed request, `GET /r/export`, read
+//!   in one snapshot (`export_list`: workers, lots).
 //!
 //! This file only declares the parts: each names the others' items by their own module, so
 //! that no part depends on this file while it depends on the parts.

@@ -60,7 +60,8 @@ pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     super::import::import(ctx, &SPEC, args).await
 }
 
-/// Streams the list (`GET /worker`, page by page) as CSV ([`super::export::export_list`]).
+/// Exports the workers through `GET /worker/export`, one snapshot streamed as CSV
+/// ([`super::export::export_list`]).
 pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     super::export::export_list(ctx, &SPEC, args).await
 }
