@@ -3,7 +3,11 @@
 # `GET /api/v2/worker/{id}` and `GET /api/v2/worker?pageSize=100` on SQLite and PostgreSQL,
 # each next to the throughput of a trivial axum handler (bench/trivial-server) measured in the
 # same run; on PostgreSQL also with two server processes sharing the database (row `pg-2proc`,
-# the same connections split between them), and the ratio of two processes to one.
+# the same connections split between them), and the ratio of two processes to one. On
+# PostgreSQL, also `pgbench -M prepared` running exactly the statements each of the two requests
+# sends (written by the example `pgbench-reads` from the server's own statement functions), on
+# the same machine in the same run, and the server's rate as a share of it (issue 39 item 3:
+# targets >= 80%).
 # Everything runs on loopback with wrk. See bench/README.md.
 #
 # Usage: bash bench/worker-reads.sh [--sqlite-only]
@@ -15,6 +19,7 @@
 #   BENCH_CONNECTIONS      wrk connections (default 32)
 #   BENCH_THREADS          wrk threads (default 2)
 #   BENCH_WORKERS          workers to store (default 100000)
+#   BENCH_PGBENCH_CLIENTS  pgbench clients (default 8; -j is BENCH_THREADS)
 #   CARGO_TARGET_DIR       where cargo puts the binaries (default ./target)
 #   BENCH_SERVER           a prodops-server binary to measure instead of this checkout's
 #                          (for before/after runs of an older commit; trivial-server is built)
@@ -28,7 +33,7 @@ for arg in "$@"; do
     case "$arg" in
         --sqlite-only) SQLITE_ONLY=1 ;;
         -h | --help)
-            sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -44,6 +49,7 @@ WARMUP="${BENCH_WARMUP:-3}"
 CONNECTIONS="${BENCH_CONNECTIONS:-32}"
 THREADS="${BENCH_THREADS:-2}"
 WORKERS="${BENCH_WORKERS:-100000}"
+PGBENCH_CLIENTS="${BENCH_PGBENCH_CLIENTS:-8}"
 BATCH=5000
 RATE_LIMIT=100000000
 
@@ -54,6 +60,8 @@ TARGET_PCT_POSTGRES=25
 TARGET_LIST_PCT_SQLITE=15
 TARGET_LIST_PCT_POSTGRES=8
 TARGET_P99_MS=10
+# The server's rate as a share of pgbench's for the same statements (issue 39 item 3).
+TARGET_PCT_OF_PGBENCH=80
 
 log() { echo "[bench] $*" >&2; }
 die() {
@@ -75,12 +83,13 @@ fi
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed and could not be installed"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to seed the workers"
 
-log "building (release): prodops-server, trivial-server"
-cargo build --release -p prodops-server -p trivial-server >&2
+log "building (release): prodops-server, trivial-server, the pgbench-reads example"
+cargo build --release -p prodops-server -p trivial-server --example pgbench-reads >&2
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
 SERVER="${BENCH_SERVER:-$TARGET_DIR/release/prodops-server}"
 TRIVIAL="$TARGET_DIR/release/trivial-server"
+PGBENCH_SCRIPTS="$TARGET_DIR/release/examples/pgbench-reads"
 [ -x "$SERVER" ] || die "no binary at $SERVER"
 [ -x "$TRIVIAL" ] || die "no binary at $TRIVIAL"
 
@@ -293,6 +302,7 @@ bench_backend() {
     ROWS+=("$backend|GET /worker?pageSize=100|$rps|$p99|$errors")
 
     if [ "$backend" = postgres ]; then
+        bench_pgbench "$db" "$created" "$key" "$one"
         bench_two_processes "$db" "$key" "$url"
     fi
 
@@ -303,6 +313,44 @@ bench_backend() {
         log "$backend: the server logged errors or warnings:"
         grep -iE ' (ERROR|WARN) ' "$WORK/$backend.err" | head -n 5 >&2
     fi
+}
+
+# bench_pgbench DATABASE_URL ORG_CREATE_JSON API_KEY WORKER_ID: pgbench -M prepared over the
+# statements of each read (the `pgbench-reads` example writes them from the server's own
+# functions): `GET /worker/{id}` is one statement, the key lookup with the record; the list is the
+# key lookup and the page in one pipeline, one round trip, as the server sends them. The rows
+# `pgbench` give transactions per second, each transaction being one request's statements.
+bench_pgbench() {
+    local db="$1" created="$2" key="$3" one="$4" dir="$WORK/pgbench" org
+    if ! command -v pgbench >/dev/null 2>&1; then
+        PGBENCH_NOTE="pgbench: not installed, its rows are missing"
+        log "$PGBENCH_NOTE"
+        return 0
+    fi
+    mkdir -p "$dir"
+    org="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["organizationId"])' "$created")"
+    "$PGBENCH_SCRIPTS" worker "$org" "$key" "$one" 100 "$dir" || die "pgbench-reads failed"
+    local defines=()
+    mapfile -t defines <"$dir/defines"
+    local script label out tps lat
+    for script in by-id list; do
+        label="GET /worker/{id}"
+        [ "$script" = list ] && label="GET /worker?pageSize=100"
+        log "pgbench -M prepared -c $PGBENCH_CLIENTS: the statements of $label: ${WARMUP}s + ${DURATION}s"
+        pgbench -n -M prepared -c "$PGBENCH_CLIENTS" -j "$THREADS" -T "$WARMUP" \
+            -f "$dir/$script.sql" "${defines[@]}" "$db" >/dev/null 2>&1 ||
+            die "pgbench failed on $dir/$script.sql"
+        out="$(pgbench -n -M prepared -c "$PGBENCH_CLIENTS" -j "$THREADS" -T "$DURATION" \
+            -f "$dir/$script.sql" "${defines[@]}" "$db" 2>&1)" || {
+            echo "$out" >&2
+            die "pgbench failed on $dir/$script.sql"
+        }
+        echo "$out" >"$WORK/wrk-pgbench-$script.txt"
+        tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1)"
+        lat="$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out" | head -n 1)"
+        [ -n "$tps" ] || die "could not read pgbench's tps: $out"
+        ROWS+=("pgbench|$label|$tps|${lat:-0}|0")
+    done
 }
 
 # bench_two_processes DATABASE_URL API_KEY FIRST_URL: a second server process on the same
@@ -360,6 +408,7 @@ mkdir -p "$WORK/sqlite"
 bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
 
 PG_NOTE=""
+PGBENCH_NOTE=""
 if [ "$SQLITE_ONLY" -eq 1 ]; then
     PG_NOTE="postgres: skipped (--sqlite-only)"
     log "$PG_NOTE"
@@ -404,6 +453,8 @@ report() {
     echo "$WORKERS workers stored; wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency on loopback, after ${WARMUP}s of warm-up per endpoint"
     echo "trivial handler: mean of the measurements at the start and at the end = $TRIVIAL_MEAN req/s"
     [ -n "$PG_NOTE" ] && echo "$PG_NOTE"
+    [ -n "$PGBENCH_NOTE" ] && echo "$PGBENCH_NOTE"
+    echo "rows pgbench: -M prepared -c$PGBENCH_CLIENTS -j$THREADS, transactions/s of each request's own statements (p99 column: pgbench's mean latency)"
     echo
     printf '%-9s %-30s %11s %9s %11s %7s  %s\n' backend endpoint 'req/s' 'p99 ms' '% trivial' errors targets
     printf '%-9s %-30s %11s %9s %11s %7s  %s\n' --------- ------------------------------ ----------- --------- ----------- ------- -------
@@ -412,7 +463,7 @@ report() {
         IFS='|' read -r backend endpoint rps p99 errors <<<"$row"
         pct="$(awk -v a="$rps" -v b="$TRIVIAL_MEAN" 'BEGIN { printf "%.1f", 100 * a / b }')"
         targets="-"
-        if [ "$backend" != trivial ]; then
+        if [ "$backend" != trivial ] && [ "$backend" != pgbench ]; then
             targets=""
             if [ "$backend" != pg-2proc ]; then
                 if [ "$endpoint" = "GET /worker/{id}" ]; then
@@ -436,18 +487,25 @@ report() {
         fi
         printf '%-9s %-30s %11.0f %9.2f %10s%% %7s  %s\n' "$backend" "$endpoint" "$rps" "$p99" "$pct" "$errors" "$targets"
     done
-    local one two
+    local one two pg
     for endpoint in "GET /worker/{id}" "GET /worker?pageSize=100"; do
-        one="" two=""
+        one="" two="" pg=""
         for row in "${ROWS[@]}"; do
             IFS='|' read -r backend e rps _ <<<"$row"
             [ "$e" = "$endpoint" ] || continue
             [ "$backend" = postgres ] && one="$rps"
             [ "$backend" = pg-2proc ] && two="$rps"
+            [ "$backend" = pgbench ] && pg="$rps"
         done
         if [ -n "$one" ] && [ -n "$two" ]; then
             awk -v e="$endpoint" -v a="$two" -v b="$one" \
                 'BEGIN { printf "postgres, two processes against one, %s: %.2f\n", e, a / b }'
+        fi
+        if [ -n "$one" ] && [ -n "$pg" ]; then
+            verdict="$(awk -v a="$one" -v b="$pg" -v m="$TARGET_PCT_OF_PGBENCH" 'BEGIN { print (100 * a / b >= m ? "PASS" : "FAIL") }')"
+            [ "$verdict" = FAIL ] && FAILED=$((FAILED + 1))
+            awk -v e="$endpoint" -v a="$one" -v b="$pg" -v m="$TARGET_PCT_OF_PGBENCH" -v v="$verdict" \
+                'BEGIN { printf "postgres server against pgbench of its statements, %s: %.1f%% (>= %d%%: %s)\n", e, 100 * a / b, m, v }'
         fi
     done
     echo

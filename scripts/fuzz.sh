@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The outside fuzzer (docs/contract.md): schemathesis, pinned and installed from PyPI into a
 # virtualenv outside the clone, runs every check against a release prodops-server over the
-# OpenAPI document it serves, on SQLite and then on PostgreSQL, with a fixed seed and a
+# OpenAPI document it serves, on SQLite and on PostgreSQL at once, with a fixed seed and a
 # bounded number of examples per operation; any finding fails the run (non-zero exit).
 # The exceptions (rules OpenAPI cannot express) are in scripts/fuzz-exceptions.toml.
 #
@@ -59,10 +59,14 @@ echo "== the server under test: $server"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/prodops-fuzz.XXXXXX")
 pid=""
+# The two databases are fuzzed at once, each in a subshell of its own (fuzz_in_background): on
+# exit, stop what still runs before the work directory goes.
 cleanup() {
-  if [[ -n "$pid" ]]; then
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+  local running
+  running=$(jobs -p)
+  if [[ -n "$running" ]]; then
+    kill $running 2>/dev/null || true
+    wait 2>/dev/null || true
   fi
   rm -rf "$work"
 }
@@ -139,9 +143,19 @@ PY
   fi
 }
 
-if [[ "$ONLY" != "postgres" ]]; then
-  fuzz sqlite "sqlite://$work/fuzz.db"
-fi
+# fuzz_in_background NAME DATABASE_URL: `fuzz` in a subshell whose output goes to
+# $work/NAME.log and which stops its own server however it ends. Schemathesis is one Python
+# process and the server under it mostly waits, so the two databases' runs share the machine's
+# two cores instead of running one after the other (scripts/test-all.sh, the suite's time).
+fuzz_in_background() {
+  local name=$1
+  (
+    trap 'if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi' EXIT
+    fuzz "$@"
+  ) > "$work/$name.log" 2>&1 &
+}
+
+names=()
 if [[ "$ONLY" != "sqlite" ]]; then
   hostport="${PG_URL#*://}"; hostport="${hostport#*@}"; hostport="${hostport%%/*}"
   host="${hostport%%:*}"; port="${hostport##*:}"; [[ "$port" == "$hostport" ]] && port=5432
@@ -149,6 +163,28 @@ if [[ "$ONLY" != "sqlite" ]]; then
     echo "error: PostgreSQL does not answer at $host:$port ($PG_URL); the fuzzer runs on both databases." >&2
     exit 1
   fi
-  fuzz postgres "$PG_URL"
+fi
+declare -A started
+if [[ "$ONLY" != "postgres" ]]; then
+  fuzz_in_background sqlite "sqlite://$work/fuzz.db"
+  started[sqlite]=$!
+  names+=(sqlite)
+fi
+if [[ "$ONLY" != "sqlite" ]]; then
+  fuzz_in_background postgres "$PG_URL"
+  started[postgres]=$!
+  names+=(postgres)
+fi
+failed=()
+for name in "${names[@]}"; do
+  status=0
+  wait "${started[$name]}" || status=$?
+  echo "== the fuzzer's run on $name (exit $status)"
+  cat "$work/$name.log"
+  [[ $status -eq 0 ]] || failed+=("$name")
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "error: the fuzzer found problems on: ${failed[*]}" >&2
+  exit 1
 fi
 echo "== fuzzing found nothing"

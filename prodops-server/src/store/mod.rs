@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use limits::{DEFAULT_STATEMENT_TIMEOUT, requests_in_flight};
+pub use postgres::{ReadStatements, read_statements};
 pub use sql::Dialect;
 
 /// A value bound to, or read from, a SQL statement.

@@ -164,6 +164,54 @@ fn map_err(e: tokio_postgres::Error) -> StoreError {
     StoreError::other(e)
 }
 
+/// The statements two reads send on PostgreSQL, with their parameters as text, for
+/// `bench/worker-reads.sh`: it runs them in `pgbench -M prepared` on the same machine as the
+/// server, so that the server's rate is measured against what its database itself serves for
+/// the same work (bench/README.md, "worker-reads"; issue 39 item 3). Taken from the functions
+/// the requests use, so they stay exactly what the server sends.
+#[derive(Debug, Clone)]
+pub struct ReadStatements {
+    /// `GET /{resource}/{id}`: one statement, the key lookup with the record; parameters `$1`
+    /// the record id, `$2` the key's hash.
+    pub by_id: String,
+    /// `GET /{resource}?pageSize=N` in the default order, once the process knows the key's
+    /// organization: the key lookup (`$1` the key's hash) ...
+    pub key: String,
+    /// ... and the page with its total and feed cursor, written together with the key lookup
+    /// on one connection and answered in one round trip ([`PgStore::find_key_and_page`]).
+    pub page: String,
+    /// The page's parameters (`$1`, `$2`, ...), as text.
+    pub page_params: Vec<String>,
+}
+
+/// [`ReadStatements`] of `table` in organization `org`, for a page of `limit` records.
+pub fn read_statements(table: &'static str, org: Uuid, limit: u64) -> ReadStatements {
+    let page = PageRead {
+        table,
+        conds: vec![super::sql::Cond::Archived(false)],
+        after: None,
+        limit,
+        offset: 0,
+    };
+    let (sql, params) = super::records::keyset_page_statement(&page, org);
+    let text = |v: &SqlValue| match v {
+        SqlValue::Null => String::new(),
+        SqlValue::Int(n) => n.to_string(),
+        SqlValue::Real(x) => x.to_string(),
+        SqlValue::Text(t) => t.clone(),
+        SqlValue::Bool(b) => b.to_string(),
+        SqlValue::TextArray(_) | SqlValue::RealArray(_) => {
+            unreachable!("a page of the default order binds no list")
+        }
+    };
+    ReadStatements {
+        by_id: super::records::key_lookup_sql(Dialect::Postgres, Some(table)).to_string(),
+        key: super::records::key_lookup_sql(Dialect::Postgres, None).to_string(),
+        page: number_placeholders(&sql),
+        page_params: params.iter().map(text).collect(),
+    }
+}
+
 /// `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...), outside string literals.
 pub fn number_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);

@@ -421,6 +421,66 @@ async fn a_count_line_names_its_lot_and_adjusts_that_lot() {
     assert_lot_stock_is_ledger(api).await;
 }
 
+/// A count's refusals about lots name the line they come from (`lines[i].lotId`,
+/// `lines[i].quantity`), as its other refusals do, and write nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counts_lot_refusals_name_their_line() {
+    let server = TestServer::start().await;
+    let floor = Floor::new(server.org("Count lines").await).await;
+    let other = Floor::new(server.org("Count lines, other").await).await;
+    let api = &floor.api;
+    let flour = tracked(&floor, "Flour", "lot").await;
+    let gauge = tracked(&floor, "Gauge", "serial").await;
+    let theirs_item = tracked(&other, "Flour", "lot").await;
+    let theirs = lot(&other.api, &theirs_item, "L-THEIRS").await;
+    let sn = lot(api, &gauge, "SN-1").await;
+    let mine = lot(api, &flour, "L-1").await;
+
+    // Another organization's lot on the second line.
+    let resp = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [
+                {"itemId": flour, "locationId": floor.a, "lotId": mine, "quantity": 1},
+                {"itemId": flour, "locationId": floor.a, "lotId": theirs, "quantity": 1}
+            ]}),
+        )
+        .await;
+    assert_refusal_names(&resp, 400, "lotId");
+    let fields: Vec<&str> = resp.body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["field"].as_str())
+        .collect();
+    assert!(fields.contains(&"lines[1].lotId"), "{resp}");
+    assert!(!resp.to_string().contains("L-THEIRS"), "{resp}");
+
+    // A serial counted as 2 on the second line.
+    let resp = api
+        .post(
+            "/inventory/count",
+            json!({"lines": [
+                {"itemId": flour, "locationId": floor.a, "lotId": mine, "quantity": 1},
+                {"itemId": gauge, "locationId": floor.a, "lotId": sn, "quantity": 2}
+            ]}),
+        )
+        .await;
+    assert!(resp.status == 400 || resp.status == 409, "{resp}");
+    let fields: Vec<String> = resp.body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["field"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        fields.iter().any(|f| f.starts_with("lines[1].")),
+        "the refusal names the serial's line: {resp}"
+    );
+    assert_eq!(api.list("inventory-transaction", "").await.len(), 0);
+    assert_lot_stock_is_ledger(api).await;
+}
+
 /// An inbound delivery with one manifest line per `(item, quantity)`, received at `floor.a`;
 /// answers the delivery id and the line ids.
 async fn inbound(floor: &Floor, lines: &[(&str, f64)]) -> (String, Vec<String>) {
