@@ -84,7 +84,7 @@ command -v wrk >/dev/null 2>&1 || die "wrk is not installed and could not be ins
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to seed the workers"
 
 log "building (release): prodops-server, trivial-server, the pgbench-reads example"
-cargo build --release -p prodops-server -p trivial-server --example pgbench-reads >&2
+cargo build --release -p prodops-server -p trivial-server --bins --example pgbench-reads >&2
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
 SERVER="${BENCH_SERVER:-$TARGET_DIR/release/prodops-server}"

@@ -84,6 +84,9 @@ fuzz() {
   local key
   key=$(sed -n 's/.*"apiKey":"\([^"]*\)".*/\1/p' "$dir/org.json")
   [[ -n "$key" ]] || { echo "error: org create printed no apiKey" >&2; exit 1; }
+  # Created here, not by the redirection below: that runs in the background child, which may
+  # not have opened the file yet when the loop first reads it.
+  : > "$dir/serve.out"
   # Webhooks the fuzzer creates are not delivered in the background (their random hosts), and
   # a test ping to one of them gives up after 2 s rather than the default 10.
   PRODOPS_WEBHOOK_DELIVER=false PRODOPS_WEBHOOK_TIMEOUT_MS=2000 "$server" serve --bind 127.0.0.1:0 --rate-limit 1000000000 --database "$database" \
