@@ -374,6 +374,7 @@ async fn ten_thousand_due_dates_passing_give_one_event_each_across_a_killed_proc
     use prodops_server::store::{SqlValue, Tx};
     const N: usize = 10_000;
     let clock = Clock::manual();
+    let began = Instant::now();
     let first = server(&clock).await;
     let api = first.org("time-many").await;
     let start = clock.now_secs();
@@ -388,36 +389,51 @@ async fn ten_thousand_due_dates_passing_give_one_event_each_across_a_killed_proc
     for chunk in nodes.chunks(2_500) {
         ids.extend(api.bulk_put(D, chunk.to_vec()).await);
     }
+    eprintln!("{N} deliverables written: {:?}", began.elapsed());
     a_few_more_runs().await;
     assert!(events(&api, LATE).await.is_empty(), "nothing passed yet");
 
-    // The second process runs the job too, but the first holds it while its turn goes on.
+    // The second process runs the job too, looking every second: it looks once as it starts,
+    // then not for a second, so the turn the clock's move brings is the first's (it looks
+    // every 100 ms). The first holds the job's lease while that turn goes on.
     let c = clock.clone();
-    let second = first.another_with(move |conf| with_job(conf, &c)).await;
+    let second = first
+        .another_with(move |conf| {
+            with_job(conf, &c);
+            conf.alert_events = Some(Duration::from_secs(1));
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     clock.advance(Duration::from_secs(700));
     // Kill the first as soon as its turn has committed a batch and not finished: the
     // watermark then names a position inside the interval.
+    let watermark = |server: &TestServer| {
+        let store = server.running().store().clone();
+        async move {
+            let rows = store
+                .read(|tx: &mut dyn Tx| {
+                    tx.query(
+                        "SELECT payload FROM jobs WHERE id = ?",
+                        &[SqlValue::from(prodops_server::jobs::ALERT_EVENTS_ID)],
+                    )
+                })
+                .await
+                .unwrap();
+            serde_json::from_str::<Value>(rows[0][0].as_str().unwrap()).unwrap()["watermark"]
+                .clone()
+        }
+    };
     let deadline = Instant::now() + WAIT;
     let payload = loop {
-        let rows = second
-            .running()
-            .store()
-            .read(|tx: &mut dyn Tx| {
-                tx.query(
-                    "SELECT payload FROM jobs WHERE id = ?",
-                    &[SqlValue::from(prodops_server::jobs::ALERT_EVENTS_ID)],
-                )
-            })
-            .await
-            .unwrap();
-        let payload: Value = serde_json::from_str(rows[0][0].as_str().unwrap()).unwrap();
-        if payload["watermark"]["after"].is_string() {
+        let payload = watermark(&second).await;
+        if payload["after"].is_string() {
             break payload;
         }
         assert!(Instant::now() < deadline, "no batch committed: {payload}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     drop(first);
+    eprintln!("the first server killed: {:?}", began.elapsed());
     let api = api.on(&second);
     let announced_then = events(&api, LATE).await.len();
     assert!(
@@ -425,7 +441,19 @@ async fn ten_thousand_due_dates_passing_give_one_event_each_across_a_killed_proc
         "killed part way ({announced_then} announced, watermark {payload})"
     );
 
+    // The second finishes the turn once the lease runs out: wait for the watermark to reach
+    // its end (cheaper to ask than the 10,000 events).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let w = watermark(&second).await;
+        if w["after"].is_null() && w["at"] == w["to"] && w["to"].as_i64() >= Some(start + 700) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the turn never ended: {w}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let got = wait_events(&api, LATE, N).await;
+    eprintln!("all announced: {:?}", began.elapsed());
     a_few_more_runs().await;
     let got_after = events(&api, LATE).await;
     assert_eq!(got_after.len(), N, "exactly one each, no more later");
