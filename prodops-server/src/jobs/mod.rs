@@ -50,7 +50,7 @@ pub const ALERT_EVENTS: &str = "alert_events";
 pub const ALERT_EVENTS_ID: &str = "alert-events";
 /// How long a claim of [`ALERT_EVENTS`] is reserved: each batch renews it, so a process that
 /// dies leaves the job to another within this time.
-const ALERT_EVENTS_LEASE_SECS: i64 = 10;
+const ALERT_EVENTS_LEASE_SECS: i64 = 5;
 
 /// The recurring jobs: (id, kind). Each is one row, inserted once by whichever process starts
 /// first.
