@@ -1,11 +1,11 @@
 //! Durable background jobs: rows in the `jobs` table, claimed by any server process sharing the
 //! database, retried with backoff, never lost with a process.
 //!
-//! Some jobs recur: one row each for the whole database, which every process makes sure of at
-//! start ([`ensure_recurring`]). The prune job is claimed like any job and due again an hour
-//! after each run; the job that announces what time changes ([`ALERT_EVENTS`]) has a loop of its
-//! own in each process that runs it ([`run_alert_events`]), so that it can look more often than
-//! once a second.
+//! Some jobs recur: one row each for the whole database. The prune job's row every process
+//! makes sure of at start ([`ensure_recurring`]); it is claimed like any job and due again an
+//! hour after each run. The job that announces what time changes ([`ALERT_EVENTS`]) has a loop
+//! of its own in each process that runs it ([`run_alert_events`]), which makes its row, so that
+//! it can look more often than once a second.
 
 mod alert_events;
 
@@ -52,13 +52,6 @@ pub const ALERT_EVENTS_ID: &str = "alert-events";
 /// dies leaves the job to another within this time.
 const ALERT_EVENTS_LEASE_SECS: i64 = 5;
 
-/// The recurring jobs: (id, kind). Each is one row, inserted once by whichever process starts
-/// first.
-const RECURRING: &[(&str, &str)] = &[
-    (EVENT_PRUNE_ID, EVENT_PRUNE),
-    (ALERT_EVENTS_ID, ALERT_EVENTS),
-];
-
 /// What a process's jobs need of its configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -66,23 +59,28 @@ pub struct Settings {
     pub event_retention: Duration,
 }
 
-/// Makes sure the recurring jobs exist (due at once when new). Every process does it at start;
-/// each row is inserted once.
+/// Makes sure the prune job exists (due at once when new). Every process does it at start; the
+/// row is inserted once.
 pub fn ensure_recurring(tx: &mut dyn Tx) -> Result<(), StoreError> {
+    ensure_row(tx, EVENT_PRUNE_ID, EVENT_PRUNE)
+}
+
+/// Inserts the one row of a recurring job unless it exists. The [`ALERT_EVENTS`] row is made by
+/// the processes that run that job only, so that a database whose processes all leave it off
+/// has none.
+fn ensure_row(tx: &mut dyn Tx, id: &str, kind: &str) -> Result<(), StoreError> {
     let now = format_time(chrono::Utc::now());
-    for (id, kind) in RECURRING {
-        tx.execute(
-            "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
-             VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
-            &[
-                (*id).into(),
-                Uuid::nil().into(),
-                (*kind).into(),
-                now.clone().into(),
-                now.clone().into(),
-            ],
-        )?;
-    }
+    tx.execute(
+        "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
+         VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
+        &[
+            id.into(),
+            Uuid::nil().into(),
+            kind.into(),
+            now.clone().into(),
+            now.into(),
+        ],
+    )?;
     Ok(())
 }
 
@@ -362,7 +360,7 @@ pub async fn run(state: Arc<AppState>, settings: Settings) {
 /// Claims the [`ALERT_EVENTS`] job for this process unless another holds it: its lease is
 /// free or ran out. Answers whether it did.
 fn claim_alert_events(tx: &mut dyn Tx) -> Result<bool, StoreError> {
-    ensure_recurring(tx)?;
+    ensure_row(tx, ALERT_EVENTS_ID, ALERT_EVENTS)?;
     let now = now_secs();
     let claimed = tx.execute(
         "UPDATE jobs SET status = 'running', locked_until = ?, attempts = attempts + 1, updated_at = ? \
