@@ -358,33 +358,42 @@ pub async fn run(state: Arc<AppState>, settings: Settings) {
 }
 
 /// Claims the [`ALERT_EVENTS`] job for this process unless another holds it: its lease is
-/// free or ran out. Answers whether it did.
-fn claim_alert_events(tx: &mut dyn Tx) -> Result<bool, StoreError> {
+/// free or ran out. Answers the claim's `updated_at` if it did: the mark by which the process
+/// gives it back ([`release_alert_events`]; the turn's batches leave `updated_at` alone).
+fn claim_alert_events(tx: &mut dyn Tx) -> Result<Option<String>, StoreError> {
     ensure_row(tx, ALERT_EVENTS_ID, ALERT_EVENTS)?;
     let now = now_secs();
+    let mark = format_time(chrono::Utc::now());
     let claimed = tx.execute(
         "UPDATE jobs SET status = 'running', locked_until = ?, attempts = attempts + 1, updated_at = ? \
          WHERE id = ? AND (status <> 'running' OR locked_until IS NULL OR locked_until < ?)",
         &[
             SqlValue::Int(now + ALERT_EVENTS_LEASE_SECS),
-            format_time(chrono::Utc::now()).into(),
+            mark.clone().into(),
             ALERT_EVENTS_ID.into(),
             SqlValue::Int(now),
         ],
     )?;
-    Ok(claimed == 1)
+    Ok((claimed == 1).then_some(mark))
 }
 
-/// Gives the [`ALERT_EVENTS`] job back after a turn, with the turn's error if it failed.
-fn release_alert_events(tx: &mut dyn Tx, error: Option<String>) -> Result<(), StoreError> {
+/// Gives the [`ALERT_EVENTS`] job back after a turn, with the turn's error if it failed, unless
+/// another process claimed it since `mark` (this process's lease ran out): then it is that
+/// one's to give back.
+fn release_alert_events(
+    tx: &mut dyn Tx,
+    mark: &str,
+    error: Option<String>,
+) -> Result<(), StoreError> {
     tx.execute(
         "UPDATE jobs SET status = 'pending', locked_until = NULL, run_after = ?, last_error = ?, \
-         attempts = 0, updated_at = ? WHERE id = ?",
+         attempts = 0, updated_at = ? WHERE id = ? AND updated_at = ?",
         &[
             SqlValue::Int(now_secs()),
             error.into(),
             format_time(chrono::Utc::now()).into(),
             ALERT_EVENTS_ID.into(),
+            mark.into(),
         ],
     )?;
     Ok(())
@@ -398,7 +407,7 @@ fn release_alert_events(tx: &mut dyn Tx, error: Option<String>) -> Result<(), St
 pub async fn run_alert_events(state: Arc<AppState>, every: Duration) {
     loop {
         match state.store.write(claim_alert_events).await {
-            Ok(true) => {
+            Ok(Some(mark)) => {
                 let outcome =
                     alert_events::run(&state, ALERT_EVENTS_ID, ALERT_EVENTS_LEASE_SECS).await;
                 let error = outcome.err().map(|e| {
@@ -407,13 +416,13 @@ pub async fn run_alert_events(state: Arc<AppState>, every: Duration) {
                 });
                 let released = state
                     .store
-                    .write(move |tx| release_alert_events(tx, error.clone()))
+                    .write(move |tx| release_alert_events(tx, &mark, error.clone()))
                     .await;
                 if let Err(e) = released {
                     tracing::warn!("could not give the alert events' job back: {e}");
                 }
             }
-            Ok(false) => {}
+            Ok(None) => {}
             Err(e) => tracing::warn!("could not claim the alert events' job: {e}"),
         }
         tokio::time::sleep(every).await;
