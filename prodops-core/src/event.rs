@@ -35,6 +35,56 @@ pub const CODE_RENAMED: &str = "catalog-entry.renamed";
 /// Lowercase, as HTTP/2 writes header names; HTTP reads it in any case.
 pub const FEED_CURSOR_HEADER: &str = "prodops-feed-cursor";
 
+/// A deliverable turned late by the passage of time: its `computed.lateAt` passed while no
+/// write was needed for it (docs/events.md, "Events for what time changes"). Announced by the
+/// recurring `alert_events` job within its poll interval, once per transition.
+pub const BECAME_LATE: &str = "deliverable.became-late";
+
+/// A deliverable turned at risk (`computed.isAtRisk` false to true). Time never makes a
+/// deliverable at risk (it only ends being at risk when its due date passes), so the write
+/// that does announces it, in its own transaction, right after its own event.
+pub const BECAME_AT_RISK: &str = "deliverable.became-at-risk";
+
+/// A deliverable turned ready: its `progress.status` went from `waiting` to `todo` because no
+/// predecessor holds it back any more (docs/deliverables.md, "Readiness"). Readiness changes
+/// only by writes, so the write that releases it announces it, in its own transaction.
+pub const BECAME_READY: &str = "deliverable.became-ready";
+
+/// The event types not made of a resource path and a change: the OpenAPI document lists them
+/// as examples of an event's `type`.
+pub const FIXED_TYPES: &[&str] = &[
+    "inventory.posted",
+    CODE_RENAMED,
+    BECAME_LATE,
+    BECAME_AT_RISK,
+    BECAME_READY,
+];
+
+/// The announcements of a deliverable's write beside its own event: [`BECAME_READY`] when its
+/// status goes from `waiting` to `todo`, [`BECAME_AT_RISK`] when it was not at risk as of the
+/// write's moment before the write and is after it.
+///
+/// ```
+/// use prodops_core::event::{BECAME_READY, deliverable_transitions};
+/// assert_eq!(deliverable_transitions(Some("waiting"), Some("todo"), false, false), [BECAME_READY]);
+/// assert!(deliverable_transitions(Some("todo"), Some("wip"), false, false).is_empty());
+/// ```
+pub fn deliverable_transitions(
+    old_status: Option<&str>,
+    new_status: Option<&str>,
+    old_at_risk: bool,
+    new_at_risk: bool,
+) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if old_status == Some("waiting") && new_status == Some("todo") {
+        out.push(BECAME_READY);
+    }
+    if !old_at_risk && new_at_risk {
+        out.push(BECAME_AT_RISK);
+    }
+    out
+}
+
 /// The event type of a change to a record of the resource served at `/<resource>`:
 ///
 /// - a creation: `<resource>.created` (a ledger row: `inventory.posted`);
@@ -253,7 +303,9 @@ pub struct Event {
     /// follows. Cursors of one organization increase in commit order, without gaps.
     pub cursor: String,
     /// `<resource>.created|updated|archived|restored|deleted`, `inventory.posted`,
-    /// `deliverable.progress.<status>`, `delivery.<status>`, `catalog-entry.renamed`
+    /// `deliverable.progress.<status>`, `delivery.<status>`, `catalog-entry.renamed`, and the
+    /// announcements of transitions: `deliverable.became-late` (its `lateAt` passed),
+    /// `deliverable.became-at-risk`, `deliverable.became-ready` (waiting to todo)
     /// (docs/events.md).
     #[serde(rename = "type")]
     pub event_type: String,

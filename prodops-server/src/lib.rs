@@ -91,6 +91,12 @@ pub struct Config {
     /// How long events of the change feed are kept (docs/events.md); older ones are pruned
     /// every hour by a durable job (`jobs::EVENT_PRUNE`), run by whichever process claims it.
     pub event_retention: Duration,
+    /// How often this process tries to run the job that announces what time changes
+    /// (`jobs::ALERT_EVENTS`, `deliverable.became-late`; docs/events.md, docs/operations.md):
+    /// its poll interval, so a deliverable is announced within about that long after its
+    /// `lateAt` passes. `None`: this process never runs it and leaves it to the others sharing
+    /// the database (`serve --alert-events-poll-ms 0`; test servers, unless a test turns it on).
+    pub alert_events: Option<Duration>,
     /// How webhook deliveries are made (docs/events.md, "Webhooks"): the SSRF guard's allowed
     /// hosts, attempts, backoff, time-out, lease.
     pub webhooks: webhooks::WebhookConfig,
@@ -110,6 +116,7 @@ impl Config {
             clock: http::clock::Clock::system(),
             statement_timeout: store::DEFAULT_STATEMENT_TIMEOUT,
             event_retention: DEFAULT_EVENT_RETENTION,
+            alert_events: Some(DEFAULT_ALERT_EVENTS_POLL),
             webhooks: webhooks::WebhookConfig::default(),
         }
     }
@@ -117,6 +124,9 @@ impl Config {
 
 /// How long events are kept unless configured: 30 days.
 pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// How often the job that announces what time changes runs unless configured: every 10 s.
+pub const DEFAULT_ALERT_EVENTS_POLL: Duration = Duration::from_secs(10);
 
 /// A server serving in the background.
 pub struct RunningServer {
@@ -173,7 +183,7 @@ pub async fn serve_on(
         open_prefixes,
         open_paths,
     });
-    let background = vec![
+    let mut background = vec![
         tokio::spawn(sync_rate_limits(state.clone())),
         tokio::spawn(jobs::run(
             state.clone(),
@@ -184,6 +194,9 @@ pub async fn serve_on(
         tokio::spawn(purge_idempotency(state.clone())),
         tokio::spawn(webhooks::run(state.clone())),
     ];
+    if let Some(every) = config.alert_events {
+        background.push(tokio::spawn(jobs::run_alert_events(state.clone(), every)));
+    }
     let router = http::app::router(state, router::routes(&resources));
     let (tx, rx) = oneshot::channel::<()>();
     let serve = tokio::spawn(async move {

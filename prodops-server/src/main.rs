@@ -80,6 +80,11 @@ enum Command {
         /// are pruned every hour.
         #[arg(long, env = "PRODOPS_EVENT_RETENTION_DAYS", default_value_t = 30)]
         event_retention_days: u64,
+        /// Milliseconds between two looks of the job that announces what time changes
+        /// (`deliverable.became-late`; docs/events.md, docs/operations.md); 0: this process
+        /// never runs it and leaves it to the others sharing the database.
+        #[arg(long, env = "PRODOPS_ALERT_EVENTS_POLL_MS", default_value_t = 10_000)]
+        alert_events_poll_ms: u64,
         #[command(flatten)]
         files: FilesArgs,
     },
@@ -224,6 +229,7 @@ fn client_url(addr: SocketAddr) -> String {
     format!("http://{ip}:{}", addr.port())
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     bind: SocketAddr,
     database: String,
@@ -231,6 +237,7 @@ async fn serve(
     window: u64,
     statement_timeout: u64,
     event_retention_days: u64,
+    alert_events_poll_ms: u64,
     files: FilesArgs,
 ) -> Result<(), Error> {
     let statement_timeout = Duration::from_secs(statement_timeout);
@@ -265,6 +272,8 @@ async fn serve(
         clock: prodops_server::clock::Clock::system(),
         statement_timeout,
         event_retention: Duration::from_secs(event_retention_days.max(1) * 24 * 3600),
+        alert_events: (alert_events_poll_ms > 0)
+            .then(|| Duration::from_millis(alert_events_poll_ms)),
         webhooks: prodops_server::webhooks::WebhookConfig::from_env().map_err(Error::Invalid)?,
     };
     let running = prodops_server::serve_on(listener, store, &config).await?;
@@ -285,6 +294,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             rate_limit_window,
             statement_timeout,
             event_retention_days,
+            alert_events_poll_ms,
             files,
         } => {
             serve(
@@ -294,6 +304,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 rate_limit_window,
                 statement_timeout,
                 event_retention_days,
+                alert_events_poll_ms,
                 files,
             )
             .await

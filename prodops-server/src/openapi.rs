@@ -416,7 +416,21 @@ pub fn document_value() -> Value {
     });
     exact_patterns(&mut doc);
     doc["webhooks"] = webhook_requests();
+    fixed_event_types(&mut doc);
     doc
+}
+
+/// The event types that are not made of a resource path and a change (docs/events.md), given
+/// as examples of an event's `type`, so that a reader of the document (and a webhook's
+/// `eventTypes`) knows them.
+fn fixed_event_types(doc: &mut Value) {
+    let name = <prodops_core::event::Event as utoipa::ToSchema>::name();
+    if let Some(ty) = doc
+        .pointer_mut(&format!("/components/schemas/{name}/properties/type"))
+        .and_then(Value::as_object_mut)
+    {
+        ty.insert("examples".into(), json!(prodops_core::event::FIXED_TYPES));
+    }
 }
 
 /// The answer to a dry run (`prodops_core::dry_run::DryRun`).
@@ -563,6 +577,14 @@ mod webhook_document_tests {
         );
         assert!(schemas["WebhookPatch"]["properties"]["secret"].is_object());
         assert!(schemas["WebhookPayload"].is_object());
+        let types = schemas["Event"]["properties"]["type"]["examples"].to_string();
+        for ty in [
+            "deliverable.became-late",
+            "deliverable.became-at-risk",
+            "deliverable.became-ready",
+        ] {
+            assert!(types.contains(ty), "{types}");
+        }
         assert!(schemas["WebhookDelivery"].is_object());
         assert!(doc["webhooks"]["event"]["post"]["requestBody"].is_object());
         let log = &doc["paths"]["/api/v2/webhook/{id}/deliveries"]["get"]["parameters"];

@@ -31,6 +31,9 @@ fn serve(url: &str) -> (Child, String) {
         "--rate-limit",
         "1000000",
     ])
+    // Not the job that announces what time changes: it reaches every organization of the
+    // database, which other tests share (docs/operations.md).
+    .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
     .spawn()

@@ -187,6 +187,7 @@ fn the_files_import_each_other_in_no_new_cycle() {
             ),
             (
                 &[
+                    "src/store/alert_times.rs",
                     "src/store/deliverables.rs",
                     "src/store/event_links.rs",
                     "src/store/events.rs",

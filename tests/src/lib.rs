@@ -5,7 +5,10 @@
 //! - `PRODOPS_TEST_DATABASE_URL` unset or empty: a fresh SQLite file in a temporary directory
 //!   per server;
 //! - a `postgres://` URL: that shared database. Tests stay apart because each one creates its
-//!   own organizations, and every record is scoped to its organization.
+//!   own organizations, and every record is scoped to its organization. A test of what reaches
+//!   every organization of a database (the job that announces what time changes) starts its
+//!   servers with [`TestServer::start_isolated_with`] instead: a database of its own on the same
+//!   PostgreSQL server, dropped at the end.
 //!
 //! `TestServer::org` creates an organization with an admin key and returns an [`Api`] bound to
 //! `<base_url>/api/v2` and that key. Request helpers return a [`Resp`] holding the status, the
@@ -57,6 +60,9 @@ pub struct TestServer {
     client: reqwest::Client,
     // Dropped last: the SQLite file must outlive the server.
     _dir: Option<tempfile::TempDir>,
+    // A PostgreSQL database of the test's own, shared with the servers `another` starts on it;
+    // dropped with the last of them.
+    own_database: Option<std::sync::Arc<OwnDatabase>>,
 }
 
 /// Prints the server's warnings (or what `RUST_LOG` asks for) through the test harness's
@@ -93,18 +99,48 @@ impl TestServer {
         let files = prodops_server::blob::FilesConfig::Local(dir.path().join("files"));
         let url = shared_database_url()
             .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("prodops.db").display()));
-        Self::start_on(url, files, Some(dir), adjust).await
+        Self::start_on(url, files, Some(dir), None, adjust).await
+    }
+
+    /// A server on a database no other test uses: on PostgreSQL a new database
+    /// (`prodops_t_<random>`) on the shared test database's server, dropped when the last
+    /// server on it (this one, or one [`TestServer::another`] started) is; on SQLite a file of
+    /// its own, as every server has. For tests of what reaches every organization of a database
+    /// (the job that announces what time changes), which must neither see other tests' data
+    /// nor disturb it.
+    pub async fn start_isolated_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let Some(shared) = shared_database_url().filter(|_| on_postgres()) else {
+            return Self::start_with(adjust).await;
+        };
+        let (own, url) = OwnDatabase::create(&shared).await;
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let files = prodops_server::blob::FilesConfig::Local(dir.path().join("files"));
+        Self::start_on(
+            url,
+            files,
+            Some(dir),
+            Some(std::sync::Arc::new(own)),
+            adjust,
+        )
+        .await
     }
 
     /// A second server on this server's database (migrations run again on start), as another
     /// replica would be.
     pub async fn another(&self) -> TestServer {
-        Self::start_on(self.database_url.clone(), self.files.clone(), None, |_| {}).await
+        self.another_with(|_| {}).await
     }
 
     /// Another server on the same database, with its configuration adjusted.
     pub async fn another_with(&self, adjust: impl FnOnce(&mut Config)) -> TestServer {
-        Self::start_on(self.database_url.clone(), self.files.clone(), None, adjust).await
+        Self::start_on(
+            self.database_url.clone(),
+            self.files.clone(),
+            None,
+            self.own_database.clone(),
+            adjust,
+        )
+        .await
     }
 
     /// The database URL this server runs on.
@@ -116,6 +152,7 @@ impl TestServer {
         url: String,
         files: prodops_server::blob::FilesConfig,
         dir: Option<tempfile::TempDir>,
+        own_database: Option<std::sync::Arc<OwnDatabase>>,
         adjust: impl FnOnce(&mut Config),
     ) -> TestServer {
         show_server_warnings();
@@ -128,6 +165,11 @@ impl TestServer {
         // Test servers make no webhook deliveries unless a test turns them on: on a shared
         // PostgreSQL database only the webhook tests' servers claim deliveries.
         config.webhooks.deliver = false;
+        // Nor do they run the job that announces what time changes: it announces for every
+        // organization of the database, so on a shared database it would announce into other
+        // tests' feeds. Only the tests of that job turn it on, on a database of their own
+        // (`start_isolated_with`).
+        config.alert_events = None;
         adjust(&mut config);
         let database_url = config.database_url.clone();
         let server = {
@@ -152,6 +194,7 @@ impl TestServer {
             files,
             client,
             _dir: dir,
+            own_database,
         }
     }
 
@@ -276,6 +319,112 @@ pub async fn prune_events_now(server: &TestServer) {
             "the prune job never ran: {row:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (bounded) until the job that announces what time changes (`jobs::ALERT_EVENTS`,
+/// docs/events.md) has run once on `server`'s database, so that its watermark stands at its
+/// clock's now: a due date the test moves the clock past afterwards is announced, one passed
+/// before is not. For servers on a database of their own ([`TestServer::start_isolated_with`])
+/// whose configuration turned the job on.
+pub async fn alert_events_started(server: &TestServer) {
+    use prodops_server::store::{SqlValue, Tx};
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows = server
+            .running()
+            .store()
+            .read(|tx: &mut dyn Tx| {
+                tx.query(
+                    "SELECT payload FROM jobs WHERE id = ?",
+                    &[SqlValue::from(prodops_server::jobs::ALERT_EVENTS_ID)],
+                )
+            })
+            .await
+            .expect("the alert events' job");
+        let payload = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string();
+        if payload.contains("watermark") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the alert events' job never ran: {payload}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A PostgreSQL database of one test's own, on the server of the shared test database:
+/// created by [`TestServer::start_isolated_with`], dropped (with whatever connections are left)
+/// when the last server on it is.
+struct OwnDatabase {
+    /// The shared database's URL, to connect to for the drop.
+    admin_url: String,
+    name: String,
+}
+
+impl OwnDatabase {
+    /// Creates `prodops_t_<random>` next to the shared database of `admin_url`; answers it
+    /// and its URL.
+    async fn create(admin_url: &str) -> (OwnDatabase, String) {
+        let name = format!("prodops_t_{}", Uuid::new_v4().simple());
+        let (client, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls)
+            .await
+            .expect("a connection to the test database's server");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("CREATE DATABASE for an isolated test");
+        let (base, query) = match admin_url.split_once('?') {
+            Some((base, query)) => (base, format!("?{query}")),
+            None => (admin_url, String::new()),
+        };
+        let server = base
+            .rsplit_once('/')
+            .map(|(server, _)| server)
+            .filter(|server| !server.ends_with('/'))
+            .unwrap_or(base);
+        let url = format!("{server}/{name}{query}");
+        (
+            OwnDatabase {
+                admin_url: admin_url.to_string(),
+                name,
+            },
+            url,
+        )
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        // A runtime of its own on a thread of its own: the test's runtime may be the one
+        // dropping this, or already gone.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let (client, connection) =
+                    tokio_postgres::connect(&admin_url, tokio_postgres::NoTls)
+                        .await
+                        .ok()?;
+                tokio::spawn(connection);
+                client.batch_execute(&drop).await.ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(()))) {
+            eprintln!("could not drop the isolated test database {}", self.name);
+        }
     }
 }
 

@@ -102,6 +102,8 @@ mod scale;
 mod server;
 #[path = "api/standard.rs"]
 mod standard;
+#[path = "api/time_events.rs"]
+mod time_events;
 #[path = "api/timesheet.rs"]
 mod timesheet;
 #[path = "api/transient.rs"]

@@ -359,7 +359,29 @@ fn record_update_event(ctx: &Ctx, old: &Deliverable, new: &Deliverable) -> ApiRe
     );
     let data = serde_json::to_string(new).map_err(ApiError::internal)?;
     let changed = Value::from(changed_fields(old, new)).to_string();
-    crate::engine::events::updated_text(ctx, res, event_type, new.id.to_string(), data, changed);
+    // Only waiting and todo matter to the announcements.
+    let status = |d: &Deliverable| {
+        d.progress.as_ref().map(|p| match p.status {
+            prodops_core::deliverable::ProgressStatus::Waiting => "waiting",
+            prodops_core::deliverable::ProgressStatus::Todo => "todo",
+            _ => "other",
+        })
+    };
+    let transitions = crate::engine::events::Transitions {
+        old_status: status(old),
+        new_status: status(new),
+        old_at_risk_until: old.computed.at_risk_until.as_deref(),
+        new_at_risk_until: new.computed.at_risk_until.as_deref(),
+    };
+    crate::engine::events::updated_text(
+        ctx,
+        res,
+        event_type,
+        new.id.to_string(),
+        data,
+        changed,
+        Some(transitions),
+    );
     Ok(())
 }
 
@@ -672,6 +694,34 @@ impl<'a> TxTree<'a> {
     }
 }
 
+/// `deliverable.became-at-risk` (docs/events.md, "Events for what time changes") when a
+/// non-archived deliverable the store held as `before` (not at risk as of the request's moment)
+/// is saved as `after`, at risk: the record as saved, `changed: ["computed"]`.
+fn announce_at_risk(ctx: &Ctx, before: Option<&Deliverable>, after: &Deliverable) -> ApiResult<()> {
+    let Some(before) = before else {
+        return Ok(());
+    };
+    let now = prodops_core::alerts::AsOf::at(ctx.now);
+    let at_risk = |d: &Deliverable| {
+        !d.is_archived && prodops_core::alerts::ahead(d.computed.at_risk_until.as_deref(), &now)
+    };
+    if at_risk(before) || !at_risk(after) {
+        return Ok(());
+    }
+    let mut stored = after.clone();
+    stored.updated_at = ctx.now;
+    ctx.record_event(crate::store::events::NewEvent {
+        event_type: prodops_core::event::BECAME_AT_RISK.to_string(),
+        resource: ctx.resource(ResourceId::Deliverable).desc().path,
+        record_id: after.id.to_string(),
+        data: serde_json::to_string(&stored).map_err(ApiError::internal)?,
+        changed: Some(json!(["computed"]).to_string()),
+        by_reference: false,
+        record_rowid: None,
+    });
+    Ok(())
+}
+
 /// The shop a stage resource names, if it names one.
 fn shop_of(stage: &Value) -> Option<Uuid> {
     stage
@@ -793,6 +843,10 @@ impl TreeStore for TxTree<'_> {
 
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
         self.lock()?;
+        // The refresh of computed fields (an action's node and its ancestors' roll-up) is
+        // where a deliverable turns at risk: announced here (docs/events.md).
+        let before = self.nodes.get(&node.id).cloned();
+        announce_at_risk(self.ctx, before.as_deref(), node)?;
         if let Some(dirty) = &mut self.deferred {
             dirty.insert(node.id);
             let mut stored = node.clone();

@@ -69,7 +69,70 @@ pub fn created_text(ctx: &Ctx, res: &ServedResource, id: String, data: String, r
 
 /// A record was changed from `old` to `new`.
 pub fn updated(ctx: &Ctx, res: &ServedResource, old: &Value, new: &Value) {
-    ctx.record_event(update_event(res.desc().path, old, new));
+    let event = update_event(res.desc().path, old, new);
+    if res.desc().path == DELIVERABLE {
+        let status = |v: &Value| {
+            v.get("progress")
+                .and_then(|p| p.get("status"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let risk = |v: &Value| {
+            v.get("computed")
+                .and_then(|c| c.get("atRiskUntil"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let transitions = Transitions {
+            old_status: status(old).as_deref(),
+            new_status: status(new).as_deref(),
+            old_at_risk_until: risk(old).as_deref(),
+            new_at_risk_until: risk(new).as_deref(),
+        }
+        .events(ctx, &event);
+        ctx.record_event(event);
+        for t in transitions {
+            ctx.record_event(t);
+        }
+    } else {
+        ctx.record_event(event);
+    }
+}
+
+/// The path of the deliverables, whose updates may announce transitions.
+const DELIVERABLE: &str = "deliverable";
+
+/// What a deliverable's update announces beside its own event (docs/events.md, "Events for
+/// what time changes"): `deliverable.became-ready` (its status from `waiting` to `todo`) and
+/// `deliverable.became-at-risk` (not at risk as of the write's moment before it, at risk
+/// after it), each a copy of the update's event under that type, appended right after it in
+/// the same transaction.
+pub struct Transitions<'a> {
+    pub old_status: Option<&'a str>,
+    pub new_status: Option<&'a str>,
+    /// `computed.atRiskUntil` before and after: at risk while it is ahead of now.
+    pub old_at_risk_until: Option<&'a str>,
+    pub new_at_risk_until: Option<&'a str>,
+}
+
+impl Transitions<'_> {
+    /// The announcements of the update whose event is `event`.
+    pub fn events(&self, ctx: &Ctx, event: &NewEvent) -> Vec<NewEvent> {
+        let now = prodops_core::alerts::AsOf::at(ctx.now);
+        let at_risk = |until: Option<&str>| prodops_core::alerts::ahead(until, &now);
+        prodops_core::event::deliverable_transitions(
+            self.old_status,
+            self.new_status,
+            at_risk(self.old_at_risk_until),
+            at_risk(self.new_at_risk_until),
+        )
+        .into_iter()
+        .map(|ty| NewEvent {
+            event_type: ty.to_string(),
+            ..event.clone()
+        })
+        .collect()
+    }
 }
 
 /// The event of a change of a record of `resource` from `old` to `new`, for a writer without a
@@ -96,8 +159,9 @@ pub fn updated_text(
     id: String,
     data: String,
     changed: String,
+    transitions: Option<Transitions<'_>>,
 ) {
-    ctx.record_event(NewEvent {
+    let event = NewEvent {
         event_type,
         resource: res.desc().path,
         record_id: id,
@@ -105,7 +169,14 @@ pub fn updated_text(
         changed: Some(changed),
         by_reference: false,
         record_rowid: None,
-    });
+    };
+    let more = transitions
+        .map(|t| t.events(ctx, &event))
+        .unwrap_or_default();
+    ctx.record_event(event);
+    for t in more {
+        ctx.record_event(t);
+    }
 }
 
 /// A record was removed; `old` is what it was.

@@ -1,5 +1,13 @@
 //! Durable background jobs: rows in the `jobs` table, claimed by any server process sharing the
 //! database, retried with backoff, never lost with a process.
+//!
+//! Some jobs recur: one row each for the whole database. The prune job's row every process
+//! makes sure of at start ([`ensure_recurring`]); it is claimed like any job and due again an
+//! hour after each run. The job that announces what time changes ([`ALERT_EVENTS`]) has a loop
+//! of its own in each process that runs it ([`run_alert_events`]), which makes its row, so that
+//! it can look more often than once a second.
+
+mod alert_events;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +39,19 @@ pub const EVENT_PRUNE_ID: &str = "event-prune";
 /// How often the recurring jobs run.
 const EVENT_PRUNE_EVERY_SECS: i64 = 3600;
 
+/// Announces what time changes: `deliverable.became-late` when a deliverable's `lateAt`
+/// passes (docs/events.md, "Events for what time changes"). One row for the whole database
+/// ([`ALERT_EVENTS_ID`]), whose payload is the watermark of what has been announced
+/// (jobs/alert_events.rs). The claim loop of the other jobs never takes it: each process that
+/// runs it (`Config::alert_events` set) tries to claim it every poll interval
+/// ([`run_alert_events`]), by its lease (`locked_until`), so one process runs it at a time.
+pub const ALERT_EVENTS: &str = "alert_events";
+/// The id of the one [`ALERT_EVENTS`] job.
+pub const ALERT_EVENTS_ID: &str = "alert-events";
+/// How long a claim of [`ALERT_EVENTS`] is reserved: each batch renews it, so a process that
+/// dies leaves the job to another within this time.
+const ALERT_EVENTS_LEASE_SECS: i64 = 5;
+
 /// What a process's jobs need of its configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -38,17 +59,24 @@ pub struct Settings {
     pub event_retention: Duration,
 }
 
-/// Makes sure the recurring jobs exist (due at once when new). Every process does it at start;
-/// the row is inserted once.
+/// Makes sure the prune job exists (due at once when new). Every process does it at start; the
+/// row is inserted once.
 pub fn ensure_recurring(tx: &mut dyn Tx) -> Result<(), StoreError> {
+    ensure_row(tx, EVENT_PRUNE_ID, EVENT_PRUNE)
+}
+
+/// Inserts the one row of a recurring job unless it exists. The [`ALERT_EVENTS`] row is made by
+/// the processes that run that job only, so that a database whose processes all leave it off
+/// has none.
+fn ensure_row(tx: &mut dyn Tx, id: &str, kind: &str) -> Result<(), StoreError> {
     let now = format_time(chrono::Utc::now());
     tx.execute(
         "INSERT INTO jobs (id, organization_id, kind, payload, status, attempts, run_after, locked_until, last_error, created_at, updated_at) \
          VALUES (?, ?, ?, '{}', 'pending', 0, 0, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING",
         &[
-            EVENT_PRUNE_ID.into(),
+            id.into(),
             Uuid::nil().into(),
-            EVENT_PRUNE.into(),
+            kind.into(),
             now.clone().into(),
             now.into(),
         ],
@@ -114,14 +142,15 @@ fn now_secs() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-/// Takes the oldest job that is due, or one whose lease ran out.
+/// Takes the oldest job that is due, or one whose lease ran out ([`ALERT_EVENTS`] aside: it
+/// has its own loop).
 fn claim(tx: &mut dyn Tx) -> Result<Option<Job>, StoreError> {
     let now = now_secs();
     let due =
         "((status = 'pending' AND run_after <= ?) OR (status = 'running' AND locked_until < ?))";
     let rows = tx.query(
-        &format!("SELECT id, organization_id, kind, payload, attempts FROM jobs WHERE {due} ORDER BY created_at, id LIMIT 1"),
-        &[SqlValue::Int(now), SqlValue::Int(now)],
+        &format!("SELECT id, organization_id, kind, payload, attempts FROM jobs WHERE {due} AND kind <> ? ORDER BY created_at, id LIMIT 1"),
+        &[SqlValue::Int(now), SqlValue::Int(now), ALERT_EVENTS.into()],
     )?;
     let Some(row) = rows.into_iter().next() else {
         return Ok(None);
@@ -325,5 +354,77 @@ pub async fn run(state: Arc<AppState>, settings: Settings) {
             }
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), state.jobs.notified()).await;
+    }
+}
+
+/// Claims the [`ALERT_EVENTS`] job for this process unless another holds it: its lease is
+/// free or ran out. Answers the claim's `updated_at` if it did: the mark by which the process
+/// gives it back ([`release_alert_events`]; the turn's batches leave `updated_at` alone).
+fn claim_alert_events(tx: &mut dyn Tx) -> Result<Option<String>, StoreError> {
+    ensure_row(tx, ALERT_EVENTS_ID, ALERT_EVENTS)?;
+    let now = now_secs();
+    let mark = format_time(chrono::Utc::now());
+    let claimed = tx.execute(
+        "UPDATE jobs SET status = 'running', locked_until = ?, attempts = attempts + 1, updated_at = ? \
+         WHERE id = ? AND (status <> 'running' OR locked_until IS NULL OR locked_until < ?)",
+        &[
+            SqlValue::Int(now + ALERT_EVENTS_LEASE_SECS),
+            mark.clone().into(),
+            ALERT_EVENTS_ID.into(),
+            SqlValue::Int(now),
+        ],
+    )?;
+    Ok((claimed == 1).then_some(mark))
+}
+
+/// Gives the [`ALERT_EVENTS`] job back after a turn, with the turn's error if it failed, unless
+/// another process claimed it since `mark` (this process's lease ran out): then it is that
+/// one's to give back.
+fn release_alert_events(
+    tx: &mut dyn Tx,
+    mark: &str,
+    error: Option<String>,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE jobs SET status = 'pending', locked_until = NULL, run_after = ?, last_error = ?, \
+         attempts = 0, updated_at = ? WHERE id = ? AND updated_at = ?",
+        &[
+            SqlValue::Int(now_secs()),
+            error.into(),
+            format_time(chrono::Utc::now()).into(),
+            ALERT_EVENTS_ID.into(),
+            mark.into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The loop of a process that runs the job announcing what time changes: every `every`, it
+/// claims the one [`ALERT_EVENTS`] row if no other process holds it, runs a turn (from the
+/// watermark to its clock's now, jobs/alert_events.rs), and gives it back. A process killed in
+/// a turn holds it until its lease runs out ([`ALERT_EVENTS_LEASE_SECS`]); the watermark,
+/// moved with the events of each batch, says where the next turn goes on from.
+pub async fn run_alert_events(state: Arc<AppState>, every: Duration) {
+    loop {
+        match state.store.write(claim_alert_events).await {
+            Ok(Some(mark)) => {
+                let outcome =
+                    alert_events::run(&state, ALERT_EVENTS_ID, ALERT_EVENTS_LEASE_SECS).await;
+                let error = outcome.err().map(|e| {
+                    tracing::warn!("the alert events' turn failed: {}", e.message);
+                    e.message
+                });
+                let released = state
+                    .store
+                    .write(move |tx| release_alert_events(tx, &mark, error.clone()))
+                    .await;
+                if let Err(e) = released {
+                    tracing::warn!("could not give the alert events' job back: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("could not claim the alert events' job: {e}"),
+        }
+        tokio::time::sleep(every).await;
     }
 }

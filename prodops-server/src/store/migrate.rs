@@ -295,6 +295,9 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     // PostgreSQL: the same events leave `ix_events_record` (now partial) for a partial hash
     // index on the record id (store/events.rs). Nothing on SQLite.
     (74, crate::store::events::migrate_created_index),
+    // The bounds of the deliverables' alert windows, indexed across organizations, for the job
+    // that announces what time changes (store/alert_times.rs).
+    (85, crate::store::alert_times::add_indexes),
 ];
 
 /// The unique index behind "a ledger row is reversed once".

@@ -10,6 +10,7 @@
 //! module knows which database runs (`tests/layers.rs` checks it). The lowest layer of the
 //! crate: it imports nothing of the others.
 
+pub mod alert_times;
 pub mod counting;
 pub mod deliverables;
 pub mod event_links;
