@@ -12,7 +12,7 @@
 //!
 //! Meanings where the specification says "not shown" are in `docs/deliverables.md`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -203,6 +203,62 @@ pub struct NodeFacts {
     pub session_workers: Vec<Uuid>,
 }
 
+/// A node's own part of its aggregated fields: what it adds to them whatever its children.
+struct Own {
+    stage: Option<Uuid>,
+    status: ProgressStatus,
+    held_back: bool,
+    workers: Vec<Uuid>,
+    tags: Vec<String>,
+}
+
+impl Own {
+    fn of(node: &Deliverable, facts: &NodeFacts) -> Own {
+        let mut workers = worker_ids(node);
+        workers.extend(facts.session_workers.iter().copied());
+        workers.sort();
+        workers.dedup();
+        Own {
+            stage: if node.kind == DeliverableType::Stage {
+                data_uuid(node, "stageId")
+            } else {
+                None
+            },
+            status: status(node),
+            held_back: held_back(node),
+            workers,
+            tags: tags(node),
+        }
+    }
+}
+
+/// The aggregated part of a node's computed fields, its own part included: what
+/// [`compute`] gathers from all the children and [`compute_incremental`] from the stored
+/// fields and the children that changed.
+struct Rollup {
+    stage_ids: BTreeSet<Uuid>,
+    phase_names: BTreeSet<String>,
+    current_stage_ids: BTreeSet<Uuid>,
+    current_phase_names: BTreeSet<String>,
+    workers: BTreeSet<Uuid>,
+    tags: BTreeSet<String>,
+    current_children: Vec<ChildSummary>,
+    late_at: Option<String>,
+    at_risk_until: Option<String>,
+    on_hold: bool,
+}
+
+/// The entry of `child` in its parent's `currentChildren`.
+fn summary(child: &Deliverable) -> ChildSummary {
+    ChildSummary {
+        id: child.id,
+        name: child.name.clone(),
+        kind: child.kind,
+        status: status(child),
+        percentage: child.progress.as_ref().map_or(0.0, |p| p.percentage),
+    }
+}
+
 /// The computed fields of `node`: the inherited part from its parent, the aggregated part from
 /// its children (in sibling order; archived children are left out); the alerts as of `now`
 /// (the instants they derive from do not depend on it, see [`crate::alerts`]).
@@ -214,14 +270,12 @@ pub fn compute(
     now: DateTime<Utc>,
 ) -> Computed {
     let inh = inherit(node, parent, facts.stage_shop);
+    let own = Own::of(node, facts);
     let children: Vec<&Deliverable> = children
         .iter()
         .copied()
         .filter(|c| !c.is_archived)
         .collect();
-    let own_due_date = data_date(node, "dueDate");
-    let effective_due_date_is_inherited =
-        own_due_date.is_none() && inh.effective_due_date.is_some();
 
     let mut stage_ids = BTreeSet::new();
     let mut phase_names = BTreeSet::new();
@@ -229,30 +283,18 @@ pub fn compute(
     let mut current_phase_names = BTreeSet::new();
     let mut combined_workers = BTreeSet::new();
     let mut combined_tags = BTreeSet::new();
-    let own_stage = if node.kind == DeliverableType::Stage {
-        data_uuid(node, "stageId")
-    } else {
-        None
-    };
-    let own_status = status(node);
-    stage_ids.extend(own_stage);
+    stage_ids.extend(own.stage);
     if node.kind == DeliverableType::Phase {
         phase_names.insert(node.name.clone());
     }
-    let mut own_workers = worker_ids(node);
-    own_workers.extend(facts.session_workers.iter().copied());
-    own_workers.sort();
-    own_workers.dedup();
-    let own_tags = tags(node);
-    combined_workers.extend(own_workers.iter().copied());
-    combined_tags.extend(own_tags.iter().cloned());
+    combined_workers.extend(own.workers.iter().copied());
+    combined_tags.extend(own.tags.iter().cloned());
 
-    let own_held_back = held_back(node);
     if node.kind == DeliverableType::Stage {
-        if own_status != ProgressStatus::Done && !own_held_back {
-            current_stage_ids.extend(own_stage);
+        if own.status != ProgressStatus::Done && !own.held_back {
+            current_stage_ids.extend(own.stage);
         }
-    } else if !own_held_back {
+    } else if !own.held_back {
         // Stage nodes of one container are worked in sibling order: the first one not done is
         // the current one (none while it waits for a predecessor). Other children contribute
         // their own frontier (empty while they wait).
@@ -276,7 +318,7 @@ pub fn compute(
         let c = &child.computed;
         stage_ids.extend(c.contained_stage_ids.iter().copied());
         phase_names.extend(c.contained_phase_names.iter().cloned());
-        if !own_held_back {
+        if !own.held_back {
             current_phase_names.extend(c.current_phase_names.iter().cloned());
         }
         combined_workers.extend(c.combined_worker_ids.iter().copied());
@@ -284,40 +326,55 @@ pub fn compute(
         child_late_at = earliest(child_late_at, c.late_at.as_deref());
         child_at_risk_until = latest(child_at_risk_until, c.at_risk_until.as_deref());
         child_on_hold |= c.alert_type == AlertType::OnHold;
-        current_children.push(ChildSummary {
-            id: child.id,
-            name: child.name.clone(),
-            kind: child.kind,
-            status: status(child),
-            percentage: child.progress.as_ref().map_or(0.0, |p| p.percentage),
-        });
+        current_children.push(summary(child));
     }
     if node.kind == DeliverableType::Phase && !current_stage_ids.is_empty() {
         current_phase_names.insert(node.name.clone());
     }
 
-    let done = own_status == ProgressStatus::Done;
+    let mine = own_instants(node, inh.effective_due_at.as_deref());
+    let rollup = Rollup {
+        stage_ids,
+        phase_names,
+        current_stage_ids,
+        current_phase_names,
+        workers: combined_workers,
+        tags: combined_tags,
+        current_children,
+        late_at: earliest(mine.late_at.as_deref(), child_late_at).map(str::to_string),
+        at_risk_until: latest(mine.at_risk_until.as_deref(), child_at_risk_until)
+            .map(str::to_string),
+        on_hold: own.status == ProgressStatus::OnHold || child_on_hold,
+    };
+    assemble(node, inh, own, rollup, now)
+}
+
+/// The computed fields of `node` from its inherited part, its own part and its rollup.
+fn assemble(
+    node: &Deliverable,
+    inh: Inherited,
+    own: Own,
+    r: Rollup,
+    now: DateTime<Utc>,
+) -> Computed {
+    let own_due_date = data_date(node, "dueDate");
+    let effective_due_date_is_inherited =
+        own_due_date.is_none() && inh.effective_due_date.is_some();
+    let done = own.status == ProgressStatus::Done;
     let date = node
         .schedule
         .as_ref()
         .map(|s| s.end_date.date_naive().format("%Y-%m-%d").to_string());
-    let due_at = inh.effective_due_at.as_deref();
-    let own = own_instants(node, due_at);
-    let late_at = earliest(own.late_at.as_deref(), child_late_at).map(str::to_string);
-    let at_risk_until =
-        latest(own.at_risk_until.as_deref(), child_at_risk_until).map(str::to_string);
     let alerts = crate::alerts::as_of(
         &crate::alerts::Basis {
-            on_hold: own_status == ProgressStatus::OnHold || child_on_hold,
+            on_hold: r.on_hold,
             done,
-            effective_due_at: due_at,
-            late_at: late_at.as_deref(),
-            at_risk_until: at_risk_until.as_deref(),
+            effective_due_at: inh.effective_due_at.as_deref(),
+            late_at: r.late_at.as_deref(),
+            at_risk_until: r.at_risk_until.as_deref(),
         },
         &crate::alerts::AsOf::at(now),
     );
-    let effective_due_at = inh.effective_due_at.clone();
-
     Computed {
         root_type: inh.root_type,
         full_name: inh.full_name,
@@ -325,16 +382,16 @@ pub fn compute(
         shop_id: inh.shop_id,
         phases_path: inh.phases_path,
         phase: inh.phase,
-        current_children,
-        contained_stage_ids: stage_ids.into_iter().collect(),
-        contained_phase_names: phase_names.into_iter().collect(),
-        current_stage_ids: current_stage_ids.into_iter().collect(),
-        current_phase_names: current_phase_names.into_iter().collect(),
-        combined_worker_ids: combined_workers.into_iter().collect(),
-        combined_tag_ids: combined_tags.into_iter().collect(),
-        is_leaf: children.is_empty(),
-        worker_ids: own_workers,
-        tags: own_tags,
+        is_leaf: r.current_children.is_empty(),
+        current_children: r.current_children,
+        contained_stage_ids: r.stage_ids.into_iter().collect(),
+        contained_phase_names: r.phase_names.into_iter().collect(),
+        current_stage_ids: r.current_stage_ids.into_iter().collect(),
+        current_phase_names: r.current_phase_names.into_iter().collect(),
+        combined_worker_ids: r.workers.into_iter().collect(),
+        combined_tag_ids: r.tags.into_iter().collect(),
+        worker_ids: own.workers,
+        tags: own.tags,
         project_id: inh.project_id,
         date,
         is_at_risk: alerts.is_at_risk,
@@ -344,10 +401,217 @@ pub fn compute(
         effective_due_date_is_late: alerts.effective_due_date_is_late,
         alert_type: alerts.alert_type,
         alert_type_ordinal: alerts.alert_type.ordinal(),
-        effective_due_at,
-        late_at,
-        at_risk_until,
+        effective_due_at: inh.effective_due_at,
+        late_at: r.late_at,
+        at_risk_until: r.at_risk_until,
     }
+}
+
+/// How one child of a node changed since the node's stored computed fields were computed
+/// ([`compute_incremental`]).
+#[derive(Debug, Clone, Copy)]
+pub enum ChildChange<'a> {
+    /// A child created since: after every child the stored fields know, in the order given
+    /// (a new node is last among its siblings).
+    Created(&'a Deliverable),
+    /// A child the stored fields were computed with as `old`, now `new`.
+    Changed {
+        old: &'a Deliverable,
+        new: &'a Deliverable,
+    },
+}
+
+/// Whether every element of `a` (sorted) is in `b` (sorted).
+fn subset<T: Ord>(a: &[T], b: &[T]) -> bool {
+    let mut b = b.iter();
+    a.iter().all(|x| b.by_ref().any(|y| y == x))
+}
+
+/// `a <= b` for instants where null is never (later than any).
+fn not_later(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(a), Some(b)) => a <= b,
+    }
+}
+
+/// The first stage child not done, in sibling order: the one whose frontier counts.
+fn first_open_stage(children: &[ChildSummary]) -> Option<Uuid> {
+    children
+        .iter()
+        .find(|c| c.kind == DeliverableType::Stage && c.status != ProgressStatus::Done)
+        .map(|c| c.id)
+}
+
+/// The computed fields of `node` from its STORED computed fields and the changes of some of its
+/// children (each child at most once; the others are as the stored fields know them), without
+/// reading the other children: what [`compute`] over all of them gives, or `None` when that
+/// cannot be told from these alone and every child must be read. It can be told when every
+/// child's contribution only grew (it was created; a stage id, phase name, worker or tag joined
+/// its sets; its lateAt moved earlier or its atRiskUntil later, or it was not the one that
+/// set the node's; it went on hold), with the node's own record and inherited part as the
+/// stored fields know them and the work frontier (the first stage child not done) the same
+/// child or none before. It cannot when a child's contribution shrank, a child moved in or out,
+/// was archived or restored, or changed type, or the frontier moved from one child to another;
+/// a sibling reorder is not a change of a child and must not come here.
+pub fn compute_incremental(
+    node: &Deliverable,
+    parent: Option<&Deliverable>,
+    changes: &[ChildChange<'_>],
+    facts: &NodeFacts,
+    now: DateTime<Utc>,
+) -> Option<Computed> {
+    let inh = inherit(node, parent, facts.stage_shop);
+    if inh != Inherited::of(node) {
+        return None;
+    }
+    let own = Own::of(node, facts);
+    let c = &node.computed;
+    if own.workers != c.worker_ids || own.tags != c.tags {
+        return None;
+    }
+    let own_on_hold = own.status == ProgressStatus::OnHold;
+    let mut r = Rollup {
+        stage_ids: c.contained_stage_ids.iter().copied().collect(),
+        phase_names: c.contained_phase_names.iter().cloned().collect(),
+        current_stage_ids: c.current_stage_ids.iter().copied().collect(),
+        current_phase_names: c.current_phase_names.iter().cloned().collect(),
+        workers: c.combined_worker_ids.iter().copied().collect(),
+        tags: c.combined_tag_ids.iter().cloned().collect(),
+        current_children: c.current_children.clone(),
+        late_at: c.late_at.clone(),
+        at_risk_until: c.at_risk_until.clone(),
+        on_hold: c.alert_type == AlertType::OnHold,
+    };
+    let frontier_before = first_open_stage(&r.current_children);
+    let me = Some(node.id);
+    let mut slots: Option<HashMap<Uuid, usize>> = None;
+    let mut seen = std::collections::HashSet::new();
+    // The children whose new contribution joins the rollup, and the old record of each
+    // changed one.
+    let mut joined: Vec<&Deliverable> = Vec::new();
+    let mut olds: HashMap<Uuid, &Deliverable> = HashMap::new();
+    for change in changes {
+        match *change {
+            ChildChange::Created(new) => {
+                if new.parent_id != me || !seen.insert(new.id) {
+                    return None;
+                }
+                let slots = slots.get_or_insert_with(|| slot_index(&r.current_children));
+                if slots.contains_key(&new.id) {
+                    return None;
+                }
+                if new.is_archived {
+                    continue;
+                }
+                slots.insert(new.id, r.current_children.len());
+                r.current_children.push(summary(new));
+                joined.push(new);
+            }
+            ChildChange::Changed { old, new } => {
+                if old.id != new.id
+                    || old.parent_id != me
+                    || new.parent_id != me
+                    || !seen.insert(new.id)
+                {
+                    return None;
+                }
+                if old.is_archived && new.is_archived {
+                    continue;
+                }
+                if old.is_archived || new.is_archived || old.kind != new.kind {
+                    return None;
+                }
+                let slots = slots.get_or_insert_with(|| slot_index(&r.current_children));
+                let slot = *slots.get(&old.id)?;
+                // The stored fields must know the child as `old`.
+                if r.current_children[slot] != summary(old) {
+                    return None;
+                }
+                let (o, n) = (&old.computed, &new.computed);
+                let grew = subset(&o.contained_stage_ids, &n.contained_stage_ids)
+                    && subset(&o.contained_phase_names, &n.contained_phase_names)
+                    && subset(&o.combined_worker_ids, &n.combined_worker_ids)
+                    && subset(&o.combined_tag_ids, &n.combined_tag_ids)
+                    && (own.held_back || subset(&o.current_phase_names, &n.current_phase_names))
+                    && (own.held_back
+                        || node.kind == DeliverableType::Stage
+                        || old.kind == DeliverableType::Stage
+                        || subset(&o.current_stage_ids, &n.current_stage_ids))
+                    // Its lateAt moved earlier, or it was later than the node's (the node's
+                    // comes from its own part or another child).
+                    && (not_later(n.late_at.as_deref(), o.late_at.as_deref())
+                        || !not_later(o.late_at.as_deref(), c.late_at.as_deref()))
+                    // Its atRiskUntil moved later, or it was earlier than the node's.
+                    && (n.at_risk_until >= o.at_risk_until || o.at_risk_until < c.at_risk_until)
+                    && (own_on_hold
+                        || o.alert_type != AlertType::OnHold
+                        || n.alert_type == AlertType::OnHold);
+                if !grew {
+                    return None;
+                }
+                r.current_children[slot] = summary(new);
+                joined.push(new);
+                olds.insert(new.id, old);
+            }
+        }
+    }
+    if node.kind != DeliverableType::Stage && !own.held_back {
+        let frontier = first_open_stage(&r.current_children);
+        if frontier != frontier_before {
+            // The frontier moved: fine from none to a child (it only adds), not from one
+            // child to another or to none (the first one's stage ids may leave).
+            if frontier_before.is_some() || !joined.iter().any(|j| Some(j.id) == frontier) {
+                return None;
+            }
+        } else if let Some(f) = frontier
+            && let Some(old) = olds.get(&f)
+        {
+            let new = joined.iter().find(|j| j.id == f)?;
+            if !subset(
+                &old.computed.current_stage_ids,
+                &new.computed.current_stage_ids,
+            ) {
+                return None;
+            }
+        }
+        for j in &joined {
+            if j.kind != DeliverableType::Stage || Some(j.id) == frontier {
+                r.current_stage_ids
+                    .extend(j.computed.current_stage_ids.iter().copied());
+            }
+        }
+    }
+    for j in &joined {
+        let n = &j.computed;
+        r.stage_ids.extend(n.contained_stage_ids.iter().copied());
+        r.phase_names
+            .extend(n.contained_phase_names.iter().cloned());
+        if !own.held_back {
+            r.current_phase_names
+                .extend(n.current_phase_names.iter().cloned());
+        }
+        r.workers.extend(n.combined_worker_ids.iter().copied());
+        r.tags.extend(n.combined_tag_ids.iter().cloned());
+        r.late_at = earliest(r.late_at.as_deref(), n.late_at.as_deref()).map(str::to_string);
+        r.at_risk_until =
+            latest(r.at_risk_until.as_deref(), n.at_risk_until.as_deref()).map(str::to_string);
+        r.on_hold |= n.alert_type == AlertType::OnHold;
+    }
+    if node.kind == DeliverableType::Phase && !r.current_stage_ids.is_empty() {
+        r.current_phase_names.insert(node.name.clone());
+    }
+    Some(assemble(node, inh, own, r, now))
+}
+
+/// Each child's position in a `currentChildren` list.
+fn slot_index(children: &[ChildSummary]) -> HashMap<Uuid, usize> {
+    children
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id, i))
+        .collect()
 }
 
 /// A node's own alert instants, without its children's (which [`compute`] adds).
@@ -434,6 +698,12 @@ pub trait TreeStore {
     fn prefetch_nodes(&mut self, ids: &[Uuid]) -> Result<(), Self::Error> {
         self.prefetch_session_workers(ids)
     }
+    /// Tells the store that [`refresh`] is done with the children of `id` it asked for
+    /// ([`TreeStore::children`]), so that it may drop those it holds only for that (a refresh
+    /// then holds one parent's children at a time); by default nothing.
+    fn release_children(&mut self, _id: Uuid) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Stores a node whose `computed` or `rootParentId` changed.
     fn save(&mut self, node: &Deliverable) -> Result<(), Self::Error>;
 }
@@ -492,16 +762,68 @@ pub struct Change {
 /// Returns how many records were saved.
 ///
 /// `old` is the record as it was before the writes (`None` for a record created without any
-/// later change). The changes may also be a whole batch of writes whose refresh was put off
-/// until the batch's end ([`refresh_batch`]); then every affected ancestor is recomputed once
-/// for the batch, not once per written record.
+/// later change); the stored computed fields of every node not among `changes` must be true of
+/// the tree as it was before them. The changes may also be a whole batch of writes whose
+/// refresh was put off until the batch's end ([`refresh_batch`]); then every affected ancestor
+/// is recomputed once for the batch, not once per written record.
+///
+/// An ancestor none of `changes` names is recomputed from its stored fields and the children
+/// that changed below it ([`compute_incremental`]) when that can be told, without reading its
+/// other children (a batch of new nodes under large parents reads none of their siblings);
+/// otherwise from all its children, which the store may drop once that parent is done
+/// ([`TreeStore::release_children`]).
 pub fn refresh<S: TreeStore>(
     store: &mut S,
     changes: &[Change],
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
+    let created: HashSet<Uuid> = changes
+        .iter()
+        .filter(|c| c.old.is_none())
+        .map(|c| c.id)
+        .collect();
+    refresh_with(store, changes, &created, now)
+}
+
+/// What [`refresh`] knows of the nodes it changed, for the ancestors it recomputes
+/// incrementally ([`compute_incremental`]).
+#[derive(Default)]
+struct Touched {
+    /// Each changed node's record as its parent's stored computed fields know it (`None`: it
+    /// was created since), the first time it was seen.
+    before: HashMap<Uuid, Option<Deliverable>>,
+    /// Per parent, its changed children in the order first seen (new ones in the order they
+    /// were created, which is their sibling order).
+    kids: HashMap<Uuid, Vec<Uuid>>,
+    /// Nodes recomputed from all their children: their stored fields are not those of the
+    /// tree before the changes (a written record, a node of a refreshed subtree), or a child
+    /// moved in or out.
+    full: HashSet<Uuid>,
+}
+
+impl Touched {
+    fn note(&mut self, id: Uuid, parent: Option<Uuid>, before: Option<Deliverable>) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.before.entry(id) {
+            e.insert(before);
+            if let Some(p) = parent {
+                self.kids.entry(p).or_default().push(id);
+            }
+        }
+    }
+}
+
+/// [`refresh`] where `created` are the records of `changes` created by the writes (a batch's
+/// creates count from their state as created, see [`Batch::changes`]).
+fn refresh_with<S: TreeStore>(
+    store: &mut S,
+    changes: &[Change],
+    created: &HashSet<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<usize, S::Error> {
     let mut saved = 0;
     let mut chains: Vec<Uuid> = Vec::new();
+    let mut touched = Touched::default();
+    touched.full.extend(changes.iter().map(|c| c.id));
     if changes.len() > 1 {
         let ids: Vec<Uuid> = changes.iter().map(|c| c.id).collect();
         store.prefetch_nodes(&ids)?;
@@ -518,11 +840,19 @@ pub fn refresh<S: TreeStore>(
             store.save(&node)?;
             saved += 1;
         }
+        drop(refs);
+        drop(children);
         if let Some(old) = &change.old {
+            if old.parent_id != node.parent_id {
+                // Moved (or created under one parent and moved within the batch): both
+                // parents read all their children.
+                touched.full.extend(old.parent_id);
+                touched.full.extend(node.parent_id);
+            }
             let inherited_changed = Inherited::of(old) != Inherited::of(&node)
                 || old.root_parent_id != node.root_parent_id;
             if inherited_changed {
-                let n = refresh_subtree(store, &node, now)?;
+                let n = refresh_subtree(store, &node, now, &mut touched.full)?;
                 if n > 0 {
                     saved += n;
                     // Its own aggregates read the children just refreshed.
@@ -535,11 +865,17 @@ pub fn refresh<S: TreeStore>(
                 chains.push(p);
             }
         }
+        let before = if created.contains(&change.id) {
+            None
+        } else {
+            change.old.clone()
+        };
+        touched.note(change.id, node.parent_id, before);
         if let Some(p) = node.parent_id {
             chains.push(p);
         }
     }
-    saved += refresh_ancestors(store, chains, now)?;
+    saved += refresh_ancestors(store, chains, &mut touched, now)?;
     Ok(saved)
 }
 
@@ -549,6 +885,7 @@ pub fn refresh<S: TreeStore>(
 pub struct Batch {
     order: Vec<Uuid>,
     first: HashMap<Uuid, Deliverable>,
+    created: HashSet<Uuid>,
 }
 
 impl Batch {
@@ -557,6 +894,9 @@ impl Batch {
     pub fn note(&mut self, old: Option<&Deliverable>, new: &Deliverable) {
         if !self.first.contains_key(&new.id) {
             self.order.push(new.id);
+            if old.is_none() {
+                self.created.insert(new.id);
+            }
             self.first
                 .insert(new.id, old.cloned().unwrap_or_else(|| new.clone()));
         }
@@ -592,21 +932,23 @@ pub fn refresh_batch<S: TreeStore>(
     batch: &Batch,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
-    refresh(store, &batch.changes(), now)
+    refresh_with(store, &batch.changes(), &batch.created, now)
 }
 
 /// Recomputes every descendant of `top` (whose record is current): inherited parts parents
-/// first, then aggregated parts children first.
+/// first, then aggregated parts children first. Adds each descendant to `full`.
 fn refresh_subtree<S: TreeStore>(
     store: &mut S,
     top: &Deliverable,
     now: DateTime<Utc>,
+    full: &mut HashSet<Uuid>,
 ) -> Result<usize, S::Error> {
     let mut nodes = store.descendants(top.id)?;
     if nodes.is_empty() {
         return Ok(0);
     }
     let ids: Vec<Uuid> = nodes.iter().map(|n| n.id).collect();
+    full.extend(ids.iter().copied());
     store.prefetch_session_workers(&ids)?;
     let before: Vec<Deliverable> = nodes.clone();
     let index: HashMap<Uuid, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
@@ -665,10 +1007,13 @@ fn refresh_subtree<S: TreeStore>(
 
 /// Recomputes the nodes of `starts` and, while a node changes, its ancestors: deepest first,
 /// so that a node is recomputed once, after every changed node below it. (The inherited parts
-/// are current by now, so `computed.fullPath` gives each node's depth.)
+/// are current by now, so `computed.fullPath` gives each node's depth.) A node not in
+/// `touched.full` is recomputed from its stored fields and its changed children when
+/// [`compute_incremental`] can tell, otherwise from all its children, released once it is done.
 fn refresh_ancestors<S: TreeStore>(
     store: &mut S,
     starts: Vec<Uuid>,
+    touched: &mut Touched,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
     use std::cmp::Reverse;
@@ -680,17 +1025,57 @@ fn refresh_ancestors<S: TreeStore>(
     }
     while let Some((Reverse(depth), id)) = work.pop_first() {
         let mut node = store.node(id)?;
+        let before = node.clone();
         let parent = match node.parent_id {
             Some(p) => Some(store.node(p)?),
             None => None,
         };
-        let children = store.children(id)?;
-        let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-        if !prepare(store, &mut node, parent.as_ref(), &refs, now)? {
+        let kids = touched.kids.remove(&id).unwrap_or_default();
+        let incremental = if touched.full.contains(&id) {
+            None
+        } else {
+            let mut news = Vec::with_capacity(kids.len());
+            for k in &kids {
+                news.push(store.node(*k)?);
+            }
+            let changes: Vec<ChildChange<'_>> = kids
+                .iter()
+                .zip(&news)
+                .map(|(k, new)| match touched.before.get(k) {
+                    Some(Some(old)) => ChildChange::Changed { old, new },
+                    _ => ChildChange::Created(new),
+                })
+                .collect();
+            let facts = facts_of(store, &node)?;
+            compute_incremental(&node, parent.as_ref(), &changes, &facts, now)
+        };
+        // Whatever happens next, this node's stored fields are no longer those of the tree
+        // before the changes.
+        touched.full.insert(id);
+        let changed = match incremental {
+            Some(computed) => {
+                let root = root_parent_id(parent.as_ref());
+                let changed = computed != node.computed || root != node.root_parent_id;
+                node.computed = computed;
+                node.root_parent_id = root;
+                changed
+            }
+            None => {
+                let children = store.children(id)?;
+                let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
+                let changed = prepare(store, &mut node, parent.as_ref(), &refs, now)?;
+                drop(refs);
+                drop(children);
+                store.release_children(id)?;
+                changed
+            }
+        };
+        if !changed {
             continue;
         }
         store.save(&node)?;
         saved += 1;
+        touched.note(id, node.parent_id, Some(before));
         if let Some(p) = node.parent_id {
             work.insert((Reverse(depth.saturating_sub(1)), p));
         }

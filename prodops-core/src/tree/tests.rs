@@ -37,6 +37,8 @@ struct Mem {
     keys: HashMap<Uuid, i64>,
     shops: HashMap<Uuid, Uuid>,
     sessions: HashMap<Uuid, Vec<Uuid>>,
+    /// The nodes whose children were asked for ([`TreeStore::children`]), in order.
+    asked: Vec<Uuid>,
 }
 
 impl Mem {
@@ -114,6 +116,7 @@ impl TreeStore for Mem {
         Ok(self.nodes[&id].clone())
     }
     fn children(&mut self, id: Uuid) -> Result<Vec<std::sync::Arc<Deliverable>>, Infallible> {
+        self.asked.push(id);
         Ok(self.kids(id).into_iter().map(std::sync::Arc::new).collect())
     }
     fn descendants(&mut self, id: Uuid) -> Result<Vec<Deliverable>, Infallible> {
@@ -561,5 +564,298 @@ proptest! {
                 prop_assert_eq!(&scratch[id], n, "node {}", id);
             }
         }
+    }
+}
+
+/// What a child hands its parent, drawn at random (ids and names from small pools, so that
+/// children share and lose them).
+#[derive(Debug, Clone)]
+struct Contribution {
+    kind: usize,
+    status: usize,
+    archived: bool,
+    stages: Vec<u8>,
+    phases: Vec<u8>,
+    cur_stages: Vec<u8>,
+    cur_phases: Vec<u8>,
+    workers: Vec<u8>,
+    tags: Vec<u8>,
+    late: Option<u8>,
+    risk: Option<u8>,
+    on_hold: bool,
+}
+
+prop_compose! {
+    fn contribution()(
+        kind in 0usize..4,
+        status in 0usize..6,
+        archived in proptest::bool::weighted(0.1),
+        stages in proptest::collection::vec(0u8..6, 0..3),
+        phases in proptest::collection::vec(0u8..4, 0..2),
+        cur_stages in proptest::collection::vec(0u8..6, 0..2),
+        cur_phases in proptest::collection::vec(0u8..4, 0..2),
+        workers in proptest::collection::vec(0u8..5, 0..2),
+        tags in proptest::collection::vec(0u8..4, 0..2),
+        late in proptest::option::of(0u8..20),
+        risk in proptest::option::of(0u8..20),
+        on_hold in proptest::bool::weighted(0.2),
+    ) -> Contribution {
+        Contribution { kind, status, archived, stages, phases, cur_stages, cur_phases, workers, tags, late, risk, on_hold }
+    }
+}
+
+/// The kinds a child is drawn from: stages (the frontier rule) and containers.
+const CHILD_KINDS: [DeliverableType; 4] = [
+    DeliverableType::Stage,
+    DeliverableType::Stage,
+    DeliverableType::Step,
+    DeliverableType::Component,
+];
+
+fn instant(day: u8) -> String {
+    format!("2024-06-{:02}T00:00:00Z", u32::from(day) + 1)
+}
+
+fn sorted<T: Ord + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let set: std::collections::BTreeSet<T> = items.into_iter().collect();
+    set.into_iter().collect()
+}
+
+/// A child of `parent` whose computed fields are `c` (they need not be consistent with a
+/// subtree: a parent only reads them).
+fn child_of(parent: Uuid, n: u128, c: &Contribution) -> Deliverable {
+    let kind = CHILD_KINDS[c.kind];
+    let mut d = node(n, kind, Some(parent));
+    d.progress = Some(Progress {
+        status: STATUSES[c.status],
+        percentage: f64::from(c.status as u8 * 10),
+        ..Default::default()
+    });
+    d.is_archived = c.archived;
+    let k = &mut d.computed;
+    k.contained_stage_ids = sorted(c.stages.iter().map(|s| Uuid::from_u128(u128::from(*s) + 1)));
+    k.contained_phase_names = sorted(c.phases.iter().map(|p| format!("p{p}")));
+    k.current_stage_ids = sorted(
+        c.cur_stages
+            .iter()
+            .map(|s| Uuid::from_u128(u128::from(*s) + 1)),
+    );
+    k.current_phase_names = sorted(c.cur_phases.iter().map(|p| format!("p{p}")));
+    k.combined_worker_ids = sorted(
+        c.workers
+            .iter()
+            .map(|w| Uuid::from_u128(u128::from(*w) + 100)),
+    );
+    k.combined_tag_ids = sorted(c.tags.iter().map(|t| format!("t{t}")));
+    k.late_at = c.late.map(instant);
+    k.at_risk_until = c.risk.map(instant);
+    if c.on_hold {
+        k.alert_type = AlertType::OnHold;
+    }
+    d
+}
+
+/// `old` grown by `extra` (every set a superset, lateAt no later, atRiskUntil no earlier, on
+/// hold if either), its status `extra`'s when `restatus`.
+fn grown(old: &Contribution, extra: &Contribution, restatus: bool) -> Contribution {
+    let join = |a: &[u8], b: &[u8]| a.iter().chain(b).copied().collect::<Vec<u8>>();
+    Contribution {
+        kind: old.kind,
+        status: if restatus { extra.status } else { old.status },
+        archived: old.archived,
+        stages: join(&old.stages, &extra.stages),
+        phases: join(&old.phases, &extra.phases),
+        cur_stages: join(&old.cur_stages, &extra.cur_stages),
+        cur_phases: join(&old.cur_phases, &extra.cur_phases),
+        workers: join(&old.workers, &extra.workers),
+        tags: join(&old.tags, &extra.tags),
+        late: match (old.late, extra.late) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+        risk: old.risk.max(extra.risk),
+        on_hold: old.on_hold || extra.on_hold,
+    }
+}
+
+/// One edit of an existing child: grown (often) or replaced by anything.
+#[derive(Debug, Clone)]
+struct Edit {
+    child: usize,
+    grow: bool,
+    restatus: bool,
+    to: Contribution,
+}
+
+prop_compose! {
+    fn edit()(
+        child in any::<usize>(),
+        grow in proptest::bool::weighted(0.7),
+        restatus in proptest::bool::weighted(0.3),
+        to in contribution(),
+    ) -> Edit {
+        Edit { child, grow, restatus, to }
+    }
+}
+
+const PARENT_KINDS: [DeliverableType; 4] = [
+    DeliverableType::Phase,
+    DeliverableType::Order,
+    DeliverableType::Stage,
+    DeliverableType::Component,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The incremental recompute of a parent from its stored fields and the changes of some of
+    /// its children equals the full `compute` over all its children, field for field, whenever
+    /// it answers; and it answers for appends of new children and children that only grew.
+    #[test]
+    fn incremental_rollup_equals_full_compute(
+        parent_kind in 0usize..4,
+        parent_status in 0usize..6,
+        parent_due in proptest::option::of(0u8..20),
+        parent_workers in proptest::collection::vec(0u8..5, 0..2),
+        sessions in proptest::collection::vec(0u8..5, 0..2),
+        olds in proptest::collection::vec(contribution(), 0..8),
+        edits in proptest::collection::vec(edit(), 0..4),
+        creates in proptest::collection::vec(contribution(), 0..4),
+    ) {
+        let kind = PARENT_KINDS[parent_kind];
+        let mut p = node(1, kind, None);
+        p.progress = Some(Progress { status: STATUSES[parent_status], ..Default::default() });
+        if let Some(d) = parent_due {
+            p.data.insert("dueDate".into(), json!(instant(d)[..10].to_string()));
+        }
+        p.data.insert(
+            "workerIds".into(),
+            json!(parent_workers.iter().map(|w| Uuid::from_u128(u128::from(*w) + 100)).collect::<Vec<_>>()),
+        );
+        p.schedule = parent_due.map(|d| crate::deliverable::Schedule {
+            start_date: today(),
+            end_date: today() + chrono::Days::new(u64::from(d % 7) * 3),
+        });
+        let facts = NodeFacts {
+            stage_shop: None,
+            session_workers: sorted(sessions.iter().map(|w| Uuid::from_u128(u128::from(*w) + 100))),
+        };
+        let old_kids: Vec<Deliverable> =
+            olds.iter().enumerate().map(|(i, c)| child_of(p.id, 10 + i as u128, c)).collect();
+        let refs: Vec<&Deliverable> = old_kids.iter().collect();
+        p.computed = compute(&p, None, &refs, &facts, today());
+
+        // The children after the changes: edited ones in place, new ones appended.
+        let mut new_kids = old_kids.clone();
+        let mut edited = std::collections::BTreeSet::new();
+        // Whether every edit only grew a child's contribution, its status and name kept.
+        let mut only_growth = true;
+        if !old_kids.is_empty() {
+            for e in &edits {
+                let i = e.child % old_kids.len();
+                if !edited.insert(i) {
+                    continue;
+                }
+                only_growth &= e.grow && !e.restatus;
+                let to = if e.grow { grown(&olds[i], &e.to, e.restatus) } else { e.to.clone() };
+                let mut n = child_of(p.id, 10 + i as u128, &to);
+                n.name = if e.restatus { format!("{} renamed", n.name) } else { n.name };
+                new_kids[i] = n;
+            }
+        }
+        for (j, c) in creates.iter().enumerate() {
+            new_kids.push(child_of(p.id, 100 + j as u128, c));
+        }
+        let mut changes: Vec<ChildChange<'_>> = edited
+            .iter()
+            .map(|&i| ChildChange::Changed { old: &old_kids[i], new: &new_kids[i] })
+            .collect();
+        changes.extend(new_kids[old_kids.len()..].iter().map(ChildChange::Created));
+
+        let refs: Vec<&Deliverable> = new_kids.iter().collect();
+        let full = compute(&p, None, &refs, &facts, today());
+        let incremental = compute_incremental(&p, None, &changes, &facts, today());
+        if let Some(got) = &incremental {
+            prop_assert_eq!(got, &full);
+        }
+        if only_growth {
+            prop_assert!(incremental.is_some(), "appends and growth are incremental");
+        }
+    }
+}
+
+/// A batch of new stages under large stored phases (the shape of a shuffled import) refreshes
+/// them without asking for their children, and leaves every node as a from-scratch
+/// recomputation; a batch that completes a phase's first open stage (the frontier moves) reads
+/// that phase's children.
+#[test]
+fn appending_children_reads_none_of_their_siblings() {
+    let mut m = Mem::default();
+    m.shops
+        .insert(Uuid::from_u128(STAGE_A), Uuid::from_u128(0x5A));
+    let order = Uuid::from_u128(10);
+    m.write(node(10, DeliverableType::Order, None));
+    let phases: Vec<Uuid> = (0..3).map(|i| Uuid::from_u128(20 + i)).collect();
+    for p in &phases {
+        m.write(node(p.as_u128(), DeliverableType::Phase, Some(order)));
+    }
+    let mut next = 1000u128;
+    let mut stage = |m: &mut Mem, batch: Option<&mut Batch>, parent: Uuid, tag: &str| {
+        let mut s = node(next, DeliverableType::Stage, Some(parent));
+        next += 1;
+        s.data.insert(
+            "stageId".into(),
+            json!(Uuid::from_u128(if next.is_multiple_of(2) {
+                STAGE_A
+            } else {
+                STAGE_B
+            })),
+        );
+        s.data.insert("tags".into(), json!([tag]));
+        s.data.insert(
+            "dueDate".into(),
+            json!(format!("2024-05-{:02}", next % 28 + 1)),
+        );
+        let id = s.id;
+        match batch {
+            Some(b) => m.write_deferred(b, s),
+            None => m.write(s),
+        }
+        id
+    };
+    for p in &phases {
+        for _ in 0..10 {
+            stage(&mut m, None, *p, "old");
+        }
+    }
+    let mut batch = Batch::default();
+    for i in 0..30 {
+        stage(&mut m, Some(&mut batch), phases[i % 3], &format!("t{i}"));
+    }
+    m.asked.clear();
+    refresh_batch(&mut m, &batch, today()).unwrap();
+    for p in &phases {
+        assert!(!m.asked.contains(p), "the children of {p} were read");
+    }
+    assert!(!m.asked.contains(&order));
+    let scratch = m.scratch();
+    for (id, n) in &m.nodes {
+        assert_eq!(&scratch[id], n, "node {id}");
+    }
+    assert_eq!(m.nodes[&phases[0]].computed.current_children.len(), 20);
+
+    // The first open stage of phase 0 done: the frontier moves, the phase reads its children.
+    let first = m.kids(phases[0])[0].clone();
+    let mut done = first.clone();
+    done.progress = Some(Progress {
+        status: ProgressStatus::Done,
+        ..Default::default()
+    });
+    m.asked.clear();
+    m.write(done);
+    assert!(m.asked.contains(&phases[0]));
+    let scratch = m.scratch();
+    for (id, n) in &m.nodes {
+        assert_eq!(&scratch[id], n, "node {id}");
     }
 }

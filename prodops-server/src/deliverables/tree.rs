@@ -448,6 +448,11 @@ pub struct TxTree<'a> {
     workers: HashMap<Uuid, Vec<Uuid>>,
     nodes: HashMap<Uuid, Arc<Deliverable>>,
     kids: HashMap<Uuid, Vec<Uuid>>,
+    /// Records held only because a child list was read ([`TxTree::read_children`]) and not
+    /// written since: dropped when core's refresh releases that list
+    /// ([`TreeStore::release_children`]), so that a refresh reading the children of many large
+    /// parents holds one parent's at a time.
+    transient: std::collections::HashSet<Uuid>,
     pub saved: Vec<Uuid>,
     /// With deferred writes, `save` and `write` only update the cache; `flush` writes every
     /// changed record once.
@@ -466,6 +471,7 @@ impl<'a> TxTree<'a> {
             workers: HashMap::new(),
             nodes: HashMap::new(),
             kids: HashMap::new(),
+            transient: Default::default(),
             saved: Vec::new(),
             deferred: None,
             locked: false,
@@ -616,6 +622,7 @@ impl<'a> TxTree<'a> {
                         continue;
                     };
                     self.nodes.insert(kid, Arc::new(parse_text(&text)?));
+                    self.transient.insert(kid);
                 }
                 found.entry(parent).or_default().push(kid);
             }
@@ -671,6 +678,7 @@ impl<'a> TxTree<'a> {
             // Announced as written by the action; the deferred refresh of computed fields at
             // the end of the bulk call is not an event of its own (docs/events.md).
             record_update_event(self.ctx, old, &stored)?;
+            self.transient.remove(&new.id);
             self.nodes.insert(new.id, Arc::new(stored.clone()));
             return Ok(stored);
         }
@@ -689,6 +697,7 @@ impl<'a> TxTree<'a> {
             &checked,
         );
         let node = parse_deliverable(&checked)?;
+        self.transient.remove(&node.id);
         self.nodes.insert(node.id, Arc::new(node.clone()));
         Ok(node)
     }
@@ -841,12 +850,26 @@ impl TreeStore for TxTree<'_> {
         self.read_children(&not_held(ids, &self.kids))
     }
 
+    /// Drops the child list of `id` and the children's records held only for it (neither
+    /// written since nor read otherwise): read again if asked for again.
+    fn release_children(&mut self, id: Uuid) -> ApiResult<()> {
+        if let Some(kids) = self.kids.remove(&id) {
+            for k in kids {
+                if self.transient.remove(&k) {
+                    self.nodes.remove(&k);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn save(&mut self, node: &Deliverable) -> ApiResult<()> {
         self.lock()?;
         // The refresh of computed fields (an action's node and its ancestors' roll-up) is
         // where a deliverable turns at risk: announced here (docs/events.md).
         let before = self.nodes.get(&node.id).cloned();
         announce_at_risk(self.ctx, before.as_deref(), node)?;
+        self.transient.remove(&node.id);
         if let Some(dirty) = &mut self.deferred {
             dirty.insert(node.id);
             let mut stored = node.clone();

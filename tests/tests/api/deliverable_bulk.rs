@@ -713,3 +713,148 @@ async fn concurrent_bulk_calls_under_one_parent_lose_no_child() {
         assert_eq!(children.len(), 600);
     }
 }
+
+/// A tree imported in batches of shuffled rows (each batch creating children under most
+/// parents that earlier batches created, as `prodops deliverable import` of a shuffled file
+/// does) ends where the same rows in one call end: every parent's computed fields
+/// (`currentChildren` in sibling order, contained and current stage ids, workers, tags,
+/// `isLeaf`, `lateAt`, alerts) as a recompute over all its children gives them. The refresh
+/// takes a parent's new children into its stored fields without reading its other children
+/// (core's `tree::compute_incremental`); the batches of updates that follow (stages done, so
+/// that the work frontier moves; tags and due dates changed both ways) take the paths that
+/// read every child of a parent, and end where the same updates in one call end too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_imported_in_shuffled_batches_ends_as_one_sorted_call() {
+    let server = TestServer::start().await;
+    let (batched, single, stage_a) = two_organizations(&server).await;
+    let stage_b = "0191c3a8-0000-7000-8000-00000000aaab";
+    for api in [&batched, &single] {
+        api.create(
+            "stage",
+            json!({"id": stage_b, "name": "Weld", "shopId": "0191c3a8-0000-7000-8000-00000000bbbb"}),
+        )
+        .await;
+    }
+    let id = |n: u32| format!("0191c3a8-0000-7000-8000-{n:012x}");
+    // A small deterministic shuffle (no dependency on a random crate).
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |below: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below as u64) as usize
+    };
+    // (depth, record): 2 orders x 4 phases x 250 stages, a step under every tenth stage.
+    let mut rows: Vec<(usize, Value)> = Vec::new();
+    let mut n = 1;
+    for o in 0..2 {
+        let order = id(n);
+        n += 1;
+        rows.push((
+            0,
+            json!({"id": order, "name": format!("Order {o}"), "type": "order",
+            "data": {"dueDate": format!("2030-0{}-01", o + 1)}}),
+        ));
+        for p in 0..4 {
+            let phase = id(n);
+            n += 1;
+            rows.push((
+                1,
+                json!({"id": phase, "name": format!("Phase {o}.{p}"), "type": "phase",
+                "parentId": order}),
+            ));
+            for s in 0..250u32 {
+                let stage = id(n);
+                n += 1;
+                let mut data = json!({"stageId": if s % 3 == 0 { stage_b } else { stage_a },
+                    "tags": [format!("t{}", s % 7)]});
+                if s % 5 == 0 {
+                    data["workerIds"] = json!([id(900_000 + s % 4)]);
+                }
+                if s % 11 == 0 {
+                    data["dueDate"] = json!(format!("2020-01-{:02}", s % 28 + 1));
+                }
+                rows.push((
+                    2,
+                    json!({"id": stage, "name": format!("Stage {o}.{p}.{s:03}"),
+                    "type": "stage", "parentId": phase, "data": data}),
+                ));
+                if s % 10 == 0 {
+                    rows.push((
+                        3,
+                        json!({"id": id(n), "name": format!("Step {o}.{p}.{s:03}"),
+                        "type": "step", "parentId": stage, "data": {"tags": ["deep"]}}),
+                    ));
+                    n += 1;
+                }
+            }
+        }
+    }
+    // Shuffled, then parents before children (a stable sort by depth): siblings come in the
+    // shuffled order, which is the sibling order both imports give them.
+    for i in (1..rows.len()).rev() {
+        rows.swap(i, next(i + 1));
+    }
+    rows.sort_by_key(|r| r.0);
+    let rows: Vec<Value> = rows.into_iter().map(|r| r.1).collect();
+    for chunk in rows.chunks(400) {
+        batched.bulk_put(D, chunk.to_vec()).await;
+    }
+    single.bulk_put(D, rows.clone()).await;
+    let (a, b) = (snapshot(&batched).await, snapshot(&single).await);
+    assert_eq!(a.len(), rows.len());
+    for (k, want) in &b {
+        assert_eq!(&a[k], want, "node {k} after the import");
+    }
+    // Each phase lists its children in the order the rows came.
+    let phase = rows.iter().find(|r| r["type"] == "phase").unwrap();
+    let listed: Vec<&str> = a[phase["id"].as_str().unwrap()]["computed"]["currentChildren"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let rows_order: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["parentId"] == phase["id"])
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 250);
+    assert_eq!(listed, rows_order);
+    assert_eq!(
+        a[phase["id"].as_str().unwrap()]["computed"]["isLeaf"],
+        false
+    );
+
+    // Updates: the first stages of each phase done (the frontier moves on), tags dropped and
+    // due dates moved later on others: contributions that shrink. In batches, and in one call.
+    let mut updates = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r["type"] != "stage" {
+            continue;
+        }
+        let mut u = a[r["id"].as_str().unwrap()].clone();
+        u.as_object_mut().unwrap().remove("computed");
+        match i % 4 {
+            0 => u["progress"] = json!({"status": "done", "percentage": 100.0}),
+            1 => u["data"]["tags"] = json!([]),
+            2 => u["data"]["dueDate"] = json!("2031-01-01"),
+            _ => continue,
+        }
+        updates.push(u);
+    }
+    for chunk in updates.chunks(300) {
+        let r = batched
+            .put(&format!("/{D}/bulk"), Value::Array(chunk.to_vec()))
+            .await;
+        assert_eq!(r.status, 200, "{r}");
+    }
+    let r = single
+        .put(&format!("/{D}/bulk"), Value::Array(updates.clone()))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let (a, b) = (snapshot(&batched).await, snapshot(&single).await);
+    for (k, want) in &b {
+        assert_eq!(&a[k], want, "node {k} after the updates");
+    }
+}
