@@ -13,7 +13,7 @@
 # level, every lot before it and every receipt. Beside the wall times, the CPU time the traces
 # cost the server and its PostgreSQL backends (from /proc), steadier on a shared machine.
 #
-# Usage: bash bench/lot-trace.sh [--sqlite-only] [--server PATH]
+# Usage: bash bench/lot-trace.sh [--sqlite-only | --postgres-only] [--server PATH]
 #
 # Environment (all optional):
 #   PRODOPS_BENCH_PG_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test); the
@@ -33,9 +33,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 SQLITE_ONLY=0
+POSTGRES_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --sqlite-only) SQLITE_ONLY=1 ;;
+        --postgres-only) POSTGRES_ONLY=1 ;;
         --server)
             BENCH_SERVER="$2"
             shift
@@ -188,7 +190,9 @@ bench_backend() {
 
 START_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
-bench_backend sqlite
+if [ "$POSTGRES_ONLY" -eq 0 ]; then
+    bench_backend sqlite
+fi
 if [ "$SQLITE_ONLY" -eq 1 ]; then
     PG_NOTE="postgres: skipped (--sqlite-only)"
 else

@@ -959,17 +959,26 @@ impl WorkerLock {
         matches!(self, WorkerLock::Postgres { .. })
     }
 
-    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite).
+    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite). The query runs
+    /// inside the lock's transaction, where PostgreSQL keeps its first read of
+    /// `pg_stat_activity` until the transaction ends: the snapshot is cleared first, or a
+    /// backend opened after that read would never be seen waiting.
     pub async fn waiting(&self) -> i64 {
         match self {
-            WorkerLock::Postgres { client, pid } => client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-                    &[pid],
-                )
-                .await
-                .unwrap()
-                .get(0),
+            WorkerLock::Postgres { client, pid } => {
+                client
+                    .batch_execute("SELECT pg_stat_clear_snapshot()")
+                    .await
+                    .unwrap();
+                client
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                        &[pid],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0)
+            }
             WorkerLock::Sqlite(_) => 0,
         }
     }

@@ -492,7 +492,15 @@ async fn a_count_of_ten_thousand_lines() {
 }
 
 /// The backends that wait, directly or behind another waiter, for a lock `holder` holds.
+/// `client` is the holder's own connection, inside its transaction, where PostgreSQL keeps the
+/// first read of `pg_stat_activity` for the whole transaction: the snapshot is cleared first,
+/// or a backend the server's pool opened after that read (the count's, at times) is never
+/// seen waiting.
 async fn waiting_behind(client: &tokio_postgres::Client, holder: i32) -> i64 {
+    client
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .unwrap();
     client
         .query_one(
             "WITH RECURSIVE w(pid) AS ( \
@@ -580,7 +588,21 @@ async fn a_count_raced_by_a_posting_is_refused_and_writes_nothing() {
             .await
         }
     });
-    wait_until_waiting(&client, holder, 2).await;
+    // The count must queue behind the posting; if it answers instead, say what it answered
+    // rather than time out (seen once in a full PostgreSQL run, not reproduced alone).
+    let started = Instant::now();
+    while waiting_behind(&client, holder).await < 2 {
+        if count.is_finished() {
+            client.batch_execute("ROLLBACK").await.unwrap();
+            let answered = count.await.unwrap();
+            panic!("the count answered before it queued for the stock row: {answered}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the count never came to wait for the stock row (still in flight after 30 s)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     client.batch_execute("ROLLBACK").await.unwrap();
 
     let posting = posting.await.unwrap();
