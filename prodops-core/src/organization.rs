@@ -158,6 +158,20 @@ impl InviteRequest {
     pub fn normalized_email(&self) -> Result<String, Violation> {
         normalize_email(&self.email)
     }
+
+    /// What is wrong with the request: the email's form, and a `name` that is given but blank
+    /// (as the document's pattern says; omitted or null, the account's name comes from the
+    /// email).
+    pub fn violations(&self) -> Vec<Violation> {
+        let mut violations = Vec::new();
+        if let Err(v) = self.normalized_email() {
+            violations.push(v);
+        }
+        if let Some(name) = &self.name {
+            require_nonempty(&mut violations, "name", name);
+        }
+        violations
+    }
 }
 
 /// `POST /organization-member/accept-invitation`: the token of an invitation (no API key).
@@ -397,6 +411,27 @@ mod tests {
         let mut blank = old.clone();
         blank["name"] = json!(" ");
         assert!(kind.check(blank, Some(&old)).is_err());
+    }
+
+    #[test]
+    fn an_invitation_refuses_a_blank_name_and_takes_none() {
+        let invite = |name: Option<&str>| InviteRequest {
+            email: "ann@example.com".into(),
+            name: name.map(str::to_string),
+            role_id: None,
+            role_type: None,
+            worker_id: None,
+        };
+        assert!(invite(None).violations().is_empty());
+        assert!(invite(Some("Ann")).violations().is_empty());
+        for blank in ["", " ", "\u{2000}\u{3000}\n\u{2029}"] {
+            let v = invite(Some(blank)).violations();
+            assert_eq!(v.len(), 1, "{blank:?}");
+            assert_eq!(v[0].field.as_deref(), Some("name"));
+        }
+        let mut bad_email = invite(Some(" "));
+        bad_email.email = "nope".into();
+        assert_eq!(bad_email.violations().len(), 2);
     }
 
     #[test]

@@ -171,6 +171,10 @@ async fn invite(
     (): (),
     req: InviteRequest,
 ) -> ApiResult<Answered<api::member::Invite>> {
+    let violations = req.violations();
+    if !violations.is_empty() {
+        return Err(ApiError::violations(violations));
+    }
     let email = req
         .normalized_email()
         .map_err(|v| ApiError::violations(vec![v]))?;

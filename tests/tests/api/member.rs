@@ -62,6 +62,15 @@ async fn invite_accept_and_manage() {
             .await,
         "email",
     );
+    // A name given blank (the document's pattern) is refused and invites no one.
+    let blank = api
+        .post(
+            "/organization-member",
+            json!({"email": "blank@example.com", "name": "\u{2000}\u{3000} \n"}),
+        )
+        .await;
+    assert_validation_names(&blank, "name");
+    assert!(invitations(&api, "blank@example.com").await.is_empty());
     assert_validation_names(
         &api.post(
             "/organization-member",
