@@ -921,6 +921,17 @@ pub enum WorkerLock {
     Sqlite(rusqlite::Connection),
 }
 
+/// Makes the next read of `pg_stat_activity` on `client` current. Inside a transaction
+/// PostgreSQL keeps its first read of that view until the transaction ends, so a test that
+/// watches, from the transaction holding a lock, which backends wait for it would never see a
+/// backend opened after that first read.
+pub async fn clear_activity_snapshot(client: &tokio_postgres::Client) {
+    client
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .unwrap();
+}
+
 impl WorkerLock {
     /// Locks the worker `id` of `api`'s organization against writers.
     pub async fn take(server: &TestServer, api: &Api, id: &str) -> WorkerLock {
@@ -959,17 +970,12 @@ impl WorkerLock {
         matches!(self, WorkerLock::Postgres { .. })
     }
 
-    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite). The query runs
-    /// inside the lock's transaction, where PostgreSQL keeps its first read of
-    /// `pg_stat_activity` until the transaction ends: the snapshot is cleared first, or a
-    /// backend opened after that read would never be seen waiting.
+    /// PostgreSQL: how many backends wait for this lock (always 0 on SQLite), read from the
+    /// lock's own transaction after [`clear_activity_snapshot`].
     pub async fn waiting(&self) -> i64 {
         match self {
             WorkerLock::Postgres { client, pid } => {
-                client
-                    .batch_execute("SELECT pg_stat_clear_snapshot()")
-                    .await
-                    .unwrap();
+                clear_activity_snapshot(client).await;
                 client
                     .query_one(
                         "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",

@@ -492,15 +492,11 @@ async fn a_count_of_ten_thousand_lines() {
 }
 
 /// The backends that wait, directly or behind another waiter, for a lock `holder` holds.
-/// `client` is the holder's own connection, inside its transaction, where PostgreSQL keeps the
-/// first read of `pg_stat_activity` for the whole transaction: the snapshot is cleared first,
-/// or a backend the server's pool opened after that read (the count's, at times) is never
-/// seen waiting.
+/// `client` is the holder's own connection, inside its transaction: its view of
+/// `pg_stat_activity` is made current first (`clear_activity_snapshot`), or a backend the
+/// server's pool opened later (the count's, at times) would never be seen waiting.
 async fn waiting_behind(client: &tokio_postgres::Client, holder: i32) -> i64 {
-    client
-        .batch_execute("SELECT pg_stat_clear_snapshot()")
-        .await
-        .unwrap();
+    clear_activity_snapshot(client).await;
     client
         .query_one(
             "WITH RECURSIVE w(pid) AS ( \
