@@ -403,8 +403,8 @@ async fn a_count_line_names_its_lot_and_adjusts_that_lot() {
             ]}),
         )
         .await;
-    let details = assert_error_details(&resp, 400, "VALIDATION_ERROR");
-    let fields: Vec<&str> = details.iter().filter_map(|d| d["field"].as_str()).collect();
+    assert_error_details(&resp, 400, "VALIDATION_ERROR");
+    let fields = refused_fields(&resp);
     assert!(fields.contains(&"lines[1].lotId"), "{resp}");
     assert!(fields.contains(&"lines[2].lotId"), "{resp}");
     // The same lot counted twice.
@@ -447,13 +447,7 @@ async fn a_counts_lot_refusals_name_their_line() {
         )
         .await;
     assert_refusal_names(&resp, 400, "lotId");
-    let fields: Vec<&str> = resp.body["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|d| d["field"].as_str())
-        .collect();
-    assert!(fields.contains(&"lines[1].lotId"), "{resp}");
+    assert!(refused_fields(&resp).contains(&"lines[1].lotId"), "{resp}");
     assert!(!resp.to_string().contains("L-THEIRS"), "{resp}");
 
     // A serial counted as 2 on the second line.
@@ -467,14 +461,10 @@ async fn a_counts_lot_refusals_name_their_line() {
         )
         .await;
     assert!(resp.status == 400 || resp.status == 409, "{resp}");
-    let fields: Vec<String> = resp.body["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|d| d["field"].as_str().map(str::to_string))
-        .collect();
     assert!(
-        fields.iter().any(|f| f.starts_with("lines[1].")),
+        refused_fields(&resp)
+            .iter()
+            .any(|f| f.starts_with("lines[1].")),
         "the refusal names the serial's line: {resp}"
     );
     assert_eq!(api.list("inventory-transaction", "").await.len(), 0);
@@ -525,8 +515,8 @@ async fn a_receipt_names_its_lots_and_creates_the_new_ones() {
         ]}),
     )
     .await;
-    let details = assert_error_details(&resp, 400, "VALIDATION_ERROR");
-    let fields: Vec<&str> = details.iter().filter_map(|d| d["field"].as_str()).collect();
+    assert_error_details(&resp, 400, "VALIDATION_ERROR");
+    let fields = refused_fields(&resp);
     assert_eq!(fields, ["lines[0].lots", "lines[1].lots"], "{resp}");
     // Lots that do not add up to the line.
     let resp = receive(
@@ -753,6 +743,14 @@ async fn completion_ships_and_receives_the_lots_of_each_line() {
 
 /// A refusal with `status` whose details name a field ending in `field` (a whole path, or
 /// its last part).
+/// The fields an error's details name, in order.
+fn refused_fields(resp: &Resp) -> Vec<&str> {
+    resp.body["error"]["details"]
+        .as_array()
+        .map(|d| d.iter().filter_map(|d| d["field"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 fn assert_refusal_names(resp: &Resp, status: u16, field: &str) {
     assert_eq!(resp.status, status, "{resp}");
     let named = resp.body["error"]["details"].as_array().is_some_and(|d| {
