@@ -113,6 +113,7 @@ const PROPERTY_COUNTS: ActionDesc = ActionDesc {
     },
     body_schema: None,
     answer: AnswerBody::Json(None),
+    names_feed_cursor: false,
     status: 200,
     other_answers: &[],
     outcome: "The groups and their counts",

@@ -412,3 +412,128 @@ async fn an_export_continues_with_events_tail_since_its_cursor() {
     assert_eq!(lines(&out.stdout).len(), 7, "{out}");
     assert_eq!(std::fs::read_to_string(&cursor_path).unwrap().trim(), "58");
 }
+
+/// `deliverable export --cursor-file F` (one request, `GET /deliverable/trees`, one snapshot),
+/// then `events tail --since $(cat F)`: the CSV rows with the events after its cursor applied
+/// are the trees as they are after later writes, column for column; `--root` names its
+/// cursor too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_export_continues_with_events_tail_since_its_cursor() {
+    let server = TestServer::start().await;
+    let api = server.org("Tree export cursor").await;
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = || prodops_in(&server, &api, dir.path(), Duration::from_secs(120));
+    let mut records = Vec::new();
+    let mut steps = Vec::new();
+    for o in 0..2 {
+        let order = uuid::Uuid::new_v4().to_string();
+        records.push(json!({"id": order, "name": format!("O{o}"), "type": "order"}));
+        for s in 0..5 {
+            let step = uuid::Uuid::new_v4().to_string();
+            records.push(
+                json!({"id": step, "name": format!("S{o}.{s}"), "type": "step", "parentId": order}),
+            );
+            steps.push((order.clone(), step));
+        }
+    }
+    api.bulk_put("deliverable", records).await;
+    let csv_path = dir.path().join("trees.csv");
+    let cursor_path = dir.path().join("cursor");
+    let export = |csv: &std::path::Path, cursor: &std::path::Path, root: Option<&str>| {
+        let mut args = vec![
+            "deliverable".to_string(),
+            "export".into(),
+            "--out".into(),
+            csv.to_str().unwrap().into(),
+            "--cursor-file".into(),
+            cursor.to_str().unwrap().into(),
+        ];
+        if let Some(root) = root {
+            args.extend(["--root".to_string(), root.to_string()]);
+        }
+        args
+    };
+    let args = export(&csv_path, &cursor_path, None);
+    let out = run(cmd(), &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.code, 0, "{out}");
+    let cursor = std::fs::read_to_string(&cursor_path)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(cursor, "12", "12 creations: {out}");
+
+    // Later writes: a new step, a rename, an archive.
+    let (order, first) = &steps[0];
+    api.create(
+        "deliverable",
+        json!({"name": "S0.new", "type": "step", "parentId": order}),
+    )
+    .await;
+    api.patch(&format!("/deliverable/{first}"), json!({"name": "renamed"}))
+        .await;
+    api.patch(
+        &format!("/deliverable/{}", steps[1].1),
+        json!({"isArchived": true}),
+    )
+    .await;
+
+    let out = run(
+        cmd(),
+        &[
+            "events",
+            "tail",
+            "--since",
+            &cursor,
+            "--resource",
+            "deliverable",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out}");
+    let events = lines(&out.stdout);
+    assert_eq!(events.len(), 3, "exactly the later writes: {out}");
+
+    // (name, isArchived) per id: the CSV with the events applied is what a new export holds.
+    let rows = |path: &std::path::Path| {
+        let mut reader = csv::Reader::from_path(path).unwrap();
+        let headers = reader.headers().unwrap().clone();
+        let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        let (id, name, archived) = (col("id"), col("name"), col("isArchived"));
+        reader
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                (
+                    r[id].to_string(),
+                    (r[name].to_string(), r[archived].to_string()),
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let mut state = rows(&csv_path);
+    assert_eq!(state.len(), 12);
+    for e in &events {
+        let archived = e["data"]["isArchived"].as_bool().unwrap().to_string();
+        let name = e["data"]["name"].as_str().unwrap().to_string();
+        state.insert(
+            e["recordId"].as_str().unwrap().to_string(),
+            (name, archived),
+        );
+    }
+    let again = dir.path().join("again.csv");
+    let again_cursor = dir.path().join("again.cursor");
+    let args = export(&again, &again_cursor, None);
+    let out = run(cmd(), &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(state, rows(&again));
+    assert_eq!(std::fs::read_to_string(&again_cursor).unwrap().trim(), "15");
+
+    // One tree (`--root`): its rows and the same cursor.
+    let one = dir.path().join("one.csv");
+    let one_cursor = dir.path().join("one.cursor");
+    let args = export(&one, &one_cursor, Some(order));
+    let out = run(cmd(), &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(rows(&one).len(), 7);
+    assert_eq!(std::fs::read_to_string(&one_cursor).unwrap().trim(), "15");
+}

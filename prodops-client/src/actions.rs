@@ -21,7 +21,8 @@ use prodops_core::api::event::EventQuery;
 use prodops_core::api::webhook::DeliveryQuery;
 use prodops_core::api::{
     self, FileBody, PageQuery, deliverable::CrewTimeQuery, deliverable::GroupsRequest,
-    deliverable::HierarchyQuery, deliverable::ReorderRequest, member::OutboxQuery,
+    deliverable::HierarchyQuery, deliverable::ReorderRequest, deliverable::TreesQuery,
+    member::OutboxQuery,
 };
 use prodops_core::bom_actions::{
     AllocateRequest, AllocateResult, DemandRow, MaterialsRollup, PrepopulateRequest,
@@ -181,6 +182,42 @@ impl Client {
             &[id.to_string()],
             &query.pairs(),
         );
+        self.values_stream(&path).await
+    }
+
+    /// `GET /deliverable/trees`: every tree whose root matches the filters and search of
+    /// `params` (roots not archived unless an `isArchived` filter is given; its `sort` orders
+    /// the roots, its paging is not sent), each root followed by its subtree, parents before
+    /// children, read as it arrives: each record's JSON text in turn, only `id` and the
+    /// `select`ed fields (all fields when `select` is empty). The server reads it all in one
+    /// snapshot; [`ValuesStream::feed_cursor`](crate::ValuesStream::feed_cursor) names that
+    /// snapshot's feed cursor, after which the events are exactly the changes the answer does
+    /// not hold (docs/events.md, "Reads that name their cursor").
+    ///
+    /// ```no_run
+    /// # async fn run(c: prodops_client::Client) -> prodops_client::Result<()> {
+    /// let orders = prodops_client::ListParams::new().filter("type", "order");
+    /// let mut nodes = c.deliverable_trees_stream(&orders, &["name", "parentId"]).await?;
+    /// let cursor = nodes.feed_cursor().map(str::to_string);
+    /// while let Some(text) = nodes.next_value().await? {
+    ///     let node: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    /// }
+    /// // then: the events after `cursor` (`c.event_stream`)
+    /// # Ok(()) }
+    /// ```
+    pub async fn deliverable_trees_stream(
+        &self,
+        params: &crate::ListParams,
+        select: &[&str],
+    ) -> Result<crate::ValuesStream> {
+        use api::{Endpoint, QueryArgs};
+        let query = TreesQuery {
+            filters: params.filters.clone(),
+            search: params.search.clone(),
+            sort: params.sort.clone(),
+            select: (!select.is_empty()).then(|| select.join(",")),
+        };
+        let path = crate::action_path(&api::deliverable::Trees::DESC, &[], &query.pairs());
         self.values_stream(&path).await
     }
 

@@ -148,6 +148,9 @@ fn action_ops(schemas: &mut api::Schemas, ops: &mut Vec<Op>) {
                 o
             }
         };
+        if desc.names_feed_cursor {
+            o = o.names_feed_cursor(&status);
+        }
         for other in desc.other_answers {
             o = o.answer(
                 &other.status.to_string(),

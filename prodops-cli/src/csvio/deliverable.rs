@@ -3,15 +3,16 @@
 //!
 //! The deliverable [`Spec`] is built at run time: its fixed columns, then one
 //! `data.properties.<key>` column per active custom property definition of the organization.
-//! Export walks trees with `GET /deliverable/{id}/hierarchy?select=...` (parents before
-//! children, siblings in their order; only the fields the columns read), one root at a time,
-//! writing each record as it arrives.
+//! Export reads the trees with `GET /deliverable/trees?select=...` (or one subtree with
+//! `GET /deliverable/{id}/hierarchy?select=...`): parents before children, siblings in their
+//! order, only the fields the columns read, one streamed request read by the server in one
+//! snapshot, each record written as it arrives.
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use futures::TryStreamExt;
 use prodops_core::custom_property::CustomPropertyDefinition;
 use serde_json::Value;
 use uuid::Uuid;
@@ -110,13 +111,16 @@ pub fn import_command() -> Command {
 }
 
 pub fn export_command() -> Command {
-    super::command::export_args(
+    super::command::streamed_export_args(
         Command::new("export")
             .about("Exports deliverable trees as CSV, parents before children")
             .long_about(
                 "Exports every tree whose root matches the filters (all non-archived roots by\n\
                  default), or the subtree of --root, parents before children and siblings in\n\
-                 their order. Archived nodes inside a tree are exported with isArchived=true.",
+                 their order. Archived nodes inside a tree are exported with isArchived=true.\n\
+                 The server reads the whole export in one snapshot (one streamed request);\n\
+                 --cursor-file writes that snapshot's feed cursor, after which `prodops events\n\
+                 tail --since` gives exactly the changes the file does not hold.",
             )
             .arg(
                 Arg::new("root")
@@ -139,7 +143,10 @@ pub fn export_command() -> Command {
                     .help("Substring of a root's name or identifier"),
             ),
     )
-    .after_help("Example:\n  prodops deliverable export --filter type=order -o orders.csv")
+    .after_help(
+        "Example:\n  prodops deliverable export --filter type=order --out orders.csv --cursor-file cursor \\\n\
+         \x20   && prodops events tail --resource deliverable --since $(cat cursor)",
+    )
 }
 
 pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
@@ -149,21 +156,11 @@ pub async fn import(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
 
 // ---- export ----------------------------------------------------------------------------------
 
-/// `GET /deliverable/{id}/hierarchy?select=...`, each record's JSON text handed to `each` as
-/// it arrives (the answer is never held whole).
-async fn each_in_hierarchy(
-    ctx: &CommandContext,
-    id: Uuid,
-    select: &[&str],
-    each: &mut dyn FnMut(&[u8]) -> CmdResult,
-) -> CmdResult {
-    let mut values = ctx.client.deliverable_hierarchy_stream(id, select).await?;
-    while let Some(text) = values.next_value().await? {
-        each(&text)?;
-    }
-    Ok(())
-}
-
+/// `deliverable export`: the subtree of `--root` (`GET /deliverable/{id}/hierarchy`) or every
+/// tree whose root matches the filters (`GET /deliverable/trees`), one streamed request read by
+/// the server in one snapshot, each record written as a CSV row as it arrives (none is kept).
+/// With `--cursor-file`, the snapshot's feed cursor is written once the export succeeded
+/// (docs/cli.md, "Exports you can continue from").
 pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     let root = args
         .get_one::<String>("root")
@@ -171,55 +168,49 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
             Uuid::parse_str(r.trim()).map_err(|_| Fail::usage(format!("--root {r}: not a UUID")))
         })
         .transpose()?;
+    let cursor_file = args.get_one::<String>("cursor-file").map(PathBuf::from);
     let spec = org_spec(ctx).await?;
     // Only the fields the columns read leave the server (not the computed fields, most of a
     // record's bytes), and only those are parsed.
     let layout = Layout::new(spec);
     let select: Vec<&str> = layout.fields().collect();
     let mut out = RowWriter::open(spec, args)?;
-    let mut write = |text: &[u8]| -> CmdResult { out.write_json(spec, &layout, text) };
-    let mut result = Ok(());
-    if let Some(root) = root {
-        result = each_in_hierarchy(ctx, root, &select, &mut write).await;
-    } else {
-        // The roots from the tree index (`GET /deliverable/roots`), not a scan of every node.
-        let mut params = crate::context::list_params(args)?;
-        params.page_size = args.get_one::<u64>("page-size").copied();
-        params.prefetch = Some(1);
-        let mut pages = ctx.client.resource_at("deliverable/roots").pages(params);
-        let mut pb = None;
-        let mut roots = 0u64;
-        'pages: while let Some(page) = pages.try_next().await? {
-            if pb.is_none() {
-                pb = Some(super::command::progress(
-                    page.total_count,
-                    "{spinner} exporting trees [{bar:40}] {pos}/{len} {elapsed} eta {eta}",
-                ));
-            }
-            for r in &page.values {
-                let Some(id) = r
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .and_then(|s| Uuid::parse_str(s).ok())
-                else {
-                    continue;
-                };
-                result = each_in_hierarchy(ctx, id, &select, &mut write).await;
-                if result.is_err() {
-                    break 'pages;
-                }
-                roots += 1;
-                if let Some(Some(pb)) = &pb {
-                    pb.set_position(roots);
-                }
-            }
+    let mut nodes = match root {
+        Some(root) => {
+            ctx.client
+                .deliverable_hierarchy_stream(root, &select)
+                .await?
         }
-        if let Some(Some(pb)) = &pb {
-            pb.finish_and_clear();
+        None => {
+            let params = crate::context::list_params(args)?;
+            ctx.client
+                .deliverable_trees_stream(&params, &select)
+                .await?
+        }
+    };
+    let cursor = nodes.feed_cursor().map(str::to_string);
+    if cursor_file.is_some() && cursor.is_none() {
+        return Err(Fail::usage(
+            "the server's export names no feed cursor (Prodops-Feed-Cursor); --cursor-file needs a newer server",
+        ));
+    }
+    let pb = super::command::spinner("{spinner} exporting {pos} nodes {elapsed}");
+    while let Some(text) = nodes.next_value().await? {
+        out.write_json(spec, &layout, &text)?;
+        if let Some(pb) = &pb
+            && out.count % 1_000 == 0
+        {
+            pb.set_position(out.count);
         }
     }
-    result?;
-    out.finish(spec)
+    if let Some(pb) = &pb {
+        pb.finish_and_clear();
+    }
+    out.finish(spec)?;
+    if let (Some(file), Some(cursor)) = (cursor_file, cursor) {
+        crate::events::write_cursor(&file, &cursor)?;
+    }
+    Ok(())
 }
 
 // ---- the tree view -----------------------------------------------------------------------------
@@ -240,13 +231,12 @@ pub async fn hierarchy_tree(ctx: &CommandContext, args: &ArgMatches) -> CmdResul
         "progress",
         "isArchived",
     ];
-    each_in_hierarchy(ctx, id, &select, &mut |text| {
-        let node: Value = serde_json::from_slice(text)
+    let mut values = ctx.client.deliverable_hierarchy_stream(id, &select).await?;
+    while let Some(text) = values.next_value().await? {
+        let node: Value = serde_json::from_slice(&text)
             .map_err(|e| Fail::usage(format!("reading the hierarchy of {id}: {e}")))?;
         nodes.push(node);
-        Ok(())
-    })
-    .await?;
+    }
     let text = tree_table(id, &nodes);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").map_err(|e| Fail::io("writing the table", e))

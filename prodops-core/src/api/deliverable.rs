@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::endpoint::{
     Access, Cli, Empty, FreeJson, Json, JsonList, NoBody, PAGING, PageOf, ParamKind, ParamValues,
-    Perm, QueryArgs, QueryParam, StreamedPage, action, flag, push,
+    Perm, QueryArgs, QueryParam, StreamedPageAtCursor, action, flag, push,
 };
 use crate::deliverable::Deliverable;
 use crate::explain::Explanation;
@@ -38,6 +38,48 @@ impl QueryArgs for HierarchyQuery {
     }];
     fn pairs(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
+        push(&mut out, "select", self.select.as_ref());
+        out
+    }
+}
+
+/// The query of a read of whole trees: the roots' filters, search and order, and the fields to
+/// keep of every node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreesQuery {
+    /// `field=value` filters on the roots (repeat a field to match any of its values).
+    pub filters: Vec<(String, String)>,
+    /// Search text over the roots' search columns.
+    pub search: Option<String>,
+    /// The roots' order.
+    pub sort: Option<String>,
+    /// Comma-separated field paths, as [`HierarchyQuery::select`].
+    pub select: Option<String>,
+}
+
+impl QueryArgs for TreesQuery {
+    const PARAMS: &'static [QueryParam] = &[
+        QueryParam {
+            name: "search",
+            kind: ParamKind::Text,
+            required: false,
+            description: "Search text over the roots",
+            values: ParamValues::SearchOf("deliverable"),
+        },
+        QueryParam {
+            name: "sort",
+            kind: ParamKind::Text,
+            required: false,
+            description: "The roots' order: field paths, comma separated, `-` for descending",
+            values: ParamValues::SortOf("deliverable"),
+        },
+        HierarchyQuery::PARAMS[0],
+    ];
+    const FILTERS_OF: Option<&'static str> = Some("deliverable");
+    fn pairs(&self) -> Vec<(String, String)> {
+        let mut out = self.filters.clone();
+        push(&mut out, "search", self.search.as_ref());
+        push(&mut out, "sort", self.sort.as_ref());
         push(&mut out, "select", self.select.as_ref());
         out
     }
@@ -165,17 +207,48 @@ action! {
         path: Uuid,
         query: HierarchyQuery,
         body: NoBody,
-        answer: StreamedPage,
+        answer: StreamedPageAtCursor,
         status: 200,
         outcome: "The subtree",
         summary: "The node and its whole subtree",
-        description: "Parents before children, siblings in their order (archived nodes included). Large \
-             subtrees are sent in parts as they are read (chunked). No other parameter is taken.",
+        description: "Parents before children, siblings in their order (archived nodes included), read \
+             in one snapshot whose feed cursor `Prodops-Feed-Cursor` names. Large subtrees are sent \
+             in parts as they are read (chunked). No other parameter is taken.",
         cli: Cli {
             command: "deliverable",
             verb: "hierarchy",
             about: "The whole subtree under a deliverable",
             example: "prodops deliverable hierarchy 0191c3a8-... --output csv",
+            flags: &[],
+        },
+    }
+}
+
+action! {
+    /// `GET /deliverable/trees`: every tree whose root matches, in one snapshot.
+    Trees: Get "/deliverable/trees" {
+        operation: "deliverable_trees",
+        tag: "deliverable",
+        access: READ,
+        path: (),
+        query: TreesQuery,
+        body: NoBody,
+        answer: StreamedPageAtCursor,
+        status: 200,
+        outcome: "Every node of the matching trees",
+        summary: "Whole trees: every node under the roots that match, read in one snapshot",
+        description: "The roots are chosen as `GET /deliverable/roots` chooses them (the list's filters \
+             and search; roots not archived unless `isArchived` is given) and taken in its order \
+             (`sort`); each root is followed by its whole subtree as `GET /deliverable/{id}/hierarchy` \
+             answers it (parents before children, siblings in their order, archived nodes \
+             included). All of it is read in one snapshot, whose feed cursor `Prodops-Feed-Cursor` \
+             names: the events after it are exactly the changes the answer does not hold. Sent in \
+             parts as it is read (chunked); no paging.",
+        cli: Cli {
+            command: "deliverable",
+            verb: "trees",
+            about: "Every node of the trees whose roots match, in one snapshot",
+            example: "prodops deliverable trees --filter type=order --select name,parentId -o ndjson",
             flags: &[],
         },
     }

@@ -250,6 +250,8 @@ pub struct ActionDesc {
     /// this action requires); `None`: the body type's. A client sends the body type either way.
     pub body_schema: Option<SchemaFn>,
     pub answer: AnswerBody,
+    /// Whether the success answer names its snapshot's feed cursor ([`AnswerKind::NAMES_FEED_CURSOR`]).
+    pub names_feed_cursor: bool,
     /// The success status.
     pub status: u16,
     /// Answers beside the success and the common errors (docs/contract.md).
@@ -357,7 +359,7 @@ pub trait Endpoint {
     /// The request body: [`NoBody`], [`Json<T>`], [`OptionalJson<T>`], [`FreeJson`] or [`RawFile`].
     type Body: BodyKind;
     /// The answer: [`Empty`], [`Json<T>`], [`ValueOf<T>`], [`PageOf<T>`], [`FreeJson`], or
-    /// one sent as it is produced: [`RawFile`], [`StreamedPage`], [`StreamedJson<T>`].
+    /// one sent as it is produced: [`RawFile`], [`StreamedPageAtCursor`], [`StreamedJson<T>`].
     type Answer: AnswerKind;
     /// The declaration.
     const DESC: ActionDesc;
@@ -427,6 +429,10 @@ pub trait AnswerKind {
     /// What the caller gets.
     type Out: DeserializeOwned;
     const ANSWER: AnswerBody;
+    /// Whether the success answer is read in one snapshot and names that snapshot's feed
+    /// cursor in the `Prodops-Feed-Cursor` header ([`crate::event::FEED_CURSOR_HEADER`]): the
+    /// events after it are exactly the changes the answer does not hold.
+    const NAMES_FEED_CURSOR: bool = false;
     /// Reads the answer's body (empty for a 204) with serde's own (strict) reading.
     fn decode(body: &[u8]) -> Result<Self::Out, serde_json::Error> {
         Self::decode_with::<StrictJson>(body)
@@ -664,13 +670,17 @@ impl AnswerKind for FreePage {
     }
 }
 
-/// A page of values whose shape the server describes, sent as it is read (the server writes
-/// it in parts; it is read as one page like [`FreePage`]).
-pub struct StreamedPage;
+/// A page of values whose shape the server describes, read in one snapshot and sent as it is
+/// read (the server writes it in parts; it is read as one page like [`FreePage`]). The answer
+/// names the snapshot's feed cursor in the `Prodops-Feed-Cursor` header: the events after that
+/// cursor are exactly the changes the page does not hold (docs/events.md, "Reads that name
+/// their cursor").
+pub struct StreamedPageAtCursor;
 
-impl AnswerKind for StreamedPage {
+impl AnswerKind for StreamedPageAtCursor {
     type Out = Page<serde_json::Value>;
     const ANSWER: AnswerBody = AnswerBody::Page(None);
+    const NAMES_FEED_CURSOR: bool = true;
     fn decode_with<R: JsonReader>(
         body: &[u8],
     ) -> Result<Page<serde_json::Value>, serde_json::Error> {
@@ -808,6 +818,7 @@ macro_rules! action {
                 request: <$body_ty as $crate::api::endpoint::BodyKind>::REQUEST,
                 body_schema: $crate::api::endpoint::given_schema(&[$($body_schema as $crate::api::endpoint::SchemaFn)?]),
                 answer: <$answer_ty as $crate::api::endpoint::AnswerKind>::ANSWER,
+                names_feed_cursor: <$answer_ty as $crate::api::endpoint::AnswerKind>::NAMES_FEED_CURSOR,
                 status: $status,
                 other_answers: $crate::api::endpoint::other_answers(&[$($other_answers)?]),
                 outcome: $outcome,

@@ -54,6 +54,7 @@ macro_rules! for_each_action {
     ($callback:ident) => {
         $callback! {
             $crate::api::deliverable::Hierarchy,
+            $crate::api::deliverable::Trees,
             $crate::api::deliverable::Roots,
             $crate::api::deliverable::Groups,
             $crate::api::deliverable::CrewTime,

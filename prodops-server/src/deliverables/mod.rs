@@ -61,6 +61,7 @@ pub fn concept_resources() -> Vec<Arc<ServedResource>> {
 // router serves each on its declared method and path, behind its declared access.
 crate::http::action::handle! {
     api::deliverable::Hierarchy => reads::hierarchy;
+    api::deliverable::Trees => reads::trees;
     api::deliverable::Roots => reads::roots;
     api::deliverable::Groups => reads::groups;
     api::deliverable::CrewTime => reads::crew_time;

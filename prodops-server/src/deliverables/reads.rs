@@ -2,13 +2,16 @@
 
 use prodops_core::registry::ResourceId;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::response::Response;
 
 use prodops_core::tree::hierarchy_order_of_paths;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::buffers;
-use super::tree::{IndexNode, path_upper, records_of, subtree_index, tree_row};
+use super::tree::{IndexNode, TreeRow, path_upper, records_of, subtree_index, tree_row};
 use crate::engine::rawjson::{Projection, Selected};
 use crate::engine::{Resources, ServedResource, filter_conds, flattened_name, parse_list_params};
 use crate::http::call::Call;
@@ -69,32 +72,119 @@ fn hierarchy_select(res: &ServedResource, query: Option<&str>) -> ApiResult<Opti
 /// records are then read in that order a few hundred at a time and the body is sent in parts
 /// as they are read (a large subtree is never held whole; the socket is written while the
 /// database is read). The stored records are sent as they are, or projected without parsing.
+/// All of it is one snapshot, whose feed cursor the answer names.
 pub async fn hierarchy(
     call: Call,
     id: Uuid,
     query: Option<String>,
     (): (),
 ) -> ApiResult<Answered<api::deliverable::Hierarchy>> {
-    let state = call.state;
-    let deliverables = Resources::of(&state.resources).get(ResourceId::Deliverable);
+    let deliverables = Resources::of(&call.state.resources).get(ResourceId::Deliverable);
     let projection = hierarchy_select(deliverables, query.as_deref())?;
-    let now = state.clock.as_of();
+    let response = stream_trees(&call, "hierarchy", move |tx, org, out| {
+        let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
+        out.subtree(tx, org, &row, projection.as_ref())
+    })
+    .await?;
+    Ok(Answered::new(Streamed(response)))
+}
+
+/// `GET /deliverable/trees?<roots' filters>&sort=&select=`: every tree whose root the roots
+/// list would answer (its filters and search, roots not archived unless `isArchived` is
+/// given), in the roots' order, each root followed by its subtree as [`hierarchy`] writes it;
+/// one snapshot for all of it, whose feed cursor the answer names. What
+/// `prodops deliverable export --cursor-file` reads: the export and the events after its
+/// cursor are then exactly the trees' state, also while others write.
+pub async fn trees(
+    call: Call,
+    (): (),
+    ListQuery(query): ListQuery,
+    (): (),
+) -> ApiResult<Answered<api::deliverable::Trees>> {
+    let res = Resources::of(&call.state.resources)
+        .get(ResourceId::Deliverable)
+        .clone();
+    let (select, rest) = split_trees_query(query.as_deref())?;
+    let projection = hierarchy_select(&res, (!select.is_empty()).then_some(select.as_str()))?;
+    let now = call.state.clock.as_of();
+    let params = parse_list_params(&res, Some(rest.as_str()), true, &now)?;
+    let response = stream_trees(&call, "trees", move |tx, org, out| {
+        let roots = crate::store::deliverables::root_ids(tx, org, &params.conds, &params.sort)?;
+        for chunk in roots.chunks(FETCH_NODES) {
+            let rows = crate::store::deliverables::tree_rows(tx, org, chunk)?;
+            for id in chunk {
+                // Every root read is in the snapshot's tree index.
+                let Some(row) = rows.get(id) else { continue };
+                out.subtree(tx, org, row, projection.as_ref())?;
+                if out.closed {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(Answered::new(Streamed(response)))
+}
+
+/// A trees query as its two readers take it: the `select` pairs (the hierarchy's) and the
+/// rest (the roots list's, whose paging a read of whole trees refuses).
+fn split_trees_query(query: Option<&str>) -> ApiResult<(String, String)> {
+    let mut select = form_urlencoded::Serializer::new(String::new());
+    let mut rest = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match k.as_ref() {
+            "select" => {
+                select.append_pair("select", &v);
+            }
+            "page" | "pageSize" | "cursor" => {
+                return Err(ApiError::field(
+                    k.as_ref(),
+                    "whole trees are not paged: the answer holds every node of the matching trees",
+                ));
+            }
+            _ => {
+                rest.append_pair(&k, &v);
+            }
+        }
+    }
+    Ok((select.finish(), rest.finish()))
+}
+
+/// Runs `write` in one read snapshot on a blocking thread and answers what it writes into its
+/// [`Parts`] as a `{"values": [...], "totalCount": N}` page sent in parts as it is written,
+/// with the snapshot's feed cursor (read by the first statement) in `Prodops-Feed-Cursor`.
+/// `what` names the read in its errors.
+async fn stream_trees<F>(call: &Call, what: &'static str, mut write: F) -> ApiResult<Response>
+where
+    F: FnMut(&mut dyn Tx, Uuid, &mut Parts<'_>) -> ApiResult<()> + Send + 'static,
+{
+    let now = call.state.clock.as_of();
     let org = call.auth.org;
     let (sender, receiver) = parts::channel();
-    let store = state.store.clone();
+    let cursor = Arc::new(std::sync::OnceLock::new());
+    let store = call.state.store.clone();
+    let feed = cursor.clone();
     tokio::spawn(async move {
         let parts = sender.clone();
         let read = store
-            .read(move |tx| {
-                let mut sent = false;
-                let at = &now;
-                match write_hierarchy(tx, org, id, projection.as_ref(), at, &parts, &mut sent) {
+            .read_snapshot(move |tx| {
+                // The first statement takes the snapshot; the cursor is read in it.
+                let at = crate::store::events::feed_cursor(tx, org)?;
+                let _ = feed.set(at);
+                let mut out = Parts::new(&parts, &now);
+                out.body.extend_from_slice(b"{\"values\":[");
+                match write(tx, org, &mut out) {
                     // Part of the answer is out: the read cannot be run again.
-                    Err(e) if sent => Err(ApiError::internal(format!(
-                        "a hierarchy read failed while sending: {}",
+                    Err(e) if out.sent => Err(ApiError::internal(format!(
+                        "a {what} read failed while sending: {}",
                         e.message
                     ))),
-                    r => r,
+                    Err(e) => Err(e),
+                    Ok(()) => {
+                        out.finish();
+                        Ok(())
+                    }
                 }
             })
             .await;
@@ -102,117 +192,34 @@ pub async fn hierarchy(
             let _ = sender.send(Err(e)).await;
         }
     });
-    Ok(Answered::new(Streamed(
-        parts::answer(receiver, "hierarchy").await?,
-    )))
+    parts::answer_at_cursor(receiver, &cursor, what).await
 }
 
-/// Reads a hierarchy and hands its body to `parts` as it is written (see [`hierarchy`]);
-/// `sent` tells whether any part went out. A closed channel (the client left) ends the read.
-fn write_hierarchy(
-    tx: &mut dyn Tx,
-    org: Uuid,
-    id: Uuid,
-    projection: Option<&Projection>,
-    now: &AsOf,
-    parts: &PartSender,
-    sent: &mut bool,
-) -> ApiResult<()> {
-    let row = tree_row(tx, org, id)?.ok_or_else(ApiError::not_found)?;
-    let nodes = subtree_index(tx, org, &row)?;
-    let entries: Vec<(usize, i64)> = nodes.iter().map(|n| (n.depth, n.sort_key)).collect();
-    let order = hierarchy_order_of_paths(&entries);
-    let mut out = Parts {
-        body: buffers::take(PART_BYTES + (64 << 10)),
-        count: 0,
-        parts,
-        sent: false,
-        closed: false,
-    };
-    out.body.extend_from_slice(b"{\"values\":[");
-    // One batch of nodes in hierarchy order. Records arrive in rowid order: each one that is
-    // the next in hierarchy order goes straight into the body (with any kept ones it frees);
-    // others are kept, with where their text is, until their turn.
-    let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES);
-    let mut kept: Vec<u8> = Vec::new();
-    let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(FETCH_NODES);
-    let write = |data: &[u8], window: Option<Window>, into: &mut Vec<u8>| {
-        // The alerts as of the read: a record whose stored ones are still right (nearly all:
-        // the read is inside the window the row keeps) is copied as it is without a look at
-        // its text; another is patched.
-        let patched = match window {
-            Some(w) if w.contains(now) => None,
-            _ => prodops_core::alerts::patch_deliverable_bytes(data, now),
-        };
-        let data = patched.as_deref().unwrap_or(data);
-        match projection {
-            // What a projection reads must be text; the stored records always are.
-            Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
-            None => into.extend_from_slice(data),
-        }
-    };
-    for group in order.chunks(FETCH_NODES) {
-        batch.clear();
-        batch.extend(group.iter().map(|&i| nodes[i]));
-        kept.clear();
-        spans.clear();
-        spans.resize(batch.len(), None);
-        let mut next = 0usize;
-        let read = records_of(tx, org, &batch, &mut |slot, data, window| {
-            if out.closed {
-                return;
-            }
-            if slot != next {
-                let start = kept.len();
-                write(data, window, &mut kept);
-                spans[slot] = Some(start..kept.len());
-                return;
-            }
-            out.comma();
-            write(data, window, &mut out.body);
-            out.done();
-            next += 1;
-            while let Some(Some(span)) = spans.get(next) {
-                out.comma();
-                out.body.extend_from_slice(&kept[span.clone()]);
-                out.done();
-                next += 1;
-            }
-        });
-        *sent = out.sent;
-        read?;
-        // Records that never came (missing) leave the rest kept: in order, without them.
-        for span in spans[next.min(spans.len())..].iter().flatten() {
-            out.comma();
-            out.body.extend_from_slice(&kept[span.clone()]);
-            out.done();
-        }
-        if out.closed {
-            return Ok(());
-        }
-    }
-    let Parts {
-        mut body, count, ..
-    } = out;
-    body.extend_from_slice(b"],\"totalCount\":");
-    body.extend_from_slice(count.to_string().as_bytes());
-    body.push(b'}');
-    let _ = parts.blocking_send(Ok(Part::Last(buffers::bytes(body))));
-    Ok(())
-}
-
-/// The body of a hierarchy read as it is written, sent in parts of [`PART_BYTES`].
+/// The body of a read of trees as it is written, sent in parts of [`PART_BYTES`].
 struct Parts<'a> {
     body: Vec<u8>,
     count: usize,
     parts: &'a PartSender,
+    /// The time the alerts are given as of.
+    now: &'a AsOf,
     /// Whether a part went out.
     sent: bool,
     /// Whether the client left (the channel is closed): the read stops.
     closed: bool,
 }
 
-impl Parts<'_> {
+impl<'a> Parts<'a> {
+    fn new(parts: &'a PartSender, now: &'a AsOf) -> Self {
+        Parts {
+            body: buffers::take(PART_BYTES + (64 << 10)),
+            count: 0,
+            parts,
+            now,
+            sent: false,
+            closed: false,
+        }
+    }
+
     /// Before a record: the comma after the previous one.
     fn comma(&mut self) {
         if self.count > 0 {
@@ -235,6 +242,99 @@ impl Parts<'_> {
                 self.sent = true;
             }
         }
+    }
+
+    /// The end of the page: `totalCount` (the records written), sent as the last part.
+    fn finish(self) {
+        let Parts {
+            mut body,
+            count,
+            parts,
+            closed,
+            ..
+        } = self;
+        if closed {
+            return;
+        }
+        body.extend_from_slice(b"],\"totalCount\":");
+        body.extend_from_slice(count.to_string().as_bytes());
+        body.push(b'}');
+        let _ = parts.blocking_send(Ok(Part::Last(buffers::bytes(body))));
+    }
+
+    /// Writes the subtree of `top` (itself first), parents before children, siblings in their
+    /// order. A closed channel (the client left) stops it early, with `closed` set.
+    fn subtree(
+        &mut self,
+        tx: &mut dyn Tx,
+        org: Uuid,
+        top: &TreeRow,
+        projection: Option<&Projection>,
+    ) -> ApiResult<()> {
+        let nodes = subtree_index(tx, org, top)?;
+        let entries: Vec<(usize, i64)> = nodes.iter().map(|n| (n.depth, n.sort_key)).collect();
+        let order = hierarchy_order_of_paths(&entries);
+        let now = self.now;
+        // One batch of nodes in hierarchy order. Records arrive in rowid order: each one that
+        // is the next in hierarchy order goes straight into the body (with any kept ones it
+        // frees); others are kept, with where their text is, until their turn.
+        let mut batch: Vec<IndexNode> = Vec::with_capacity(FETCH_NODES.min(order.len()));
+        let mut kept: Vec<u8> = Vec::new();
+        let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::new();
+        let write = |data: &[u8], window: Option<Window>, into: &mut Vec<u8>| {
+            // The alerts as of the read: a record whose stored ones are still right (nearly
+            // all: the read is inside the window the row keeps) is copied as it is without a
+            // look at its text; another is patched.
+            let patched = match window {
+                Some(w) if w.contains(now) => None,
+                _ => prodops_core::alerts::patch_deliverable_bytes(data, now),
+            };
+            let data = patched.as_deref().unwrap_or(data);
+            match projection {
+                // What a projection reads must be text; the stored records always are.
+                Some(p) => p.write(std::str::from_utf8(data).unwrap_or("{}"), into),
+                None => into.extend_from_slice(data),
+            }
+        };
+        for group in order.chunks(FETCH_NODES) {
+            batch.clear();
+            batch.extend(group.iter().map(|&i| nodes[i]));
+            kept.clear();
+            spans.clear();
+            spans.resize(batch.len(), None);
+            let mut next = 0usize;
+            records_of(tx, org, &batch, &mut |slot, data, window| {
+                if self.closed {
+                    return;
+                }
+                if slot != next {
+                    let start = kept.len();
+                    write(data, window, &mut kept);
+                    spans[slot] = Some(start..kept.len());
+                    return;
+                }
+                self.comma();
+                write(data, window, &mut self.body);
+                self.done();
+                next += 1;
+                while let Some(Some(span)) = spans.get(next) {
+                    self.comma();
+                    self.body.extend_from_slice(&kept[span.clone()]);
+                    self.done();
+                    next += 1;
+                }
+            })?;
+            // Records that never came (missing) leave the rest kept: in order, without them.
+            for span in spans[next.min(spans.len())..].iter().flatten() {
+                self.comma();
+                self.body.extend_from_slice(&kept[span.clone()]);
+                self.done();
+            }
+            if self.closed {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -284,6 +384,13 @@ pub async fn roots(
 /// The query string of a read the standard list's reading takes (`parse_list_params`, which
 /// needs the state's clock): handed over as it is.
 pub struct ListQuery(Option<String>);
+
+impl ServedQuery for api::deliverable::TreesQuery {
+    type Value = ListQuery;
+    fn from_query(query: Option<&str>) -> ApiResult<ListQuery> {
+        Ok(ListQuery(query.map(str::to_string)))
+    }
+}
 
 impl ServedQuery for api::deliverable::RootsQuery {
     type Value = ListQuery;

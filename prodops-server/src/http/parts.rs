@@ -60,6 +60,25 @@ pub async fn answer(mut receiver: PartReceiver, what: &str) -> ApiResult<Respons
     }
 }
 
+/// [`answer`] for a read in one snapshot that sets `cursor` to the snapshot's feed cursor
+/// before it sends any part: the answer names it in `Prodops-Feed-Cursor`.
+pub async fn answer_at_cursor(
+    receiver: PartReceiver,
+    cursor: &std::sync::OnceLock<i64>,
+    what: &str,
+) -> ApiResult<Response> {
+    let mut response = answer(receiver, what).await?;
+    // Set before the first part was sent, so before `answer` had it.
+    let feed = cursor
+        .get()
+        .ok_or_else(|| ApiError::internal(format!("the {what} read named no feed cursor")))?;
+    response.headers_mut().insert(
+        header::HeaderName::from_static(prodops_core::event::FEED_CURSOR_HEADER),
+        header::HeaderValue::from(*feed),
+    );
+    Ok(response)
+}
+
 /// A body being written on the read's thread, sent a part at a time.
 pub struct PartWriter<'a> {
     /// What is written and not sent yet.

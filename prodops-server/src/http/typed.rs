@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use prodops_core::api::{
     ActionDesc, Empty, Endpoint, FreeJson, FreePage, Json, JsonList, NoBody, NoFields,
-    OptionalJson, Page, PageOf, RawFile, RecordJson, StreamedJson, StreamedPage, ValueAnswer,
-    ValueList, ValueOf,
+    OptionalJson, Page, PageOf, RawFile, RecordJson, StreamedJson, StreamedPageAtCursor,
+    ValueAnswer, ValueList, ValueOf,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -399,7 +399,7 @@ impl ServedAnswer for RawFile {
     }
 }
 
-impl ServedAnswer for StreamedPage {
+impl ServedAnswer for StreamedPageAtCursor {
     type Value = Streamed;
     fn reply(value: Streamed, _: StatusCode) -> Answer {
         Answer::Streamed(value.0)

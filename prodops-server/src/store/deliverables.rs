@@ -772,6 +772,36 @@ pub fn roots_page(
     Ok((values, total))
 }
 
+/// The ids of every root (a deliverable without a parent) `conds` match, in the order `sort`
+/// gives (the roots of [`roots_page`], unpaged): what a read of whole trees walks. Only ids are
+/// kept, so a million roots hold 16 MB.
+pub fn root_ids(
+    tx: &mut dyn Tx,
+    org: Uuid,
+    conds: &[super::sql::Cond],
+    sort: &[super::sql::Sort],
+) -> StoreResult<Vec<Uuid>> {
+    let mut args = Vec::new();
+    let mut filter = tx.where_clause(org, conds, &mut args);
+    filter.push_str(&format!(
+        " AND id IN (SELECT id FROM {TREE} WHERE organization_id = ? AND parent_id IS NULL)"
+    ));
+    args.push(org.into());
+    let sql = format!("SELECT id FROM {TABLE}{filter}{}", tx.order_by(sort));
+    let mut ids = Vec::new();
+    tx.for_each_row(&sql, &args, &mut |row| {
+        if let Some(id) = row
+            .first()
+            .and_then(|c| c.as_bytes())
+            .and_then(|s| Uuid::try_parse_ascii(s).ok())
+        {
+            ids.push(id);
+        }
+        Ok(())
+    })?;
+    Ok(ids)
+}
+
 /// The id and the JSON text of the field `path` of every deliverable `conds` match, oldest
 /// first (`None` where the record has no such field).
 pub fn field_values(

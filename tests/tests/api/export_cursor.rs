@@ -355,3 +355,284 @@ async fn two_servers_200k_export_under_8_writers() {
     let replica = server.another_with(|c| c.rate_limit = 1_000_000).await;
     export_under_writers(&[&server, &replica], 200_000, 8).await;
 }
+
+// ---- whole trees: `GET /deliverable/trees` and the hierarchy -------------------------------
+
+/// `orders` orders of `phases` phases of `steps` steps each, in one bulk call per order; answers
+/// the ids of the orders, the phases and the steps.
+async fn seed_trees(
+    api: &Api,
+    orders: usize,
+    phases: usize,
+    steps: usize,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let (mut order_ids, mut phase_ids, mut step_ids) = (Vec::new(), Vec::new(), Vec::new());
+    for o in 0..orders {
+        let order = uuid::Uuid::new_v4().to_string();
+        let mut records = vec![json!({"id": order, "name": format!("Order {o}"), "type": "order"})];
+        for p in 0..phases {
+            let phase = uuid::Uuid::new_v4().to_string();
+            records.push(json!({"id": phase, "name": format!("Phase {o}.{p}"), "type": "phase", "parentId": order}));
+            for s in 0..steps {
+                let step = uuid::Uuid::new_v4().to_string();
+                records.push(json!({"id": step, "name": format!("Step {o}.{p}.{s}"), "type": "step", "parentId": phase}));
+                step_ids.push(step);
+            }
+            phase_ids.push(phase);
+        }
+        api.bulk_put("deliverable", records).await;
+        order_ids.push(order);
+    }
+    (order_ids, phase_ids, step_ids)
+}
+
+/// The records of a page answer by id, each without what the roll-up of its children changes
+/// and no event announces (docs/events.md, "Events"): its `computed` fields, and on a node with
+/// children (every one but the steps here) its `updatedAt`.
+fn own_fields(values: &[Value]) -> BTreeMap<String, Value> {
+    values.iter().map(own).collect()
+}
+
+fn own(v: &Value) -> (String, Value) {
+    let mut v = v.clone();
+    let record = v.as_object_mut().unwrap();
+    record.remove("computed");
+    if record["type"] != "step" {
+        record.remove("updatedAt");
+    }
+    (v["id"].as_str().unwrap().to_string(), v)
+}
+
+/// The newest cursor of the organization's feed, over every resource.
+async fn newest_of_all(api: &Api) -> i64 {
+    let mut last = 0;
+    let mut after = "0".to_string();
+    loop {
+        let r = api.get(&format!("/event?after={after}&limit=1000")).await;
+        assert_eq!(r.status, 200, "{r}");
+        let values = r.body["values"].as_array().unwrap();
+        if values.is_empty() {
+            return last;
+        }
+        last = cursors(values).last().copied().unwrap_or(last);
+        after = r.body["nextCursor"].as_str().unwrap().to_string();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_trees_are_read_in_one_snapshot_and_name_its_cursor() {
+    let server = TestServer::start().await;
+    let api = server.org("Trees").await;
+    let empty = api.get("/deliverable/trees").await;
+    assert_eq!(cursor_of(&empty), 0);
+    assert_eq!(empty.body, json!({"values": [], "totalCount": 0}));
+
+    let (orders, _, steps) = seed_trees(&api, 3, 2, 3).await;
+    let loose = api
+        .create("deliverable", json!({"name": "Loose", "type": "phase"}))
+        .await;
+    let loose = loose["id"].as_str().unwrap().to_string();
+    let all = api.get("/deliverable/trees").await;
+    assert_eq!(cursor_of(&all), newest_of_all(&api).await);
+    let values = all.body["values"].as_array().unwrap();
+    assert_eq!(all.body["totalCount"], values.len());
+    assert_eq!(values.len(), 3 * (1 + 2 * 4) + 1);
+    // Each root, then its subtree parents before children, as its hierarchy answers it.
+    let mut at = 0;
+    for root in orders.iter().chain([&loose]) {
+        let tree = api.get(&format!("/deliverable/{root}/hierarchy")).await;
+        assert_eq!(cursor_of(&tree), cursor_of(&all));
+        let nodes = tree.body["values"].as_array().unwrap();
+        assert_eq!(
+            &values[at..at + nodes.len()],
+            nodes.as_slice(),
+            "tree {root}"
+        );
+        at += nodes.len();
+    }
+    assert_eq!(at, values.len());
+
+    // The roots' filters and search, and the hierarchy's select.
+    let only_orders = api
+        .get("/deliverable/trees?type=order&select=name,parentId")
+        .await;
+    let values = only_orders.body["values"].as_array().unwrap();
+    assert_eq!(values.len(), 27);
+    assert_eq!(
+        values[0],
+        json!({"id": orders[0], "name": "Order 0", "parentId": null})
+    );
+    assert_eq!(values[1]["parentId"], json!(orders[0]));
+    let searched = api.get("/deliverable/trees?search=Order%201").await;
+    assert_eq!(
+        ids_of(&searched.body["values"].as_array().unwrap()[..1]),
+        [orders[1].clone()]
+    );
+    assert_eq!(searched.body["totalCount"], 9);
+
+    // Archived nodes inside a tree are in it; an archived root's tree is left out unless asked.
+    let r = api
+        .patch(
+            &format!("/deliverable/{}", steps[0]),
+            json!({"isArchived": true}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let r = api
+        .patch(
+            &format!("/deliverable/{}", orders[2]),
+            json!({"isArchived": true}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let now = api.get("/deliverable/trees?type=order").await;
+    let values = now.body["values"].as_array().unwrap();
+    assert_eq!(values.len(), 18);
+    assert!(
+        values
+            .iter()
+            .any(|v| v["id"] == json!(steps[0]) && v["isArchived"] == true)
+    );
+    let archived = api
+        .get("/deliverable/trees?type=order&isArchived=true")
+        .await;
+    assert_eq!(archived.body["values"][0]["id"], json!(orders[2]));
+    assert_eq!(archived.body["totalCount"], 9);
+    assert_eq!(cursor_of(&now), newest_of_all(&api).await);
+
+    // Not paged; unknown fields refused, by name.
+    for (query, field) in [
+        ("page=2", "page"),
+        ("pageSize=10", "pageSize"),
+        ("cursor=abc", "cursor"),
+        ("nosuchfield=1", "nosuchfield"),
+        ("select=nosuchfield", "nosuchfield"),
+        ("select=", "select"),
+    ] {
+        let r = api.get(&format!("/deliverable/trees?{query}")).await;
+        assert_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.text.contains(field), "{query}: {r}");
+    }
+    // Another organization's trees are not there.
+    let other = server.org("Other").await;
+    let r = other.get("/deliverable/trees").await;
+    assert_eq!(r.body["totalCount"], 0, "{r}");
+    assert_error(
+        &other
+            .get(&format!("/deliverable/{}/hierarchy", orders[0]))
+            .await,
+        404,
+        "NOT_FOUND",
+    );
+}
+
+/// Writers add, rename, archive and restore steps (through every server) while the trees are
+/// read; the trees and the events after their cursor give exactly the trees as they end, in
+/// every field a record keeps of its own (the CSV export's columns).
+async fn trees_under_writers(servers: &[&TestServer], orders: usize, steps: usize, writers: usize) {
+    let api = servers[0].org("Trees under writers").await;
+    let started = Instant::now();
+    let (_, phases, step_ids) = seed_trees(&api, orders, 10, steps).await;
+    let seeded = started.elapsed();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let (phases, step_ids) = (Arc::new(phases), Arc::new(step_ids));
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let api = api.on(servers[w % servers.len()]);
+            let (phases, step_ids) = (phases.clone(), step_ids.clone());
+            let (stop, done) = (stop.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut seed = w as u64 * 7919 + 17;
+                let mut next = move |n: u64| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) % n
+                };
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let step = &step_ids[next(step_ids.len() as u64) as usize];
+                    let path = format!("/deliverable/{step}");
+                    let resp = match next(4) {
+                        0 => {
+                            let phase = &phases[next(phases.len() as u64) as usize];
+                            api.post(
+                                "/deliverable",
+                                json!({"name": format!("new {w}-{n}"), "type": "step", "parentId": phase}),
+                            )
+                            .await
+                        }
+                        1 => api.patch(&path, json!({"name": format!("renamed {w}-{n}")})).await,
+                        2 => api.patch(&path, json!({"isArchived": true})).await,
+                        _ => api.patch(&path, json!({"isArchived": false})).await,
+                    };
+                    assert!(resp.status == 200 || resp.status == 201, "{resp}");
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    while done.load(Ordering::Relaxed) < writers * 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let before = done.load(Ordering::Relaxed);
+    let export_started = Instant::now();
+    let export = api.get("/deliverable/trees").await;
+    let exported_in = export_started.elapsed();
+    let during = done.load(Ordering::Relaxed) - before;
+    let after_export = done.load(Ordering::Relaxed);
+    while done.load(Ordering::Relaxed) < after_export + writers * 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    let cursor = cursor_of(&export);
+    let exported = export.body["values"].as_array().unwrap();
+    assert_eq!(export.body["totalCount"], exported.len());
+    // Replay: every event's record replaces the row (archived steps stay in their trees).
+    let mut state = own_fields(exported);
+    for e in events_after(&api, cursor, "deliverable").await {
+        let (id, data) = own(&e["data"]);
+        if e["type"] == "deliverable.created" {
+            assert!(
+                !state.contains_key(&id),
+                "created after the cursor, yet exported: {e}"
+            );
+        }
+        state.insert(id, data);
+    }
+    let fin = api.get("/deliverable/trees").await;
+    let fin = own_fields(fin.body["values"].as_array().unwrap());
+    assert_eq!(state.len(), fin.len());
+    for (id, record) in &fin {
+        assert_eq!(state.get(id), Some(record), "deliverable {id}");
+    }
+    eprintln!(
+        "trees under writers: seeded in {seeded:?}; {} nodes exported in {exported_in:?} with \
+         {during} writes meanwhile, {} after; {:?} in all",
+        exported.len(),
+        done.load(Ordering::Relaxed) - before - during,
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn trees_and_the_events_after_their_cursor_give_the_final_trees_under_writers() {
+    let server = TestServer::start_with(|c| c.rate_limit = 1_000_000).await;
+    trees_under_writers(&[&server], 10, 100, 8).await;
+}
+
+/// Two server processes on one PostgreSQL, the writers going through both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_trees_under_8_writers() {
+    if !on_postgres() {
+        return; // Two processes sharing one database is the PostgreSQL deployment.
+    }
+    let server = TestServer::start_with(|c| c.rate_limit = 1_000_000).await;
+    let replica = server.another_with(|c| c.rate_limit = 1_000_000).await;
+    trees_under_writers(&[&server, &replica], 10, 200, 8).await;
+}
