@@ -174,8 +174,8 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
     // record's bytes), and only those are parsed.
     let layout = Layout::new(spec);
     let select: Vec<&str> = layout.fields().collect();
-    let mut out = RowWriter::open(spec, args)?;
-    let mut nodes = match root {
+    let out = RowWriter::open(spec, args)?;
+    let nodes = match root {
         Some(root) => {
             ctx.client
                 .deliverable_hierarchy_stream(root, &select)
@@ -188,29 +188,7 @@ pub async fn export(ctx: &CommandContext, args: &ArgMatches) -> CmdResult {
                 .await?
         }
     };
-    let cursor = nodes.feed_cursor().map(str::to_string);
-    if cursor_file.is_some() && cursor.is_none() {
-        return Err(Fail::usage(
-            "the server's export names no feed cursor (Prodops-Feed-Cursor); --cursor-file needs a newer server",
-        ));
-    }
-    let pb = super::command::spinner("{spinner} exporting {pos} nodes {elapsed}");
-    while let Some(text) = nodes.next_value().await? {
-        out.write_json(spec, &layout, &text)?;
-        if let Some(pb) = &pb
-            && out.count % 1_000 == 0
-        {
-            pb.set_position(out.count);
-        }
-    }
-    if let Some(pb) = &pb {
-        pb.finish_and_clear();
-    }
-    out.finish(spec)?;
-    if let (Some(file), Some(cursor)) = (cursor_file, cursor) {
-        crate::events::write_cursor(&file, &cursor)?;
-    }
-    Ok(())
+    super::export::write_snapshot(nodes, spec, &layout, out, cursor_file).await
 }
 
 // ---- the tree view -----------------------------------------------------------------------------

@@ -393,9 +393,23 @@ pub async fn export_list(
 ) -> CmdResult {
     let params = crate::context::list_params(args)?;
     let cursor_file = args.get_one::<String>("cursor-file").map(PathBuf::from);
-    let mut out = RowWriter::open(spec, args)?;
+    let out = RowWriter::open(spec, args)?;
     let layout = Layout::new(spec);
-    let mut values = ctx.client.resource_at(spec.path).export(&params).await?;
+    let values = ctx.client.resource_at(spec.path).export(&params).await?;
+    write_snapshot(values, spec, &layout, out, cursor_file).await
+}
+
+/// Writes an answer read in one snapshot (an export, whole trees) into `out` as it arrives,
+/// a CSV row per value (none is kept), then, with a `cursor_file`, the snapshot's feed cursor
+/// into it once every row is written: the events after it are exactly the changes the file
+/// does not hold (docs/cli.md, "Exports you can continue from").
+pub async fn write_snapshot(
+    mut values: prodops_client::ValuesStream,
+    spec: &Spec,
+    layout: &Layout,
+    mut out: RowWriter,
+    cursor_file: Option<PathBuf>,
+) -> CmdResult {
     let cursor = values.feed_cursor().map(str::to_string);
     if cursor_file.is_some() && cursor.is_none() {
         return Err(Fail::usage(
@@ -407,10 +421,10 @@ pub async fn export_list(
         if layout.is_flat() {
             out.write_record_text(spec, &text)?;
         } else {
-            out.write_json(spec, &layout, &text)?;
+            out.write_json(spec, layout, &text)?;
         }
         if let Some(pb) = &pb
-            && out.count % 1_000 == 0
+            && out.count.is_multiple_of(1_000)
         {
             pb.set_position(out.count);
         }
