@@ -10,7 +10,7 @@
 # targets >= 80%).
 # Everything runs on loopback with wrk. See bench/README.md.
 #
-# Usage: bash bench/worker-reads.sh [--sqlite-only]
+# Usage: bash bench/worker-reads.sh [--sqlite-only | --postgres-only]
 #
 # Environment (all optional):
 #   PRODOPS_BENCH_PG_URL   PostgreSQL URL (default postgres://postgres@127.0.0.1:5432/test)
@@ -20,20 +20,26 @@
 #   BENCH_THREADS          wrk threads (default 2)
 #   BENCH_WORKERS          workers to store (default 100000)
 #   BENCH_PGBENCH_CLIENTS  pgbench clients (default 8; -j is BENCH_THREADS)
+#   BENCH_TWO_PROCESSES    0 to leave out the two-process rows (default 1)
+#   BENCH_BUILD            0 to use the binaries already built instead of building them
 #   CARGO_TARGET_DIR       where cargo puts the binaries (default ./target)
 #   BENCH_SERVER           a prodops-server binary to measure instead of this checkout's
 #                          (for before/after runs of an older commit; trivial-server is built)
+#   BENCH_PGBENCH_READS    the pgbench-reads example of that older commit, so that pgbench runs
+#                          the statements that binary sends
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 SQLITE_ONLY=0
+POSTGRES_ONLY=0
 for arg in "$@"; do
     case "$arg" in
         --sqlite-only) SQLITE_ONLY=1 ;;
+        --postgres-only) POSTGRES_ONLY=1 ;;
         -h | --help)
-            sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -83,13 +89,15 @@ fi
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed and could not be installed"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to seed the workers"
 
-log "building (release): prodops-server, trivial-server, the pgbench-reads example"
-cargo build --release -p prodops-server -p trivial-server --bins --example pgbench-reads >&2
+if [ "${BENCH_BUILD:-1}" != 0 ]; then
+    log "building (release): prodops-server, trivial-server, the pgbench-reads example"
+    cargo build --release -p prodops-server -p trivial-server --bins --example pgbench-reads >&2
+fi
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
 SERVER="${BENCH_SERVER:-$TARGET_DIR/release/prodops-server}"
 TRIVIAL="$TARGET_DIR/release/trivial-server"
-PGBENCH_SCRIPTS="$TARGET_DIR/release/examples/pgbench-reads"
+PGBENCH_SCRIPTS="${BENCH_PGBENCH_READS:-$TARGET_DIR/release/examples/pgbench-reads}"
 [ -x "$SERVER" ] || die "no binary at $SERVER"
 [ -x "$TRIVIAL" ] || die "no binary at $TRIVIAL"
 
@@ -303,7 +311,9 @@ bench_backend() {
 
     if [ "$backend" = postgres ]; then
         bench_pgbench "$db" "$created" "$key" "$one"
-        bench_two_processes "$db" "$key" "$url"
+        if [ "${BENCH_TWO_PROCESSES:-1}" != 0 ]; then
+            bench_two_processes "$db" "$key" "$url"
+        fi
     fi
 
     # Let requests that wrk abandoned when it stopped finish before the server is stopped.
@@ -317,8 +327,8 @@ bench_backend() {
 
 # bench_pgbench DATABASE_URL ORG_CREATE_JSON API_KEY WORKER_ID: pgbench -M prepared over the
 # statements of each read (the `pgbench-reads` example writes them from the server's own
-# functions): `GET /worker/{id}` is one statement, the key lookup with the record; the list is the
-# key lookup and the page in one pipeline, one round trip, as the server sends them. The rows
+# functions): `GET /worker/{id}` is one statement, the key lookup with the record; the list is one
+# statement too, the key lookup joined with the page, as the server sends it. The rows
 # `pgbench` give transactions per second, each transaction being one request's statements.
 bench_pgbench() {
     local db="$1" created="$2" key="$3" one="$4" dir="$WORK/pgbench" org
@@ -403,9 +413,13 @@ log "trivial server at $TRIVIAL_URL; warm-up ${WARMUP}s"
 run_wrk trivial-warm "$WARMUP" "$TRIVIAL_URL/" >/dev/null
 measure_trivial start
 
-BACKENDS=("sqlite")
-mkdir -p "$WORK/sqlite"
-bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
+BACKENDS=()
+[ "$SQLITE_ONLY" -eq 1 ] && [ "$POSTGRES_ONLY" -eq 1 ] && die "--sqlite-only and --postgres-only exclude each other"
+if [ "$POSTGRES_ONLY" -eq 0 ]; then
+    BACKENDS+=("sqlite")
+    mkdir -p "$WORK/sqlite"
+    bench_backend sqlite "sqlite://$WORK/sqlite/bench.db"
+fi
 
 PG_NOTE=""
 PGBENCH_NOTE=""

@@ -2,9 +2,8 @@
 //! PostgreSQL (`prodops_server::store::read_statements`), for `bench/worker-reads.sh`:
 //!
 //! - `DIR/by-id.sql`: `GET /{resource}/{id}`, the key lookup with the record (one statement);
-//! - `DIR/list.sql`: `GET /{resource}?pageSize=N` in the default order, the key lookup and the
-//!   page sent in one pipeline (one round trip), as the server sends them once it knows the key's
-//!   organization;
+//! - `DIR/list.sql`: `GET /{resource}?pageSize=N` in the default order, the key lookup joined
+//!   with the page (one statement), as the server sends it once it knows the key's organization;
 //! - `DIR/defines`: the `-D name=value` arguments that give the scripts' variables their values.
 //!
 //! Usage: `pgbench-reads TABLE ORGANIZATION_ID API_KEY RECORD_ID PAGE_SIZE DIR`, then
@@ -36,25 +35,19 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let table: &'static str = Box::leak(table.clone().into_boxed_str());
-    let statements = prodops_server::store::read_statements(table, org, limit);
     let hash = prodops_server::app::hash_key(key);
+    let statements = prodops_server::store::read_statements(table, org, &hash, limit);
     let dir = PathBuf::from(dir);
     let by_id = as_variables(&statements.by_id, 2, |n| ["id", "hash"][n - 1].to_string());
-    let key_sql = as_variables(&statements.key, 1, |_| "hash".to_string());
-    let page = as_variables(&statements.page, statements.page_params.len(), |n| {
+    let list = as_variables(&statements.list, statements.list_params.len(), |n| {
         format!("p{n}")
     });
     let mut defines = vec![format!("-Did={record}"), format!("-Dhash={hash}")];
-    for (i, value) in statements.page_params.iter().enumerate() {
+    for (i, value) in statements.list_params.iter().enumerate() {
         defines.push(format!("-Dp{}={value}", i + 1));
     }
     let written = std::fs::write(dir.join("by-id.sql"), format!("{by_id};\n"))
-        .and_then(|()| {
-            std::fs::write(
-                dir.join("list.sql"),
-                format!("\\startpipeline\n{key_sql};\n{page};\n\\endpipeline\n"),
-            )
-        })
+        .and_then(|()| std::fs::write(dir.join("list.sql"), format!("{list};\n")))
         .and_then(|()| std::fs::write(dir.join("defines"), defines.join("\n") + "\n"));
     match written {
         Ok(()) => ExitCode::SUCCESS,

@@ -373,7 +373,7 @@ pub struct PointRead {
     pub id: uuid::Uuid,
 }
 
-/// A list page in the default order that the key lookup reads in the same round trip
+/// A list page in the default order that the key lookup reads in the same statement
 /// ([`Store::find_key_and_page`]): what `records::read_keyset_and_count` reads, but for the
 /// key's organization.
 #[derive(Debug, Clone)]
@@ -602,8 +602,8 @@ impl Store {
         matches!(self, Store::Postgres(_))
     }
 
-    /// [`Store::find_key`] and a list page of the key's organization. On PostgreSQL both
-    /// statements go out together on one connection, one round trip, once this process has
+    /// [`Store::find_key`] and a list page of the key's organization. On PostgreSQL the key
+    /// lookup and the page are one statement, one round trip, once this process has
     /// seen the key (a key's organization never changes, so the process remembers it; whether
     /// the key is still valid is read with the page, every time). The page is `None` when it
     /// was not read along; the caller reads it itself then.

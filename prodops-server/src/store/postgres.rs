@@ -175,17 +175,21 @@ pub struct ReadStatements {
     /// the record id, `$2` the key's hash.
     pub by_id: String,
     /// `GET /{resource}?pageSize=N` in the default order, once the process knows the key's
-    /// organization: the key lookup (`$1` the key's hash) ...
-    pub key: String,
-    /// ... and the page with its total and feed cursor, written together with the key lookup
-    /// on one connection and answered in one round trip ([`PgStore::find_key_and_page`]).
-    pub page: String,
-    /// The page's parameters (`$1`, `$2`, ...), as text.
-    pub page_params: Vec<String>,
+    /// organization: one statement, the key lookup joined with the page, its total and feed
+    /// cursor ([`PgStore::find_key_and_page`]).
+    pub list: String,
+    /// The list's parameters (`$1`, `$2`, ...), as text.
+    pub list_params: Vec<String>,
 }
 
-/// [`ReadStatements`] of `table` in organization `org`, for a page of `limit` records.
-pub fn read_statements(table: &'static str, org: Uuid, limit: u64) -> ReadStatements {
+/// [`ReadStatements`] of `table` in organization `org`, for a page of `limit` records read
+/// with the key whose hash is `key_hash`.
+pub fn read_statements(
+    table: &'static str,
+    org: Uuid,
+    key_hash: &str,
+    limit: u64,
+) -> ReadStatements {
     let page = PageRead {
         table,
         conds: vec![super::sql::Cond::Archived(false)],
@@ -193,7 +197,7 @@ pub fn read_statements(table: &'static str, org: Uuid, limit: u64) -> ReadStatem
         limit,
         offset: 0,
     };
-    let (sql, params) = super::records::keyset_page_statement(&page, org);
+    let (sql, params) = super::records::key_and_page_statement(&page, org, key_hash);
     let text = |v: &SqlValue| match v {
         SqlValue::Null => String::new(),
         SqlValue::Int(n) => n.to_string(),
@@ -206,9 +210,8 @@ pub fn read_statements(table: &'static str, org: Uuid, limit: u64) -> ReadStatem
     };
     ReadStatements {
         by_id: super::records::key_lookup_sql(Dialect::Postgres, Some(table)).to_string(),
-        key: super::records::key_lookup_sql(Dialect::Postgres, None).to_string(),
-        page: number_placeholders(&sql),
-        page_params: params.iter().map(text).collect(),
+        list: number_placeholders(&sql),
+        list_params: params.iter().map(text).collect(),
     }
 }
 
@@ -474,9 +477,10 @@ impl PgStore {
     }
 
     /// [`PgStore::find_key`] and a list page ([`super::Store::find_key_and_page`]): once the
-    /// key's organization is known, the key lookup and the page's one statement are written
-    /// together on one connection and answered in one round trip. The page is kept only when
-    /// the key, read in the same trip, is valid and of that organization.
+    /// key's organization is known, the key lookup and the page are one statement
+    /// ([`records::key_and_page_statement`](super::records::key_and_page_statement)), one
+    /// round trip, as a read by id's key lookup reads its record. The page is kept only when
+    /// the key, read in the same statement, is valid and of that organization.
     pub async fn find_key_and_page(
         &self,
         key_hash: &str,
@@ -485,35 +489,36 @@ impl PgStore {
         let Some(org) = self.known_org(key_hash) else {
             return self.find_key(key_hash, None).await;
         };
-        let (sql, params) = super::records::keyset_page_statement(page, org);
+        let (sql, params) = super::records::key_and_page_statement(page, org, key_hash);
         let sql = number_placeholders(&sql);
-        let key_sql = super::records::key_lookup_sql(Dialect::Postgres, None);
         let request_id = super::REQUEST_ID.try_with(std::sync::Arc::clone).ok();
         let _in_flight = super::limits::InFlight::enter(request_id);
-        let mut rows = super::records::KeysetRows::new(page.limit);
+        let mut read = KeyAndPage {
+            key: None,
+            rows: super::records::KeysetRows::new(page.limit),
+        };
+        let mut add = |row: &[CellRef<'_>]| read.add(row);
         let result = if page.walks_the_list_index() {
             let client = self.hot.client().await?;
-            key_and_page(&client, key_hash, key_sql, &sql, &params, &mut rows).await
+            rows_on(&client, &sql, &params, &mut add).await
         } else {
             let mut held = CancelIfDropped(Some(self.client().await?));
-            let client = held.0.as_ref().expect("held until the statements end");
-            let result = key_and_page(client, key_hash, key_sql, &sql, &params, &mut rows).await;
+            let client = held.0.as_ref().expect("held until the statement ends");
+            let result = rows_on(client, &sql, &params, &mut add).await;
             held.0.take();
             result
         };
-        let (key, paged) = result?;
-        let Some(mut found) = key
-            .as_ref()
-            .map(|row| key_lookup_of(row, false))
-            .transpose()?
-            .flatten()
-        else {
+        // A statement that failed is left to the handler: the key is looked up alone, and the
+        // handler reads the page again and reports what is wrong in its own terms (after its
+        // own checks of the request).
+        if result.is_err() {
+            return self.find_key(key_hash, None).await;
+        }
+        let Some(Some(mut found)) = read.key else {
             return Ok(None);
         };
-        // A page that failed is left to the handler, which reads it again and reports what
-        // is wrong in its own terms (after its own checks of the request).
-        if found.key.organization_id == org && paged.is_ok() {
-            found.page = Some(self.with_total(rows.finish(), page, org).await?);
+        if found.key.organization_id == org {
+            found.page = Some(self.with_total(read.rows.finish(), page, org).await?);
         }
         Ok(Some(found))
     }
@@ -631,26 +636,6 @@ async fn rows_on(
     Ok(())
 }
 
-/// The key lookup and a page's statement, both queued before either answer is awaited:
-/// tokio-postgres writes them together, and the backend runs the second without waiting for
-/// us. The key's row, and how the page's rows went into `rows`.
-async fn key_and_page(
-    client: &ClientWrapper,
-    key_hash: &str,
-    key_sql: &str,
-    sql: &str,
-    params: &[SqlValue],
-    rows: &mut super::records::KeysetRows,
-) -> StoreResult<(Option<Row>, StoreResult<()>)> {
-    let key_stmt = client.prepare_cached(key_sql).await.map_err(map_err)?;
-    let key_params: [&(dyn ToSql + Sync); 1] = [&key_hash];
-    let key = client.query_opt(&key_stmt, &key_params);
-    let mut add = |row: &[CellRef<'_>]| rows.add(row);
-    let paged = rows_on(client, sql, params, &mut add);
-    let (key, paged) = tokio::join!(key, paged);
-    Ok((key.map_err(map_err)?, paged))
-}
-
 /// Connections every request shares for its first, short statements ([`PgStore::hot`]). A
 /// statement is never cancelled on them (a cancel request would reach whichever statement of
 /// another request runs then): what runs here is bounded, a lookup by key or a walk of at
@@ -736,6 +721,61 @@ fn key_lookup_of(row: &Row, with_record: bool) -> StoreResult<Option<KeyLookup>>
     Ok(Some(KeyLookup {
         key,
         record,
+        page: None,
+    }))
+}
+
+/// The rows of the key lookup joined with a page
+/// ([`records::key_and_page_statement`](super::records::key_and_page_statement)) as they
+/// arrive: the key from the first row, the page's columns of every row.
+struct KeyAndPage {
+    /// `None` before the first row; `Some(None)` for a key whose organization is gone.
+    key: Option<Option<KeyLookup>>,
+    rows: super::records::KeysetRows,
+}
+
+impl KeyAndPage {
+    fn add(&mut self, row: &[CellRef<'_>]) -> StoreResult<()> {
+        let (key, page) = row
+            .split_at_checked(super::records::KEY_COLUMNS)
+            .ok_or_else(|| {
+                StoreError::Other("the key lookup with its page returned too few columns".into())
+            })?;
+        if self.key.is_none() {
+            self.key = Some(key_lookup_of_cells(key)?);
+        }
+        // An empty page is one row whose page columns are NULL: `KeysetRows` skips it.
+        self.rows.add(page)
+    }
+}
+
+/// [`key_lookup_of`] for the key's columns as cells.
+fn key_lookup_of_cells(cells: &[CellRef<'_>]) -> StoreResult<Option<KeyLookup>> {
+    fn text<'a>(cell: &CellRef<'a>) -> StoreResult<&'a str> {
+        cell.as_str().ok_or_else(|| {
+            StoreError::Other("the key lookup returned a column that is not text".into())
+        })
+    }
+    let [id, org, is_admin, perms, flags] = cells else {
+        return Err(StoreError::Other(
+            "the key lookup returned another number of columns".into(),
+        ));
+    };
+    if *flags == CellRef::Null {
+        return Ok(None);
+    }
+    let is_admin = match is_admin {
+        CellRef::Bool(b) => *b,
+        _ => {
+            return Err(StoreError::Other(
+                "the key's admin flag is not a boolean".into(),
+            ));
+        }
+    };
+    let key = super::records::key_row(text(id)?, text(org)?, is_admin, text(perms)?, text(flags)?)?;
+    Ok(Some(KeyLookup {
+        key,
+        record: None,
         page: None,
     }))
 }
@@ -1094,6 +1134,108 @@ mod tests {
             }
         }
         assert_eq!(generic, 3, "{sql}");
+    }
+
+    /// A list read with its key (`PgStore::find_key_and_page`) is one statement: it answers the
+    /// page the list reads alone, reads the organization's flags once rather than once per
+    /// record, and reads no page for a revoked key. Against the database of
+    /// `PRODOPS_TEST_DATABASE_URL` when it is PostgreSQL (the SQLite run has nothing to check).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_list_read_with_its_key_is_one_statement_reading_the_key_once() {
+        use crate::store::records::{self, NewRow};
+        use crate::store::sql::Cond;
+        use crate::store::{PageRead, Store};
+        let Some(url) = std::env::var("PRODOPS_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| u.starts_with("postgres"))
+        else {
+            return;
+        };
+        let store = Store::open(&url).await.unwrap();
+        let Store::Postgres(pg) = &store else {
+            unreachable!("a PostgreSQL URL opens PostgreSQL")
+        };
+        let created = crate::admin::create_org(&store, "Along", &[])
+            .await
+            .unwrap();
+        let org = created.organization_id;
+        let rows: Vec<NewRow> = (0..30)
+            .map(|i| {
+                NewRow::of_text(
+                    serde_json::json!({
+                        "id": uuid::Uuid::now_v7(), "organizationId": org, "name": format!("W{i}"),
+                        "status": "active", "isArchived": false,
+                        "createdAt": "2026-11-29T12:00:00.000Z",
+                        "updatedAt": "2026-11-29T12:00:00.000Z",
+                    })
+                    .to_string(),
+                )
+                .unwrap()
+            })
+            .collect();
+        store
+            .write(move |tx| records::insert_rows(tx, "worker", org, &rows).map(|_| ()))
+            .await
+            .unwrap();
+        let page = PageRead {
+            table: "worker",
+            conds: vec![Cond::Archived(false)],
+            after: None,
+            limit: 20,
+            offset: 0,
+        };
+        let hash = crate::http::app::hash_key(&created.api_key);
+        // The first lookup of a key learns its organization; the page is read apart then.
+        let first = pg.find_key_and_page(&hash, &page).await.unwrap().unwrap();
+        assert_eq!(first.key.organization_id, org);
+        assert!(first.page.is_none());
+        let along = pg.find_key_and_page(&hash, &page).await.unwrap().unwrap();
+        assert_eq!(along.key.organization_id, org);
+        assert!(along.key.is_admin);
+        let (read, total) = along.page.expect("the page read along");
+        let (alone, alone_total) = pg.read_page(&page, org).await.unwrap();
+        assert_eq!(read.values.len(), 20);
+        assert_eq!(
+            (&read.values, &read.last, read.feed, total),
+            (&alone.values, &alone.last, alone.feed, alone_total)
+        );
+        assert_eq!(total, 30);
+
+        // The plan: the key's flags once, not once per record of the page.
+        let (sql, values) = records::key_and_page_statement(&page, org, &hash);
+        let client = pg.hot.client().await.unwrap();
+        let plan: Vec<String> = client
+            .query(
+                &format!(
+                    "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {}",
+                    number_placeholders(&sql)
+                ),
+                &super::params(&values),
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let flags = plan
+            .iter()
+            .find(|l| l.contains("on organizations"))
+            .unwrap_or_else(|| panic!("no lookup of the organization: {plan:#?}"));
+        assert!(flags.contains("loops=1)"), "{plan:#?}");
+        assert!(
+            plan.iter().any(|l| l.contains("rows=20 loops=1")),
+            "{plan:#?}"
+        );
+
+        // A revoked key: no key, and no page.
+        let key_id = along.key.key_id;
+        crate::admin::revoke_key(&store, key_id).await.unwrap();
+        assert!(pg.find_key_and_page(&hash, &page).await.unwrap().is_none());
+        let rows = client
+            .query(&number_placeholders(&sql), &super::params(&values))
+            .await
+            .unwrap();
+        assert!(rows.is_empty());
     }
 
     #[test]

@@ -1335,17 +1335,53 @@ pub fn key_lookup_sql(dialect: Dialect, table: Option<&'static str>) -> &'static
             ),
             None => String::new(),
         };
-        let sql = format!(
-            "SELECT k.id, k.organization_id, k.is_admin, k.permissions, \
-             (SELECT o.flags FROM organizations o WHERE o.id = k.organization_id){record} \
-             FROM api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL"
-        );
+        let sql = key_lookup_text(&record);
         let sql = match dialect {
             Dialect::Sqlite => sql,
             Dialect::Postgres => super::postgres::number_placeholders(&sql),
         };
         Box::leak(sql.into_boxed_str())
     })
+}
+
+/// The key lookup's text ([`key_lookup_sql`]), `?` placeholders, with `more` (further columns)
+/// after the key's [`KEY_COLUMNS`].
+fn key_lookup_text(more: &str) -> String {
+    format!(
+        "SELECT k.id, k.organization_id, k.is_admin, k.permissions, \
+         (SELECT o.flags FROM organizations o WHERE o.id = k.organization_id){more} \
+         FROM api_keys k WHERE k.key_hash = ? AND k.revoked_at IS NULL"
+    )
+}
+
+/// The key lookup's own columns: key id, organization id, admin flag, permissions, and the
+/// organization's flags. A record or a page read along comes after them.
+pub(super) const KEY_COLUMNS: usize = 5;
+
+/// The key lookup ([`key_lookup_sql`]) and a keyset page of `org` with its total and feed cursor
+/// ([`keyset_page_statement`]) as one PostgreSQL statement, as a read by id's record is read in
+/// its key lookup: one statement and one round trip instead of two statements pipelined, which
+/// PostgreSQL runs as two executions (bench/README.md, issue 39 item 3). The page is a `LATERAL`
+/// subquery of the key's row: no row for an unknown or revoked key, so the page is then not
+/// read at all; otherwise a row per record, each the key's [`KEY_COLUMNS`] and then the page's
+/// columns, or a single row with NULL page columns for an empty page. The key's subquery is
+/// kept apart (`OFFSET 0`) so that its flags are read once, not once per record. Parameters:
+/// the key's hash, then the page's. `org` is the key's organization as this process knows it;
+/// the caller keeps the page only when the key read with it belongs there.
+pub(super) fn key_and_page_statement(
+    page: &PageRead,
+    org: Uuid,
+    key_hash: &str,
+) -> (String, Vec<SqlValue>) {
+    let (page_sql, page_params) = keyset_page_statement(page, org);
+    let sql = format!(
+        "SELECT k.*, p.* FROM ({} OFFSET 0) k LEFT JOIN LATERAL ({page_sql}) p ON true",
+        key_lookup_text("")
+    );
+    let mut params = Vec::with_capacity(page_params.len() + 1);
+    params.push(SqlValue::Text(key_hash.to_string()));
+    params.extend(page_params);
+    (sql, params)
 }
 
 /// Builds a [`KeyRow`] from the columns of the key lookup.
