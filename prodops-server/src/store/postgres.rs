@@ -1155,10 +1155,37 @@ mod tests {
         let Store::Postgres(pg) = &store else {
             unreachable!("a PostgreSQL URL opens PostgreSQL")
         };
-        let created = crate::admin::create_org(&store, "Along", &[])
+        // An organization and an admin key, as `admin::create_org` writes them (the store
+        // takes the key's hash; what it is the hash of does not matter here).
+        let org = uuid::Uuid::now_v7();
+        let key_id = uuid::Uuid::now_v7();
+        let hash = format!("{:064x}", uuid::Uuid::new_v4().as_u128());
+        let key_hash = hash.clone();
+        store
+            .write(move |tx| {
+                tx.execute(
+                    "INSERT INTO organizations (id, name, flags, created_at) VALUES (?, ?, ?, ?)",
+                    &[
+                        org.into(),
+                        "Along".into(),
+                        "{}".into(),
+                        "2026-11-29T12:00:00.000Z".into(),
+                    ],
+                )?;
+                tx.execute(
+                    "INSERT INTO api_keys (id, organization_id, key_hash, is_admin, permissions, \
+                     created_at, revoked_at) VALUES (?, ?, ?, ?, '[]', ?, NULL)",
+                    &[
+                        key_id.into(),
+                        org.into(),
+                        key_hash.clone().into(),
+                        true.into(),
+                        "2026-11-29T12:00:00.000Z".into(),
+                    ],
+                )
+            })
             .await
             .unwrap();
-        let org = created.organization_id;
         let rows: Vec<NewRow> = (0..30)
             .map(|i| {
                 NewRow::of_text(
@@ -1184,7 +1211,6 @@ mod tests {
             limit: 20,
             offset: 0,
         };
-        let hash = crate::http::app::hash_key(&created.api_key);
         // The first lookup of a key learns its organization; the page is read apart then.
         let first = pg.find_key_and_page(&hash, &page).await.unwrap().unwrap();
         assert_eq!(first.key.organization_id, org);
@@ -1228,8 +1254,16 @@ mod tests {
         );
 
         // A revoked key: no key, and no page.
-        let key_id = along.key.key_id;
-        crate::admin::revoke_key(&store, key_id).await.unwrap();
+        assert_eq!(along.key.key_id, key_id);
+        store
+            .write(move |tx| {
+                tx.execute(
+                    "UPDATE api_keys SET revoked_at = ? WHERE id = ?",
+                    &["2026-11-29T12:00:01.000Z".into(), key_id.into()],
+                )
+            })
+            .await
+            .unwrap();
         assert!(pg.find_key_and_page(&hash, &page).await.unwrap().is_none());
         let rows = client
             .query(&number_placeholders(&sql), &super::params(&values))
