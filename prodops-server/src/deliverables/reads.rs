@@ -162,7 +162,9 @@ where
     let now = call.state.clock.as_of();
     let org = call.auth.org;
     let (sender, receiver) = parts::channel();
-    let cursor = Arc::new(std::sync::OnceLock::new());
+    // Set by every attempt of the transaction (a retried one reads a new snapshot): the
+    // attempt that sends parts is the last one, so the value is that snapshot's cursor.
+    let cursor = Arc::new(std::sync::atomic::AtomicI64::new(parts::NO_CURSOR));
     let store = call.state.store.clone();
     let feed = cursor.clone();
     tokio::spawn(async move {
@@ -171,7 +173,7 @@ where
             .read_snapshot(move |tx| {
                 // The first statement takes the snapshot; the cursor is read in it.
                 let at = crate::store::events::feed_cursor(tx, org)?;
-                let _ = feed.set(at);
+                feed.store(at, std::sync::atomic::Ordering::Release);
                 let mut out = Parts::new(&parts, &now);
                 out.body.extend_from_slice(b"{\"values\":[");
                 match write(tx, org, &mut out) {

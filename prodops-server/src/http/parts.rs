@@ -60,21 +60,28 @@ pub async fn answer(mut receiver: PartReceiver, what: &str) -> ApiResult<Respons
     }
 }
 
-/// [`answer`] for a read in one snapshot that sets `cursor` to the snapshot's feed cursor
-/// before it sends any part: the answer names it in `Prodops-Feed-Cursor`.
+/// The value of [`answer_at_cursor`]'s cursor before the read sets it.
+pub const NO_CURSOR: i64 = -1;
+
+/// [`answer`] for a read in one snapshot that stores the snapshot's feed cursor in `cursor`
+/// before it sends any part (again on each attempt of its transaction): the answer names it
+/// in `Prodops-Feed-Cursor`.
 pub async fn answer_at_cursor(
     receiver: PartReceiver,
-    cursor: &std::sync::OnceLock<i64>,
+    cursor: &std::sync::atomic::AtomicI64,
     what: &str,
 ) -> ApiResult<Response> {
     let mut response = answer(receiver, what).await?;
-    // Set before the first part was sent, so before `answer` had it.
-    let feed = cursor
-        .get()
-        .ok_or_else(|| ApiError::internal(format!("the {what} read named no feed cursor")))?;
+    // Stored before the first part was sent, so before `answer` had it.
+    let feed = cursor.load(std::sync::atomic::Ordering::Acquire);
+    if feed == NO_CURSOR {
+        return Err(ApiError::internal(format!(
+            "the {what} read named no feed cursor"
+        )));
+    }
     response.headers_mut().insert(
         header::HeaderName::from_static(prodops_core::event::FEED_CURSOR_HEADER),
-        header::HeaderValue::from(*feed),
+        header::HeaderValue::from(feed),
     );
     Ok(response)
 }
