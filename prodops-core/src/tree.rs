@@ -677,6 +677,13 @@ pub trait TreeStore {
     type Error;
     /// One node (archived or not).
     fn node(&mut self, id: Uuid) -> Result<Deliverable, Self::Error>;
+    /// One node, shared: a store that caches the records it read hands out its copy instead
+    /// of a new one (by default a copy of [`TreeStore::node`]). A refresh reads a parent once
+    /// for each changed child, and a parent's record grows with its children, so copying it
+    /// each time cost more than the rest of a bulk write's refresh.
+    fn node_shared(&mut self, id: Uuid) -> Result<Arc<Deliverable>, Self::Error> {
+        self.node(id).map(Arc::new)
+    }
     /// The direct children of a node, in sibling order (shared: a store may hand out the
     /// records it caches without copying them).
     fn children(&mut self, id: Uuid) -> Result<Vec<Arc<Deliverable>>, Self::Error>;
@@ -782,16 +789,32 @@ pub fn refresh<S: TreeStore>(
         .filter(|c| c.old.is_none())
         .map(|c| c.id)
         .collect();
-    refresh_with(store, changes, &created, now)
+    let changes: Vec<ChangeRef<'_>> = changes
+        .iter()
+        .map(|c| ChangeRef {
+            id: c.id,
+            old: c.old.as_ref(),
+        })
+        .collect();
+    refresh_with(store, &changes, &created, now)
+}
+
+/// A [`Change`] borrowed from where its record is kept (the caller's changes, or a batch's
+/// first states), so that a refresh copies no record to learn what it was.
+#[derive(Clone, Copy)]
+struct ChangeRef<'a> {
+    id: Uuid,
+    old: Option<&'a Deliverable>,
 }
 
 /// What [`refresh`] knows of the nodes it changed, for the ancestors it recomputes
 /// incrementally ([`compute_incremental`]).
 #[derive(Default)]
-struct Touched {
+struct Touched<'a> {
     /// Each changed node's record as its parent's stored computed fields know it (`None`: it
-    /// was created since), the first time it was seen.
-    before: HashMap<Uuid, Option<Deliverable>>,
+    /// was created since), the first time it was seen: borrowed from the changes, or the
+    /// ancestor's record before this refresh recomputed it.
+    before: HashMap<Uuid, Option<Before<'a>>>,
     /// Per parent, its changed children in the order first seen (new ones in the order they
     /// were created, which is their sibling order).
     kids: HashMap<Uuid, Vec<Uuid>>,
@@ -801,8 +824,25 @@ struct Touched {
     full: HashSet<Uuid>,
 }
 
-impl Touched {
-    fn note(&mut self, id: Uuid, parent: Option<Uuid>, before: Option<Deliverable>) {
+/// A record as it was before a refresh, without a copy: borrowed from the changes, or shared
+/// with the store's cache.
+enum Before<'a> {
+    Borrowed(&'a Deliverable),
+    Shared(Arc<Deliverable>),
+}
+
+impl std::ops::Deref for Before<'_> {
+    type Target = Deliverable;
+    fn deref(&self) -> &Deliverable {
+        match self {
+            Before::Borrowed(d) => d,
+            Before::Shared(d) => d,
+        }
+    }
+}
+
+impl<'a> Touched<'a> {
+    fn note(&mut self, id: Uuid, parent: Option<Uuid>, before: Option<Before<'a>>) {
         if let std::collections::hash_map::Entry::Vacant(e) = self.before.entry(id) {
             e.insert(before);
             if let Some(p) = parent {
@@ -816,7 +856,7 @@ impl Touched {
 /// creates count from their state as created, see [`Batch::changes`]).
 fn refresh_with<S: TreeStore>(
     store: &mut S,
-    changes: &[Change],
+    changes: &[ChangeRef<'_>],
     created: &HashSet<Uuid>,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
@@ -831,18 +871,19 @@ fn refresh_with<S: TreeStore>(
     for change in changes {
         let mut node = store.node(change.id)?;
         let parent = match node.parent_id {
-            Some(p) => Some(store.node(p)?),
+            Some(p) => Some(store.node_shared(p)?),
             None => None,
         };
         let children = store.children(change.id)?;
         let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-        if prepare(store, &mut node, parent.as_ref(), &refs, now)? {
+        if prepare(store, &mut node, parent.as_deref(), &refs, now)? {
             store.save(&node)?;
             saved += 1;
         }
         drop(refs);
         drop(children);
-        if let Some(old) = &change.old {
+        drop(parent);
+        if let Some(old) = change.old {
             if old.parent_id != node.parent_id {
                 // Moved (or created under one parent and moved within the batch): both
                 // parents read all their children.
@@ -868,7 +909,7 @@ fn refresh_with<S: TreeStore>(
         let before = if created.contains(&change.id) {
             None
         } else {
-            change.old.clone()
+            change.old.map(Before::Borrowed)
         };
         touched.note(change.id, node.parent_id, before);
         if let Some(p) = node.parent_id {
@@ -914,11 +955,22 @@ impl Batch {
     /// in the batch counts from its state as created, so that a later move or rename in the
     /// same batch refreshes what the creation left stale.
     pub fn changes(&self) -> Vec<Change> {
+        self.change_refs()
+            .into_iter()
+            .map(|c| Change {
+                id: c.id,
+                old: c.old.cloned(),
+            })
+            .collect()
+    }
+
+    /// [`Batch::changes`], borrowed.
+    fn change_refs(&self) -> Vec<ChangeRef<'_>> {
         self.order
             .iter()
-            .map(|id| Change {
+            .map(|id| ChangeRef {
                 id: *id,
-                old: self.first.get(id).cloned(),
+                old: self.first.get(id),
             })
             .collect()
     }
@@ -932,7 +984,7 @@ pub fn refresh_batch<S: TreeStore>(
     batch: &Batch,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
-    refresh_with(store, &batch.changes(), &batch.created, now)
+    refresh_with(store, &batch.change_refs(), &batch.created, now)
 }
 
 /// Recomputes every descendant of `top` (whose record is current): inherited parts parents
@@ -1013,21 +1065,25 @@ fn refresh_subtree<S: TreeStore>(
 fn refresh_ancestors<S: TreeStore>(
     store: &mut S,
     starts: Vec<Uuid>,
-    touched: &mut Touched,
+    touched: &mut Touched<'_>,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
     use std::cmp::Reverse;
     let mut saved = 0;
     let mut work: BTreeSet<(Reverse<usize>, Uuid)> = BTreeSet::new();
+    let mut seen: HashSet<Uuid> = HashSet::with_capacity(starts.len().min(1024));
     for id in starts {
-        let depth = store.node(id)?.computed.full_path.len();
-        work.insert((Reverse(depth), id));
+        // Many changes share a parent: its depth is read once.
+        if seen.insert(id) {
+            let depth = store.node_shared(id)?.computed.full_path.len();
+            work.insert((Reverse(depth), id));
+        }
     }
     while let Some((Reverse(depth), id)) = work.pop_first() {
-        let mut node = store.node(id)?;
-        let before = node.clone();
+        let before = store.node_shared(id)?;
+        let mut node = (*before).clone();
         let parent = match node.parent_id {
-            Some(p) => Some(store.node(p)?),
+            Some(p) => Some(store.node_shared(p)?),
             None => None,
         };
         let kids = touched.kids.remove(&id).unwrap_or_default();
@@ -1036,7 +1092,7 @@ fn refresh_ancestors<S: TreeStore>(
         } else {
             let mut news = Vec::with_capacity(kids.len());
             for k in &kids {
-                news.push(store.node(*k)?);
+                news.push(store.node_shared(*k)?);
             }
             let changes: Vec<ChildChange<'_>> = kids
                 .iter()
@@ -1047,14 +1103,14 @@ fn refresh_ancestors<S: TreeStore>(
                 })
                 .collect();
             let facts = facts_of(store, &node)?;
-            compute_incremental(&node, parent.as_ref(), &changes, &facts, now)
+            compute_incremental(&node, parent.as_deref(), &changes, &facts, now)
         };
         // Whatever happens next, this node's stored fields are no longer those of the tree
         // before the changes.
         touched.full.insert(id);
         let changed = match incremental {
             Some(computed) => {
-                let root = root_parent_id(parent.as_ref());
+                let root = root_parent_id(parent.as_deref());
                 let changed = computed != node.computed || root != node.root_parent_id;
                 node.computed = computed;
                 node.root_parent_id = root;
@@ -1063,7 +1119,7 @@ fn refresh_ancestors<S: TreeStore>(
             None => {
                 let children = store.children(id)?;
                 let refs: Vec<&Deliverable> = children.iter().map(|c| &**c).collect();
-                let changed = prepare(store, &mut node, parent.as_ref(), &refs, now)?;
+                let changed = prepare(store, &mut node, parent.as_deref(), &refs, now)?;
                 drop(refs);
                 drop(children);
                 store.release_children(id)?;
@@ -1075,7 +1131,7 @@ fn refresh_ancestors<S: TreeStore>(
         }
         store.save(&node)?;
         saved += 1;
-        touched.note(id, node.parent_id, Some(before));
+        touched.note(id, node.parent_id, Some(Before::Shared(before)));
         if let Some(p) = node.parent_id {
             work.insert((Reverse(depth.saturating_sub(1)), p));
         }

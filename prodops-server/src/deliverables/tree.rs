@@ -258,8 +258,11 @@ pub fn records_of(
 /// Ids per statement when [`TxTree`] reads the session workers of many nodes at once.
 pub(crate) const PREFETCH_CHUNK: usize = 500;
 
+/// The record a stored or checked JSON value holds, read from the value in place (a copy of
+/// the value first cost as many allocations as the record itself).
 pub fn parse_deliverable(v: &Value) -> ApiResult<Deliverable> {
-    serde_json::from_value(v.clone()).map_err(ApiError::internal)
+    use serde::Deserialize;
+    Deliverable::deserialize(v).map_err(ApiError::internal)
 }
 
 fn parse_text(text: &str) -> ApiResult<Deliverable> {
@@ -495,14 +498,6 @@ impl<'a> TxTree<'a> {
             deferred: Some(Default::default()),
             ..Self::new(tx, ctx)
         }
-    }
-
-    /// The node as this store last saw or wrote it, shared with the cache.
-    fn shared(&mut self, id: Uuid) -> ApiResult<Arc<Deliverable>> {
-        if !self.nodes.contains_key(&id) {
-            self.node(id)?;
-        }
-        self.nodes.get(&id).cloned().ok_or_else(ApiError::not_found)
     }
 
     /// Takes the child lists of nodes a bulk call created ([`finish_new_rows`]) and the
@@ -751,14 +746,19 @@ impl TreeStore for TxTree<'_> {
     type Error = ApiError;
 
     fn node(&mut self, id: Uuid) -> ApiResult<Deliverable> {
+        self.node_shared(id).map(Arc::unwrap_or_clone)
+    }
+
+    /// The node as this store last saw or wrote it, shared with the cache.
+    fn node_shared(&mut self, id: Uuid) -> ApiResult<Arc<Deliverable>> {
         self.lock()?;
         if let Some(n) = self.nodes.get(&id) {
-            return Ok((**n).clone());
+            return Ok(n.clone());
         }
         // Straight from the stored text (not through a `Value` and a copy of it).
         let text = record_text(self.tx, self.ctx.org(), id)?.ok_or_else(ApiError::not_found)?;
-        let n = parse_text(&text)?;
-        self.nodes.insert(id, Arc::new(n.clone()));
+        let n = Arc::new(parse_text(&text)?);
+        self.nodes.insert(id, n.clone());
         Ok(n)
     }
 
@@ -768,7 +768,7 @@ impl TreeStore for TxTree<'_> {
             self.read_children(&[id])?;
         }
         let ids = self.kids.get(&id).cloned().unwrap_or_default();
-        ids.into_iter().map(|k| self.shared(k)).collect()
+        ids.into_iter().map(|k| self.node_shared(k)).collect()
     }
 
     fn descendants(&mut self, id: Uuid) -> ApiResult<Vec<Deliverable>> {
