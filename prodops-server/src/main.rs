@@ -14,11 +14,31 @@ use uuid::Uuid;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (milliseconds): keep freed memory for a second before
-/// returning it to the system (default 10 ms). A stream of bulk requests frees and reuses
-/// megabytes per request; returned at once, every request faulted them back in (zeroing huge
-/// pages was a tenth of a bulk import's time).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// mimalloc's `mi_option_allow_thp` (v3's `mimalloc.h`; `libmimalloc-sys` names no constant).
+/// Left on, mimalloc backs its arena with transparent huge pages where the kernel allows them
+/// (THP `madvise` or `always`), and then returns freed memory to the system only in whole
+/// 2 MiB pages (`mi_option_minimal_purge_size`): the freed stretches between a bulk import's
+/// live values stayed resident (docs/operations.md, "Memory"). Off, mimalloc purges in 64 KiB
+/// pages and sets `PR_SET_THP_DISABLE` for the process.
+const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
+
+/// Sets the allocator options mimalloc reads while it starts (before `main`: its start-up is a
+/// constructor of its own, which runs after this one, and the Rust runtime allocates before
+/// `main` is called). A default only: `MIMALLOC_ALLOW_THP=1` in the environment still wins.
+/// mimalloc's purge delay keeps its default (1 s): the blocking threads return what a bulk
+/// call freed as they finish it (`store::memory`), and at 100 ms or 10 ms instead the bulk
+/// imports ran up to a fifth slower for no lower peak (bench/README.md, "server-memory").
+extern "C" fn allocator_options() {
+    // SAFETY: writes a static option value; no thread exists yet.
+    unsafe { libmimalloc_sys::mi_option_set_default(MI_OPTION_ALLOW_THP, 0) };
+}
+
+/// Runs [`allocator_options`] early: `.init_array` entries with a priority run before the
+/// unnumbered ones (mimalloc's, built by gcc) and those of priority 101 (built by clang).
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array.00099")]
+static ALLOCATOR_OPTIONS: extern "C" fn() = allocator_options;
 
 const DEFAULT_DATABASE: &str = "sqlite://prodops.db";
 
@@ -349,15 +369,16 @@ async fn run(cli: Cli) -> Result<(), Error> {
 }
 
 fn main() -> ExitCode {
-    // SAFETY: sets a process-wide allocator option before any other thread exists.
-    // `MIMALLOC_PURGE_DELAY` in the environment, which mimalloc reads itself, wins.
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
-    }
+    #[cfg(not(target_os = "linux"))]
+    allocator_options();
     let cli = Cli::parse();
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // A blocking thread idle this long exits, and its heap, which mimalloc returns only
+        // when the thread allocates again or ends, goes back to the system: 2 s after a burst
+        // of bulk calls (tokio's default is 10 s; docs/operations.md, "Memory").
+        .thread_keep_alive(std::time::Duration::from_secs(2))
         .build()
     {
         Ok(rt) => rt,

@@ -4,51 +4,19 @@
 //! `quantityActual` equals its postings.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 #[path = "common/server_process.rs"]
 mod server_process;
-use server_process::cmd;
+use server_process::serve;
 /// Declarations on the order: each produce call posts this many ledger rows.
 const OUTPUTS: usize = 200;
 /// Nodes under the order; each call is stamped with its own node.
 const CALLS: usize = 60;
 /// Answered calls after which the process is killed.
 const KILL_AFTER: usize = 6;
-
-/// Starts `serve` and returns the child and its `/api/v2` base.
-fn serve(url: &str) -> (Child, String) {
-    let mut child = cmd(&[
-        "serve",
-        "--bind",
-        "127.0.0.1:0",
-        "--database",
-        url,
-        "--rate-limit",
-        "1000000",
-    ])
-    // Not the job that announces what time changes: it reaches every organization of the
-    // database, which other tests share (docs/operations.md).
-    .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("spawn serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("listening line");
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (child, format!("{base}/api/v2"))
-}
 
 struct Api {
     client: reqwest::Client,

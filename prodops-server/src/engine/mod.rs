@@ -986,9 +986,14 @@ async fn bulk_put(
     let prepared = {
         let filled = call.state.store.filter_fields_written(res.table());
         let (res, ctx) = (res.clone(), ctx.clone());
-        tokio::task::spawn_blocking(move || bulk::Prepared::new(&res, &ctx, filled, body))
-            .await
-            .map_err(ApiError::internal)??
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let prepared = bulk::Prepared::new(&res, &ctx, filled, body);
+            crate::store::memory::release_after_long_job(started);
+            prepared
+        })
+        .await
+        .map_err(ApiError::internal)??
     };
     let (rows, table, org, dry_run) = (prepared.len(), res.table(), ctx.org(), ctx.dry_run);
     let reply = write_reply(&call.state, ctx, move |tx, ctx| {

@@ -17,6 +17,7 @@ pub mod event_links;
 pub mod events;
 pub mod filter_columns;
 pub mod limits;
+pub mod memory;
 pub mod migrate;
 mod postgres;
 pub mod property_index;
@@ -571,10 +572,13 @@ impl Store {
         let guard = limits::CancelOnDrop::new(cancel.clone());
         let result = tokio::task::spawn_blocking(move || {
             let _in_flight = limits::InFlight::enter(request_id);
-            match store {
+            let started = std::time::Instant::now();
+            let result = match store {
                 Store::Sqlite(s) => s.transaction(write, limited, &cancel, f),
                 Store::Postgres(p) => p.transaction(&handle, mode, &cancel, f),
-            }
+            };
+            memory::release_after_long_job(started);
+            result
         })
         .await;
         guard.defuse();

@@ -398,9 +398,12 @@ fn configure(conn: &Connection, memory: bool) -> StoreResult<()> {
     // ancestors) spills dirty pages to the WAL before it commits.
     conn.pragma_update(None, "cache_size", writer_cache_kib())
         .map_err(map_err)?;
-    // Statement journals (a multi-row insert, a row with a counting trigger) and savepoints
-    // in memory rather than in temporary files.
-    conn.pragma_update(None, "temp_store", "MEMORY")
+    // Temporary tables, indexes and statement journals in temporary files, which SQLite keeps
+    // in memory up to 64 KiB each and the OS caches beyond that. In memory (`MEMORY`, the
+    // bundled library's default), the statement journal of one bulk call's multi-row inserts
+    // and savepoints held about 75 MiB at its peak, as much as everything else a tree import
+    // holds, and no bulk write ran faster for it (bench/README.md, "server-memory").
+    conn.pragma_update(None, "temp_store", "FILE")
         .map_err(map_err)?;
     conn.pragma_update(None, "foreign_keys", "OFF")
         .map_err(map_err)?;

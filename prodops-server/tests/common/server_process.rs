@@ -2,7 +2,8 @@
 // Each including test uses part of it.
 #![allow(dead_code)]
 
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
@@ -38,4 +39,40 @@ pub fn create_org(url: &str, name: &str) -> String {
     assert!(out.status.success(), "org create: {out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
     v["apiKey"].as_str().unwrap().to_string()
+}
+
+/// Starts `serve` and returns the child and its `/api/v2` base.
+pub fn serve(url: &str) -> (Child, String) {
+    serve_with(url, &[])
+}
+
+/// [`serve`] with `env` set for the process besides.
+pub fn serve_with(url: &str, env: &[(&str, &str)]) -> (Child, String) {
+    let mut child = cmd(&[
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--database",
+        url,
+        "--rate-limit",
+        "1000000",
+    ])
+    // Not the job that announces what time changes: it reaches every organization of the
+    // database, which other tests share (docs/operations.md).
+    .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
+    .envs(env.iter().copied())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("listening line");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, format!("{base}/api/v2"))
 }
