@@ -882,7 +882,6 @@ fn refresh_with<S: TreeStore>(
         }
         drop(refs);
         drop(children);
-        drop(parent);
         if let Some(old) = change.old {
             if old.parent_id != node.parent_id {
                 // Moved (or created under one parent and moved within the batch): both
@@ -954,18 +953,7 @@ impl Batch {
     /// The changes to refresh: every written record against its first state. A record created
     /// in the batch counts from its state as created, so that a later move or rename in the
     /// same batch refreshes what the creation left stale.
-    pub fn changes(&self) -> Vec<Change> {
-        self.change_refs()
-            .into_iter()
-            .map(|c| Change {
-                id: c.id,
-                old: c.old.cloned(),
-            })
-            .collect()
-    }
-
-    /// [`Batch::changes`], borrowed.
-    fn change_refs(&self) -> Vec<ChangeRef<'_>> {
+    fn changes(&self) -> Vec<ChangeRef<'_>> {
         self.order
             .iter()
             .map(|id| ChangeRef {
@@ -984,7 +972,7 @@ pub fn refresh_batch<S: TreeStore>(
     batch: &Batch,
     now: DateTime<Utc>,
 ) -> Result<usize, S::Error> {
-    refresh_with(store, &batch.change_refs(), &batch.created, now)
+    refresh_with(store, &batch.changes(), &batch.created, now)
 }
 
 /// Recomputes every descendant of `top` (whose record is current): inherited parts parents
