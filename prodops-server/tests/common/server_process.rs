@@ -60,6 +60,10 @@ pub fn serve_with(url: &str, env: &[(&str, &str)]) -> (Child, String) {
     // Not the job that announces what time changes: it reaches every organization of the
     // database, which other tests share (docs/operations.md).
     .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
+    // Nor webhook deliveries: on a shared PostgreSQL database this process would claim the
+    // deliveries of other tests' webhooks, whose receivers on 127.0.0.1 its address guard
+    // refuses (a delivery then failed its attempt in the webhook tests running beside it).
+    .env("PRODOPS_WEBHOOK_DELIVER", "false")
     .envs(env.iter().copied())
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
