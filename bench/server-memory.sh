@@ -26,35 +26,17 @@ source "$ROOT/bench/import-common.sh"
 WORKERS="${BENCH_WORKERS:-300000}"
 ORDERS="${BENCH_ORDERS:-20}"
 
-python3 - "$WORKERS" "$ORDERS" "$WORK/workers.csv" "$WORK/tree.csv" <<'PY'
-import random, sys, uuid
-workers, orders, workers_path, tree_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-random.seed(39)
+python3 - "$ROOT/bench" "$WORKERS" "$ORDERS" "$WORK/workers.csv" "$WORK/tree.csv" <<'PY'
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from issue39_tree import write_tree
+workers, orders, workers_path, tree_path = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 with open(workers_path, "w") as out:
     out.write("name,customerIdentifier,status\n")
     for i in range(workers):
         out.write(f"Person {i},E-{i:07d},{('active', 'inactive', 'terminated')[i % 3]}\n")
-def uid():
-    return str(uuid.UUID(int=random.getrandbits(128), version=4))
-rows = []
-def node(kind, parent, label):
-    nid = uid()
-    rows.append(f"{nid},{label},{kind.capitalize()} {label},{kind},{parent}")
-    return nid
-for o in range(orders):
-    order = node("order", "", f"O{o:02d}")
-    for p in range(10):
-        phase = node("phase", order, f"O{o:02d}.P{p}")
-        for s in range(1000):
-            node("stage", phase, f"O{o:02d}.P{p}.S{s:04d}")
-parent = node("order", "", "CHAIN")
-for depth in range(63):
-    parent = node("phase", parent, f"CHAIN.{depth:02d}")
-random.shuffle(rows)
-with open(tree_path, "w") as out:
-    out.write("id,identifier,name,type,parentId\n")
-    out.write("\n".join(rows) + "\n")
-print(f"{len(rows)} nodes", file=sys.stderr)
+n = write_tree(tree_path, random.Random(39), orders)
+print(f"{n} nodes", file=sys.stderr)
 PY
 NODES=$(($(wc -l < "$WORK/tree.csv") - 1))
 

@@ -317,3 +317,132 @@ async fn subtree_records_are_read_through_the_fields_index() {
         }
     }
 }
+
+/// The job that announces what time changes reads each bound of the deliverables' alert
+/// windows as a range of that bound's index (`store/alert_times.rs`). Those indexes are
+/// partial (a bound no read asks for keeps its row out: most rows, each otherwise an insert at
+/// a random place per deliverable written), and each read names their condition, so the
+/// planner can take them: on SQLite, which matches the condition as written, it must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alert_jobs_reads_are_ranges_of_the_partial_bound_indexes() {
+    use prodops_server::store::alert_times::{self, Bound};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let dialect = store.dialect();
+    // As a database whose indexes were made over every row (before migration step 86): the
+    // step makes them partial.
+    store
+        .write(|tx| {
+            tx.execute(
+                "DROP INDEX IF EXISTS ix_deliverable_alert_until",
+                &[],
+            )?;
+            tx.execute(
+                "CREATE INDEX ix_deliverable_alert_until ON deliverable ((alerts_window & 4294967295), id)",
+                &[],
+            )?;
+            alert_times::make_indexes_partial(tx)
+        })
+        .await
+        .unwrap();
+    for bound in [Bound::Until, Bound::From] {
+        let index = alert_times::index_name(bound);
+        let definition = store
+            .read(move |tx| {
+                let sql = match tx.dialect() {
+                    Dialect::Sqlite => "SELECT sql FROM sqlite_master WHERE name = ?",
+                    Dialect::Postgres => "SELECT indexdef FROM pg_indexes WHERE indexname = ?",
+                };
+                Ok::<_, StoreError>(
+                    tx.query(sql, &[index.to_string().into()])?
+                        .into_iter()
+                        .flat_map(|r| r.into_iter().filter_map(|v| v.into_string()))
+                        .collect::<String>(),
+                )
+            })
+            .await
+            .unwrap();
+        assert!(
+            definition.contains("WHERE"),
+            "{index} is not partial: {definition}"
+        );
+        let [at_second, range] = alert_times::statements(bound, 500);
+        for (sql, params) in [
+            (
+                at_second,
+                vec![
+                    1_800_000_000i64.into(),
+                    Uuid::new_v4().to_string().into(),
+                    false.into(),
+                ],
+            ),
+            (
+                range,
+                vec![
+                    1_800_000_000i64.into(),
+                    1_800_000_060i64.into(),
+                    false.into(),
+                ],
+            ),
+        ] {
+            let p = plan(&store, sql, params).await;
+            match dialect {
+                Dialect::Sqlite => assert!(
+                    p.contains(&format!("USING INDEX {index}")) && !p.contains("SCAN deliverable"),
+                    "{p}"
+                ),
+                // PostgreSQL plans an empty table as read whole, rightly: the statement is
+                // checked to be valid there.
+                Dialect::Postgres => assert!(p.contains("deliverable"), "{p}"),
+            }
+        }
+    }
+}
+
+/// A tree write reads the children of up to 500 parents at a time
+/// (`deliverables::children_with_records`): one probe of the parent index per parent, never a
+/// read of the organization's whole range with the parents as a filter, nor (PostgreSQL, with
+/// statistics taken early in an import) a scan of the table per parent. The statement runs as
+/// the server runs it, through `with_index_probes`, in a write transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_children_of_many_parents_are_probes_of_the_parent_index() {
+    use prodops_server::store::deliverables::{children_with_records_statement, with_index_probes};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&database_url(&dir)).await.unwrap();
+    let dialect = store.dialect();
+    let parents: Vec<Uuid> = (0..500).map(|_| Uuid::new_v4()).collect();
+    let (sql, params) = children_with_records_statement(dialect, Uuid::new_v4(), &parents);
+    let p = store
+        .write(move |tx| {
+            let explain = match dialect {
+                Dialect::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
+                Dialect::Postgres => format!("EXPLAIN {sql}"),
+            };
+            let rows = with_index_probes(tx, |tx| tx.query(&explain, &params))?;
+            // The setting is set back for the rest of the transaction.
+            if dialect == Dialect::Postgres {
+                let now = tx.query("SHOW enable_seqscan", &[])?;
+                assert_eq!(now[0][0].as_str(), Some("on"));
+            }
+            Ok::<_, StoreError>(
+                rows.into_iter()
+                    .flat_map(|r| r.into_iter().filter_map(|v| v.into_string()))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })
+        .await
+        .unwrap();
+    match dialect {
+        Dialect::Sqlite => assert!(
+            p.contains("ix_deliverable_tree_parent (organization_id=? AND parent_id=?)"),
+            "{p}"
+        ),
+        Dialect::Postgres => assert!(
+            p.contains("ix_deliverable_tree_parent")
+                && p.contains("parent_id = \"*VALUES*\".column1")
+                && !p.contains("Seq Scan on deliverable_tree"),
+            "{p}"
+        ),
+    }
+}

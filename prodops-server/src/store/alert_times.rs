@@ -9,6 +9,12 @@
 //! (the high half) the latest instant they had reached when written (for a row stored late,
 //! its `lateAt` or a later instant). A read is a range of one index in `(bound, id)` order,
 //! never a scan of an organization's deliverables.
+//!
+//! Both indexes are partial: a bound held to the end of what the column holds (`until` at
+//! 2106, `from` at 1970: most rows, those whose answers no instant changes) is never in a
+//! range a read asks for, so its row stays out of the index. Each index over every row put
+//! an insert at a random place (the row's id) into a B-tree as large as the table on every
+//! deliverable written (bench/README.md, "tree-import-shapes").
 
 use uuid::Uuid;
 
@@ -32,6 +38,16 @@ impl Bound {
         match self {
             Bound::Until => "(alerts_window & 4294967295)",
             Bound::From => "(alerts_window >> 32)",
+        }
+    }
+
+    /// The rows the bound's index holds: those whose bound a read can ask for (the same text
+    /// in the index's `WHERE` and in every read's, so that SQLite, which matches the terms as
+    /// written, takes the index).
+    fn kept(self) -> &'static str {
+        match self {
+            Bound::Until => "(alerts_window & 4294967295) < 4294967295",
+            Bound::From => "(alerts_window >> 32) > 0",
         }
     }
 
@@ -60,14 +76,24 @@ pub fn add_indexes(tx: &mut dyn Tx) -> StoreResult<()> {
     for bound in [Bound::Until, Bound::From] {
         tx.execute(
             &format!(
-                "CREATE INDEX IF NOT EXISTS {} ON {TABLE} ({}, id)",
+                "CREATE INDEX IF NOT EXISTS {} ON {TABLE} ({}, id) WHERE {}",
                 bound.index(),
-                bound.expr()
+                bound.expr(),
+                bound.kept()
             ),
             &[],
         )?;
     }
     Ok(())
+}
+
+/// Migration step: the indexes of a database that made them over every row, made again
+/// partial ([`add_indexes`]).
+pub fn make_indexes_partial(tx: &mut dyn Tx) -> StoreResult<()> {
+    for bound in [Bound::Until, Bound::From] {
+        tx.execute(&format!("DROP INDEX IF EXISTS {}", bound.index()), &[])?;
+    }
+    add_indexes(tx)
 }
 
 /// The first `limit` non-archived deliverables, in `(at, id)` order over both bounds, whose
@@ -83,22 +109,17 @@ pub fn found(
 ) -> StoreResult<Vec<Found>> {
     let mut out = Vec::new();
     for bound in [Bound::Until, Bound::From] {
-        let e = bound.expr();
-        let cols = format!("{e}, id, organization_id, data FROM {TABLE}");
+        let [at_second, range] = statements(bound, limit);
         if let Some(after) = after {
             let rows = tx.query(
-                &format!(
-                    "SELECT {cols} WHERE {e} = ? AND id > ? AND is_archived = ? ORDER BY id LIMIT {limit}"
-                ),
+                &at_second,
                 &[SqlValue::Int(at), after.into(), SqlValue::Bool(false)],
             )?;
             out.extend(rows.iter().filter_map(|r| row(r, bound)));
         }
         if at < to {
             let rows = tx.query(
-                &format!(
-                    "SELECT {cols} WHERE {e} > ? AND {e} <= ? AND is_archived = ? ORDER BY {e}, id LIMIT {limit}"
-                ),
+                &range,
                 &[SqlValue::Int(at), SqlValue::Int(to), SqlValue::Bool(false)],
             )?;
             out.extend(rows.iter().filter_map(|r| row(r, bound)));
@@ -107,6 +128,29 @@ pub fn found(
     out.sort_by(|a, b| (a.at, &a.id, a.bound).cmp(&(b.at, &b.id, b.bound)));
     out.truncate(limit);
     Ok(out)
+}
+
+/// The two reads of [`found`] for one bound: the rest of the second `at` after an id (its
+/// parameters: `at`, the id, `false`), and the seconds after `at` up to `to` (`at`, `to`,
+/// `false`). Public for the plan tests, which check that each is a range of the bound's index.
+pub fn statements(bound: Bound, limit: usize) -> [String; 2] {
+    let (e, kept) = (bound.expr(), bound.kept());
+    let cols = format!("{e}, id, organization_id, data FROM {TABLE}");
+    [
+        format!(
+            "SELECT {cols} WHERE {e} = ? AND id > ? AND is_archived = ? AND {kept} \
+             ORDER BY id LIMIT {limit}"
+        ),
+        format!(
+            "SELECT {cols} WHERE {e} > ? AND {e} <= ? AND is_archived = ? AND {kept} \
+             ORDER BY {e}, id LIMIT {limit}"
+        ),
+    ]
+}
+
+/// The name of `bound`'s index, for the plan tests.
+pub fn index_name(bound: Bound) -> &'static str {
+    bound.index()
 }
 
 fn row(r: &[SqlValue], bound: Bound) -> Option<Found> {

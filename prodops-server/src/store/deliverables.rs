@@ -76,7 +76,11 @@ pub fn insert_tree_rows(tx: &mut dyn Tx, org: Uuid, rows: &[TreeRow]) -> StoreRe
 /// checked against the id, so that a stale rowid reads as a missing record (`data` NULL) which
 /// [`record_text`] then reads by id. On PostgreSQL by id.
 pub fn records_join(tx: &dyn Tx) -> String {
-    match tx.dialect() {
+    records_join_of(tx.dialect())
+}
+
+fn records_join_of(dialect: Dialect) -> String {
+    match dialect {
         Dialect::Sqlite => format!(
             "LEFT JOIN {TABLE} d ON d.rowid = t.rid AND d.organization_id = t.organization_id AND d.id = t.id"
         ),
@@ -215,11 +219,6 @@ pub fn extra_ddl(dialect: Dialect) -> Vec<String> {
         format!(
             "CREATE INDEX IF NOT EXISTS ix_work_session_worker ON work_session (organization_id, {})",
             expr("workerId")
-        ),
-        // Search and `--key identifier` imports find deliverables by identifier.
-        format!(
-            "CREATE INDEX IF NOT EXISTS ix_deliverable_identifier ON deliverable (organization_id, {})",
-            expr("identifier")
         ),
         // A schedule action reads the dependencies of its order only
         // (`deliverables/actions.rs` `load_plan`).
@@ -894,19 +893,8 @@ pub fn children_with_records(
     org: Uuid,
     parents: &[Uuid],
 ) -> StoreResult<Vec<(Uuid, Uuid, Option<String>)>> {
-    let mut params: Vec<SqlValue> = Vec::with_capacity(parents.len() + 1);
-    params.push(org.into());
-    params.extend(parents.iter().map(|id| SqlValue::from(*id)));
-    let rows = tx.query(
-        &format!(
-            "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
-             WHERE t.organization_id = ? AND t.parent_id IN ({}) \
-             ORDER BY t.parent_id, t.sort_key, t.id",
-            records_join(&*tx),
-            placeholders(parents.len())
-        ),
-        &params,
-    )?;
+    let (sql, params) = children_with_records_statement(tx.dialect(), org, parents);
+    let rows = with_index_probes(tx, |tx| tx.query(&sql, &params))?;
     Ok(rows
         .into_iter()
         .filter_map(|mut r| {
@@ -918,6 +906,70 @@ pub fn children_with_records(
             ))
         })
         .collect())
+}
+
+/// The statement of [`children_with_records`] and its parameters; run it through
+/// [`with_index_probes`]. Public for the plan tests.
+pub fn children_with_records_statement(
+    dialect: Dialect,
+    org: Uuid,
+    parents: &[Uuid],
+) -> (String, Vec<SqlValue>) {
+    let mut params: Vec<SqlValue> = Vec::with_capacity(parents.len() + 1);
+    let ids = parents.iter().map(|id| SqlValue::from(*id));
+    let sql = match dialect {
+        Dialect::Sqlite => {
+            params.push(org.into());
+            params.extend(ids);
+            format!(
+                "SELECT t.parent_id, t.id, d.data FROM {TREE} t {} \
+                 WHERE t.organization_id = ? AND t.parent_id IN ({}) \
+                 ORDER BY t.parent_id, t.sort_key, t.id",
+                records_join_of(dialect),
+                placeholders(parents.len())
+            )
+        }
+        // One probe of the parent index per parent, whatever the statistics say. With
+        // `parent_id IN (...)` PostgreSQL estimated 500 parents, none of them among the most
+        // common values, as most of the organization's tree (a few hundred parents hold every
+        // node) and read the organization's whole range of the index with the list as a
+        // filter: 100-120 ms a statement once the organization held 200,000 nodes, a tree
+        // import's rate falling with the organization's size (bench/README.md,
+        // "tree-import-shapes"). `OFFSET 0` keeps the subquery from being flattened into a
+        // join the planner could turn back into that scan.
+        Dialect::Postgres => {
+            params.extend(ids);
+            params.push(org.into());
+            format!(
+                "SELECT t.parent_id, t.id, d.data FROM (VALUES {}) AS p (id) \
+                 CROSS JOIN LATERAL (SELECT c.organization_id, c.parent_id, c.id, c.sort_key \
+                 FROM {TREE} c WHERE c.organization_id = ? AND c.parent_id = p.id OFFSET 0) t {} \
+                 ORDER BY t.parent_id, t.sort_key, t.id",
+                vec!["(?)"; parents.len()].join(", "),
+                records_join_of(dialect),
+            )
+        }
+    };
+    (sql, params)
+}
+
+/// Runs `read` with PostgreSQL's sequential scans off, for a statement whose only right plan
+/// is index probes: statistics taken early in an import (few parents, thousands of children
+/// each) made a scan of the whole tree table per parent look cheaper than the probe, seconds
+/// per statement as the table grew. Transaction-local and set back at once, so the rest of
+/// the transaction plans as before (outside a transaction block PostgreSQL ignores `SET
+/// LOCAL` with a warning). Nothing on SQLite.
+pub fn with_index_probes<T>(
+    tx: &mut dyn Tx,
+    read: impl FnOnce(&mut dyn Tx) -> StoreResult<T>,
+) -> StoreResult<T> {
+    if tx.dialect() != Dialect::Postgres {
+        return read(tx);
+    }
+    tx.execute("SET LOCAL enable_seqscan = off", &[])?;
+    let out = read(tx)?;
+    tx.execute("SET LOCAL enable_seqscan = on", &[])?;
+    Ok(out)
 }
 
 /// The workers of the open sessions (no `endDate`) on each of `deliverables` (one statement),

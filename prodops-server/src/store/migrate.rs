@@ -298,7 +298,17 @@ const CODE_STEPS: &[(i64, CodeStep)] = &[
     // The bounds of the deliverables' alert windows, indexed across organizations, for the job
     // that announces what time changes (store/alert_times.rs).
     (85, crate::store::alert_times::add_indexes),
+    // Those indexes hold only the rows a read can find (most rows' bounds are never asked
+    // for), and the expression index on the identifier, which no read used any more (filters
+    // go by `f_identifier`), goes: each was a write at a random place per deliverable.
+    (86, slimmer_deliverable_indexes),
 ];
+
+fn slimmer_deliverable_indexes(tx: &mut dyn Tx) -> StoreResult<()> {
+    crate::store::alert_times::make_indexes_partial(tx)?;
+    tx.execute("DROP INDEX IF EXISTS ix_deliverable_identifier", &[])?;
+    Ok(())
+}
 
 /// The unique index behind "a ledger row is reversed once".
 pub const REVERSES_INDEX: &str = "ux_inventory_transaction_reverses";
