@@ -30,7 +30,7 @@ use sha2::Sha256;
 
 #[path = "common/server_process.rs"]
 mod server_process;
-use server_process::cmd;
+use server_process::serve_command;
 const SECRET: &str = "kill-webhook-secret-0123456789";
 /// Every wait of the test ends by this bound (a failure, not a hang).
 const WAIT: Duration = Duration::from_secs(60);
@@ -177,33 +177,22 @@ impl Drop for Server {
 /// Starts `serve` on the database, delivering webhooks or not, and waits (up to [`WAIT`]) for
 /// its `listening on ...` line.
 fn try_serve(url: &str, deliver: bool) -> Result<Server, String> {
-    let child = cmd(&[
-        "serve",
-        "--bind",
-        "127.0.0.1:0",
-        "--database",
-        url,
-        "--rate-limit",
-        "1000000",
-    ])
-    .env(
-        "PRODOPS_WEBHOOK_DELIVER",
-        if deliver { "true" } else { "false" },
-    )
-    .env("PRODOPS_WEBHOOK_ALLOW_HOSTS", "127.0.0.1")
-    .env("PRODOPS_WEBHOOK_MAX_ATTEMPTS", "4")
-    .env("PRODOPS_WEBHOOK_BACKOFF_BASE_MS", "50")
-    .env("PRODOPS_WEBHOOK_BACKOFF_CAP_MS", "200")
-    .env("PRODOPS_WEBHOOK_TIMEOUT_MS", TIMEOUT_MS.to_string())
-    .env("PRODOPS_WEBHOOK_LEASE_MS", LEASE_MS.to_string())
-    .env("PRODOPS_WEBHOOK_POLL_MS", "100")
-    // Not the job that announces what time changes: it reaches every organization of the
-    // database, which other tests share (docs/operations.md).
-    .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .map_err(|e| format!("spawn serve: {e}"))?;
+    let child = serve_command(url)
+        .env(
+            "PRODOPS_WEBHOOK_DELIVER",
+            if deliver { "true" } else { "false" },
+        )
+        .env("PRODOPS_WEBHOOK_ALLOW_HOSTS", "127.0.0.1")
+        .env("PRODOPS_WEBHOOK_MAX_ATTEMPTS", "4")
+        .env("PRODOPS_WEBHOOK_BACKOFF_BASE_MS", "50")
+        .env("PRODOPS_WEBHOOK_BACKOFF_CAP_MS", "200")
+        .env("PRODOPS_WEBHOOK_TIMEOUT_MS", TIMEOUT_MS.to_string())
+        .env("PRODOPS_WEBHOOK_LEASE_MS", LEASE_MS.to_string())
+        .env("PRODOPS_WEBHOOK_POLL_MS", "100")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn serve: {e}"))?;
     let mut server = Server {
         child,
         base: String::new(),

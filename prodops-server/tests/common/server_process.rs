@@ -46,9 +46,11 @@ pub fn serve(url: &str) -> (Child, String) {
     serve_with(url, &[])
 }
 
-/// [`serve`] with `env` set for the process besides.
-pub fn serve_with(url: &str, env: &[(&str, &str)]) -> (Child, String) {
-    let mut child = cmd(&[
+/// The `serve` command on the database at `url`, on a free port of 127.0.0.1, without the job
+/// that announces what time changes: it reaches every organization of the database, which
+/// other tests share (docs/operations.md). The caller adds its settings and spawns it.
+pub fn serve_command(url: &str) -> Command {
+    let mut c = cmd(&[
         "serve",
         "--bind",
         "127.0.0.1:0",
@@ -56,19 +58,23 @@ pub fn serve_with(url: &str, env: &[(&str, &str)]) -> (Child, String) {
         url,
         "--rate-limit",
         "1000000",
-    ])
-    // Not the job that announces what time changes: it reaches every organization of the
-    // database, which other tests share (docs/operations.md).
-    .env("PRODOPS_ALERT_EVENTS_POLL_MS", "0")
-    // Nor webhook deliveries: on a shared PostgreSQL database this process would claim the
-    // deliveries of other tests' webhooks, whose receivers on 127.0.0.1 its address guard
-    // refuses (a delivery then failed its attempt in the webhook tests running beside it).
-    .env("PRODOPS_WEBHOOK_DELIVER", "false")
-    .envs(env.iter().copied())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("spawn serve");
+    ]);
+    c.env("PRODOPS_ALERT_EVENTS_POLL_MS", "0");
+    c
+}
+
+/// [`serve`] with `env` set for the process besides.
+pub fn serve_with(url: &str, env: &[(&str, &str)]) -> (Child, String) {
+    let mut child = serve_command(url)
+        // No webhook deliveries: on a shared PostgreSQL database this process would claim the
+        // deliveries of other tests' webhooks, whose receivers on 127.0.0.1 its address guard
+        // refuses (a delivery then failed its attempt in the webhook tests running beside it).
+        .env("PRODOPS_WEBHOOK_DELIVER", "false")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
