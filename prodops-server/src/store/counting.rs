@@ -46,6 +46,9 @@ impl Tx for CountingTx<'_> {
     fn dialect(&self) -> Dialect {
         self.tx.dialect()
     }
+    fn in_block(&self) -> bool {
+        self.tx.in_block()
+    }
     fn text_expr(&self, path: &FieldPath) -> String {
         self.tx.text_expr(path)
     }

@@ -956,19 +956,20 @@ pub fn children_with_records_statement(
 /// Runs `read` with PostgreSQL's sequential scans off, for a statement whose only right plan
 /// is index probes: statistics taken early in an import (few parents, thousands of children
 /// each) made a scan of the whole tree table per parent look cheaper than the probe, seconds
-/// per statement as the table grew. Transaction-local and set back at once, so the rest of
-/// the transaction plans as before (outside a transaction block PostgreSQL ignores `SET
-/// LOCAL` with a warning). Nothing on SQLite.
+/// per statement as the table grew. Transaction-local and set back to the session's value at
+/// once, so the rest of the transaction plans as before. Only in a transaction block (a
+/// write, where imports read): a plain read's statements are transactions of their own, where
+/// `SET LOCAL` would only cost two round trips and a warning. Nothing on SQLite.
 pub fn with_index_probes<T>(
     tx: &mut dyn Tx,
     read: impl FnOnce(&mut dyn Tx) -> StoreResult<T>,
 ) -> StoreResult<T> {
-    if tx.dialect() != Dialect::Postgres {
+    if tx.dialect() != Dialect::Postgres || !tx.in_block() {
         return read(tx);
     }
     tx.execute("SET LOCAL enable_seqscan = off", &[])?;
     let out = read(tx)?;
-    tx.execute("SET LOCAL enable_seqscan = on", &[])?;
+    tx.execute("SET LOCAL enable_seqscan TO DEFAULT", &[])?;
     Ok(out)
 }
 

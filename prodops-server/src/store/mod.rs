@@ -188,6 +188,12 @@ impl TxError for StoreError {
 /// numbers them.
 pub trait Tx {
     fn dialect(&self) -> Dialect;
+    /// Whether its statements run in one transaction block, so that a transaction-local
+    /// setting (`SET LOCAL`) holds for the statements after it: a write or a snapshot read. A
+    /// plain read on PostgreSQL sends each statement as a transaction of its own.
+    fn in_block(&self) -> bool {
+        true
+    }
     /// The field of the record's `data` as SQL text ([`Dialect::text_expr`]), for statements
     /// written outside this module.
     fn text_expr(&self, path: &sql::FieldPath) -> String {

@@ -830,6 +830,7 @@ where
             handle,
             cancel,
             pending_begin: begin,
+            block,
         };
         let result = f(&mut tx);
         let began = block && tx.pending_begin.is_none();
@@ -870,6 +871,8 @@ struct PgTx<'c> {
     cancel: &'c Cancel,
     /// The `BEGIN` not sent yet: it goes out with the first statement.
     pending_begin: Option<&'static str>,
+    /// Whether the statements run in a transaction block (`Tx::in_block`).
+    block: bool,
 }
 
 impl PgTx<'_> {
@@ -940,6 +943,10 @@ async fn statement(
 impl Tx for PgTx<'_> {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
+    }
+
+    fn in_block(&self) -> bool {
+        self.block
     }
 
     fn execute(&mut self, sql: &str, values: &[SqlValue]) -> StoreResult<u64> {
