@@ -14,7 +14,7 @@ const SECRET: &str = "cli-secret-0123456789";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_verbs_create_list_test_and_redeliver() {
-    let server = TestServer::start_with(|c| {
+    let server = TestServer::start_isolated_with(|c| {
         c.webhooks.deliver = true;
         c.webhooks.allow = AllowList::parse("127.0.0.1").unwrap();
         c.webhooks.max_attempts = 2;

@@ -91,7 +91,7 @@ async fn the_event_stream_example_follows_the_feed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_webhook_receiver_example_accepts_real_deliveries() {
     const SECRET: &str = "whsec_example_0123456789";
-    let server = TestServer::start_with(|c| {
+    let server = TestServer::start_isolated_with(|c| {
         c.webhooks.deliver = true;
         c.webhooks.allow = prodops_core::webhook::AllowList::parse("127.0.0.1").unwrap();
         c.webhooks.poll = Duration::from_millis(100);

@@ -12,7 +12,7 @@ const SECRET: &str = "whsec_sdk_test_0123456789";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_of_a_real_server_verify_and_tampering_does_not() {
-    let server = TestServer::start_with(|c| {
+    let server = TestServer::start_isolated_with(|c| {
         c.webhooks.deliver = true;
         c.webhooks.allow = prodops_core::webhook::AllowList::parse("127.0.0.1").unwrap();
         c.webhooks.poll = Duration::from_millis(100);

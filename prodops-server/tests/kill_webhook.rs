@@ -6,15 +6,12 @@
 //!
 //! The same scenario as `a_server_stopped_mid_delivery_leaves_it_to_the_next` in
 //! `tests/tests/api/webhooks.rs`, with a real process and a real kill instead of an in-process
-//! abort. Runs on the database of `common::database_url` (SQLite in a temporary directory, or
-//! `PRODOPS_TEST_DATABASE_URL`); on a shared PostgreSQL database the test's webhook is deleted
-//! at the end, also when the test fails, so that no backlog is left for other delivering
-//! servers.
-
-mod common;
+//! abort. Runs on a database of its own (`prodops_tests::database_of_its_own`: a SQLite file in
+//! a temporary directory, or a new database next to `PRODOPS_TEST_DATABASE_URL`), since a
+//! delivering server claims the deliveries of every organization of its database: another
+//! test's server would take this one's, and this one's theirs.
 
 use std::io::{BufRead, BufReader};
-use std::panic::AssertUnwindSafe;
 use std::process::{Child, ChildStdout, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -22,7 +19,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use futures::FutureExt;
 use hmac::{Hmac, Mac};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -285,7 +281,7 @@ impl Api {
 
 // ---- The scenario ---------------------------------------------------------------------------
 
-async fn killed_mid_delivery(url: &str, key: &str, hook_id: &Mutex<Option<String>>) {
+async fn killed_mid_delivery(url: &str, key: &str) {
     let (receiver, receiver_url) = Receiver::start().await;
 
     // Server A: creates the webhook and the worker, and claims the delivery.
@@ -306,7 +302,6 @@ async fn killed_mid_delivery(url: &str, key: &str, hook_id: &Mutex<Option<String
         .await;
     assert!(hook.get("secret").is_none(), "the secret is never answered");
     let hook = hook["id"].as_str().expect("webhook id").to_string();
-    *hook_id.lock().unwrap() = Some(hook.clone());
     let worker = api
         .expect(Method::POST, "/worker", Some(json!({"name": "Ann"})), 201)
         .await["id"]
@@ -456,7 +451,6 @@ async fn killed_mid_delivery(url: &str, key: &str, hook_id: &Mutex<Option<String
 
     api.expect(Method::DELETE, &format!("/webhook/{hook}"), None, 204)
         .await;
-    *hook_id.lock().unwrap() = None;
     api.expect(Method::GET, &format!("/webhook/{hook}"), None, 404)
         .await;
     drop(b);
@@ -465,23 +459,7 @@ async fn killed_mid_delivery(url: &str, key: &str, hook_id: &Mutex<Option<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_during_delivery_redelivers_after_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let url = common::database_url(&dir);
+    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
     let key = tokio::task::block_in_place(|| server_process::create_org(&url, "Kill webhook"));
-    let hook_id = Mutex::new(None);
-    let outcome = AssertUnwindSafe(killed_mid_delivery(&url, &key, &hook_id))
-        .catch_unwind()
-        .await;
-    if let Err(panic) = outcome {
-        // The scenario's servers are gone; delete its webhook (and so its deliveries) through
-        // a process that does not deliver, so a shared database keeps no backlog. Best effort.
-        let hook = hook_id.lock().unwrap().take();
-        if let Some(hook) = hook
-            && let Ok(server) = tokio::task::block_in_place(|| try_serve(&url, false))
-        {
-            let _ = Api::new(&server, &key)
-                .send(Method::DELETE, &format!("/webhook/{hook}"), None)
-                .await;
-        }
-        std::panic::resume_unwind(panic);
-    }
+    killed_mid_delivery(&url, &key).await;
 }

@@ -6,9 +6,9 @@
 //!   per server;
 //! - a `postgres://` URL: that shared database. Tests stay apart because each one creates its
 //!   own organizations, and every record is scoped to its organization. A test of what reaches
-//!   every organization of a database (the job that announces what time changes) starts its
-//!   servers with [`TestServer::start_isolated_with`] instead: a database of its own on the same
-//!   PostgreSQL server, dropped at the end.
+//!   every organization of a database (webhook deliveries, the job that announces what time
+//!   changes) starts its servers with [`TestServer::start_isolated_with`] instead: a database of
+//!   its own on the same PostgreSQL server, dropped at the end.
 //!
 //! `TestServer::org` creates an organization with an admin key and returns an [`Api`] bound to
 //! `<base_url>/api/v2` and that key. Request helpers return a [`Resp`] holding the status, the
@@ -106,23 +106,13 @@ impl TestServer {
     /// (`prodops_t_<random>`) on the shared test database's server, dropped when the last
     /// server on it (this one, or one [`TestServer::another`] started) is; on SQLite a file of
     /// its own, as every server has. For tests of what reaches every organization of a database
-    /// (the job that announces what time changes), which must neither see other tests' data
-    /// nor disturb it.
+    /// (webhook deliveries, the job that announces what time changes), which must neither see
+    /// other tests' data nor disturb it.
     pub async fn start_isolated_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
-        let Some(shared) = shared_database_url().filter(|_| on_postgres()) else {
-            return Self::start_with(adjust).await;
-        };
-        let (own, url) = OwnDatabase::create(&shared).await;
         let dir = tempfile::tempdir().expect("temporary directory");
         let files = prodops_server::blob::FilesConfig::Local(dir.path().join("files"));
-        Self::start_on(
-            url,
-            files,
-            Some(dir),
-            Some(std::sync::Arc::new(own)),
-            adjust,
-        )
-        .await
+        let (url, own) = database_of_its_own(dir.path()).await;
+        Self::start_on(url, files, Some(dir), own.map(std::sync::Arc::new), adjust).await
     }
 
     /// A second server on this server's database (migrations run again on start), as another
@@ -162,16 +152,21 @@ impl TestServer {
         // 50,000-record bulk PUT in the debug build) can run past the production default on a
         // busy CI machine. Tests of the timeout itself set their own.
         config.statement_timeout = TEST_STATEMENT_TIMEOUT;
-        // Test servers make no webhook deliveries unless a test turns them on: on a shared
-        // PostgreSQL database only the webhook tests' servers claim deliveries.
+        // Test servers make no webhook deliveries unless a test turns them on, nor run the job
+        // that announces what time changes: either reaches every organization of the database.
+        // A delivering server claims any test's deliveries (a test counting attempts then sees
+        // another's), and the job announces into other tests' feeds. The tests that turn them
+        // on do so on a database of their own (`start_isolated_with`).
         config.webhooks.deliver = false;
-        // Nor do they run the job that announces what time changes: it announces for every
-        // organization of the database, so on a shared database it would announce into other
-        // tests' feeds. Only the tests of that job turn it on, on a database of their own
-        // (`start_isolated_with`).
         config.alert_events = None;
         adjust(&mut config);
         let database_url = config.database_url.clone();
+        let shared = shared_database_url().is_some_and(|shared| shared == database_url);
+        assert!(
+            !(shared && (config.webhooks.deliver || config.alert_events.is_some())),
+            "a server that delivers webhooks or announces what time changes reaches every \
+             organization of its database: start it with TestServer::start_isolated_with"
+        );
         let server = {
             let _guard = if database_url.starts_with("postgres") {
                 Some(START_LOCK.lock().await)
@@ -359,10 +354,28 @@ pub async fn alert_events_started(server: &TestServer) {
     }
 }
 
+/// A database no other test uses, for a test (or a server process it spawns) that must not see
+/// other tests' data nor disturb it: answers its URL, with the [`OwnDatabase`] to keep alive
+/// for as long as it is used. On PostgreSQL a new database (`prodops_t_<random>`) on the shared
+/// test database's server; on SQLite a file in `dir`, as every test server has.
+pub async fn database_of_its_own(dir: &std::path::Path) -> (String, Option<OwnDatabase>) {
+    match shared_database_url().filter(|_| on_postgres()) {
+        Some(shared) => {
+            let (own, url) = OwnDatabase::create(&shared).await;
+            (url, Some(own))
+        }
+        None => (
+            format!("sqlite://{}", dir.join("prodops.db").display()),
+            None,
+        ),
+    }
+}
+
 /// A PostgreSQL database of one test's own, on the server of the shared test database:
-/// created by [`TestServer::start_isolated_with`], dropped (with whatever connections are left)
-/// when the last server on it is.
-struct OwnDatabase {
+/// created by [`database_of_its_own`] (and so by [`TestServer::start_isolated_with`]), dropped
+/// (with whatever connections are left) when this is: for a test server, when the last server
+/// on it is.
+pub struct OwnDatabase {
     /// The shared database's URL, to connect to for the drop.
     admin_url: String,
     name: String,

@@ -3,8 +3,10 @@
 //! delivery log, the SSRF guard, and a server stopped mid-delivery.
 //!
 //! The servers of these tests deliver (test servers otherwise do not), with small attempts and
-//! backoff so that they run fast. The tests run one at a time: on a shared PostgreSQL database
-//! any delivering server may claim any test's deliveries.
+//! backoff so that they run fast. A delivering server claims the deliveries of every
+//! organization of its database, so each test runs on a database of its own
+//! (`TestServer::start_isolated_with`): another test's server would otherwise take its
+//! deliveries and their attempts.
 
 use std::time::Duration;
 
@@ -12,8 +14,6 @@ use prodops_core::webhook::AllowList;
 use prodops_tests::webhook_receiver::{Mode, Receiver};
 use prodops_tests::*;
 use serde_json::Value;
-
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const SECRET: &str = "a-long-enough-secret-0123";
 const MAX_ATTEMPTS: u32 = 4;
@@ -45,13 +45,6 @@ async fn create_hook(api: &Api, url: &str, types: Value) -> String {
     r.id()
 }
 
-/// Deletes a test's webhook with its deliveries, so that a shared PostgreSQL database does not
-/// keep them for the next run's delivering servers.
-async fn delete_hook(api: &Api, hook: &str) {
-    let r = api.delete(&format!("/webhook/{hook}")).await;
-    assert!(r.status == 204 || r.status == 200, "{r}");
-}
-
 async fn log(api: &Api, hook: &str, query: &str) -> Vec<Value> {
     let r = api
         .get(&format!("/webhook/{hook}/deliveries?{query}"))
@@ -77,8 +70,7 @@ async fn wait_log(api: &Api, hook: &str, query: &str, n: usize) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_arrives_signed_and_exactly_once_after_deduplication() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = TestServer::start_with(delivering).await;
+    let server = TestServer::start_isolated_with(delivering).await;
     let api = server.org("Hooks").await;
     let receiver = Receiver::start(SECRET, Mode::FailFirst(2)).await;
     let hook = create_hook(&api, &receiver.url(), json!(["worker.*"])).await;
@@ -178,14 +170,12 @@ async fn every_event_arrives_signed_and_exactly_once_after_deduplication() {
         404
     );
     assert_eq!(other.get(&format!("/webhook/{hook}")).await.status, 404);
-    delete_hook(&api, &hook).await;
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_letters_after_the_attempts_then_redelivery_succeeds() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = TestServer::start_with(delivering).await;
+    let server = TestServer::start_isolated_with(delivering).await;
     let api = server.org("Dead").await;
     let receiver = Receiver::start(SECRET, Mode::AlwaysFail).await;
     let hook = create_hook(&api, &receiver.url(), json!(["worker.*"])).await;
@@ -252,14 +242,12 @@ async fn dead_letters_after_the_attempts_then_redelivery_succeeds() {
         .expect("the ping arrived");
     assert!(ping.signature_ok);
     assert_eq!(ping.body["recordId"].as_str(), Some(hook.as_str()));
-    delete_hook(&api, &hook).await;
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_webhooks_are_refused_by_field_and_private_addresses_are_not_reached() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = TestServer::start_with(delivering).await;
+    let server = TestServer::start_isolated_with(delivering).await;
     let api = server.org("Guard").await;
     for (body, field) in [
         (
@@ -341,10 +329,9 @@ async fn bad_webhooks_are_refused_by_field_and_private_addresses_are_not_reached
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_stopped_mid_delivery_leaves_it_to_the_next() {
-    let _one = ONE_AT_A_TIME.lock().await;
     // The first server owns the database and does not deliver; the second one does until it
     // is stopped while the receiver holds its request; a third one takes over.
-    let owner = TestServer::start().await;
+    let owner = TestServer::start_isolated_with(|_| {}).await;
     let api = owner.org("Kill").await;
     let receiver = Receiver::start(SECRET, Mode::HangFirst).await;
     let hook = create_hook(&api, &receiver.url(), json!(["worker.created"])).await;
@@ -368,15 +355,13 @@ async fn a_server_stopped_mid_delivery_leaves_it_to_the_next() {
     assert!(hits.iter().all(|h| h.signature_ok));
     let rows = wait_log(&api, &hook, "status=delivered", 1).await;
     assert_eq!(rows[0]["attempts"], 2, "{rows:?}");
-    delete_hook(&api, &hook).await;
     heir.shutdown().await;
     owner.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_for_one_receiver_does_not_hold_up_another_webhook() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let server = TestServer::start_with(|c| {
+    let server = TestServer::start_isolated_with(|c| {
         delivering(c);
         c.webhooks.timeout = Duration::from_secs(3);
     })
@@ -417,7 +402,5 @@ async fn a_backlog_for_one_receiver_does_not_hold_up_another_webhook() {
         "the backlog is still there: {pending:?}"
     );
 
-    delete_hook(&api, &stuck_hook).await;
-    delete_hook(&api, &live_hook).await;
     server.shutdown().await;
 }
