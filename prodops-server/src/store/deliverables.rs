@@ -936,14 +936,20 @@ pub fn children_with_records_statement(
         // filter: 100-120 ms a statement once the organization held 200,000 nodes, a tree
         // import's rate falling with the organization's size (bench/README.md,
         // "tree-import-shapes"). `OFFSET 0` keeps the subquery from being flattened into a
-        // join the planner could turn back into that scan.
+        // join the planner could turn back into that scan. Even per parent, statistics that
+        // put one parent over most nodes (an order of 2,000 steps, analyzed after its import)
+        // estimate every probe at the whole organization, and PostgreSQL read the
+        // organization's range of the primary key with the parent as a filter, 0.9 ms a
+        // parent: the subquery's order (`sort_key, id` under one parent) is the parent index's
+        // own, which with [`with_index_probes`] leaves that index the only plan without a sort.
         Dialect::Postgres => {
             params.extend(ids);
             params.push(org.into());
             format!(
                 "SELECT t.parent_id, t.id, d.data FROM (VALUES {}) AS p (id) \
                  CROSS JOIN LATERAL (SELECT c.organization_id, c.parent_id, c.id, c.sort_key \
-                 FROM {TREE} c WHERE c.organization_id = ? AND c.parent_id = p.id OFFSET 0) t {} \
+                 FROM {TREE} c WHERE c.organization_id = ? AND c.parent_id = p.id \
+                 ORDER BY c.sort_key, c.id OFFSET 0) t {} \
                  ORDER BY t.parent_id, t.sort_key, t.id",
                 vec!["(?)"; parents.len()].join(", "),
                 records_join_of(dialect),
@@ -953,8 +959,8 @@ pub fn children_with_records_statement(
     (sql, params)
 }
 
-/// Runs `read` with PostgreSQL's sequential scans off, for a statement whose only right plan
-/// is index probes: statistics taken early in an import (few parents, thousands of children
+/// Runs `read` with PostgreSQL's sequential and bitmap scans off, for a statement whose only
+/// right plan is index probes: statistics taken early in an import (few parents, thousands of children
 /// each) made a scan of the whole tree table per parent look cheaper than the probe, seconds
 /// per statement as the table grew. Transaction-local and set back to the session's value at
 /// once, so the rest of the transaction plans as before. Only in a transaction block (a
@@ -967,9 +973,19 @@ pub fn with_index_probes<T>(
     if tx.dialect() != Dialect::Postgres || !tx.in_block() {
         return read(tx);
     }
-    tx.execute("SET LOCAL enable_seqscan = off", &[])?;
+    // One statement each way (transaction-local, as `SET LOCAL`); back to the session's own
+    // values (`reset_val`, what `SET LOCAL ... TO DEFAULT` would set).
+    tx.query(
+        "SELECT set_config('enable_seqscan', 'off', true), \
+         set_config('enable_bitmapscan', 'off', true)",
+        &[],
+    )?;
     let out = read(tx)?;
-    tx.execute("SET LOCAL enable_seqscan TO DEFAULT", &[])?;
+    tx.query(
+        "SELECT set_config(name, reset_val, true) FROM pg_settings \
+         WHERE name IN ('enable_seqscan', 'enable_bitmapscan')",
+        &[],
+    )?;
     Ok(out)
 }
 

@@ -575,12 +575,24 @@ END $body$",
 /// run once per statement over the rows it changed or removed; its arguments are the resource
 /// paths the table serves. It also marks the table as touched for the rest of the transaction
 /// (a transaction-local setting, `prodops.touched_<table>`), which the append of the feed asks.
+///
+/// Each changed row's creation event is looked up on its own: one probe of
+/// `ix_events_created` (a hash index on the record id), whatever the statistics say. As one
+/// `UPDATE events ... FROM old_rows` join, the plan was the planner's to choose, and with the
+/// statistics of a freshly imported `events` table (which put the events without their text at
+/// a few rows) it joined the changed rows to a materialized scan of the whole table: 17.5 s
+/// for an `UPDATE` of 500 records over 200,000 events, and with fresh statistics still a hash
+/// join reading the whole table once per statement (bench/README.md, "dependencies").
 const PG_EVENT_KEEP_FUNCTION: &str =
     "CREATE OR REPLACE FUNCTION prodops_event_keep() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+  o record;
 BEGIN
-  UPDATE events e SET data = o.data::text FROM old_rows o
-  WHERE e.organization_id = o.organization_id AND e.record_id = o.id
-    AND e.resource = ANY(TG_ARGV) AND e.data IS NULL;
+  FOR o IN SELECT organization_id, id, data FROM old_rows LOOP
+    UPDATE events SET data = o.data::text
+    WHERE record_id = o.id AND data IS NULL AND organization_id = o.organization_id
+      AND resource = ANY(TG_ARGV);
+  END LOOP;
   -- For the rest of this transaction, records of this table may differ from what they were
   -- created with: store/events.rs reads a bulk call's records back before appending.
   PERFORM set_config('prodops.touched_' || TG_TABLE_NAME, '1', true);
