@@ -940,8 +940,11 @@ pub fn children_with_records_statement(
         // put one parent over most nodes (an order of 2,000 steps, analyzed after its import)
         // estimate every probe at the whole organization, and PostgreSQL read the
         // organization's range of the primary key with the parent as a filter, 0.9 ms a
-        // parent: the subquery's order (`sort_key, id` under one parent) is the parent index's
-        // own, which with [`with_index_probes`] leaves that index the only plan without a sort.
+        // parent; and for an organization they do not know yet (its first import), estimated
+        // at a row, the primary key's or the path index's range looked as cheap as the probe
+        // (650 ms a statement). The subquery's order (`sort_key, id` under one parent) is the
+        // parent index's own, and [`with_index_probes`] turns sorts off: every other index
+        // needs a sort per parent, so the parent index is the only plan without one.
         Dialect::Postgres => {
             params.extend(ids);
             params.push(org.into());
@@ -959,8 +962,8 @@ pub fn children_with_records_statement(
     (sql, params)
 }
 
-/// Runs `read` with PostgreSQL's sequential and bitmap scans off, for a statement whose only
-/// right plan is index probes: statistics taken early in an import (few parents, thousands of children
+/// Runs `read` with PostgreSQL's sequential scans, bitmap scans and sorts off, for a statement
+/// whose only right plan is index probes that read rows in the order it asks for: statistics taken early in an import (few parents, thousands of children
 /// each) made a scan of the whole tree table per parent look cheaper than the probe, seconds
 /// per statement as the table grew. Transaction-local and set back to the session's value at
 /// once, so the rest of the transaction plans as before. Only in a transaction block (a
@@ -977,13 +980,13 @@ pub fn with_index_probes<T>(
     // values (`reset_val`, what `SET LOCAL ... TO DEFAULT` would set).
     tx.query(
         "SELECT set_config('enable_seqscan', 'off', true), \
-         set_config('enable_bitmapscan', 'off', true)",
+         set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
         &[],
     )?;
     let out = read(tx)?;
     tx.query(
         "SELECT set_config(name, reset_val, true) FROM pg_settings \
-         WHERE name IN ('enable_seqscan', 'enable_bitmapscan')",
+         WHERE name IN ('enable_seqscan', 'enable_bitmapscan', 'enable_sort')",
         &[],
     )?;
     Ok(out)
