@@ -18,6 +18,24 @@ use uuid::Uuid;
 
 const ROWS: usize = 5_000;
 
+/// A store on a database of its own (`prodops_tests::database_of_its_own`), with what keeps
+/// that database: its statistics are the test's alone.
+struct OwnStore {
+    store: Store,
+    _database: Option<prodops_tests::OwnDatabase>,
+    _dir: tempfile::TempDir,
+}
+
+async fn store_of_its_own() -> OwnStore {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, database) = prodops_tests::database_of_its_own(dir.path()).await;
+    OwnStore {
+        store: Store::open(&url).await.unwrap(),
+        _database: database,
+        _dir: dir,
+    }
+}
+
 fn workers(org: Uuid) -> Vec<NewRow> {
     (0..ROWS)
         .map(|i| {
@@ -115,16 +133,15 @@ async fn tables_analyzed_after(store: &Store, tables: &[&'static str], write: im
 /// ones, the children reads of a deliverable import scanned the organization's whole tree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_write_of_deliverables_refreshes_the_statistics_of_their_side_tables() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     if store.dialect() != Dialect::Postgres {
         // SQLite's planner keeps no statistics the server would have to refresh.
         return;
     }
     let org = Uuid::now_v7();
     tables_analyzed_after(
-        &store,
+        store,
         &[
             "deliverable",
             "deliverable_tree",
@@ -140,9 +157,8 @@ async fn a_bulk_write_of_deliverables_refreshes_the_statistics_of_their_side_tab
 /// they cost (116 ms compiling a 2 ms read of a deliverable import).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_connections_plan_without_jit() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     if store.dialect() != Dialect::Postgres {
         return;
     }
@@ -174,10 +190,8 @@ async fn a_lookup_by_ids_probes_the_primary_key_after_the_organizations_first_bu
     // On the shared database, unlike the other tests here: the probes are the right plan only
     // for a table the size of a shop's, and the 10,000 rows this test writes alone are not
     // one (on a database of its own PostgreSQL rightly scans them).
-    let url = std::env::var("PRODOPS_TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| format!("sqlite://{}/prodops.db", dir.path().display()));
+    let url = prodops_tests::shared_database_url()
+        .unwrap_or_else(|| prodops_tests::sqlite_url_in(dir.path()));
     let store = Store::open(&url).await.unwrap();
     let (known, new) = (Uuid::now_v7(), Uuid::now_v7());
     insert(&store, known, workers(known)).await;
@@ -260,9 +274,8 @@ async fn a_lookup_by_ids_probes_the_primary_key_after_the_organizations_first_bu
 async fn a_trees_dependencies_are_read_through_the_predecessor_index() {
     use prodops_server::deliverables::dependencies::tree_dependencies_sql;
     use prodops_server::store::sql::FieldPath;
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     let dialect = store.dialect();
     let field = |f: &str| dialect.text_expr(&FieldPath::parse(f).unwrap());
     let sql = tree_dependencies_sql(
@@ -276,7 +289,7 @@ async fn a_trees_dependencies_are_read_through_the_predecessor_index() {
         "/a".to_string().into(),
         "/b".to_string().into(),
     ];
-    let p = plan(&store, sql, params).await;
+    let p = plan(store, sql, params).await;
     match dialect {
         Dialect::Sqlite => assert!(
             p.contains("ix_dependency_predecessor (organization_id=? AND <expr>=?)")
@@ -295,9 +308,8 @@ async fn a_trees_dependencies_are_read_through_the_predecessor_index() {
 async fn subtree_records_are_read_through_the_fields_index() {
     use prodops_server::deliverables::tree::subtree_records_sql;
     use prodops_server::store::sql::FieldPath;
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     let dialect = store.dialect();
     for (table, field, index) in [
         ("dependency", "predecessorId", "ix_dependency_predecessor"),
@@ -317,7 +329,7 @@ async fn subtree_records_are_read_through_the_fields_index() {
             "/a".to_string().into(),
             "/b".to_string().into(),
         ];
-        let p = plan(&store, sql, params).await;
+        let p = plan(store, sql, params).await;
         match dialect {
             Dialect::Sqlite => assert!(
                 p.contains(&format!("{index} (organization_id=? AND <expr>=?)"))
@@ -337,9 +349,8 @@ async fn subtree_records_are_read_through_the_fields_index() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_alert_jobs_reads_are_ranges_of_the_partial_bound_indexes() {
     use prodops_server::store::alert_times::{self, Bound};
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     let dialect = store.dialect();
     // As a database whose indexes were made over every row (before migration step 86): the
     // step makes them partial.
@@ -397,7 +408,7 @@ async fn the_alert_jobs_reads_are_ranges_of_the_partial_bound_indexes() {
                 ],
             ),
         ] {
-            let p = plan(&store, sql, params).await;
+            let p = plan(store, sql, params).await;
             match dialect {
                 Dialect::Sqlite => assert!(
                     p.contains(&format!("USING INDEX {index}")) && !p.contains("SCAN deliverable"),
@@ -419,10 +430,8 @@ async fn the_alert_jobs_reads_are_ranges_of_the_partial_bound_indexes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_children_of_many_parents_are_probes_of_the_parent_index() {
     use prodops_server::store::deliverables::{children_with_records_statement, with_index_probes};
-    let dir = tempfile::tempdir().unwrap();
-    // A database of its own: the statistics below are the test's.
-    let (url, _own_database) = prodops_tests::database_of_its_own(dir.path()).await;
-    let store = Store::open(&url).await.unwrap();
+    let own = store_of_its_own().await;
+    let store = &own.store;
     let dialect = store.dialect();
     let org = Uuid::new_v4();
     let mut parents: Vec<Uuid> = (0..499).map(|_| Uuid::new_v4()).collect();

@@ -97,8 +97,7 @@ impl TestServer {
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
         let dir = tempfile::tempdir().expect("temporary directory");
         let files = prodops_server::blob::FilesConfig::Local(dir.path().join("files"));
-        let url = shared_database_url()
-            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("prodops.db").display()));
+        let url = shared_database_url().unwrap_or_else(|| sqlite_url_in(dir.path()));
         Self::start_on(url, files, Some(dir), None, adjust).await
     }
 
@@ -354,6 +353,11 @@ pub async fn alert_events_started(server: &TestServer) {
     }
 }
 
+/// The URL of a test server's SQLite database: a file in `dir`.
+pub fn sqlite_url_in(dir: &std::path::Path) -> String {
+    format!("sqlite://{}", dir.join("prodops.db").display())
+}
+
 /// A database no other test uses, for a test (or a server process it spawns) that must not see
 /// other tests' data nor disturb it: answers its URL, with the [`OwnDatabase`] to keep alive
 /// for as long as it is used. On PostgreSQL a new database (`prodops_t_<random>`) on the shared
@@ -364,10 +368,7 @@ pub async fn database_of_its_own(dir: &std::path::Path) -> (String, Option<OwnDa
             let (own, url) = OwnDatabase::create(&shared).await;
             (url, Some(own))
         }
-        None => (
-            format!("sqlite://{}", dir.join("prodops.db").display()),
-            None,
-        ),
+        None => (sqlite_url_in(dir), None),
     }
 }
 
