@@ -19,6 +19,10 @@ if [[ -z "${BENCH_OWN_ARGS:-}" ]]; then
         *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
     esac
 fi
+PROCESSES="${BENCH_PROCESSES:-1}"
+if [[ "$PROCESSES" != 1 && -z "${BENCH_OWN_ARGS:-}" && "$BACKEND" != postgres ]]; then
+    echo "BENCH_PROCESSES=$PROCESSES needs --postgres (server processes share a PostgreSQL database)" >&2; exit 2
+fi
 PG_URL="${PRODOPS_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$ROOT/bench/results"
@@ -36,6 +40,10 @@ PRODOPS="$BIN/prodops"
 
 WORK="$(mktemp -d)"
 SERVER_PID=""
+# Every server process of the run (more than one with BENCH_PROCESSES on PostgreSQL), and the
+# balancer in front of them.
+SERVER_PIDS=()
+BALANCER_PID=""
 PG_DBS=()
 # pg_url NAME: the bench's URL with its database replaced by NAME.
 pg_url() {
@@ -49,30 +57,59 @@ new_pg_db() {
     PG_DBS+=("$name")
     printf -v "$1" '%s' "$(pg_url "$name")"
 }
+# stop_processes PID...: stops each and waits for it (a process killed by the signal answers 143,
+# which is no failure here).
+stop_processes() {
+    local pid
+    for pid in "$@"; do
+        kill "$pid" 2>/dev/null || continue
+        wait "$pid" 2>/dev/null || true
+    done
+}
 cleanup() {
-    [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    # The trap runs under `set -e` too: nothing here may end it before the databases are dropped.
+    set +e
+    stop_processes "${SERVER_PIDS[@]}" $BALANCER_PID
     for db in "${PG_DBS[@]}"; do psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 # start_server: the server on a fresh database of the chosen backend (`DB`), its address in
-# `BASE`.
+# `BASE`. With BENCH_PROCESSES=N (PostgreSQL only), N server processes on that one database
+# behind bench/round-robin.py, each connection of the CLI to the next process in turn: `BASE`
+# is the balancer's address, `SERVER_PIDS` every process (`SERVER_PID` the first).
 start_server() {
     if [[ "$BACKEND" == postgres ]]; then new_pg_db DB; else DB="sqlite://$WORK/prodops.db"; fi
-    "$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 1000000000 > "$WORK/server.out" 2> "$WORK/server.log" &
-    SERVER_PID=$!
-    for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
-    BASE="$(sed -n 's/^listening on //p' "$WORK/server.out")"
-    [[ -n "$BASE" ]] || { echo "the server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+    if [[ "$PROCESSES" != 1 && "$BACKEND" != postgres ]]; then
+        echo "BENCH_PROCESSES=$PROCESSES needs PostgreSQL (server processes share its database)" >&2; exit 2
+    fi
+    SERVER_PIDS=()
+    local addresses=() i
+    for ((i = 0; i < PROCESSES; i++)); do
+        "$SERVER" serve --bind 127.0.0.1:0 --database "$DB" --rate-limit 1000000000 > "$WORK/server$i.out" 2> "$WORK/server$i.log" &
+        SERVER_PIDS+=($!)
+        for _ in $(seq 100); do grep -q listening "$WORK/server$i.out" 2>/dev/null && break; sleep 0.1; done
+        addresses+=("$(sed -n 's/^listening on //p' "$WORK/server$i.out")")
+        [[ -n "${addresses[$i]}" ]] || { echo "the server did not start:" >&2; cat "$WORK/server$i.log" >&2; exit 1; }
+    done
+    SERVER_PID="${SERVER_PIDS[0]}"
+    BASE="${addresses[0]}"
+    if [[ "$PROCESSES" != 1 ]]; then
+        python3 "$ROOT/bench/round-robin.py" "${addresses[@]}" > "$WORK/balancer.out" 2> "$WORK/balancer.log" &
+        BALANCER_PID=$!
+        for _ in $(seq 100); do grep -q listening "$WORK/balancer.out" 2>/dev/null && break; sleep 0.1; done
+        BASE="$(sed -n 's/^listening on //p' "$WORK/balancer.out")"
+        [[ -n "$BASE" ]] || { echo "the balancer did not start:" >&2; cat "$WORK/balancer.log" >&2; exit 1; }
+    fi
 }
 
-# stop_server: stops the server `start_server` started (the exit trap does it otherwise).
+# stop_server: stops what `start_server` started (the exit trap does it otherwise).
 stop_server() {
-    if [[ -n "$SERVER_PID" ]]; then
-        kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-        SERVER_PID=""
-    fi
+    stop_processes "${SERVER_PIDS[@]}" $BALANCER_PID
+    SERVER_PIDS=()
+    SERVER_PID=""
+    BALANCER_PID=""
     return 0
 }
 

@@ -13,16 +13,19 @@
 # Targets: >= 10,000 nodes/s on SQLite and >= 5,000 on PostgreSQL, for every line.
 #
 # Usage: bash bench/tree-import-shapes.sh [--postgres]
+#        BENCH_PROCESSES=2 bash bench/tree-import-shapes.sh --postgres   # two processes, one database
 #
 # Environment (all optional):
 #   BENCH_SCALE        divides every size (default 1; 10 gives a quick run of a tenth)
+#   BENCH_PROCESSES    server processes on the one PostgreSQL database (default 1), behind
+#                      bench/round-robin.py: each of the CLI's connections goes to the next one
 #   CARGO_TARGET_DIR   where cargo puts the binaries (default ./target)
 #   BENCH_BIN_DIR      take prodops-server and prodops from here instead of building them
 #   PRODOPS_BENCH_PG_URL  PostgreSQL for --postgres (default postgres://postgres@127.0.0.1:5432/test)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-HELP_LINES=2,21
+HELP_LINES=2,24
 # shellcheck source=bench/import-common.sh
 source "$ROOT/bench/import-common.sh"
 SCALE="${BENCH_SCALE:-1}"
@@ -49,7 +52,7 @@ nodes_of() { echo $(($(wc -l < "$1") - 1)); }
 REF=$(nodes_of "$WORK/reference.csv")
 
 start_server
-echo "server: $BACKEND, release; prodops deliverable import with the CLI's defaults"
+echo "server: $BACKEND, release, $PROCESSES process(es); prodops deliverable import with the CLI's defaults"
 REF_RATE=""
 # import LABEL CSV KEY: times the import, prints its line.
 import() {

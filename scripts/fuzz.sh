@@ -15,6 +15,9 @@
 #   PRODOPS_FUZZ_ONLY      `sqlite` or `postgres` to run one database only (never in CI)
 #   PRODOPS_FUZZ_SERVER    a prodops-server binary already built (scripts/test-all.sh passes
 #                          the one its test build made); without it, a release build is made
+#
+# `bash scripts/fuzz.sh --install-only` installs schemathesis and stops (scripts/test-all.sh
+# runs it in the background while it builds, so the download does not wait for the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,6 +48,7 @@ if ! "$st" --version 2>/dev/null | grep -qx "schemathesis, version $SCHEMATHESIS
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 "$st" --version
+[[ "${1:-}" == "--install-only" ]] && exit 0
 
 # ---- the server -----------------------------------------------------------------------------
 if [[ -n "${PRODOPS_FUZZ_SERVER:-}" ]]; then

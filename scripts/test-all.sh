@@ -50,6 +50,12 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
+# The fuzzer's Python environment is a download and an install that needs none of the build:
+# made in the background meanwhile, and waited for before the fuzzer runs.
+fuzz_install_log=$(mktemp)
+bash scripts/fuzz.sh --install-only > "$fuzz_install_log" 2>&1 &
+fuzz_install=$!
+
 step "building every target, with the lints (clippy -D warnings)"
 cargo test --workspace --all-targets --locked --no-run
 
@@ -62,8 +68,18 @@ step "a program using the SDK alone (examples/sdk-only: only prodops_client::*, 
 cargo build --locked --manifest-path examples/sdk-only/Cargo.toml
 
 server="$CARGO_TARGET_DIR/debug/prodops-server"
+# fuzzer_installed: waits for the background install of schemathesis; shows its output if it
+# failed (the fuzzer's own run would then try the install again, in the foreground).
+fuzzer_installed() {
+  if ! wait "$fuzz_install"; then
+    echo "the background install of schemathesis failed:" >&2
+    cat "$fuzz_install_log" >&2
+  fi
+  rm -f "$fuzz_install_log"
+}
 if [[ $SKIP_PG == 1 ]]; then
   step "PostgreSQL skipped (PRODOPS_SKIP_POSTGRES=1); the outside fuzzer on SQLite only"
+  fuzzer_installed
   PRODOPS_FUZZ_SERVER="$server" PRODOPS_FUZZ_ONLY=sqlite bash scripts/fuzz.sh
   exit 0
 fi
@@ -72,5 +88,6 @@ step "every test again, on PostgreSQL ($host:$port)"
 PRODOPS_TEST_DATABASE_URL="$PG_URL" cargo nextest run --workspace --all-targets --locked --no-fail-fast
 
 step "the outside fuzzer (scripts/fuzz.sh)"
+fuzzer_installed
 PRODOPS_FUZZ_SERVER="$server" bash scripts/fuzz.sh
 step "done"
