@@ -283,17 +283,31 @@ pub async fn prune_events_now(server: &TestServer) {
             .expect("after 1970")
             .as_secs() as i64
     };
-    let asked = now();
-    store
-        .write(|tx: &mut dyn Tx| {
-            tx.execute(
-                "UPDATE jobs SET run_after = 0 WHERE id = ?",
-                &[SqlValue::from(prodops_server::jobs::EVENT_PRUNE_ID)],
-            )
-        })
-        .await
-        .expect("the prune job is due now");
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    // A run already under way (the server's own first run, claimed as it started, or another
+    // process's) pruned as of its own start, before the events this test wants gone, and would
+    // set the next turn an hour on when it ends, as if it were the run asked for here. So the
+    // job is made due only while no run holds it: the run waited for below starts after `asked`.
+    let asked = loop {
+        let asked = now();
+        let made_due = store
+            .write(|tx: &mut dyn Tx| {
+                tx.execute(
+                    "UPDATE jobs SET run_after = 0 WHERE id = ? AND status = 'pending'",
+                    &[SqlValue::from(prodops_server::jobs::EVENT_PRUNE_ID)],
+                )
+            })
+            .await
+            .expect("the prune job is due now");
+        if made_due == 1 {
+            break asked;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prune job was never free to be made due"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     loop {
         let rows = store
             .read(|tx: &mut dyn Tx| {
